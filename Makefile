@@ -1,0 +1,40 @@
+# The two commands of the README:
+#   make demo   install, start the local services, run the demo of both services
+#   make test   install, start the local services, ruff, mypy, pytest
+# Also: make bench (benchmarks, prints figures and ratios), make services-stop.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench services-stop install services lint typecheck unit integration
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,services]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+services: install
+	scripts/services start
+
+demo: services
+	$(BIN)/python scripts/demo.py
+
+lint: install
+	$(BIN)/ruff check src tests bench scripts
+
+typecheck: install
+	$(BIN)/mypy
+
+test: services lint typecheck
+	$(BIN)/pytest
+
+bench: services
+	$(BIN)/python bench/run_all.py
+
+services-stop:
+	scripts/services stop
