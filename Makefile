@@ -22,7 +22,7 @@ services: install
 	scripts/services start
 
 demo: services
-	$(BIN)/python scripts/demo.py
+	eval "$$(scripts/services env)" && $(BIN)/python scripts/demo.py
 
 lint: install
 	$(BIN)/ruff check src tests bench scripts
@@ -31,10 +31,10 @@ typecheck: install
 	$(BIN)/mypy
 
 test: services lint typecheck
-	$(BIN)/pytest
+	eval "$$(scripts/services env)" && $(BIN)/pytest
 
 bench: services
-	$(BIN)/python bench/run_all.py
+	eval "$$(scripts/services env)" && $(BIN)/python bench/run_all.py
 
 services-stop:
 	scripts/services stop
