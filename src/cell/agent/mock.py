@@ -1,0 +1,68 @@
+"""The deterministic ``mock`` providers: the same input always gives the same output.
+
+- ASR returns the utterance's reference text (the simulated ground truth).
+- LLM answers the last user message with a canned reply that echoes it.
+- TTS renders a tone whose pitch depends on the voice and whose length depends on
+  the text and speed.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+from cell.agent.config import ASRConfig, LLMConfig, TTSConfig
+from cell.agent.providers import (
+    ChatMessage,
+    ProviderRegistry,
+    Speech,
+    Transcription,
+    Utterance,
+)
+from cell.audio import SAMPLE_RATE_HZ, tone_speech
+
+MOCK = "mock"
+MS_PER_CHAR = 60
+MIN_SPEECH_MS = 400
+VOICE_FREQS_HZ = (250, 320, 400, 500)
+NOT_HEARD_REPLY = "Sorry, I did not catch that."
+
+
+class MockASR:
+    async def transcribe(self, utterance: Utterance, config: ASRConfig) -> Transcription:
+        return Transcription(text=(utterance.reference_text or "").strip(), final=True)
+
+
+def mock_reply(messages: Sequence[ChatMessage]) -> str:
+    """The canned reply to the last user message."""
+    last_user = next((m.text for m in reversed(messages) if m.role == "user"), "")
+    if not last_user.strip():
+        return NOT_HEARD_REPLY
+    return f"Thank you. You said: {last_user.strip()}"
+
+
+class MockLLM:
+    async def reply(self, messages: Sequence[ChatMessage], config: LLMConfig) -> str:
+        return mock_reply(messages)
+
+
+def speech_ms(text: str, speed: float | None) -> int:
+    """Spoken length of ``text`` for the mock voice."""
+    base = max(MIN_SPEECH_MS, len(text) * MS_PER_CHAR)
+    return int(base / (speed or 1.0))
+
+
+def voice_freq_hz(voice: str | None) -> int:
+    return VOICE_FREQS_HZ[zlib.crc32((voice or "").encode()) % len(VOICE_FREQS_HZ)]
+
+
+class MockTTS:
+    async def synthesize(self, text: str, config: TTSConfig) -> Speech:
+        ms = speech_ms(text, config.speed)
+        pcm = tone_speech(ms, voice_freq_hz(config.voice))
+        return Speech(pcm=pcm, sample_rate_hz=SAMPLE_RATE_HZ, duration_ms=ms)
+
+
+def mock_registry() -> ProviderRegistry:
+    """A registry offering only the ``mock`` providers (the simulated mode)."""
+    return ProviderRegistry(asr={MOCK: MockASR()}, llm={MOCK: MockLLM()}, tts={MOCK: MockTTS()})

@@ -1,0 +1,132 @@
+"""Errors of the cell process, one rooted tree, each mapped to one wire error.
+
+::
+
+    CellError                              (500 internal_error)
+    ├── InvalidRequestError                (400 invalid_request)  — names the field
+    │   ├── InvalidPlanError               (422 invalid_plan)
+    │   └── UnknownProviderError           (422 unknown_provider)
+    ├── CallNotFoundError                  (404 call_not_found)
+    ├── RecordingNotFoundError             (404 recording_not_found)
+    ├── CellConflictError                  (409 conflict)
+    │   ├── CallIdConflictError            (409 call_id_conflict)
+    │   ├── CallAlreadyDialledError        (409 already_dialled)
+    │   ├── CallNotEndedError              (409 call_not_ended)
+    │   ├── IllegalTransitionError         (409 illegal_transition)
+    │   └── UploadNotAllowedError          (409 upload_not_allowed)
+    ├── CellUnavailableError               (503 cell_unavailable)
+    │   ├── CellBusyError                  (503 cell_busy)
+    │   └── CellDrainingError              (503 cell_draining)
+    └── CellConfigError                    (start-up only: bad script, data dir, options)
+        └── ScriptError                    (the simulation script is invalid)
+
+Every class says how to fix the problem; ``WIRE_ERRORS`` is the one table from
+class to HTTP status and code, looked up along the class hierarchy.
+"""
+
+from __future__ import annotations
+
+
+class CellError(Exception):
+    """Unexpected failure inside the cell; read the cell log for the cause."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidRequestError(CellError):
+    """The request is malformed; fix the named field and send it again."""
+
+
+class InvalidPlanError(InvalidRequestError):
+    """The call plan is invalid; fix the named field of the plan (nothing was dialled)."""
+
+
+class UnknownProviderError(InvalidRequestError):
+    """The agent config names a provider_ref this cell does not offer; use one of its
+    providers (GET /v1/info lists them) or start the cell with that provider."""
+
+
+class CallNotFoundError(CellError):
+    """This cell has no such call (never originated here, acknowledged, or lost in a
+    cell restart: compare the boot id)."""
+
+
+class RecordingNotFoundError(CellError):
+    """No recording file exists for this call (not answered, recording off, or already
+    uploaded and removed)."""
+
+
+class CellConflictError(CellError):
+    """The request conflicts with the current state of the call; re-read it first."""
+
+
+class CallIdConflictError(CellConflictError):
+    """The call_id is already used by a call with a different plan; use a new call_id."""
+
+
+class CallAlreadyDialledError(CellConflictError):
+    """This call_id was already dialled by this cell (acknowledged or in an earlier boot);
+    it is never dialled twice. Use a new call_id for a new attempt."""
+
+
+class CallNotEndedError(CellConflictError):
+    """Only an ended call can be acknowledged; wait for its ended event."""
+
+
+class IllegalTransitionError(CellConflictError):
+    """The call cannot move to the requested state from its current state."""
+
+
+class UploadNotAllowedError(CellConflictError):
+    """An upload for this recording was already started or settled; a PUT is never
+    retried. Only an authorization that expired unused may be replaced (same upload_id)."""
+
+
+class CellUnavailableError(CellError):
+    """The cell cannot take this request now; retry later."""
+
+
+class CellBusyError(CellUnavailableError):
+    """The cell runs its maximum number of calls (--max-calls); retry when one ends."""
+
+
+class CellDrainingError(CellUnavailableError):
+    """The cell is shutting down and takes no new calls; use it again after restart."""
+
+
+class CellConfigError(CellError):
+    """The cell cannot start with this configuration; fix the named option."""
+
+
+class ScriptError(CellConfigError):
+    """The simulation script is invalid; fix the named field (see docs/cell.md)."""
+
+
+WIRE_ERRORS: dict[type[CellError], tuple[int, str]] = {
+    CellError: (500, "internal_error"),
+    InvalidRequestError: (400, "invalid_request"),
+    InvalidPlanError: (422, "invalid_plan"),
+    UnknownProviderError: (422, "unknown_provider"),
+    CallNotFoundError: (404, "call_not_found"),
+    RecordingNotFoundError: (404, "recording_not_found"),
+    CellConflictError: (409, "conflict"),
+    CallIdConflictError: (409, "call_id_conflict"),
+    CallAlreadyDialledError: (409, "already_dialled"),
+    CallNotEndedError: (409, "call_not_ended"),
+    IllegalTransitionError: (409, "illegal_transition"),
+    UploadNotAllowedError: (409, "upload_not_allowed"),
+    CellUnavailableError: (503, "cell_unavailable"),
+    CellBusyError: (503, "cell_busy"),
+    CellDrainingError: (503, "cell_draining"),
+}
+
+
+def wire_error(exc: CellError) -> tuple[int, str]:
+    """HTTP status and code of ``exc``, looked up along its class hierarchy."""
+    for cls in type(exc).__mro__:
+        if cls in WIRE_ERRORS:
+            return WIRE_ERRORS[cls]
+    return WIRE_ERRORS[CellError]

@@ -1,0 +1,51 @@
+"""Vocabulary shared by the whole cell: call states, outcomes, who ended a call.
+
+Values are part of the wire API (JSON) and must never change meaning.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class CallState(StrEnum):
+    DIALING = "dialing"
+    RINGING = "ringing"
+    ANSWERED = "answered"
+    ENDED = "ended"
+
+
+class Outcome(StrEnum):
+    ANSWERED = "answered"
+    NO_ANSWER = "no_answer"
+    BUSY = "busy"
+    REJECTED = "rejected"
+    FAILED = "failed"
+
+
+class EndCause(StrEnum):
+    """Who or what ended the call."""
+
+    CALLEE = "callee"  # the far end hung up, was busy, rejected or never answered
+    AGENT = "agent"  # the agent ended it (opt-out, max turns, silence)
+    LIMIT = "limit"  # ring timeout or max duration reached
+    DISPATCHER = "dispatcher"  # a hang-up request
+    NETWORK = "network"  # the call failed to set up
+    CELL = "cell"  # the cell shut down or hit an internal error
+
+
+class ReasonCode(StrEnum):
+    """Reason codes the cell itself produces (scripts and SIP may add others)."""
+
+    RING_TIMEOUT = "ring_timeout"
+    NO_ANSWER = "no_answer"
+    BUSY = "busy"
+    REJECTED = "rejected"
+    NETWORK_FAILURE = "network_failure"
+    MAX_DURATION = "max_duration"
+    MAX_TURNS = "max_turns"
+    SILENCE_TIMEOUT = "silence_timeout"
+    OPT_OUT = "opt_out"
+    HANGUP_REQUESTED = "hangup_requested"
+    CELL_SHUTDOWN = "cell_shutdown"
+    CELL_ERROR = "cell_error"

@@ -1,0 +1,1 @@
+"""The simulated mode: a JSON script decides how each callee behaves."""
