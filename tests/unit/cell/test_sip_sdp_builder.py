@@ -50,7 +50,8 @@ ANSWER = (
     [
         (ANSWER, RemoteMedia("10.0.0.9", 6000, 8, 101, "sendrecv")),
         (
-            "v=0\r\nc=IN IP4 1.1.1.1\r\nm=audio 7000 RTP/AVP 8\r\nc=IN IP4 2.2.2.2\r\na=recvonly\r\n",
+            "v=0\r\nc=IN IP4 1.1.1.1\r\nm=audio 7000 RTP/AVP 8\r\n"
+            "c=IN IP4 2.2.2.2\r\na=recvonly\r\n",
             RemoteMedia("2.2.2.2", 7000, 8, None, "recvonly"),
         ),
     ],
