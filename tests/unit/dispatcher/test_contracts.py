@@ -8,6 +8,7 @@ test_contracts_topology.py).
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from dispatcher import contracts
-from dispatcher.contracts import ContractError, Kind
+from dispatcher.contracts import ContractError, ContractSetupError, Kind
+from dispatcher.errors import DispatcherError
 
 ROOT = contracts.contracts_dir()
 VALID = ROOT / "examples" / "valid"
@@ -122,3 +124,82 @@ def test_every_object_schema_forbids_additional_properties(path: Path) -> None:
         elif "properties" in node:
             assert in_conditional, f"open 'properties' outside if/then/else: {node}"
     assert seen > 0 or path.name == "common.schema.json"
+
+
+def test_contract_errors_are_dispatcher_errors_and_never_echo_values() -> None:
+    body = _valid("command-next.call_execute", "spec-v0.2-3.1-call-execute.json")
+    body["payload"]["callee"] = "secret-13800138000x"
+    with pytest.raises(DispatcherError) as caught:
+        contracts.validate(Kind.CALL_EXECUTE, body)
+    assert isinstance(caught.value, ContractError)
+    assert "secret-13800138000x" not in str(caught.value)
+    assert "$.payload.callee" in str(caught.value) and "pattern" in str(caught.value)
+
+
+def test_unknown_kind_is_a_setup_error() -> None:
+    with pytest.raises(ContractSetupError, match="unknown contract kind"):
+        contracts.validate("command-next.call.execute", {})
+
+
+def test_env_override_points_at_another_copy_and_fails_closed_when_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy_dir = tmp_path / "copy"
+    shutil.copytree(ROOT, copy_dir, ignore=shutil.ignore_patterns("examples"))
+    monkeypatch.setenv(contracts.ENV_DIR, str(copy_dir))
+    assert contracts.contracts_dir() == copy_dir
+    assert contracts.kinds() == tuple(sorted(RULES))
+    monkeypatch.setenv(contracts.ENV_DIR, str(tmp_path / "empty"))
+    with pytest.raises(ContractSetupError, match=contracts.ENV_DIR):
+        contracts.kinds()
+
+
+def test_broken_schema_file_is_a_setup_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "x.schema.json").write_text('{"$id": "urn:x", "type": 5}')
+    monkeypatch.setenv(contracts.ENV_DIR, str(tmp_path))
+    with pytest.raises(ContractSetupError, match="x.schema.json"):
+        contracts.kinds()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"a": NaN}',
+        b'{"a": Infinity}',
+        b"\xff\xfe{}",
+        b"{",
+        b"",
+    ],
+)
+def test_d_mq_5_decode_rejects_malformed_json_as_contract_error(raw: bytes) -> None:
+    with pytest.raises(ContractError) as caught:
+        contracts.decode(Kind.CALL_EXECUTE, raw)
+    assert (caught.value.path, caught.value.keyword) == ("$", "json")
+
+
+def test_decode_returns_the_validated_body() -> None:
+    path = VALID / "command-next.task_control" / "spec-v0.2-3.4-stop.json"
+    assert contracts.decode(Kind.TASK_CONTROL, path.read_bytes()) == _load(path)
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ({"command_type": "call.execute"}, Kind.CALL_EXECUTE),
+        ({"command_type": "task.control"}, Kind.TASK_CONTROL),
+        ({"command_type": "command.result"}, None),
+        ({"command_type": 1}, None),
+        ({}, None),
+        ([], None),
+    ],
+)
+def test_d_cmd_1_d_ctl_1_command_kind_by_command_type(body: object, kind: Kind | None) -> None:
+    if kind is not None:
+        assert contracts.command_kind(body) is kind
+        return
+    with pytest.raises(ContractError) as caught:
+        contracts.command_kind(body)
+    assert (caught.value.path, caught.value.keyword) == ("$.command_type", "enum")
