@@ -1,0 +1,1 @@
+"""SQLite state of the Dispatcher: one connection, one writer thread, numbered migrations."""

@@ -1,0 +1,159 @@
+"""Executions with their pinned snapshot; the lifecycle moves through ``move_execution``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from dispatcher.domain.admission import Plan
+from dispatcher.domain.occupancy import OccupancyIndex
+from dispatcher.domain.states import ExecutionState, move_execution
+from dispatcher.errors import DispatcherError
+from dispatcher.store.codec import iso
+
+_HOLDING = tuple(s.value for s in ExecutionState if s.holds_occupancy)
+
+
+class UnknownExecution(DispatcherError):
+    """An execution id that the store does not hold was referenced; it is a caller bug."""
+
+
+@dataclass(frozen=True)
+class Execution:
+    execution_id: str
+    call_id: str
+    state: ExecutionState
+    plan: Plan
+    call_result_event_id: str
+    cell_boot_id: str | None
+    end: dict[str, Any] | None
+
+
+_COLUMNS = (
+    "execution_id, call_id, state, snapshot_json, call_result_event_id, cell_boot_id, end_json"
+)
+
+
+def _row(row: tuple[Any, ...]) -> Execution:
+    execution_id, call_id, state, snapshot, event_id, boot_id, end = row
+    return Execution(
+        execution_id=execution_id,
+        call_id=call_id,
+        state=ExecutionState(state),
+        plan=Plan(**json.loads(snapshot)),
+        call_result_event_id=event_id,
+        cell_boot_id=boot_id,
+        end=json.loads(end) if end else None,
+    )
+
+
+def insert(
+    conn: sqlite3.Connection,
+    *,
+    execution_id: str,
+    call_id: str,
+    call_result_event_id: str,
+    plan: Plan,
+    now: datetime,
+) -> None:
+    at = iso(now)
+    conn.execute(
+        "INSERT INTO executions (execution_id, command_id, call_id, task_id, tenant_id, trunk_id,"
+        " state, snapshot_json, call_result_event_id, accepted_at, updated_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            execution_id,
+            plan.command_id,
+            call_id,
+            plan.task_id,
+            plan.tenant_id,
+            plan.trunk_id,
+            ExecutionState.ACCEPTED.value,
+            json.dumps(asdict(plan), separators=(",", ":")),
+            call_result_event_id,
+            at,
+            at,
+        ),
+    )
+
+
+def occupancy(conn: sqlite3.Connection) -> OccupancyIndex:
+    marks = ",".join("?" * len(_HOLDING))
+    rows = conn.execute(
+        f"SELECT tenant_id, task_id, trunk_id FROM executions WHERE state IN ({marks})", _HOLDING
+    )
+    return OccupancyIndex.from_rows(rows)
+
+
+def get(conn: sqlite3.Connection, execution_id: str) -> Execution:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM executions WHERE execution_id = ?", (execution_id,)
+    ).fetchone()
+    if row is None:
+        raise UnknownExecution(f"no execution {execution_id}")
+    return _row(row)
+
+
+def by_call_id(conn: sqlite3.Connection, call_id: str) -> Execution | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM executions WHERE call_id = ?", (call_id,)
+    ).fetchone()
+    return _row(row) if row else None
+
+
+def in_states(conn: sqlite3.Connection, states: Iterable[ExecutionState]) -> list[Execution]:
+    wanted = [s.value for s in states]
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM executions WHERE state IN ({marks}) ORDER BY accepted_at", wanted
+    )
+    return [_row(row) for row in rows]
+
+
+_STAMPS = {
+    ExecutionState.DIALING: "dial_started_at",
+    ExecutionState.ENDED: "ended_at",
+    ExecutionState.FINALIZED: "finalized_at",
+}
+
+
+def move(
+    conn: sqlite3.Connection,
+    execution_id: str,
+    target: ExecutionState,
+    now: datetime,
+    *,
+    end: dict[str, Any] | None = None,
+    cell_boot_id: str | None = None,
+) -> Execution:
+    """Move one execution along its lifecycle; illegal moves raise ``IllegalTransition``."""
+    current = get(conn, execution_id)
+    move_execution(current.state, target)
+    at = iso(now)
+    stamp = _STAMPS.get(target)
+    sets = ["state = ?", "updated_at = ?"]
+    values: list[Any] = [target.value, at]
+    if stamp:
+        sets.append(f"{stamp} = COALESCE({stamp}, ?)")
+        values.append(at)
+    if end is not None:
+        sets.append("end_json = ?")
+        values.append(json.dumps(end, separators=(",", ":"), ensure_ascii=False))
+    if cell_boot_id is not None:
+        sets.append("cell_boot_id = ?")
+        values.append(cell_boot_id)
+    conn.execute(
+        f"UPDATE executions SET {', '.join(sets)} WHERE execution_id = ?", (*values, execution_id)
+    )
+    return get(conn, execution_id)
+
+
+def state_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    result = {state.value: 0 for state in ExecutionState}
+    for state, count in conn.execute("SELECT state, count(*) FROM executions GROUP BY state"):
+        result[state] = count
+    return result

@@ -1,0 +1,175 @@
+"""SQLite state on a real file: migrations, durability pragmas, atomic pages, outbox rules."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from dispatcher.domain.admission import Accept, decide
+from dispatcher.domain.discovery import DiscoveredTask
+from dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
+from dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
+from dispatcher.store.db import Database, migrate
+from tests.unit.dispatcher import factories as f
+
+pytestmark = pytest.mark.integration
+NOW = datetime(2026, 9, 21, 2, tzinfo=UTC)
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> Database:
+    database = await Database.open(tmp_path / "state.sqlite")
+    yield database  # type: ignore[misc]
+    await database.close()
+
+
+def row(task_id: str = "task-a", status: str = "running", rev: int = 1) -> DiscoveredTask:
+    return DiscoveredTask(task_id, "tenant-1", "tenant-a", TaskStatus(status), rev)
+
+
+async def test_pragmas_and_migrations_are_idempotent(db: Database) -> None:
+    mode = await db.read(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
+    sync = await db.read(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+    assert (mode, sync) == ("wal", 2)  # 2 = FULL
+    assert await db.read(migrate) == 1
+    assert await db.read(tasks.get_cursor) == 0
+
+
+async def test_page_and_cursor_commit_together_d_disc_5(db: Database) -> None:
+    await db.write(tasks.apply_page, (row(),), 0, 5, NOW)
+    assert await db.read(tasks.get_cursor) == 5
+
+    def failing(conn: sqlite3.Connection) -> None:
+        tasks.apply_page(conn, (row("task-b"),), 5, 9, NOW)
+        raise RuntimeError("crash before commit")
+
+    with pytest.raises(RuntimeError):
+        await db.write(failing)
+    assert await db.read(tasks.get_cursor) == 5
+    assert set(await db.read(tasks.load_tasks)) == {"task-a"}
+
+
+async def test_stale_after_is_refused(db: Database) -> None:
+    await db.write(tasks.apply_page, (row(),), 0, 5, NOW)
+    with pytest.raises(RuntimeError, match="cursor moved"):
+        await db.write(tasks.apply_page, (row(),), 0, 6, NOW)
+
+
+async def test_discovery_keeps_barriers_and_tombstones_d_disc_7_d_disc_8(db: Database) -> None:
+    await db.write(tasks.apply_page, (row(),), 0, 1, NOW)
+    await db.write(tasks.set_barrier, "task-a", Barrier.PAUSED, NOW)
+    await db.write(tasks.apply_page, (row(rev=2),), 1, 2, NOW)
+    task = await db.read(tasks.get_task, "task-a")
+    assert task is not None and task.barrier is Barrier.PAUSED and task.task_revision == 2
+    await db.write(tasks.apply_page, (row(status="removed", rev=3),), 2, 3, NOW)
+    task = await db.read(tasks.get_task, "task-a")
+    assert task is not None and task.barrier is Barrier.REMOVED
+
+
+async def test_outbox_blocks_oversize_payload_d_id_3(db: Database) -> None:
+    big = {"blob": "x" * 8_388_608}
+    state = await db.write(
+        outbox.enqueue,
+        event_id="e-big",
+        event_type="call.result",
+        routing_key="r",
+        body=big,
+        now=NOW,
+    )
+    assert state.value == "blocked_payload_too_large"
+    small = await db.write(
+        outbox.enqueue,
+        event_id="e-1",
+        event_type="command.result",
+        routing_key="r",
+        body={},
+        now=NOW,
+    )
+    assert small.value == "pending"
+    assert [r.event_id for r in await db.read(outbox.pending, 10)] == ["e-1"]
+    listed = await db.read(outbox.blocked)
+    assert listed[0]["event_id"] == "e-big" and listed[0]["size_bytes"] > 8_388_608
+    assert len(listed[0]["sha256"]) == 64
+    await db.write(outbox.mark_delivered, [1, 2], NOW)
+    assert await db.read(outbox.counts) == {
+        "pending": 0,
+        "delivered": 1,
+        "blocked_payload_too_large": 1,
+    }
+
+
+async def test_outbox_same_event_id_keeps_first_body_d_res_1(db: Database) -> None:
+    for body in ({"v": 1}, {"v": 2}):
+        await db.write(
+            outbox.enqueue, event_id="e", event_type="t", routing_key="r", body=body, now=NOW
+        )
+    rows = await db.read(outbox.pending, 10)
+    assert len(rows) == 1 and rows[0].body == b'{"v":1}'
+
+
+async def test_inbox_dedupes_command_ids_d_cmd_1(db: Database) -> None:
+    kw = dict(task_id="t", reason_code=None, execution_id=None, result_event_id=None, now=NOW)
+    await db.write(inbox.record, command_id="c1", decision=InboxDecision.REJECTED, **kw)  # type: ignore[arg-type]
+    assert await db.read(inbox.known_commands, ["c1", "c2"]) == {"c1"}
+    with pytest.raises(sqlite3.IntegrityError):
+        await db.write(inbox.record, command_id="c1", decision=InboxDecision.REJECTED, **kw)  # type: ignore[arg-type]
+
+
+async def test_occupancy_derived_from_executions_d_cmd_4(db: Database) -> None:
+    result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
+    assert isinstance(result, Accept)
+
+    def accept(conn: sqlite3.Connection) -> None:
+        inbox.record(
+            conn,
+            command_id="command-1",
+            task_id="task-a",
+            decision=InboxDecision.ACCEPTED,
+            reason_code=None,
+            execution_id="x1",
+            result_event_id="r1",
+            now=NOW,
+        )
+        executions.insert(
+            conn,
+            execution_id="x1",
+            call_id="call-1",
+            call_result_event_id="cr1",
+            plan=result.plan,
+            now=NOW,
+        )
+
+    await db.write(accept)
+    index = await db.read(executions.occupancy)
+    assert index.view("tenant-1", "task-a").task == 1
+    for state in (ExecutionState.DIALING, ExecutionState.UNKNOWN):
+        await db.write(executions.move, "x1", state, NOW)
+        assert (await db.read(executions.occupancy)).view("tenant-1", "task-a").tenant == 1
+    await db.write(executions.move, "x1", ExecutionState.ENDED, NOW)
+    assert (await db.read(executions.occupancy)).view("tenant-1", "task-a").tenant == 0
+    loaded = await db.read(executions.get, "x1")
+    assert loaded.plan == result.plan
+
+
+async def test_agent_version_content_is_immutable_d_cfg_2(db: Database) -> None:
+    assert await db.write(agents.remember, "v1", "a" * 64, NOW)
+    assert await db.write(agents.remember, "v1", "a" * 64, NOW)
+    assert not await db.write(agents.remember, "v1", "b" * 64, NOW)
+
+
+async def test_rejected_log_is_redacted_d_mq_5(db: Database) -> None:
+    raw = b'{"callee": "15003164745", "secret": "hunter2"}'
+    await db.write(
+        rejected.record,
+        source="mq:q",
+        reason="schema_violation",
+        detail="$.x fails",
+        raw=raw,
+        now=NOW,
+    )
+    [entry] = await db.read(rejected.latest)
+    assert entry["size_bytes"] == len(raw) and len(entry["sha256"]) == 64
+    assert "15003164745" not in str(entry) and "hunter2" not in str(entry)
