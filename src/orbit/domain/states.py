@@ -1,0 +1,44 @@
+"""Task states (O-STATE-1) and the transition table. P1 produces WAITING and CANCELLED;
+the other edges are the contract P2 (workers, leases) and P3 (retries, review) build on."""
+
+from __future__ import annotations
+
+import enum
+
+from orbit.domain.errors import IllegalTransition
+
+
+class TaskState(enum.StrEnum):
+    WAITING = "WAITING"
+    LEASED = "LEASED"
+    RUNNING = "RUNNING"
+    NEEDS_REVIEW = "NEEDS_REVIEW"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED})
+
+_S = TaskState
+TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    # accepted and waiting for a lease; cancel is allowed only here in P1
+    _S.WAITING: frozenset({_S.LEASED, _S.CANCELLED, _S.FAILED}),
+    # leased by a worker: it starts, or the lease is lost (retry or review), or the deadline hits
+    _S.LEASED: frozenset({_S.RUNNING, _S.WAITING, _S.NEEDS_REVIEW, _S.FAILED}),
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.WAITING, _S.NEEDS_REVIEW}),
+    # a human decides (tasks:review): re-run, or settle the outcome
+    _S.NEEDS_REVIEW: frozenset({_S.WAITING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
+    _S.SUCCEEDED: frozenset(),
+    _S.FAILED: frozenset(),
+    _S.CANCELLED: frozenset(),
+}
+
+
+def check_transition(source: TaskState, target: TaskState) -> None:
+    if target not in TRANSITIONS[source]:
+        raise IllegalTransition(f"a task cannot move from {source} to {target}")

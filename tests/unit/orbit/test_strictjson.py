@@ -1,0 +1,169 @@
+"""O-API-2 / O-NOTE-3: the strict reader, table-driven plus hypothesis properties."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orbit.domain.errors import InvalidArgument
+from orbit.domain.jsonvalue import JsonNumber, dumps
+from orbit.domain.strictjson import read_json
+
+pytestmark = pytest.mark.unit
+
+
+def nested(depth: int) -> bytes:
+    """An object body whose innermost container sits at `depth` (top level = 1)."""
+    return (b'{"a":' * (depth - 1)) + b"{}" + (b"}" * (depth - 1))
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b'{"a":1,"a":2}', "duplicate key 'a'"),
+        (b'{"p":{"x":1,"x":1}}', "duplicate key 'x'"),
+        (b'{"a":"\xff"}', "not valid UTF-8"),
+        (b'{"a":"\xed\xa0\x80"}', "not valid UTF-8"),  # a surrogate encoded in UTF-8 bytes
+        (b'{"a":"\\ud800"}', "lone Unicode surrogate"),
+        (b'{"a":"\\uDC00x"}', "lone Unicode surrogate"),
+        (b'{"\\ud800":1}', "lone Unicode surrogate"),
+        (b'{"a":[NaN]}', "NaN"),
+        (b'{"a":-Infinity}', "Infinity"),
+        (b"\xef\xbb\xbf{}", "byte-order mark"),
+        (b'{"a":1,}', "not valid JSON"),
+        (b"{'a':1}", "not valid JSON"),
+        (b'{"a":01}', "not valid JSON"),
+        (b'{"a":"\x01"}', "not valid JSON"),
+        (b"", "not valid JSON"),
+        (nested(33), "nesting deeper than 32"),
+        (b"[" * 5000 + b"]" * 5000, "nesting deeper than 32"),
+        (b'{"n":1e400}', "exponent"),
+        (b'{"n":1000e306}', "exponent"),
+        (b'{"n":1e-309}', "exponent"),
+        (b'{"n":0.001e-307}', "exponent"),
+        (b'{"n":1' + b"0" * 256 + b"}", "longer than 256"),
+        (b'{"n":1.8e308}', "finite double"),
+    ],
+)
+def test_o_api_2_rejects(raw: bytes, fragment: str) -> None:
+    """O-API-2: each malformed body is refused with a message naming the problem."""
+    with pytest.raises(InvalidArgument) as caught:
+        read_json(raw)
+    assert fragment in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        nested(32),
+        b'{"a":"\\ud83d\\ude00"}',
+        b'{"n":9007199254740993}',
+        b'{"n":1.10}',
+        b'{"n":1e308}',
+        b'{"n":-1.7976931348623157e308}',
+        b'{"n":1e-308}',
+        b'{"n":0e0}',
+        b' {"a" : [ 1 , 2 ] } ',
+        b'{"s":"\\u0000 NUL is fine in business data"}',
+    ],
+)
+def test_o_api_2_accepts(raw: bytes) -> None:
+    """O-API-2 / O-NOTE-3: the limits are inclusive; depth 32 passes."""
+    assert read_json(raw) is not None
+
+
+def test_error_names_the_path() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        read_json(b'{"payload":{"items":[1,{"x":1e999}]}}')
+    assert caught.value.message.startswith("payload.items[1].x:")
+
+
+def test_o_sub_2_numbers_kept_as_text() -> None:
+    """O-SUB-2: numbers come back byte-for-byte, never through float."""
+    value = read_json(b'{"a":9007199254740993,"b":1.10,"c":-0.0,"d":2E+5}')
+    assert value == {
+        "a": JsonNumber("9007199254740993"),
+        "b": JsonNumber("1.10"),
+        "c": JsonNumber("-0.0"),
+        "d": JsonNumber("2E+5"),
+    }
+    assert dumps(value) == '{"a":9007199254740993,"b":1.10,"c":-0.0,"d":2E+5}'
+
+
+# ---- properties -------------------------------------------------------------------------
+
+numbers = st.one_of(
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.decimals(allow_nan=False, allow_infinity=False, places=6).map(str),
+).filter(lambda text: "E" not in text or abs(int(text.split("E")[1])) < 300)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=20), numbers.map(JsonNumber)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def spaced(value: object) -> str:
+    """The same document with JSON whitespace everywhere it is allowed."""
+    if isinstance(value, dict):
+        items = (f" {json.dumps(k)} :\n {spaced(v)} " for k, v in value.items())
+        return "{\t" + ",".join(items) + "\r}"
+    if isinstance(value, list):
+        return "[ " + " , ".join(spaced(v) for v in value) + " ]"
+    return dumps(value)  # type: ignore[arg-type]
+
+
+@given(values)
+def test_property_roundtrip(value: object) -> None:
+    """Any valid document, whatever its whitespace, reads back to the same exact values and
+    re-encodes to the same compact text."""
+    compact = dumps(value)  # type: ignore[arg-type]
+    assert read_json(compact.encode()) == value
+    assert dumps(read_json(compact.encode())) == compact
+    assert read_json(spaced(value).encode()) == value
+
+
+@given(st.text(min_size=1, max_size=10), values)
+def test_property_duplicate_keys_rejected(key: str, value: object) -> None:
+    item = dumps(value)  # type: ignore[arg-type]
+    encoded_key = json.dumps(key)
+    raw = f"{{{encoded_key}:{item},{encoded_key}:{item}}}".encode()
+    with pytest.raises(InvalidArgument, match="duplicate key"):
+        read_json(raw)
+
+
+@given(st.integers(min_value=0xD800, max_value=0xDFFF), st.text(max_size=5))
+def test_property_lone_surrogate_escapes_rejected(code: int, tail: str) -> None:
+    raw = json.dumps({"s": f"\\u{code:04x}"}).replace("\\\\", "\\")
+    raw = raw[:-2] + json.dumps(tail)[1:-1] + raw[-2:]
+    if tail[:1] and 0xDC00 <= ord(tail[0]) <= 0xDFFF:
+        return
+    with pytest.raises(InvalidArgument, match="surrogate"):
+        read_json(raw.encode())
+
+
+@given(st.integers(min_value=1, max_value=60))
+def test_property_depth_limit(depth: int) -> None:
+    raw = nested(depth)
+    if depth <= 32:
+        assert read_json(raw) is not None
+    else:
+        with pytest.raises(InvalidArgument, match="nesting"):
+            read_json(raw)
+
+
+@given(st.binary(min_size=1, max_size=40))
+def test_property_arbitrary_bytes_never_crash(raw: bytes) -> None:
+    """Any byte string is either accepted or refused with InvalidArgument."""
+    try:
+        read_json(raw)
+    except InvalidArgument:
+        pass
