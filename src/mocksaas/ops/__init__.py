@@ -1,0 +1,1 @@
+"""Operations behind the HTTP endpoints: validate input, decide (pure), store, publish."""
