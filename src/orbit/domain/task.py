@@ -102,10 +102,46 @@ def task_view(task: Task) -> dict[str, JsonValue]:
     return view
 
 
-def summary_view(task: Task) -> dict[str, JsonValue]:
+@dataclass(frozen=True, slots=True)
+class TaskSummary:
+    """What a list item shows: no payload, result or retry (O-LST-1)."""
+
+    id: str
+    queue_id: str
+    state: TaskState
+    revision: int
+    handler: str
+    handler_version: str
+    business_key: str | None
+    available_at: datetime
+    start_deadline_at: datetime | None
+    deadline_at: datetime
+    attempt_count: int
+    cancel_requested_at: datetime | None
+    completed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def summarize(task: Task) -> TaskSummary:
+    return TaskSummary(
+        task.id, task.queue_id, task.state, task.revision, task.handler, task.handler_version,
+        task.business_key, task.available_at, task.start_deadline_at, task.deadline_at,
+        task.attempt_count, task.cancel_requested_at, task.completed_at, task.created_at,
+        task.updated_at,
+    )  # fmt: skip
+
+
+def summary_view(task: TaskSummary) -> dict[str, JsonValue]:
     """The list item: no payload, result or retry."""
-    view = _head(task)
-    del view["namespace_id"], view["payload_version"]
+    view: dict[str, JsonValue] = {
+        "id": task.id,
+        "queue_id": task.queue_id,
+        "state": task.state.value,
+        "revision": str(task.revision),
+        "handler": task.handler,
+        "handler_version": task.handler_version,
+    }
     _optional(view, "business_key", task.business_key)
     view["available_at"] = format_time(task.available_at)
     if task.start_deadline_at is not None:
@@ -129,7 +165,7 @@ def _head(task: Task) -> dict[str, JsonValue]:
     }
 
 
-def _tail(view: dict[str, JsonValue], task: Task) -> None:
+def _tail(view: dict[str, JsonValue], task: Task | TaskSummary) -> None:
     if task.cancel_requested_at is not None:
         view["cancel_requested_at"] = format_time(task.cancel_requested_at)
     if task.completed_at is not None:

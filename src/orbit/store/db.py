@@ -1,0 +1,156 @@
+"""The database handle: engine creation, dialect differences, transactions and the clock.
+
+Dialect differences live here only:
+- SQLite: WAL, `synchronous=FULL`, foreign keys on; one writer at a time in this process (an
+  asyncio lock) and `BEGIN IMMEDIATE` for writes, so writers never deadlock on lock upgrades;
+  other processes wait on `busy_timeout`. The clock is `strftime('%f')` (milliseconds).
+- MySQL/MariaDB: READ COMMITTED, utf8mb4, `UTC_TIMESTAMP(6)` as the clock.
+Transient failures (deadlock, lock wait timeout, "database is locked") are retried a few times
+as a whole transaction by `Database.retrying`; anything else surfaces as `Unavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from orbit.domain.errors import SetupError, Unavailable
+
+T = TypeVar("T")
+DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
+_MYSQL_DUPLICATE, _MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT = 1062, 1213, 1205
+
+
+class Dialect(enum.StrEnum):
+    SQLITE = "sqlite"
+    MYSQL = "mysql"
+
+
+class Database:
+    def __init__(self, engine: AsyncEngine, dialect: Dialect) -> None:
+        self.engine = engine
+        self.dialect = dialect
+        self._write_lock = asyncio.Lock() if dialect is Dialect.SQLITE else None
+
+    @classmethod
+    def open(cls, url: str, *, pool_size: int = 20) -> Database:
+        parsed = make_url(url)
+        if parsed.drivername == "sqlite+aiosqlite":
+            return cls(_sqlite_engine(parsed), Dialect.SQLITE)
+        if parsed.drivername == "mysql+asyncmy":
+            return cls(_mysql_engine(parsed, pool_size), Dialect.MYSQL)
+        raise SetupError(
+            f"unsupported database URL scheme {parsed.drivername!r}: use sqlite+aiosqlite:///PATH "
+            "or mysql+asyncmy://USER:PASSWORD@HOST:PORT/DATABASE"
+        )
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """One write transaction; commits on success, rolls back on any exception."""
+        async with self._writer():
+            async with self.engine.connect() as conn:
+                if self.dialect is Dialect.SQLITE:
+                    await conn.execution_options(orbit_begin="BEGIN IMMEDIATE")
+                async with conn.begin():
+                    yield conn
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def _writer(self) -> AsyncIterator[None]:
+        if self._write_lock is None:
+            yield
+        else:
+            async with self._write_lock:
+                yield
+
+    async def now(self, conn: AsyncConnection) -> datetime:
+        """The database clock, aware UTC: the authority for acceptance times."""
+        if self.dialect is Dialect.MYSQL:
+            value = (await conn.execute(sa.text("SELECT UTC_TIMESTAMP(6)"))).scalar_one()
+            assert isinstance(value, datetime)
+            return value.replace(tzinfo=UTC)
+        query = sa.text("SELECT strftime('%Y-%m-%dT%H:%M:%f', 'now')")
+        text = (await conn.execute(query)).scalar_one()
+        return datetime.fromisoformat(str(text)).replace(tzinfo=UTC)
+
+    def is_duplicate(self, exc: BaseException) -> bool:
+        if not isinstance(exc, sa.exc.IntegrityError):
+            return False
+        if self.dialect is Dialect.MYSQL:
+            return _mysql_code(exc) == _MYSQL_DUPLICATE
+        return "UNIQUE constraint failed" in str(exc.orig)
+
+    def is_transient(self, exc: BaseException) -> bool:
+        if not isinstance(exc, sa.exc.DBAPIError):
+            return False
+        if self.dialect is Dialect.MYSQL:
+            return _mysql_code(exc) in (_MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT)
+        return "database is locked" in str(exc.orig)
+
+    async def retrying(self, operation: Callable[[], Awaitable[T]], attempts: int = 4) -> T:
+        """Run a whole transaction again on transient lock failures; map driver errors to
+        Unavailable (the outcome of a failed commit is unknown to the caller)."""
+        for attempt in range(attempts):
+            try:
+                return await operation()
+            except (sa.exc.DBAPIError, OSError) as exc:
+                if self.is_transient(exc) and attempt + 1 < attempts:
+                    await asyncio.sleep(0.005 * (attempt + 1))
+                    continue
+                raise Unavailable("the database is unavailable; retry with the same key") from exc
+        raise AssertionError("unreachable")
+
+
+def _mysql_code(exc: sa.exc.DBAPIError) -> int | None:
+    args = getattr(exc.orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def _sqlite_engine(url: sa.URL) -> AsyncEngine:
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url, pool_size=8, max_overflow=8)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
+                       "busy_timeout=10000"):  # fmt: skip
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get("orbit_begin", "BEGIN"))
+
+    return engine
+
+
+def _mysql_engine(url: sa.URL, pool_size: int) -> AsyncEngine:
+    if "charset" not in url.query:
+        url = url.update_query_dict({"charset": "utf8mb4"})
+    return create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_recycle=3600,
+        isolation_level="READ COMMITTED",
+    )

@@ -1,0 +1,61 @@
+"""Task events and the audit log. Neither copies business parameters (payloads)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from orbit.domain.ids import new_id
+from orbit.domain.jsonvalue import JsonValue, dumps
+from orbit.domain.states import TaskState
+from orbit.domain.task import Task
+from orbit.domain.tokens import Principal
+from orbit.store.tables import audit_log, task_events
+
+
+async def append_event(
+    conn: AsyncConnection,
+    task: Task,
+    kind: str,
+    from_state: TaskState | None,
+    now: datetime,
+    detail: Mapping[str, JsonValue] | None = None,
+) -> None:
+    """One event per task revision (unique on task_id + revision)."""
+    await conn.execute(
+        task_events.insert().values(
+            id=new_id(),
+            task_id=task.id,
+            revision=task.revision,
+            kind=kind,
+            from_state=from_state.value if from_state else None,
+            to_state=task.state.value,
+            detail=None if detail is None else dumps(detail),
+            created_at=now,
+        )
+    )
+
+
+async def append_audit(
+    conn: AsyncConnection,
+    principal: Principal,
+    action: str,
+    task: Task,
+    request_id: str | None,
+    now: datetime,
+) -> None:
+    await conn.execute(
+        audit_log.insert().values(
+            id=new_id(),
+            namespace_id=principal.namespace_id,
+            token_id=principal.token_id,
+            action=action,
+            task_id=task.id,
+            queue_id=task.queue_id,
+            handler=task.handler,
+            request_id=request_id,
+            created_at=now,
+        )
+    )

@@ -1,0 +1,178 @@
+"""One transaction per API operation (O-SUB-4, O-CAN-1): the use cases the HTTP layer calls.
+
+Submit and cancel insert the idempotency record first: a concurrent request with the same key
+then waits on that key and fails with a duplicate, after which it replays the winner's receipt
+(or gets IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothing
+(O-NOTE-6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from orbit.domain.cancel import OPERATION as CANCEL
+from orbit.domain.cancel import CancelRequest, cancel_digest, decide_cancel
+from orbit.domain.canonical import Digest
+from orbit.domain.cursor import Position
+from orbit.domain.errors import NotFound, StateConflict, Unavailable
+from orbit.domain.idempotency import Scope, StoredReceipt, check_replay
+from orbit.domain.ids import new_id
+from orbit.domain.jsonvalue import dumps
+from orbit.domain.states import TaskState
+from orbit.domain.submit import OPERATION as SUBMIT
+from orbit.domain.submit import SubmitRequest, plan_times, submit_digest
+from orbit.domain.task import Task, TaskSummary, cancelled, new_task, task_view
+from orbit.domain.tokens import Permission, Principal, authenticate, hash_secret
+from orbit.store import idempotency, journal, tasks, tenancy
+from orbit.store.db import Database
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What a write answers: HTTP status, whether it was a replay, the task JSON text."""
+
+    status: int
+    deduplicated: bool
+    task_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[TaskSummary]
+    next_position: Position | None
+
+
+class Operations:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def authenticate(self, secret: str) -> Principal:
+        async def load() -> Principal:
+            async with self.db.read() as conn:
+                record = await tenancy.load_token(conn, hash_secret(secret))
+            return authenticate(record, datetime.now(UTC))
+
+        return await self.db.retrying(load)
+
+    async def submit(
+        self, principal: Principal, request: SubmitRequest, key: str, request_id: str
+    ) -> Receipt:
+        principal.require(Permission.SUBMIT)
+        principal.require_queue(request.queue_id)
+        scope = Scope(principal.namespace_id, SUBMIT, "", key)
+        digest = submit_digest(request)
+
+        async def once() -> Receipt:
+            async with self.db.write() as conn:
+                stored = await idempotency.find(conn, scope)
+                if stored is not None:
+                    return _replay(stored, digest)
+                now = await self.db.now(conn)
+                task = new_task(
+                    new_id(), principal.namespace_id, request, plan_times(request, now), now
+                )
+                receipt = StoredReceipt(digest, 201, dumps(task_view(task)))
+                await idempotency.insert(conn, scope, digest, task.id, receipt, now)
+                await tasks.insert_task(conn, task)
+                await journal.append_event(conn, task, "ACCEPTED", None, now)
+                await journal.append_audit(conn, principal, SUBMIT, task, request_id, now)
+            return Receipt(201, False, receipt.receipt_text)
+
+        return await self._with_replay(once, scope, digest)
+
+    async def cancel(
+        self,
+        principal: Principal,
+        task_id: str,
+        request: CancelRequest,
+        key: str,
+        request_id: str,
+    ) -> Receipt:
+        principal.require(Permission.CANCEL)
+        scope = Scope(principal.namespace_id, CANCEL, task_id, key)
+        digest = cancel_digest(request)
+
+        async def once() -> Receipt:
+            async with self.db.write() as conn:
+                task = await _visible_task(conn, principal, task_id)
+                stored = await idempotency.find(conn, scope)
+                if stored is not None:
+                    return _replay(stored, digest)
+                revision = decide_cancel(task.state, task.revision, request)
+                now = await self.db.now(conn)
+                done = cancelled(task, revision, now)
+                receipt = StoredReceipt(digest, 200, dumps(task_view(done)))
+                await idempotency.insert(conn, scope, digest, task.id, receipt, now)
+                if not await tasks.cancel_if(conn, done, now):
+                    raise StateConflict("the task changed concurrently; GET it and decide again")
+                detail = {"reason": request.reason, "expected_revision": str(task.revision)}
+                await journal.append_event(conn, done, "CANCELLED", task.state, now, detail)
+                await journal.append_audit(conn, principal, CANCEL, done, request_id, now)
+            return Receipt(200, False, receipt.receipt_text)
+
+        return await self._with_replay(once, scope, digest)
+
+    async def get(self, principal: Principal, task_id: str) -> Task:
+        principal.require(Permission.READ)
+
+        async def once() -> Task:
+            async with self.db.read() as conn:
+                return await _visible_task(conn, principal, task_id)
+
+        return await self.db.retrying(once)
+
+    async def list(
+        self,
+        principal: Principal,
+        queue_id: str,
+        state: TaskState | None,
+        after: Position | None,
+        limit: int,
+    ) -> Page:
+        principal.require(Permission.READ)
+        principal.require_queue(queue_id)
+
+        async def once() -> Page:
+            async with self.db.read() as conn:
+                rows = await tasks.page(conn, queue_id, state, after, limit + 1)
+            if len(rows) <= limit:
+                return Page(rows, None)
+            last = rows[limit - 1]
+            return Page(rows[:limit], Position(queue_id, state, last.created_at, last.id))
+
+        return await self.db.retrying(once)
+
+    async def _with_replay(
+        self, once: Callable[[], Awaitable[Receipt]], scope: Scope, digest: Digest
+    ) -> Receipt:
+        async def attempt() -> Receipt:
+            try:
+                return await once()
+            except sa.exc.IntegrityError as exc:
+                if not self.db.is_duplicate(exc):
+                    raise
+            async with self.db.read() as conn:  # a concurrent request won the key
+                stored = await idempotency.find(conn, scope)
+            if stored is None:
+                raise Unavailable("concurrent request on the same key; retry with the same key")
+            return _replay(stored, digest)
+
+        return await self.db.retrying(attempt)
+
+
+def _replay(stored: StoredReceipt, digest: Digest) -> Receipt:
+    check_replay(stored, digest)
+    return Receipt(200, True, stored.receipt_text)
+
+
+async def _visible_task(conn: AsyncConnection, principal: Principal, task_id: str) -> Task:
+    task = await tasks.load_task(conn, task_id)
+    if task is None:
+        raise NotFound("task not found")
+    principal.require_visible(task.namespace_id, task.queue_id)
+    return task

@@ -1,0 +1,97 @@
+"""The store on both databases: migrations, the refusal to run unmigrated, schema parity,
+operator operations and the transaction rules that do not need HTTP."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from orbit.domain.errors import InvalidArgument, NotFound, NotMigrated, Unauthenticated
+from orbit.domain.tokens import Permission
+from orbit.store.admin import Admin
+from orbit.store.db import Database
+from orbit.store.migrate import current, head, require_current, upgrade
+from orbit.store.operations import Operations
+from orbit.store.tables import metadata
+
+pytestmark = [pytest.mark.integration]
+
+
+async def test_migrate_then_serve_check(empty_db_url: str) -> None:
+    """`orbit serve` refuses an unmigrated database with a message naming `orbit migrate`."""
+    db = Database.open(empty_db_url)
+    try:
+        with pytest.raises(NotMigrated, match="run `orbit migrate"):
+            await require_current(db)
+        assert await upgrade(db) == (None, head())
+        await require_current(db)
+        assert await upgrade(db) == (head(), head())  # idempotent
+        assert await current(db) == head()
+    finally:
+        await db.close()
+
+
+async def test_migrations_match_the_live_schema(db_url: str) -> None:
+    """The numbered migrations create exactly `orbit.store.tables`."""
+    db = Database.open(db_url)
+    try:
+        async with db.engine.connect() as conn:
+            diff = await conn.run_sync(
+                lambda sync: compare_metadata(MigrationContext.configure(sync), metadata)
+            )
+    finally:
+        await db.close()
+    assert diff == []
+
+
+async def test_admin_operations(db_url: str) -> None:
+    db = Database.open(db_url)
+    admin, ops = Admin(db), Operations(db)
+    try:
+        name = f"ns-{datetime.now(UTC).timestamp()}"
+        made = await admin.init(name, "default")
+        principal = await ops.authenticate(made.token)
+        assert principal.namespace_id == made.namespace_id
+        assert principal.queue_ids == {made.queue_id}
+        assert principal.permissions == set(Permission)
+        with pytest.raises(InvalidArgument, match="exists"):
+            await admin.init(name, "default")
+        second = await admin.create_queue(made.namespace_id, "second")
+        with pytest.raises(InvalidArgument, match="exists"):
+            await admin.create_queue(made.namespace_id, "second")
+        with pytest.raises(NotFound):
+            await admin.create_queue("0" * 32, "x")
+        issued = await admin.create_token(
+            made.namespace_id, [Permission.READ], [second], datetime.now(UTC) + timedelta(hours=1)
+        )
+        reader = await ops.authenticate(issued.token)
+        assert reader.permissions == {Permission.READ} and reader.queue_ids == {second}
+        with pytest.raises(InvalidArgument, match="not a queue of this namespace"):
+            await admin.create_token(made.namespace_id, [Permission.READ], ["f" * 32], None)
+        with pytest.raises(InvalidArgument, match="future"):
+            await admin.create_token(
+                made.namespace_id, [Permission.READ], [second], datetime(2001, 1, 1, tzinfo=UTC)
+            )
+        await admin.revoke_token(issued.token_id)
+        await admin.revoke_token(issued.token_id)  # revoking twice is harmless
+        with pytest.raises(Unauthenticated):
+            await ops.authenticate(issued.token)
+        with pytest.raises(NotFound):
+            await admin.revoke_token("0" * 32)
+    finally:
+        await db.close()
+
+
+async def test_secrets_are_stored_as_hashes_only(db_url: str) -> None:
+    """Tokens are shown once: the database holds only their SHA-256."""
+    db = Database.open(db_url)
+    try:
+        made = await Admin(db).init(f"hash-{datetime.now(UTC).timestamp()}", "q")
+        async with db.read() as conn:
+            rows = (await conn.exec_driver_sql("SELECT * FROM tokens")).all()
+        assert rows and all(made.token not in map(str, row) for row in rows)
+    finally:
+        await db.close()
