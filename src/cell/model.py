@@ -5,6 +5,7 @@ Values are part of the wire API (JSON) and must never change meaning.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -49,3 +50,30 @@ class ReasonCode(StrEnum):
     HANGUP_REQUESTED = "hangup_requested"
     CELL_SHUTDOWN = "cell_shutdown"
     CELL_ERROR = "cell_error"
+
+
+class Role(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One transcript segment; times are ms since the call was answered."""
+
+    turn_id: str
+    segment_id: str
+    role: Role
+    text: str
+    start_ms: int
+    end_ms: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "turn_id": self.turn_id,
+            "segment_id": self.segment_id,
+            "role": self.role.value,
+            "text": self.text,
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+        }

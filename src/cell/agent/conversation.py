@@ -16,17 +16,13 @@ from cell.agent.config import AgentConfig, AgentMode
 from cell.agent.optout import OptOutDetector
 from cell.agent.providers import ChatMessage, ProviderRegistry, Utterance
 from cell.audio import SAMPLE_RATE_HZ, noise_speech
+from cell.model import Role, Turn
 
 GAP_MS = 300  # pause between one speaker and the next
 HANGUP_AFTER_MS = 1000  # callee hangs up this long after its last turn (no talk_ms)
 USER_MS_PER_CHAR = 80
 USER_MIN_MS = 600
 GOODBYE = "Understood. We will not call you again. Goodbye."
-
-
-class Role(StrEnum):
-    USER = "user"
-    AGENT = "agent"
 
 
 class EndReason(StrEnum):
@@ -43,16 +39,6 @@ class CalleeTurn:
     text: str
     at_ms: int | None = None
     duration_ms: int | None = None
-
-
-@dataclass(frozen=True)
-class Turn:
-    turn_id: str
-    segment_id: str
-    role: Role
-    text: str
-    start_ms: int
-    end_ms: int
 
 
 @dataclass(frozen=True)
@@ -137,9 +123,7 @@ class _Planner:
     async def say(self, text: str, start: int) -> None:
         tts_config = self.config.tts
         assert tts_config is not None  # full_ai always has tts
-        speech = await self.providers.get_tts(tts_config.provider_ref).synthesize(
-            text, tts_config
-        )
+        speech = await self.providers.get_tts(tts_config.provider_ref).synthesize(text, tts_config)
         self._add(Role.AGENT, text, start, speech.pcm)
         self.history.append(ChatMessage("assistant", text))
 

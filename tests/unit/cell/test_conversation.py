@@ -12,7 +12,6 @@ from cell.agent.conversation import (
     GOODBYE,
     CalleeTurn,
     EndReason,
-    Role,
     limit_ms,
     plan_conversation,
     render_pcm,
@@ -21,6 +20,7 @@ from cell.agent.conversation import (
 from cell.agent.mock import mock_registry, speech_ms
 from cell.agent.optout import OptOutDetector
 from cell.audio import peak
+from cell.model import Role
 
 from .agent_configs import asr_only, full_ai
 

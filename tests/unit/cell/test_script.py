@@ -19,8 +19,13 @@ EXAMPLE = Path(__file__).parents[3] / "examples" / "cell-script.json"
 SCRIPT: dict[str, Any] = {
     "version": 1,
     "rules": [
-        {"name": "vip", "match": "15003164745", "outcome": "answered", "talk_ms": 9000,
-         "turns": ["Hi", {"text": "Who is it?", "at_ms": 4000, "duration_ms": 900}]},
+        {
+            "name": "vip",
+            "match": "15003164745",
+            "outcome": "answered",
+            "talk_ms": 9000,
+            "turns": ["Hi", {"text": "Who is it?", "at_ms": 4000, "duration_ms": 900}],
+        },
         {"match": {"glob": "1500*"}, "outcome": "busy"},
         {"match": {"regex": r"139\d{8}"}, "outcome": "failed", "reason_code": "sip_503"},
         {"match": {"exact": "BD1"}, "outcome": "rejected", "ring_ms": 10},

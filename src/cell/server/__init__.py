@@ -1,0 +1,1 @@
+"""HTTP + WebSocket API of the cell (Starlette)."""

@@ -1,0 +1,31 @@
+"""The Starlette application of one cell process."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+
+from cell.errors import CellError
+from cell.server import routes, stream
+from cell.server.http import handle_cell_error
+from cell.service import CellService
+
+
+def build_app(service: CellService) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            yield
+        finally:
+            await service.aclose()
+
+    app = Starlette(
+        routes=[*routes.ROUTES, *stream.ROUTES],
+        exception_handlers={CellError: handle_cell_error},
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    return app

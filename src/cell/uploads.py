@@ -1,0 +1,141 @@
+"""One PUT of a recording to a presigned URL, at most once, with an explicit outcome.
+
+- ``uploaded``: the server answered 2xx (size and SHA-256 of what was sent);
+- ``expired``: the authorization had expired — found in the URL before any PUT, or
+  answered 403 "expired" by the server; nothing was stored, the D may re-authorize
+  the same upload_id;
+- ``failed``: anything else (authorization refused, HTTP error, timeout, network),
+  with the contract's error code. The cell never retries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from cell.events import iso
+from cell.plan import UploadTarget
+from cell.recording.store import UploadState, UploadStatus
+
+ERROR_EXPIRED = "upload_authorization_expired"
+ERROR_AUTH = "upload_authorization_failed"
+ERROR_FAILED = "upload_failed"
+ERROR_TIMEOUT = "upload_timeout"
+S3_CODE = re.compile(rb"<Code>([A-Za-z0-9.]{1,64})</Code>")
+
+
+def presigned_expiry(url: str) -> datetime | None:
+    """When a presigned URL stops working (SigV4 X-Amz-Date + X-Amz-Expires, or the
+    epoch ``Expires`` of SigV2/OSS); None when the URL does not say."""
+    query = {k.lower(): v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    try:
+        if "x-amz-date" in query and "x-amz-expires" in query:
+            signed = datetime.strptime(query["x-amz-date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+            return signed + timedelta(seconds=int(query["x-amz-expires"]))
+        if "expires" in query:
+            return datetime.fromtimestamp(int(query["expires"]), tz=UTC)
+    except ValueError:
+        return None
+    return None
+
+
+def classify(status: int, body: bytes) -> tuple[UploadStatus, str | None, str]:
+    """(status, error_code, message) for an HTTP answer to the PUT."""
+    if 200 <= status < 300:
+        return UploadStatus.UPLOADED, None, f"HTTP {status}"
+    match = S3_CODE.search(body[:4096])
+    code = match.group(1).decode() if match else ""
+    message = f"HTTP {status}" + (f" {code}" if code else "")
+    if status == 403 and b"expired" in body[:4096].lower():
+        return UploadStatus.EXPIRED, ERROR_EXPIRED, message
+    if status in (401, 403):
+        return UploadStatus.FAILED, ERROR_AUTH, message
+    return UploadStatus.FAILED, ERROR_FAILED, message
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    call_id: str
+    state: UploadState
+    size_bytes: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.state
+        return {
+            "call_id": self.call_id,
+            "upload_id": s.upload_id,
+            "status": s.status.value,
+            "put_started": s.put_started,
+            "http_status": s.http_status,
+            "error_code": s.error_code,
+            "message": s.message,
+            "expires_at": s.expires_at,
+            "etag": s.etag,
+            "size_bytes": self.size_bytes,
+            "sha256": self.sha256,
+            "started_at": s.started_at,
+            "finished_at": s.finished_at,
+        }
+
+
+def expired_before_put(started: UploadState, expiry: datetime, now: datetime) -> UploadState:
+    return UploadState(
+        upload_id=started.upload_id,
+        status=UploadStatus.EXPIRED,
+        started_at=started.started_at,
+        put_started=False,
+        finished_at=iso(now),
+        error_code=ERROR_EXPIRED,
+        message="authorization expired before the PUT; nothing was sent",
+        expires_at=iso(expiry),
+    )
+
+
+async def put_once(
+    client: httpx.AsyncClient,
+    path: Path,
+    target: UploadTarget,
+    started: UploadState,
+    expiry: datetime | None,
+    now: Callable[[], datetime],
+) -> UploadState:
+    """PUT the file once; never raises for transport or HTTP failures."""
+    data = path.read_bytes()
+    done = replace(started, put_started=True, expires_at=iso(expiry) if expiry else None)
+    try:
+        response = await client.put(target.url, content=data, headers=dict(target.headers))
+    except httpx.TimeoutException as exc:
+        return replace(
+            done,
+            status=UploadStatus.FAILED,
+            finished_at=iso(now()),
+            error_code=ERROR_TIMEOUT,
+            message=f"PUT timed out ({type(exc).__name__}); outcome unknown",
+        )
+    except httpx.HTTPError as exc:
+        return replace(
+            done,
+            status=UploadStatus.FAILED,
+            put_started=not isinstance(exc, httpx.ConnectError),
+            finished_at=iso(now()),
+            error_code=ERROR_FAILED,
+            message=f"PUT failed: {type(exc).__name__}",
+        )
+    status, code, message = classify(response.status_code, response.content)
+    return replace(
+        done,
+        status=status,
+        finished_at=iso(now()),
+        http_status=response.status_code,
+        error_code=code,
+        message=message,
+        etag=response.headers.get("etag"),
+    )

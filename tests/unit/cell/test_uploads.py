@@ -1,0 +1,58 @@
+"""Upload outcome rules (D-REC-1, D-REC-2 error codes) for presigned PUTs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from cell.recording.store import UploadStatus
+from cell.uploads import classify, presigned_expiry
+
+EXPIRED_BODY = (
+    b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"
+    b"<Message>Request has expired</Message></Error>"
+)
+DENIED_BODY = b"<Error><Code>SignatureDoesNotMatch</Code></Error>"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "http://s3/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260921T080000Z"
+            "&X-Amz-Expires=900&X-Amz-Signature=abc",
+            datetime(2026, 9, 21, 8, 15, tzinfo=UTC),
+        ),
+        ("http://oss/b/k?Expires=1790000000&Signature=x", datetime.fromtimestamp(1790000000, UTC)),
+        ("http://s3/b/k?X-Amz-Date=garbage&X-Amz-Expires=900", None),
+        ("http://s3/b/k", None),
+    ],
+)
+def test_presigned_expiry(url: str, expected: datetime | None) -> None:
+    assert presigned_expiry(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "outcome", "code"),
+    [
+        (200, b"", UploadStatus.UPLOADED, None),
+        (403, EXPIRED_BODY, UploadStatus.EXPIRED, "upload_authorization_expired"),
+        (403, DENIED_BODY, UploadStatus.FAILED, "upload_authorization_failed"),
+        (401, b"", UploadStatus.FAILED, "upload_authorization_failed"),
+        (500, b"<Code>InternalError</Code>", UploadStatus.FAILED, "upload_failed"),
+        (404, b"<Code>NoSuchBucket</Code>", UploadStatus.FAILED, "upload_failed"),
+    ],
+)
+def test_classify_put_answers_d_rec_2(
+    status: int, body: bytes, outcome: UploadStatus, code: str | None
+) -> None:
+    """D-REC-2: explicit failures carry the contract's error codes."""
+    got, error_code, message = classify(status, body)
+    assert (got, error_code) == (outcome, code)
+    assert message.startswith(f"HTTP {status}")
+
+
+def test_classify_names_the_s3_code_but_not_the_body() -> None:
+    _, _, message = classify(403, DENIED_BODY)
+    assert message == "HTTP 403 SignatureDoesNotMatch"
