@@ -1,7 +1,0 @@
-"""Command line entry point of the Dispatcher (filled in by its issue)."""
-
-from __future__ import annotations
-
-
-def main() -> None:
-    raise SystemExit("orbit: not built yet")
