@@ -1,0 +1,52 @@
+"""`orbit serve` and `orbit migrate`."""
+
+from __future__ import annotations
+
+import click
+import uvicorn
+
+from orbit import logs
+from orbit.api.app import create_app
+from orbit.cli.common import database_option, emit, json_option, with_database
+from orbit.config import DEFAULT_HOST, DEFAULT_PORT, ENV_HOST, ENV_LOG_FORMAT, ENV_PORT
+from orbit.store.db import Database
+from orbit.store.migrate import require_current, upgrade
+
+
+@click.command()
+@database_option
+@click.option("--host", envvar=ENV_HOST, default=DEFAULT_HOST, show_default=True,
+              help=f"Interface to listen on; env {ENV_HOST}.")
+@click.option("--port", envvar=ENV_PORT, default=DEFAULT_PORT, show_default=True,
+              type=click.IntRange(1, 65535), help=f"TCP port; env {ENV_PORT}.")
+@click.option("--log-format", envvar=ENV_LOG_FORMAT, default="auto", show_default=True,
+              type=click.Choice(["auto", "json", "text"]),
+              help="JSON lines, readable text, or text only on a terminal.")
+@click.option("--access-log/--no-access-log", default=True, show_default=True,
+              help="One structured line per request.")
+@click.option("--pool-size", default=20, show_default=True, type=click.IntRange(1, 500),
+              help="Database connections kept open (MySQL/MariaDB).")
+def serve(
+    database: str, host: str, port: int, log_format: str, access_log: bool, pool_size: int
+) -> None:
+    """Run the Task API over HTTP. Refuses to start on an unmigrated database."""
+    logs.configure(fmt=log_format)
+    with_database(database, require_current)
+    app = create_app(Database.open(database, pool_size=pool_size), access_log=access_log)
+    uvicorn.run(
+        app, host=host, port=port, log_config=None, access_log=False, server_header=False,
+        lifespan="on", timeout_graceful_shutdown=10,
+    )  # fmt: skip
+
+
+@click.command()
+@database_option
+@json_option
+def migrate(database: str, as_json: bool) -> None:
+    """Create or upgrade the database schema to this program's revision."""
+    before, after = with_database(database, upgrade)
+    emit(
+        {"from": before, "to": after},
+        as_json,
+        f"database at revision {after}" + ("" if before == after else f" (was {before})"),
+    )
