@@ -31,20 +31,30 @@ class TaskStatus(StrEnum):
 class Barrier(StrEnum):
     """Local admission barrier of a task; only tightens admission (D-DISC-7, D-CTL-5).
 
-    none → paused ↔ none; any → stopped (irreversible); any → removed (tombstone).
-    The control state machine of task.control lives beside this enum (issue 9).
+    none → closed → paused ↔ none; any → stopped (irreversible); any → removed (tombstone).
+    ``closed`` = admission closed until a verified resume (D-CTL-5, or a discovery
+    paused/stopped seen before its control). The control state machine of task.control
+    is :mod:`dispatcher.domain.control`.
     """
 
     NONE = "none"
+    CLOSED = "closed"
     PAUSED = "paused"
     STOPPED = "stopped"
     REMOVED = "removed"
 
 
-def barrier_after_discovery(current: Barrier, status: TaskStatus) -> Barrier:
-    """Barrier after a discovery row: only ``removed`` changes it (D-DISC-7, D-DISC-8)."""
+def barrier_after_discovery(current: Barrier, status: TaskStatus, *, newer: bool = True) -> Barrier:
+    """Barrier after a discovery row (D-DISC-7, D-DISC-8): it never lifts a barrier.
+
+    ``removed`` is a tombstone; a ``paused``/``stopped`` row closes admission at once (the
+    backlog stays queued until the control arrives) unless it is not ``newer`` than the
+    task revision a control already verified with a fresh task GET.
+    """
     if status is TaskStatus.REMOVED:
         return Barrier.REMOVED
+    if newer and current is Barrier.NONE and status in (TaskStatus.PAUSED, TaskStatus.STOPPED):
+        return Barrier.CLOSED
     return current
 
 

@@ -61,7 +61,10 @@ def apply_page(
 
 def _upsert(conn: sqlite3.Connection, task: DiscoveredTask, at: str) -> None:
     before = get_task(conn, task.task_id)
-    barrier = barrier_after_discovery(before.barrier if before else Barrier.NONE, task.status)
+    newer = task.task_revision > control_revision(conn, task.task_id)
+    barrier = barrier_after_discovery(
+        before.barrier if before else Barrier.NONE, task.status, newer=newer
+    )
     previous = before.barrier if before else Barrier.NONE
     changed = at if previous is not barrier else None
     conn.execute(
@@ -84,6 +87,14 @@ def _upsert(conn: sqlite3.Connection, task: DiscoveredTask, at: str) -> None:
             changed,
         ),
     )
+
+
+def control_revision(conn: sqlite3.Connection, task_id: str) -> int:
+    """Task revision last verified by a control's fresh task GET (0 = none)."""
+    row = conn.execute(
+        "SELECT control_revision FROM tasks WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def set_barrier(conn: sqlite3.Connection, task_id: str, barrier: Barrier, now: datetime) -> None:

@@ -12,7 +12,7 @@ from dispatcher.domain.admission import Accept, decide
 from dispatcher.domain.discovery import DiscoveredTask
 from dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
 from dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
-from dispatcher.store.db import Database, migrate
+from dispatcher.store.db import Database, _migration_files, migrate
 from tests.unit.dispatcher import factories as f
 
 pytestmark = pytest.mark.integration
@@ -34,7 +34,7 @@ async def test_pragmas_and_migrations_are_idempotent(db: Database) -> None:
     mode = await db.read(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
     sync = await db.read(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
     assert (mode, sync) == ("wal", 2)  # 2 = FULL
-    assert await db.read(migrate) == 1
+    assert await db.read(migrate) == _migration_files()[-1][0]  # newest, nothing re-applied
     assert await db.read(tasks.get_cursor) == 0
 
 

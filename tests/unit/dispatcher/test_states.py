@@ -67,7 +67,12 @@ def test_occupancy_released_only_at_confirmed_end_d_cmd_4(state: S, holds: bool)
     [
         (Barrier.PAUSED, TaskStatus.RUNNING, Barrier.PAUSED),
         (Barrier.STOPPED, TaskStatus.RUNNING, Barrier.STOPPED),
-        (Barrier.NONE, TaskStatus.PAUSED, Barrier.NONE),
+        (Barrier.NONE, TaskStatus.PAUSED, Barrier.CLOSED),
+        (Barrier.NONE, TaskStatus.STOPPED, Barrier.CLOSED),
+        (Barrier.NONE, TaskStatus.RUNNING, Barrier.NONE),
+        (Barrier.NONE, TaskStatus.FINISHED, Barrier.NONE),
+        (Barrier.CLOSED, TaskStatus.RUNNING, Barrier.CLOSED),
+        (Barrier.PAUSED, TaskStatus.STOPPED, Barrier.PAUSED),
         (Barrier.NONE, TaskStatus.REMOVED, Barrier.REMOVED),
         (Barrier.STOPPED, TaskStatus.REMOVED, Barrier.REMOVED),
     ],
@@ -76,3 +81,9 @@ def test_discovery_never_lifts_a_barrier_d_disc_7(
     barrier: Barrier, status: TaskStatus, after: Barrier
 ) -> None:
     assert barrier_after_discovery(barrier, status) is after
+
+
+def test_discovery_older_than_a_verified_control_does_not_close_d_disc_7() -> None:
+    """A paused row not newer than the revision a resume verified must not re-close."""
+    assert barrier_after_discovery(Barrier.NONE, TaskStatus.PAUSED, newer=False) is Barrier.NONE
+    assert barrier_after_discovery(Barrier.NONE, TaskStatus.REMOVED, newer=False) is Barrier.REMOVED

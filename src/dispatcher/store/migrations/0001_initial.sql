@@ -7,7 +7,7 @@ CREATE TABLE tasks (
     tenant_key         TEXT NOT NULL,
     status             TEXT NOT NULL CHECK (status IN ('running','paused','stopped','finished','removed')),
     task_revision      INTEGER NOT NULL,
-    barrier            TEXT NOT NULL DEFAULT 'none' CHECK (barrier IN ('none','paused','stopped','removed')),
+    barrier            TEXT NOT NULL DEFAULT 'none' CHECK (barrier IN ('none','closed','paused','stopped','removed')),
     barrier_changed_at TEXT,
     discovered_at      TEXT NOT NULL,
     updated_at         TEXT NOT NULL
