@@ -7,7 +7,7 @@ that the accepted execution pins. Reason codes: :class:`~dispatcher.domain.reaso
 ===============================  ==========================================================
 rule                             reason
 ===============================  ==========================================================
-task known, not removed          task_unknown
+task known, not removed, owned   task_unknown (also a 404 resource_not_found task GET)
 envelope identity = task         identity_mismatch (dispatcher_id, tenant_id, tenant_key)
 no local barrier                 task_barrier (paused / stopped, D-DISC-7)
 discovered status running        task_not_running
@@ -29,6 +29,7 @@ a trunk can take it              outside_schedule (all usable trunks closed) /
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +55,7 @@ class TaskView:
     dispatcher_id: str
     local: LocalTask | None
     config: TaskConfig | None
+    config_missing: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class Plan:
     caller_profile_id: str
     caller_id: str
     trunk_id: str
-    dial_prefix: str
+    trunk_spec_json: str
     ring_timeout_ms: int
     max_duration_ms: int
     sip_revision: int
@@ -106,6 +108,8 @@ class _Ctx:
 def _known(c: _Ctx) -> Reject | None:
     local = c.task.local
     if local is None or local.barrier is Barrier.REMOVED or local.status is TaskStatus.REMOVED:
+        return Reject(RejectReason.TASK_UNKNOWN, "task is not (or no longer) assigned to this D")
+    if c.task.config_missing:
         return Reject(RejectReason.TASK_UNKNOWN, "task is not (or no longer) assigned to this D")
     return None
 
@@ -268,7 +272,7 @@ def _plan(
         caller_profile_id=config.caller_profile_id,
         caller_id=caller_id,
         trunk_id=trunk_id,
-        dial_prefix=sip.trunks[trunk_id].dial_prefix,
+        trunk_spec_json=json.dumps(sip.trunks[trunk_id].spec(), sort_keys=True),
         ring_timeout_ms=config.ring_timeout_ms,
         max_duration_ms=min(config.max_call_duration_ms, agent.max_duration_ms),
         sip_revision=sip.revision,

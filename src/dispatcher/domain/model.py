@@ -48,6 +48,20 @@ class Trunk:
     schedule: Schedule
     server_host: str = ""
     server_port: int = 5060
+    media_profile: Mapping[str, object] = field(default_factory=dict)
+
+    def spec(self) -> dict[str, object]:
+        """What the cell needs to dial on this trunk (pinned in the execution plan)."""
+        return {
+            "trunk_id": self.trunk_id,
+            "dial_prefix": self.dial_prefix,
+            "server_host": self.server_host,
+            "server_port": self.server_port,
+            "transport": self.transport,
+            "auth_mode": self.auth_mode,
+            "registration_required": self.registration_required,
+            "media_profile": dict(self.media_profile),
+        }
 
     @property
     def fully_known(self) -> bool:

@@ -38,6 +38,11 @@ def closed_schedule() -> Schedule:
 ROWS: list[tuple[str, dict[str, Any], R]] = [
     ("D-DISC-8 unknown task", {"task": TaskView(f.D_ID, None, f.task_config())}, R.TASK_UNKNOWN),
     (
+        "D-CFG-4 task GET 404 resource_not_found",
+        {"task": TaskView(f.D_ID, f.local_task(), None, config_missing=True)},
+        R.TASK_UNKNOWN,
+    ),
+    (
         "D-DISC-8 removed tombstone",
         {"task": f.view(f.local_task(barrier=Barrier.REMOVED))},
         R.TASK_UNKNOWN,

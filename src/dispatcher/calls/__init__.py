@@ -1,0 +1,1 @@
+"""Driving accepted executions through the cell and producing their one call.result."""

@@ -1,0 +1,153 @@
+"""The real :class:`~dispatcher.calls.port.CellPort`: a thin wrapper over ``cell.client``.
+
+This is the only module of the dispatcher that imports from the cell package. It
+translates the client's models into the port's frozen data and its errors into the
+port's two outcomes: *refused* (nothing was dialled) and *unavailable* (unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from cell.client import (
+    CallInfo,
+    CallNotFoundError,
+    CellBusyError,
+    CellClient,
+    CellDrainingError,
+    CellError,
+    CellRequestError,
+    Event,
+    Plan,
+    Trunk,
+)
+from dispatcher.calls.port import CellCall, CellEvent, CellRejected, CellUnavailable
+from dispatcher.domain.results import TranscriptSegment
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_cell_call(info: CallInfo) -> CellCall:
+    recording: Mapping[str, Any] | None = None
+    if info.recording is not None:
+        rec = info.recording
+        recording = {
+            "format": rec.format,
+            "channels": rec.channels,
+            "sample_rate_hz": rec.sample_rate_hz,
+            "duration_ms": rec.duration_ms,
+            "size_bytes": rec.size_bytes,
+            "checksum_sha256": rec.sha256,
+            "partial": rec.partial,
+        }
+    return CellCall(
+        call_id=info.call_id,
+        boot_id=info.boot_id,
+        state=info.state.value,
+        started_at=info.created_at or _now(),
+        ended_at=info.ended_at,
+        outcome=info.outcome,
+        reason_code=info.reason_code,
+        transcript=tuple(
+            TranscriptSegment(t.turn_id, t.segment_id, t.role, t.text, t.start_ms, t.end_ms)
+            for t in info.transcript
+        ),
+        opt_out=info.opt_out,
+        recording_expected=info.recording_expected,
+        recording=recording,
+    )
+
+
+def _event(event: Event) -> CellEvent:
+    return CellEvent(
+        seq=event.seq,
+        boot_id=event.boot_id,
+        type=event.type,
+        call_id=event.call_id or "",
+        at=event.at or _now(),
+        data=event.data,
+    )
+
+
+def to_plan(body: Mapping[str, Any]) -> Plan:
+    return Plan(
+        call_id=body["call_id"],
+        trunk=Trunk(**body["trunk"]),
+        caller_id=body["caller_id"],
+        callee=body["callee"],
+        ring_timeout_ms=body["ring_timeout_ms"],
+        max_duration_ms=body["max_duration_ms"],
+        agent=body["agent"],
+        tags=body.get("tags", {}),
+    )
+
+
+class CellAdapter:
+    """CellPort over HTTP + WebSocket (``cell.client.CellClient``)."""
+
+    def __init__(self, base_url: str, timeout_s: float = 10.0) -> None:
+        self._client = CellClient(base_url, timeout_s=timeout_s)
+
+    async def boot_id(self) -> str:
+        try:
+            return (await self._client.info()).boot_id
+        except CellError as exc:
+            raise CellUnavailable(f"cell info: {exc.message}") from exc
+
+    async def originate(self, plan: Mapping[str, Any]) -> CellCall:
+        try:
+            return to_cell_call(await self._client.originate(to_plan(plan)))
+        except (CellBusyError, CellDrainingError) as exc:
+            code = "busy" if isinstance(exc, CellBusyError) else "draining"
+            raise CellRejected(code, exc.message) from exc
+        except CellRequestError as exc:
+            raise CellRejected(exc.code, exc.message) from exc
+        except CellError as exc:
+            raise CellUnavailable(f"originate: {exc.message}") from exc
+
+    async def hangup(self, call_id: str) -> None:
+        try:
+            await self._client.hangup(call_id)
+        except CellRequestError:
+            return  # already ended or unknown: nothing to hang up
+        except CellError as exc:
+            raise CellUnavailable(f"hangup: {exc.message}") from exc
+
+    async def get_call(self, call_id: str) -> CellCall | None:
+        try:
+            return to_cell_call(await self._client.get_call(call_id))
+        except CallNotFoundError:
+            return None
+        except CellError as exc:
+            raise CellUnavailable(f"get call: {exc.message}") from exc
+
+    async def list_calls(self) -> list[CellCall]:
+        try:
+            return [to_cell_call(c) for c in await self._client.list_calls()]
+        except CellError as exc:
+            raise CellUnavailable(f"list calls: {exc.message}") from exc
+
+    async def events(self, after: int) -> AsyncIterator[CellEvent]:
+        stream = self._client.events(after)
+        try:
+            async for event in stream:
+                yield _event(event)
+        except CellError as exc:
+            raise CellUnavailable(f"events: {exc.message}") from exc
+        finally:
+            await stream.aclose()
+
+    async def ack(self, call_id: str) -> None:
+        try:
+            await self._client.ack(call_id)
+        except CallNotFoundError:
+            return
+        except CellError as exc:
+            raise CellUnavailable(f"ack: {exc.message}") from exc
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

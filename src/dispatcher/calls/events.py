@@ -1,0 +1,159 @@
+"""Applying the cell's event stream and reconciliation results to executions.
+
+``apply_batch`` and ``reconcile`` run on the database thread, one transaction per call.
+Both are idempotent: a replayed event or a second reconciliation changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from dispatcher.calls.finalize import Ending, end_and_finalize, failed_ending
+from dispatcher.calls.port import CellCall, CellEvent, CellPort
+from dispatcher.domain.results import CallEnd, TranscriptSegment
+from dispatcher.domain.states import ExecutionState as S
+from dispatcher.domain.states import IllegalTransition
+from dispatcher.store import executions
+from dispatcher.store.executions import Execution
+
+_MOVES = {"call.ringing": S.RINGING, "call.answered": S.IN_CALL, "call.dialing": S.DIALING}
+_CELL_STATES = {"dialing": S.DIALING, "ringing": S.RINGING, "answered": S.IN_CALL}
+_STOP = object()
+RESTARTED = "cell.restarted"
+
+__all__ = ["CellEvent", "EventBatcher", "apply_batch", "endings", "reconcile"]
+
+
+class EventBatcher:
+    """Reads the cell's stream in a side task and yields whatever has arrived as a batch."""
+
+    def __init__(self, cell: CellPort, after: int, batch_max: int = 1000) -> None:
+        self._cell = cell
+        self._after = after
+        self._max = batch_max
+        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=10_000)
+
+    async def _pump(self) -> None:
+        try:
+            async for event in self._cell.events(self._after):
+                await self._queue.put(event)
+        except BaseException as exc:  # handed to the consumer side
+            await self._queue.put(exc)
+            return
+        await self._queue.put(_STOP)
+
+    async def batches(self) -> AsyncIterator[list[CellEvent]]:
+        pump = asyncio.create_task(self._pump(), name="calls.event_pump")
+        try:
+            while True:
+                items = [await self._queue.get()]
+                while not self._queue.empty() and len(items) < self._max:
+                    items.append(self._queue.get_nowait())
+                batch = [i for i in items if isinstance(i, CellEvent)]
+                if batch:
+                    yield batch
+                for item in items:
+                    if isinstance(item, BaseException):
+                        raise item
+                    if item is _STOP:
+                        return
+        finally:
+            pump.cancel()
+
+
+async def endings(cell: CellPort, batch: Sequence[CellEvent]) -> dict[str, CellCall | None]:
+    """Full call records for ended calls that had a conversation (to get the transcript)."""
+    wanted = [e.call_id for e in batch if e.type == "call.ended" and e.data.get("transcript_turns")]
+    calls = await asyncio.gather(*(cell.get_call(call_id) for call_id in wanted))
+    return dict(zip(wanted, calls, strict=True))
+
+
+def _advance(conn: sqlite3.Connection, execution: Execution, target: S, now: datetime) -> None:
+    try:
+        executions.move(conn, execution.execution_id, target, now)
+    except IllegalTransition:
+        pass  # a replayed or late event: the execution is already further along
+
+
+def _time(value: Any, default: datetime) -> datetime:
+    return datetime.fromisoformat(value) if isinstance(value, str) else default
+
+
+def ending_from_event(
+    data: Mapping[str, Any], transcript: tuple[TranscriptSegment, ...], now: datetime
+) -> Ending:
+    end = CallEnd(
+        started_at=_time(data.get("started_at"), now),
+        ended_at=_time(data.get("ended_at"), now),
+        outcome=str(data.get("outcome") or "failed"),
+        reason_code=data.get("reason_code"),
+        transcript=transcript,
+        opt_out=bool(data.get("opt_out")),
+    )
+    return Ending(end, recording_expected=bool(data.get("recording_expected")))
+
+
+def ending_from_call(call: CellCall, now: datetime) -> Ending:
+    end = CallEnd(
+        started_at=call.started_at,
+        ended_at=call.ended_at or now,
+        outcome=call.outcome or "failed",
+        reason_code=call.reason_code,
+        transcript=call.transcript,
+        opt_out=call.opt_out,
+    )
+    recording = dict(call.recording) if call.recording else None
+    return Ending(end, recording_expected=call.recording_expected, recording=recording)
+
+
+def apply_batch(
+    conn: sqlite3.Connection,
+    batch: Sequence[CellEvent],
+    full: Mapping[str, CellCall | None],
+    now: datetime,
+    finalize_kw: Mapping[str, str],
+) -> list[str]:
+    """Apply events in order; returns the call_ids finalized by this batch."""
+    finalized: list[str] = []
+    for event in batch:
+        execution = executions.by_call_id(conn, event.call_id)
+        if execution is None or execution.state is S.FINALIZED:
+            continue
+        if event.type in _MOVES:
+            _advance(conn, execution, _MOVES[event.type], now)
+        elif event.type == "call.ended":
+            record = full.get(event.call_id)
+            transcript = record.transcript if record else ()
+            ending = ending_from_event(event.data, transcript, now)
+            if end_and_finalize(conn, execution.execution_id, ending, now=now, **finalize_kw):
+                finalized.append(event.call_id)
+    return finalized
+
+
+def reconcile(
+    conn: sqlite3.Connection,
+    pending: Sequence[Execution],
+    known: Mapping[str, CellCall],
+    boot: str,
+    now: datetime,
+    finalize_kw: Mapping[str, str],
+) -> list[str]:
+    """Match live/unknown executions with the cell's calls; finalize the lost ones once."""
+    finalized: list[str] = []
+    for execution in pending:
+        call = known.get(execution.call_id)
+        if call is None:
+            reason = "cell_has_no_call" if execution.cell_boot_id == boot else "cell_restarted"
+            ending = failed_ending(now, now, reason)
+        elif call.state == "ended":
+            ending = ending_from_call(call, now)
+        else:
+            _advance(conn, execution, _CELL_STATES.get(call.state, S.DIALING), now)
+            continue
+        if end_and_finalize(conn, execution.execution_id, ending, now=now, **finalize_kw):
+            finalized.append(execution.call_id)
+    return finalized

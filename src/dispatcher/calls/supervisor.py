@@ -1,0 +1,226 @@
+"""Execution supervisor: originate accepted executions, follow the cell, finalize once.
+
+* **Dialer** — accepted executions are persisted as ``dialing`` (with the cell boot id)
+  *before* the originate is sent, so a crash can never lead to a second dial: after a
+  restart anything between "originate sent" and "ended known" is ``unknown`` and is only
+  resolved by asking the cell (ARCHITECTURE crash rule). A refused originate ends the
+  execution as ``failed``; an unanswered one makes it ``unknown`` (occupancy kept).
+* **Events** — the cell's ordered stream is applied in batches, one transaction each;
+  ``call.ended`` ends and finalizes the execution (one call.result, fixed event_id), then
+  the call is acknowledged to the cell. Replays after a reconnect are no-ops.
+* **Reconcile** — on every new cell boot id (and at start) live and unknown executions
+  are matched against the cell's calls; a call the cell does not know is finalized once as
+  ``failed`` with an explicit reason, never redialled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime
+
+from dispatcher.calls import events as ev
+from dispatcher.calls.finalize import end_and_finalize, failed_ending
+from dispatcher.calls.plan import cell_plan
+from dispatcher.calls.port import CellError, CellPort, CellRejected, CellUnavailable
+from dispatcher.domain.states import ExecutionState as S
+from dispatcher.logs import log
+from dispatcher.store import executions
+from dispatcher.store.db import Database
+from dispatcher.store.executions import Execution
+
+LOG = logging.getLogger("dispatcher.calls")
+LIVE = (S.DIALING, S.RINGING, S.IN_CALL)
+UNKNOWN_GRACE_S = 5.0
+
+
+class CallSupervisor:
+    def __init__(
+        self,
+        db: Database,
+        cell: CellPort,
+        *,
+        dispatcher_id: str,
+        routing_key: str,
+        clock: Callable[[], datetime],
+        on_outbox: Callable[[], None],
+        concurrency: int = 128,
+        retry_s: float = 1.0,
+    ) -> None:
+        self._db = db
+        self._cell = cell
+        self._finalize_kw = {"dispatcher_id": dispatcher_id, "routing_key": routing_key}
+        self._clock = clock
+        self._on_outbox = on_outbox
+        self._limit = asyncio.Semaphore(concurrency)
+        self._retry = retry_s
+        self._dial: asyncio.Queue[str] = asyncio.Queue()
+        self._inflight: set[str] = set()
+        self._unknown_since: dict[str, float] = {}
+        self.boot_id: str | None = None
+        self.counts: Counter[str] = Counter()
+        self.last_error: str | None = None
+
+    def submit(self, execution_ids: list[str]) -> None:
+        for execution_id in execution_ids:
+            self._dial.put_nowait(execution_id)
+
+    async def run(self) -> None:
+        await self._recover()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._dialer(), name="calls.dialer")
+            group.create_task(self._follow(), name="calls.events")
+            group.create_task(self._sweep(), name="calls.unknown_sweep")
+
+    # --- start-up -----------------------------------------------------------------
+    async def _recover(self) -> None:
+        """Crash rule: live executions become unknown; never-sent ones are dialled."""
+        live = await self._db.read(executions.in_states, LIVE)
+        now = self._clock()
+        for execution in live:
+            await self._db.write(executions.move, execution.execution_id, S.UNKNOWN, now)
+        pending = await self._db.read(executions.in_states, (S.ACCEPTED,))
+        self.submit([e.execution_id for e in pending])
+        if live or pending:
+            log(LOG, logging.INFO, "calls.recovered", unknown=len(live), to_dial=len(pending))
+
+    # --- dialling -----------------------------------------------------------------
+    async def _dialer(self) -> None:
+        while True:
+            batch = [await self._dial.get()]
+            while not self._dial.empty() and len(batch) < 500:
+                batch.append(self._dial.get_nowait())
+            boot = await self._current_boot()
+            marked = await self._db.write(_mark_dialing, batch, boot, self._clock())
+            self._inflight.update(e.execution_id for e in marked)
+            try:
+                await asyncio.gather(*(self._originate(e) for e in marked))
+            finally:
+                self._inflight.difference_update(e.execution_id for e in marked)
+
+    async def _current_boot(self) -> str | None:
+        while self.boot_id is None:
+            try:
+                self.boot_id = await self._cell.boot_id()
+            except CellError as exc:
+                self.last_error = str(exc)
+                await asyncio.sleep(self._retry)
+        return self.boot_id
+
+    async def _originate(self, execution: Execution) -> None:
+        body = cell_plan(execution.execution_id, execution.call_id, execution.plan)
+        async with self._limit:
+            try:
+                await self._cell.originate(body)
+                self.counts["originated"] += 1
+            except CellRejected as exc:
+                self.counts["originate_refused"] += 1
+                await self._fail(execution, f"cell_{exc.code}")
+            except CellUnavailable as exc:
+                self.counts["originate_unknown"] += 1
+                self.last_error = str(exc)
+                await self._db.write(
+                    executions.move, execution.execution_id, S.UNKNOWN, self._clock()
+                )
+
+    async def _fail(self, execution: Execution, reason: str) -> None:
+        now = self._clock()
+        ending = failed_ending(now, now, reason)
+        await self._db.write(
+            end_and_finalize, execution.execution_id, ending, now=now, **self._finalize_kw
+        )
+        self.counts["finalized"] += 1
+        self._on_outbox()
+
+    # --- following the cell -----------------------------------------------------------
+    async def _follow(self) -> None:
+        while True:
+            try:
+                boot = await self._cell.boot_id()
+                self.boot_id = boot
+                await self._reconcile(boot)
+                await self._consume()
+            except CellError as exc:
+                self.last_error = str(exc)
+                log(LOG, logging.WARNING, "calls.cell_unreachable", error=str(exc))
+                await asyncio.sleep(self._retry)
+
+    async def _consume(self) -> None:
+        """Apply the stream from the start of this boot until the cell restarts."""
+        async for batch in ev.EventBatcher(self._cell, 0).batches():
+            restart = next((i for i, e in enumerate(batch) if e.type == ev.RESTARTED), None)
+            await self._apply(batch if restart is None else batch[:restart])
+            if restart is not None:
+                log(LOG, logging.WARNING, "calls.cell_restarted", boot_id=batch[restart].boot_id)
+                return
+
+    async def _apply(self, batch: list[ev.CellEvent]) -> None:
+        if not batch:
+            return
+        endings = await ev.endings(self._cell, batch)
+        now = self._clock()
+        finalized = await self._db.write(ev.apply_batch, batch, endings, now, self._finalize_kw)
+        self.counts["finalized"] += len(finalized)
+        if finalized:
+            self._on_outbox()
+            await asyncio.gather(*(self._ack(call_id) for call_id in finalized))
+
+    async def _ack(self, call_id: str) -> None:
+        try:
+            await self._cell.ack(call_id)
+        except CellError as exc:
+            log(LOG, logging.DEBUG, "calls.ack_failed", call_id=call_id, error=str(exc))
+
+    async def _sweep(self) -> None:
+        """Resolve executions left unknown by an unanswered originate (same cell boot)."""
+        while True:
+            await asyncio.sleep(UNKNOWN_GRACE_S)
+            if self._unknown_since and self.boot_id is not None:
+                try:
+                    await self._reconcile(self.boot_id, only_unknown=True)
+                except CellError as exc:
+                    self.last_error = str(exc)
+
+    def _settled(self, execution: Execution, only_unknown: bool) -> bool:
+        """May this execution be matched against the cell now?"""
+        if execution.execution_id in self._inflight:
+            return False
+        since = self._unknown_since.get(execution.execution_id)
+        if since is not None and time.monotonic() - since < UNKNOWN_GRACE_S:
+            return False
+        return not only_unknown or execution.state is S.UNKNOWN
+
+    async def _reconcile(self, boot: str, only_unknown: bool = False) -> None:
+        states = (*LIVE, S.UNKNOWN)
+        pending = [
+            e
+            for e in await self._db.read(executions.in_states, states)
+            if self._settled(e, only_unknown)
+        ]
+        if not pending:
+            return
+        known = {call.call_id: call for call in await self._cell.list_calls()}
+        now = self._clock()
+        resolved = await self._db.write(ev.reconcile, pending, known, boot, now, self._finalize_kw)
+        for execution in pending:
+            self._unknown_since.pop(execution.execution_id, None)
+        self.counts["reconciled"] += len(pending)
+        if resolved:
+            self._on_outbox()
+            await asyncio.gather(*(self._ack(c) for c in resolved if c in known))
+        log(LOG, logging.INFO, "calls.reconciled", checked=len(pending), finalized=len(resolved))
+
+
+def _mark_dialing(
+    conn: sqlite3.Connection, ids: list[str], boot: str | None, now: datetime
+) -> list[Execution]:
+    marked = []
+    for execution_id in ids:
+        execution = executions.get(conn, execution_id)
+        if execution.state is S.ACCEPTED:
+            marked.append(executions.move(conn, execution_id, S.DIALING, now, cell_boot_id=boot))
+    return marked

@@ -1,0 +1,135 @@
+"""One consumer per open task queue (D-MQ-1, D-MQ-4, D-MQ-6, D-DISC-6).
+
+Each task gets its own channel with ``prefetch`` as QoS. Before consuming, the queue's
+existence is verified with a passive declare (the SaaS owns the topology); a missing
+queue fails closed for that task only — it is logged, shown in /status and retried on the
+next reconcile, never a crash. Deliveries are handed to the intake; settling (ACK after
+the inbox commit, dead-letter, requeue) happens there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+
+from dispatcher.logs import log
+from dispatcher.mq.link import AmqpLink
+from dispatcher.mq.names import MAX_TASK_QUEUES, task_queue
+
+LOG = logging.getLogger("dispatcher.consumers")
+
+
+@dataclass
+class Delivery:
+    """One prefetched message and where it came from."""
+
+    task_id: str
+    queue: str
+    message: AbstractIncomingMessage
+    received: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Consumer:
+    channel: AbstractChannel
+    queue: AbstractQueue
+    tag: str
+
+
+class TaskConsumers:
+    def __init__(
+        self,
+        link: AmqpLink,
+        dispatcher_id: str,
+        prefetch: int,
+        submit: Callable[[Delivery], None],
+    ) -> None:
+        self._link = link
+        self._dispatcher_id = dispatcher_id
+        self._prefetch = prefetch
+        self._submit = submit
+        self._active: dict[str, _Consumer] = {}
+        self._idle_channels: dict[str, AbstractChannel] = {}
+        self.states: dict[str, str] = {}
+        self._lock = asyncio.Lock()
+
+    def is_consuming(self, task_id: str) -> bool:
+        return task_id in self._active
+
+    @property
+    def missing(self) -> set[str]:
+        return {t for t, s in self.states.items() if s == "queue_missing"}
+
+    async def reconcile(self, wanted: set[str]) -> None:
+        """Consume exactly the queues of ``wanted`` tasks (at most 256, D-MQ-6)."""
+        async with self._lock:
+            for task_id in sorted(set(self._active) - wanted):
+                await self._stop(task_id, "closed")
+            for task_id in sorted(wanted)[:MAX_TASK_QUEUES]:
+                if task_id not in self._active and self._link.connected.is_set():
+                    await self._start(task_id)
+            for task_id in sorted(wanted)[MAX_TASK_QUEUES:]:
+                self.states[task_id] = "over_queue_limit"
+            for task_id in [t for t in self.states if t not in wanted and t not in self._active]:
+                self.states[task_id] = "closed"
+
+    async def _start(self, task_id: str) -> None:
+        name = task_queue(self._dispatcher_id, task_id)
+        try:
+            channel = self._idle_channels.pop(task_id, None)
+            if channel is None or channel.is_closed:
+                channel = await self._link.channel()
+                await channel.set_qos(prefetch_count=self._prefetch)
+            queue = await channel.declare_queue(name, passive=True)
+        except aio_pika.exceptions.ChannelNotFoundEntity:
+            if self.states.get(task_id) != "queue_missing":
+                log(LOG, logging.WARNING, "consumer.queue_missing", task_id=task_id, queue=name)
+            self.states[task_id] = "queue_missing"
+            return
+        except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
+            self.states[task_id] = f"error: {type(exc).__name__}"
+            return
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            self._submit(Delivery(task_id, name, message))
+
+        tag = await queue.consume(on_message)
+        self._active[task_id] = _Consumer(channel, queue, tag)
+        self.states[task_id] = "consuming"
+        log(LOG, logging.INFO, "consumer.started", task_id=task_id)
+
+    async def _stop(self, task_id: str, state: str) -> None:
+        consumer = self._active.pop(task_id)
+        self.states[task_id] = state
+        try:
+            await consumer.queue.cancel(consumer.tag)
+            self._idle_channels[task_id] = consumer.channel
+        except (aio_pika.exceptions.AMQPException, ConnectionError, OSError):
+            pass
+        log(LOG, logging.INFO, "consumer.stopped", task_id=task_id, state=state)
+
+    async def stop(self, task_id: str) -> None:
+        async with self._lock:
+            if task_id in self._active:
+                await self._stop(task_id, "closed")
+
+    async def on_link_down(self) -> None:
+        self._active.clear()
+        self._idle_channels.clear()
+        for task_id in self.states:
+            self.states[task_id] = "disconnected"
+
+    async def close(self) -> None:
+        async with self._lock:
+            for task_id in list(self._active):
+                await self._stop(task_id, "closed")
+            for channel in self._idle_channels.values():
+                if not channel.is_closed:
+                    await channel.close()
+            self._idle_channels.clear()

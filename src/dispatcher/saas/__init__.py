@@ -1,0 +1,1 @@
+"""Edge to the SaaS HTTP API: the four read-only GETs (D-CFG-*, D-DISC-*)."""
