@@ -138,9 +138,10 @@ def _success_early(call: CallState, event: Event) -> Step:
 
 def _failure_early(call: CallState, event: Event) -> Step:
     status = event.status or 500
-    can_auth = call.phase is Phase.INVITING and call.cancel_cause is None
-    if status in AUTH_STATUSES and can_auth and call.auth_attempts < MAX_AUTH_ATTEMPTS:
-        return Step(replace(call, auth_attempts=call.auth_attempts + 1), (Action.RETRY_WITH_AUTH,))
+    can_auth = call.cancel_cause is None and call.auth_attempts < MAX_AUTH_ATTEMPTS
+    if status in AUTH_STATUSES and can_auth:  # a new INVITE transaction starts afresh
+        state = replace(call, phase=Phase.INVITING, auth_attempts=call.auth_attempts + 1)
+        return Step(state, (Action.RETRY_WITH_AUTH,))
     return _ended(call, outcome_for_final(status, call.cancel_cause))
 
 
