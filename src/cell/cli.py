@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 from pathlib import Path
 
@@ -48,6 +49,10 @@ def _service(
     providers = mock_registry()
     config = CellConfig(data_dir=data_dir, mode=mode, time_scale=scale, max_calls=max_calls)
     return CellService(config, SimDriver(script, providers, scale), providers)
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 @main.command()
@@ -155,6 +160,9 @@ def serve(
         ws_ping_interval=20,
         ws_ping_timeout=20,
     )
+    # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal: exit 0 then.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
     try:
         asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
     except CellConfigError as exc:

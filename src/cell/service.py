@@ -47,7 +47,13 @@ from cell.model import CallState, ReasonCode
 from cell.originate_log import OriginateLog
 from cell.plan import CallPlan, UploadTarget, parse_plan
 from cell.recording.store import RecordingMeta, RecordingStore, UploadStatus
-from cell.uploads import UploadResult, expired_before_put, presigned_expiry, put_once
+from cell.uploads import (
+    UploadResult,
+    expired_before_put,
+    locally_expired,
+    presigned_expiry,
+    put_once,
+)
 
 log = logging.getLogger("cell.service")
 SETTLED = (UploadStatus.UPLOADED, UploadStatus.FAILED)
@@ -251,7 +257,7 @@ class CellService:
         meta = self.recordings.begin_upload(call_id, target.upload_id, iso(now))
         assert meta.upload is not None
         expiry = presigned_expiry(target.url)
-        if expiry is not None and expiry <= now:
+        if expiry is not None and locally_expired(expiry, now):
             state = expired_before_put(meta.upload, expiry, now)
         else:
             path = self.recordings.wav_path(call_id)

@@ -1,9 +1,9 @@
 """One PUT of a recording to a presigned URL, at most once, with an explicit outcome.
 
 - ``uploaded``: the server answered 2xx (size and SHA-256 of what was sent);
-- ``expired``: the authorization had expired — found in the URL before any PUT, or
-  answered 403 "expired" by the server; nothing was stored, the D may re-authorize
-  the same upload_id;
+- ``expired``: the authorization had expired — answered 403 "expired" by the server,
+  or expired more than ``EXPIRY_SKEW_S`` ago by the cell's clock (then no PUT is
+  sent at all); nothing was stored, the D may re-authorize the same upload_id;
 - ``failed``: anything else (authorization refused, HTTP error, timeout, network),
   with the contract's error code. The cell never retries.
 """
@@ -28,6 +28,7 @@ ERROR_EXPIRED = "upload_authorization_expired"
 ERROR_AUTH = "upload_authorization_failed"
 ERROR_FAILED = "upload_failed"
 ERROR_TIMEOUT = "upload_timeout"
+EXPIRY_SKEW_S = 60  # the storage server enforces expiry; the cell only skips dead URLs
 S3_CODE = re.compile(rb"<Code>([A-Za-z0-9.]{1,64})</Code>")
 
 
@@ -44,6 +45,11 @@ def presigned_expiry(url: str) -> datetime | None:
     except ValueError:
         return None
     return None
+
+
+def locally_expired(expiry: datetime | None, now: datetime) -> bool:
+    """True when the URL is dead even allowing for clock skew with the storage server."""
+    return expiry is not None and expiry + timedelta(seconds=EXPIRY_SKEW_S) <= now
 
 
 def classify(status: int, body: bytes) -> tuple[UploadStatus, str | None, str]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from cell.recording.store import UploadStatus
-from cell.uploads import classify, presigned_expiry
+from cell.uploads import classify, locally_expired, presigned_expiry
 
 EXPIRED_BODY = (
     b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"
@@ -56,3 +56,16 @@ def test_classify_put_answers_d_rec_2(
 def test_classify_names_the_s3_code_but_not_the_body() -> None:
     _, _, message = classify(403, DENIED_BODY)
     assert message == "HTTP 403 SignatureDoesNotMatch"
+
+
+@pytest.mark.parametrize(
+    ("expiry", "expired"),
+    [
+        (None, False),
+        (datetime(2026, 9, 21, 8, 0, tzinfo=UTC), False),  # just expired: the server decides
+        (datetime(2026, 9, 21, 7, 59, 30, tzinfo=UTC), False),  # within clock skew
+        (datetime(2026, 9, 21, 7, 59, 0, tzinfo=UTC), True),  # dead: no PUT at all
+    ],
+)
+def test_only_clearly_dead_urls_are_refused_locally(expiry: datetime | None, expired: bool) -> None:
+    assert locally_expired(expiry, datetime(2026, 9, 21, 8, 0, tzinfo=UTC)) is expired
