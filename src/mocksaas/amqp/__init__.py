@@ -1,0 +1,1 @@
+"""RabbitMQ edge of the Mock SaaS (aio-pika): topology, publishing, result consumption."""

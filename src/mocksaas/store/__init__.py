@@ -1,0 +1,1 @@
+"""SQLite state of the Mock SaaS (WAL): one transaction per admin decision."""

@@ -1,0 +1,1 @@
+"""HTTP edge (Starlette): the contract GETs, the admin API, health and metrics."""
