@@ -25,6 +25,7 @@ from orbit.domain.ids import new_id
 from orbit.store.db import Database
 from orbit.store.migrate import require_current
 from orbit.store.operations import Operations
+from orbit.workers.service import ExecutionService
 
 log = logging.getLogger("orbit.api")
 Handler = Callable[[Request, routes.Context], Awaitable[Response]]
@@ -51,6 +52,7 @@ def openapi_text() -> bytes:
 def create_app(db: Database, *, access_log: bool = True) -> Starlette:
     ops = Operations(db)
     metrics = Metrics()
+    execution = ExecutionService(db, ops, registry=metrics.registry)  # P2: workers, history
 
     def endpoint(name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
@@ -87,13 +89,19 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await require_current(db)
+        await execution.start()
         log.info("orbit api ready", extra={"dialect": db.dialect.value})
         yield
+        await execution.stop()
         await db.close()
 
     return Starlette(
         routes=[
-            Route("/v1/tasks", endpoint("submit", routes.submit_task), methods=["POST"]),
+            Route(
+                "/v1/tasks",
+                endpoint("submit", execution.notifying(routes.submit_task)),
+                methods=["POST"],
+            ),
             Route("/v1/tasks", endpoint("list", routes.list_tasks), methods=["GET"]),
             Route(
                 "/v1/tasks/{task_id}:cancel",
@@ -101,6 +109,7 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
                 methods=["POST"],
             ),
             Route("/v1/tasks/{task_id}", endpoint("get", routes.get_task), methods=["GET"]),
+            *execution.routes(endpoint),
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
             Route("/metrics", metrics_page, methods=["GET"]),

@@ -1,4 +1,4 @@
-"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks`.
+"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks`, `worker`.
 
 Operator commands (`migrate`, `init`, `queue`, `token`) talk to the database given by
 `--database` / ORBIT_DATABASE_URL; `tasks` talks to the API at ORBIT_URL with ORBIT_TOKEN.
@@ -11,6 +11,7 @@ import click
 from orbit.cli.admin import init, queue, token
 from orbit.cli.server import migrate, serve
 from orbit.cli.tasks import tasks
+from orbit.cli.worker import worker
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -19,5 +20,5 @@ def main() -> None:
     """Orbit: a durable task service (Task API v1)."""
 
 
-for command in (serve, migrate, init, queue, token, tasks):
+for command in (serve, migrate, init, queue, token, tasks, worker):
     main.add_command(command)

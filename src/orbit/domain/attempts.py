@@ -157,12 +157,16 @@ def decide_end(
     return _lost(task, end.cause, now, backoff)
 
 
+def refused_start(code: TaskErrorCode) -> Outcome:
+    """`started` past a deadline: the task fails without running (the start fence)."""
+    return Outcome(TaskState.FAILED, AttemptState.EXPIRED, EndReason(code.value), code)
+
+
 def _never_started(task: TaskFacts, cause: EndCause, now: datetime) -> Outcome:
     """The handler provably never ran (start fence): hand the task on unless too late."""
     late = deadline_error(task, now)
     if late is not None:
-        reason = EndReason(late.value)
-        return Outcome(TaskState.FAILED, AttemptState.EXPIRED, reason, late)
+        return refused_start(late)
     return Outcome(TaskState.WAITING, _LOST_STATE[cause], _LOST_REASON[cause], available_at=now)
 
 

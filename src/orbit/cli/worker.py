@@ -1,0 +1,74 @@
+"""`orbit worker --app module:registry`: run the worker SDK over a registry of handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+
+import click
+
+from orbit import logs
+from orbit.cli.common import fail
+from orbit.config import ENV_LOG_FORMAT, ENV_TOKEN, ENV_URL, client_settings
+from orbit.domain.errors import OrbitError
+from orbit.domain.ids import is_id
+from orbit.worker import RegistryError, Worker, WorkerConfig, WorkerStopped, load_registry
+
+ENV_QUEUES = "ORBIT_WORKER_QUEUES"
+
+
+@click.command()
+@click.option("--app", "app_spec", required=True, metavar="MODULE:ATTRIBUTE",
+              help="The orbit.worker.Registry to serve, e.g. myapp.tasks:registry.")
+@click.option("--queue", "queues", multiple=True, metavar="QUEUE_ID",
+              help=f"Queue to serve (repeat for several); env {ENV_QUEUES} (space-separated).")
+@click.option("--url", help=f"Orbit API base URL; env {ENV_URL}.")
+@click.option("--token", help=f"Token with tasks:work on the queues; env {ENV_TOKEN}.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 1000),
+              envvar="ORBIT_WORKER_CONCURRENCY", help="Attempts run at the same time.")
+@click.option("--name", default=None, help="Worker name in the history [default: orbit@HOST].")
+@click.option("--grace-period", default=30.0, show_default=True, type=click.FloatRange(0, 3600),
+              envvar="ORBIT_WORKER_GRACE_PERIOD",
+              help="Seconds running handlers get to finish after SIGTERM before they are "
+              "cancelled and handed back.")
+@click.option("--log-format", envvar=ENV_LOG_FORMAT, default="auto", show_default=True,
+              type=click.Choice(["auto", "json", "text"]), help="Log line format.")
+def worker(
+    app_spec: str,
+    queues: tuple[str, ...],
+    url: str | None,
+    token: str | None,
+    concurrency: int,
+    name: str | None,
+    grace_period: float,
+    log_format: str,
+) -> None:
+    """Serve tasks with the handlers of --app (docs/orbit/worker-protocol.md).
+
+    SIGTERM/SIGINT drain gracefully: no new leases, running handlers finish within the grace
+    period, the rest is handed back. A second signal exits at once."""
+    logs.configure(fmt=log_format)
+    queue_ids = queues or tuple(os.environ.get(ENV_QUEUES, "").split())
+    if not queue_ids or not all(is_id(q) for q in queue_ids):
+        fail(f"give one or more --queue QUEUE_ID (32 hex characters) or set {ENV_QUEUES}", 2)
+    try:
+        base, secret = client_settings(url, token)
+        sys.path.insert(0, os.getcwd())
+        registry = load_registry(app_spec)
+    except (OrbitError, RegistryError) as exc:
+        fail(str(exc), 2)
+        return
+    config = WorkerConfig(
+        url=base, token=secret, queues=queue_ids, concurrency=concurrency,
+        name=name or f"orbit@{socket.gethostname()}"[:128], grace_period=grace_period,
+    )  # fmt: skip
+    try:
+        asyncio.run(Worker(registry, config).run())
+    except WorkerStopped as exc:
+        fail(str(exc), 3)
+    # handler threads that ignored cancellation must not keep the process alive
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

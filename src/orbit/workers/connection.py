@@ -1,0 +1,325 @@
+"""`/v1/workers/connect`: authenticate the upgrade (401/403 before accepting), read `hello`,
+answer `hello_ok`, then apply every worker message through the batcher and acknowledge it.
+Messages of one connection are handled concurrently (so they share group commits); the
+protocol keeps that safe because a worker only sends `result` after its `started` ack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from orbit.api.http import envelope
+from orbit.domain.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from orbit.domain.ids import new_id
+from orbit.domain.jsonvalue import JsonValue, dumps
+from orbit.domain.times import format_time
+from orbit.domain.tokens import Permission, Principal, bearer_secret
+from orbit.store.operations import Operations
+from orbit.workers.acks import Ack, Peer
+from orbit.workers.errors import ProtocolError
+from orbit.workers.hub import Hub, Link
+from orbit.workers.messages import (
+    PROTOCOL,
+    ClientMessage,
+    Evidence,
+    Flow,
+    Heartbeat,
+    Hello,
+    Release,
+    Result,
+    Started,
+    parse_message,
+)
+
+log = logging.getLogger("orbit.workers")
+HELLO_TIMEOUT = 10.0
+REAUTH_SECONDS = 30.0
+MAX_CONCURRENT_MESSAGES = 256
+Step = Callable[[AsyncConnection, datetime], Awaitable[Ack]]
+
+
+class Close(Exception):
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class WorkerEndpoint:
+    def __init__(self, ops: Operations, hub: Hub, settings: Any) -> None:
+        self.ops = ops
+        self.hub = hub
+        self.settings = settings
+
+    async def handle(self, websocket: WebSocket) -> None:
+        principal = await self._authenticate(websocket)
+        if principal is None:
+            return
+        if PROTOCOL not in websocket.scope.get("subprotocols", []):
+            await websocket.accept()
+            await websocket.close(4426, f"offer the subprotocol {PROTOCOL}")
+            return
+        await websocket.accept(subprotocol=PROTOCOL)
+        session = _Session(self, websocket, principal)
+        try:
+            await session.run()
+        except Close as close:
+            log.info("worker connection refused", extra={"code": close.code, "why": close.reason})
+            await _close(websocket, close.code, close.reason)
+        except WebSocketDisconnect:
+            pass
+
+    async def _authenticate(self, websocket: WebSocket) -> Principal | None:
+        try:
+            principal = await self.ops.authenticate(_secret(websocket))
+            principal.require(Permission.WORK)
+            return principal
+        except Unauthenticated as exc:
+            await _deny(websocket, 401, "UNAUTHENTICATED", exc.message)
+        except PermissionDenied as exc:
+            await _deny(websocket, 403, "PERMISSION_DENIED", exc.message)
+        return None
+
+
+class _Session:
+    def __init__(self, endpoint: WorkerEndpoint, websocket: WebSocket, principal: Principal):
+        self.endpoint = endpoint
+        self.hub = endpoint.hub
+        self.kernel = endpoint.hub.kernel
+        self.websocket = websocket
+        self.principal = principal
+        self.secret = _secret(websocket)
+        self.checked_at = time.monotonic()
+        self._send_lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
+        self.link: Link | None = None
+
+    async def send(self, message: dict[str, JsonValue]) -> None:
+        async with self._send_lock:
+            await self.websocket.send_text(dumps(message))
+
+    async def run(self) -> None:
+        hello = await self._hello()
+        peer = Peer(new_id(), self.principal.token_id, self.principal.namespace_id,
+                    frozenset(hello.queues), hello.worker)  # fmt: skip
+        statuses, now = await self.hub.batcher.run(partial(self._rebind, peer, hello))
+        link = Link(peer, hello.handlers, hello.queues, hello.capacity, self.send)
+        self.link = link
+        held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}
+        await self.send(self._hello_ok(peer, statuses, now))
+        self.hub.add(link, held)
+        log.info("worker connected", extra={"connection_id": peer.connection_id,
+                 "worker": hello.worker.name, "capacity": hello.capacity})  # fmt: skip
+        try:
+            await self._pump()
+        finally:
+            self.hub.remove(link)
+            await self.hub.disconnect(peer.connection_id)
+            log.info("worker disconnected", extra={"connection_id": peer.connection_id})
+
+    async def _hello(self) -> Hello:
+        try:
+            text = await asyncio.wait_for(self.websocket.receive_text(), HELLO_TIMEOUT)
+        except TimeoutError:
+            raise Close(4408, "no hello within 10 s") from None
+        try:
+            hello = parse_message(text)
+        except (InvalidArgument, ProtocolError) as exc:
+            raise Close(4400, _reason(exc.message)) from None
+        if not isinstance(hello, Hello):
+            raise Close(4400, "the first message must be hello")
+        outside = [q for q in hello.queues if q not in self.principal.queue_ids]
+        if outside:
+            raise Close(4403, _reason(f"queue {outside[0]} is outside the token's scope"))
+        return hello
+
+    async def _rebind(
+        self, peer: Peer, hello: Hello, conn: AsyncConnection, now: datetime
+    ) -> tuple[list[dict[str, JsonValue]], datetime]:
+        if not hello.attempts:
+            return [], now
+        upkeep = self.hub.upkeep
+        return await upkeep.heartbeat(conn, now, peer, hello.attempts, rebind=True), now
+
+    def _hello_ok(
+        self, peer: Peer, statuses: list[dict[str, JsonValue]], now: datetime
+    ) -> dict[str, JsonValue]:
+        ttl = self.endpoint.settings.lease_ttl_ms
+        attempts: list[JsonValue] = [
+            {"attempt_id": s["attempt_id"], "status": "lost" if s["status"] == "lost" else "ok"}
+            for s in statuses
+        ]
+        return {
+            "type": "hello_ok", "protocol": PROTOCOL, "connection_id": peer.connection_id,
+            "server_time": format_time(now), "lease_ttl_ms": ttl,
+            "heartbeat_interval_ms": max(1, ttl // 3), "max_message_bytes": 1_048_576,
+            "attempts": attempts,
+        }  # fmt: skip
+
+    async def _pump(self) -> None:
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                text = await self.websocket.receive_text()
+                await self._slots.acquire()
+                task = asyncio.create_task(self._handle(text))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+        finally:
+            for task in pending:
+                task.cancel()
+
+    async def _handle(self, text: str) -> None:
+        try:
+            try:
+                message = parse_message(text)
+            except (InvalidArgument, ProtocolError) as exc:
+                await self._invalid(text, exc.message)
+                return
+            await self.send(await self._apply(message))
+        except Close as close:
+            await _close(self.websocket, close.code, close.reason)
+        except Exception:  # noqa: BLE001 - a closed socket while answering: the worker resends
+            log.debug("answer not delivered", exc_info=True)
+        finally:
+            self._slots.release()
+
+    async def _apply(self, message: ClientMessage) -> dict[str, JsonValue]:
+        if isinstance(message, Hello):
+            raise Close(4400, "hello may be sent only once per connection")
+        if isinstance(message, Heartbeat):
+            return await self._heartbeat(message)
+        if isinstance(message, Flow):
+            assert self.link is not None
+            self.link.capacity = message.capacity
+            self.hub.notify()
+            return Ack(True, {"capacity": message.capacity}).body(message.msg_id)
+        ack = await self._step(message)
+        if ack.ended:
+            self.hub.ended(ack.ended)
+        if ack.wake:
+            self.hub.notify()
+        return ack.body(message.msg_id)
+
+    async def _step(self, message: Started | Result | Release | Evidence) -> Ack:
+        kernel, peer = self.kernel, self._peer()
+        step: Step
+        if isinstance(message, Started):
+            step = partial(_call, kernel.start, peer, message.ref)
+        elif isinstance(message, Result):
+            step = partial(_call, kernel.finish, peer, message)
+        elif isinstance(message, Release):
+            step = partial(_call, kernel.release, peer, message)
+        else:
+            step = partial(_call_evidence, kernel.evidence, peer, message)
+        try:
+            return await self.hub.batcher.run(partial(_guard, step, message.ref.attempt_id))
+        except Exception:
+            log.exception("worker message failed", extra={"type": type(message).__name__})
+            return Ack(False, code="UNAVAILABLE", message="the database is unavailable; resend")
+
+    async def _heartbeat(self, message: Heartbeat) -> dict[str, JsonValue]:
+        await self._recheck_token()
+        peer = self._peer()
+        step = partial(_heartbeat, self.hub.upkeep.heartbeat, peer, message)
+        try:
+            statuses = await self.hub.batcher.run(step)
+        except Exception:
+            log.exception("heartbeat failed")
+            return Ack(False, code="UNAVAILABLE", message="the database is unavailable").body(
+                message.msg_id
+            )
+        for status in statuses:
+            if status["status"] == "lost":
+                self.hub.ended(str(status["attempt_id"]))
+        return Ack(True, {"attempts": list(statuses)}).body(message.msg_id)
+
+    async def _recheck_token(self) -> None:
+        if time.monotonic() - self.checked_at < REAUTH_SECONDS:
+            return
+        try:
+            await self.endpoint.ops.authenticate(self.secret)
+        except Unauthenticated:
+            raise Close(4401, "the token expired or was revoked") from None
+        self.checked_at = time.monotonic()
+
+    async def _invalid(self, text: str, problem: str) -> None:
+        msg_id = _msg_id_of(text)
+        if msg_id is None:
+            raise Close(4400, _reason(problem))
+        await self.send(Ack(False, code="INVALID_MESSAGE", message=problem).body(msg_id))
+
+    def _peer(self) -> Peer:
+        assert self.link is not None
+        return self.link.peer
+
+
+async def _call(method: Any, peer: Peer, message: Any, conn: AsyncConnection, now: datetime) -> Ack:
+    result: Ack = await method(conn, now, peer, message)
+    return result
+
+
+async def _call_evidence(
+    method: Any, peer: Peer, message: Evidence, conn: AsyncConnection, now: datetime
+) -> Ack:
+    result: Ack = await method(conn, now, peer, message.ref, message.items)
+    return result
+
+
+async def _heartbeat(
+    method: Any, peer: Peer, message: Heartbeat, conn: AsyncConnection, now: datetime
+) -> list[dict[str, JsonValue]]:
+    result: list[dict[str, JsonValue]] = await method(conn, now, peer, message.refs)
+    return result
+
+
+async def _guard(step: Step, attempt_id: str, conn: AsyncConnection, now: datetime) -> Ack:
+    """Protocol refusals are answers, not failures (checks precede writes in every step)."""
+    try:
+        return await step(conn, now)
+    except ProtocolError as exc:
+        return Ack.refused(exc, attempt_id)
+
+
+def _secret(websocket: WebSocket) -> str:
+    values = websocket.headers.getlist("authorization")
+    return bearer_secret(values[0] if len(values) == 1 else None)
+
+
+def _msg_id_of(text: str) -> str | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    msg_id = value.get("msg_id") if isinstance(value, dict) else None
+    return msg_id if isinstance(msg_id, str) and 0 < len(msg_id) <= 64 else None
+
+
+def _reason(text: str) -> str:
+    """Close reasons are limited to 123 bytes."""
+    return text.encode("utf-8")[:120].decode("utf-8", "ignore")
+
+
+async def _deny(websocket: WebSocket, status: int, code: str, message: str) -> None:
+    try:
+        await websocket.send_denial_response(
+            envelope(new_id(), status, error={"code": code, "message": message})
+        )
+    except RuntimeError:  # the server lacks the denial extension: refuse the upgrade plainly
+        await websocket.close(1008, _reason(message))
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    try:
+        await websocket.close(code, reason)
+    except Exception:  # noqa: BLE001 - already closed
+        return

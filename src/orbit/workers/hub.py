@@ -1,0 +1,202 @@
+"""Connected workers of this server process and the two loops that serve them: the dispatcher
+(push leases within each connection's credit, fair across its queues, woken on submit, requeue
+and freed capacity, with a fallback tick) and the sweeper (expired leases, attempt and task
+deadlines, on the database clock). worker-protocol.md §5-§6."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from orbit.domain.jsonvalue import JsonValue
+from orbit.domain.leasing import HandlerKey, free_slots, share_slots
+from orbit.workers.acks import Grant, Peer
+from orbit.workers.batch import Batcher
+from orbit.workers.kernel import Kernel
+from orbit.workers.upkeep import SweepReport, Upkeep
+
+log = logging.getLogger("orbit.workers")
+SWEEP_LIMIT = 500
+Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
+
+
+@dataclass(eq=False, slots=True)
+class Link:
+    """One open worker connection."""
+
+    peer: Peer
+    handlers: frozenset[HandlerKey]
+    queue_order: tuple[str, ...]
+    capacity: int
+    send: Send
+    in_flight: set[str] = field(default_factory=set)
+    rotation: int = 0
+    open: bool = True
+
+    @property
+    def free(self) -> int:
+        return free_slots(self.capacity, len(self.in_flight)) if self.open else 0
+
+
+class Hub:
+    def __init__(
+        self,
+        batcher: Batcher,
+        kernel: Kernel,
+        upkeep: Upkeep,
+        *,
+        tick_s: float,
+        sweep_s: float,
+        on_grants: Callable[[int], None] = lambda n: None,
+    ) -> None:
+        self.batcher = batcher
+        self.kernel = kernel
+        self.upkeep = upkeep
+        self.tick_s = tick_s
+        self.sweep_s = sweep_s
+        self.on_grants = on_grants
+        self.links: dict[str, Link] = {}
+        self.owner: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._supervise(self._dispatch_forever), name="orbit-dispatch"),
+            asyncio.create_task(self._supervise(self._sweep_forever), name="orbit-sweeper"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _supervise(self, loop: Callable[[], Awaitable[None]]) -> None:
+        """A failing round is logged and retried after a pause; the loop itself never dies."""
+        while True:
+            try:
+                await loop()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("execution loop failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+
+    # ------------------------------------------------------------------ connections
+    def add(self, link: Link, held: set[str]) -> None:
+        link.in_flight |= held
+        for attempt_id in held:
+            self.owner[attempt_id] = link.peer.connection_id
+        self.links[link.peer.connection_id] = link
+        self.notify()
+
+    def remove(self, link: Link) -> None:
+        link.open = False
+        self.links.pop(link.peer.connection_id, None)
+        for attempt_id in link.in_flight:
+            self.owner.pop(attempt_id, None)
+
+    def notify(self) -> None:
+        """New work may be ready (submit, requeue) or capacity freed: dispatch now."""
+        self._wake.set()
+
+    def ended(self, attempt_id: str) -> None:
+        connection_id = self.owner.pop(attempt_id, None)
+        link = self.links.get(connection_id) if connection_id else None
+        if link is not None:
+            link.in_flight.discard(attempt_id)
+            self.notify()
+
+    # ------------------------------------------------------------------ dispatcher
+    async def _dispatch_forever(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.tick_s)
+            self._wake.clear()
+            if await self.dispatch_round():
+                self._wake.set()  # a full share was granted: there may be more
+
+    async def dispatch_round(self) -> bool:
+        links = sorted((x for x in self.links.values() if x.free), key=lambda x: -x.free)
+        plans = []
+        for link in links:
+            for queue_id, size in share_slots(link.free, link.queue_order, link.rotation):
+                plans.append((link, queue_id, size))
+            link.rotation += 1
+        if not plans:
+            return False
+        results = await asyncio.gather(*(self._fill(*plan) for plan in plans))
+        return any(results)
+
+    async def _fill(self, link: Link, queue_id: str, size: int) -> bool:
+        step = partial(self._lease, link.peer, link.handlers, queue_id, size)
+        grants = await self.batcher.run(step)
+        for grant in grants:
+            link.in_flight.add(grant.attempt_id)
+            self.owner[grant.attempt_id] = link.peer.connection_id
+        if grants:
+            self.on_grants(len(grants))
+        for grant in grants:
+            await _quietly(link.send(grant.message()))
+        if grants and not link.open:  # closed while leasing: shorten these leases too
+            await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
+        return len(grants) == size
+
+    async def _lease(
+        self,
+        peer: Peer,
+        handlers: frozenset[HandlerKey],
+        queue_id: str,
+        size: int,
+        conn: AsyncConnection,
+        now: datetime,
+    ) -> list[Grant]:
+        return await self.kernel.lease(conn, now, peer, handlers, queue_id, size)
+
+    async def _disconnect(self, connection_id: str, conn: AsyncConnection, now: datetime) -> None:
+        await self.upkeep.disconnect(conn, now, connection_id)
+
+    async def disconnect(self, connection_id: str) -> None:
+        await self.batcher.run(partial(self._disconnect, connection_id))
+
+    # ------------------------------------------------------------------ sweeper
+    async def _sweep_forever(self) -> None:
+        while True:
+            report = await self.batcher.run(self._sweep)
+            self._after_sweep(report)
+            if report.ended < SWEEP_LIMIT:
+                await asyncio.sleep(self.sweep_s)
+
+    async def _sweep(self, conn: AsyncConnection, now: datetime) -> SweepReport:
+        return await self.upkeep.sweep(conn, now, SWEEP_LIMIT)
+
+    def _after_sweep(self, report: SweepReport) -> None:
+        for connection_id, attempt_id, reason in report.cancels:
+            link = self.links.get(connection_id)
+            self.ended(attempt_id)
+            if link is not None:
+                cancel: dict[str, JsonValue] = {
+                    "type": "cancel", "attempt_id": attempt_id, "reason": reason,
+                }  # fmt: skip
+                asyncio.get_running_loop().create_task(_quietly(link.send(cancel)))
+        if report.wake:
+            self.notify()
+
+
+async def _quietly(sending: Awaitable[Any]) -> None:
+    """A send to a connection that just closed is not an error: its leases expire."""
+    try:
+        await sending
+    except Exception:  # noqa: BLE001
+        return

@@ -1,0 +1,113 @@
+"""Lease upkeep steps, each inside the caller's transaction: heartbeats (and re-binding held
+attempts on `hello`), the disconnect grace, and the sweeper pass over expired leases, attempt
+deadlines and WAITING tasks past their deadlines (worker-protocol.md §3.5, §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from orbit.domain.attempts import AttemptEnd, AttemptState, EndCause, decide_end
+from orbit.domain.jsonvalue import JsonValue
+from orbit.domain.leasing import expiry_cause, extend_lease
+from orbit.domain.states import TaskState
+from orbit.domain.times import format_time, milliseconds
+from orbit.store.db import Dialect
+from orbit.workers import store
+from orbit.workers.acks import Peer
+from orbit.workers.kernel import KernelSettings, sha256
+from orbit.workers.messages import AttemptRef
+from orbit.workers.tables import task_attempts
+from orbit.workers.transitions import EndFacts, write_end
+from orbit.workers.waiting import expire_waiting
+
+_CANCEL_REASON = {EndCause.ATTEMPT_TIMEOUT: "attempt_timeout", EndCause.LEASE_EXPIRED: "lease_lost"}
+
+
+@dataclass(slots=True)
+class SweepReport:
+    cancels: list[tuple[str, str, str]] = field(default_factory=list)  # (conn, attempt, why)
+    wake: set[str] = field(default_factory=set)
+    ended: int = 0
+
+
+class Upkeep:
+    def __init__(self, dialect: Dialect, settings: KernelSettings) -> None:
+        self.dialect = dialect
+        self.settings = settings
+
+    async def heartbeat(
+        self,
+        conn: AsyncConnection,
+        now: datetime,
+        peer: Peer,
+        refs: Sequence[AttemptRef],
+        *,
+        rebind: bool = False,
+    ) -> list[dict[str, JsonValue]]:
+        """Renew current leases; `rebind` also moves them to this connection (hello)."""
+        query = store.heartbeat_rows([ref.attempt_id for ref in refs])
+        rows = {row.id: row for row in await conn.execute(query)}
+        statuses: list[dict[str, JsonValue]] = []
+        updates: list[dict[str, Any]] = []
+        for ref in refs:
+            row = rows.get(ref.attempt_id)
+            if row is None or not _current(row, ref, peer, now):
+                statuses.append({"attempt_id": ref.attempt_id, "status": "lost"})
+                continue
+            expires = extend_lease(now, self.settings.lease_ttl_ms, row.attempt_deadline_at)
+            updates.append({"b_id": ref.attempt_id, "b_expires": expires})
+            status = "cancel_requested" if row.cancel_requested_at is not None else "ok"
+            statuses.append({"attempt_id": ref.attempt_id, "status": status,
+                             "lease_expires_at": format_time(expires)})  # fmt: skip
+        if updates:
+            values: dict[str, Any] = {"last_heartbeat_at": now}
+            if rebind:
+                values["connection_id"] = peer.connection_id
+            await conn.execute(_HEARTBEAT_UPDATE.values(**values), updates)
+        return statuses
+
+    async def disconnect(self, conn: AsyncConnection, now: datetime, connection_id: str) -> None:
+        cut = now + milliseconds(self.settings.reconnect_grace_ms)
+        await conn.execute(store.shorten_leases(connection_id, cut))
+
+    # ------------------------------------------------------------------ sweeper
+    async def sweep(self, conn: AsyncConnection, now: datetime, limit: int) -> SweepReport:
+        report = SweepReport()
+        for live in await store.expired_attempts(conn, self.dialect, now, limit):
+            cause = expiry_cause(now, live.lease_expires_at, live.attempt_deadline_at)
+            cause = cause or EndCause.LEASE_EXPIRED
+            end = AttemptEnd(cause, started=live.state is AttemptState.RUNNING)
+            outcome = decide_end(live.facts, end, now, self.settings.backoff)
+            await write_end(conn, now, live, outcome, EndFacts())
+            report.cancels.append((live.connection_id, live.id, _CANCEL_REASON[cause]))
+            if outcome.task_state is TaskState.WAITING:
+                report.wake.add(live.queue_id)
+            report.ended += 1
+        report.ended += await expire_waiting(conn, self.dialect, now, limit)
+        return report
+
+
+def _current(row: Any, ref: AttemptRef, peer: Peer, now: datetime) -> bool:
+    return bool(
+        row.namespace_id == peer.namespace_id
+        and row.queue_id in peer.queues
+        and row.lease_token_sha256 == sha256(ref.lease_token)
+        and row.state in store.LIVE
+        and row.lease_expires_at > now
+    )
+
+
+_HEARTBEAT_UPDATE = (
+    task_attempts.update()
+    .where(
+        store.a.id == sa.bindparam("b_id"),
+        sa.or_(*(store.a.state == state for state in store.LIVE)),  # no IN: executemany
+    )
+    .values(lease_expires_at=sa.bindparam("b_expires"))
+)
