@@ -30,7 +30,8 @@ def main() -> None:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only then
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -44,8 +45,15 @@ def _bind(host: str, port: int) -> socket.socket:
 def _service(
     mode: str, script: Script, data_dir: Path, scale: float, max_calls: int
 ) -> CellService:
-    if mode != "sim":
-        raise click.UsageError(f"mode {mode!r} is not available in this build; use --mode sim")
+    if mode == "sip":  # real SIP calls to the pinned trunk (docs/cell-sip.md)
+        from cell.sip.setup import sip_driver
+
+        try:
+            driver, registry = sip_driver()
+        except CellConfigError as exc:
+            raise click.UsageError(exc.message) from None
+        config = CellConfig(data_dir=data_dir, mode=mode, max_calls=max_calls)
+        return CellService(config, driver, registry)
     providers = mock_registry()
     config = CellConfig(data_dir=data_dir, mode=mode, time_scale=scale, max_calls=max_calls)
     return CellService(config, SimDriver(script, providers, scale), providers)
@@ -167,3 +175,7 @@ def serve(
         asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
     except CellConfigError as exc:
         raise click.UsageError(exc.message) from None
+
+
+if __name__ == "__main__":
+    main()

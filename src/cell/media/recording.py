@@ -9,9 +9,8 @@ so the two directions stay aligned on the call's own clock.
 from __future__ import annotations
 
 from array import array
-from pathlib import Path
 
-from cell.recording.wav import WavInfo, WavWriter
+from cell.recording.wav import WavWriter
 
 FLUSH_FRAMES = 50  # write to disk once a second
 
@@ -37,9 +36,8 @@ def mix(a: bytes | None, b: bytes | None) -> bytes:
 class CallRecorder:
     """Appends one mixed frame per tick; flushes once a second so a crash keeps a valid WAV."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._writer = WavWriter(path)
+    def __init__(self, writer: WavWriter) -> None:
+        self._writer = writer
         self._pending = bytearray()
         self._frames = 0
 
@@ -55,7 +53,10 @@ class CallRecorder:
             self._writer.append(bytes(self._pending))
             self._pending.clear()
 
-    def close(self) -> WavInfo:
-        """Finish the file; returns its size, SHA-256 and duration."""
+    @property
+    def duration_ms(self) -> int:
+        return self._frames * 20
+
+    def close(self) -> None:
+        """Write what is pending; the owner of the writer closes the file."""
         self.flush()
-        return self._writer.close()

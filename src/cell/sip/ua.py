@@ -13,12 +13,11 @@ import logging
 import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from cell.media.recording import CallRecorder
 from cell.media.session import CallAudio, MediaClock, MediaReport, MediaSession
-from cell.recording.wav import WavInfo
+from cell.recording.wav import WavWriter
 from cell.sip import builder
 from cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
 from cell.sip.digest import Credentials, authorization, parse_challenge
@@ -52,7 +51,6 @@ class SipCallPlan:
     credentials: Credentials | None = None
     payload_type: int = 8
     rtp_timeout_ms: int = 10_000
-    recording_path: Path | None = None
 
 
 class CallObserver(Protocol):
@@ -67,7 +65,7 @@ class CallReport:
     answered: bool
     talk_ms: int
     media: MediaReport | None
-    recording: WavInfo | None
+    recorded_ms: int
 
 
 def new_id() -> str:
@@ -97,7 +95,9 @@ class SipCall:
         observer: CallObserver,
         *,
         timers: SipTimers | None = None,
+        open_recording: Callable[[], WavWriter] | None = None,
     ) -> None:
+        self._open_recording = open_recording
         self.plan = plan
         self.endpoint = endpoint
         self.timers = timers or SipTimers()
@@ -286,9 +286,12 @@ class SipCall:
         if self._answered_at is not None:
             ended = self._ended_at or asyncio.get_running_loop().time()
             talk = ended - self._answered_at
-        recording = self._recorder.close() if self._recorder is not None else None
+        recorded = 0
+        if self._recorder is not None:
+            self._recorder.close()
+            recorded = self._recorder.duration_ms
         media = self.media.report() if self._answered_at is not None else None
-        return CallReport(end, self._answered_at is not None, int(talk * 1000), media, recording)
+        return CallReport(end, self._answered_at is not None, int(talk * 1000), media, recorded)
 
     # -- actions --------------------------------------------------------------
     async def _retry_with_auth(self) -> None:
@@ -359,8 +362,8 @@ class SipCall:
             log.warning("call %s: unusable SDP answer: %s", self.plan.call_id, exc)
             self._post(Event(EventKind.MEDIA_FAILED))
             return
-        if self.plan.recording_path is not None:
-            self._recorder = CallRecorder(self.plan.recording_path)
+        if self._open_recording is not None:
+            self._recorder = CallRecorder(self._open_recording())
             self.media.recorder = self._recorder
         self.media.start((remote.address, remote.port))
 

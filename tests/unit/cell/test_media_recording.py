@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cell.media.recording import CallRecorder, mix
+from cell.recording.wav import WavWriter
 
 
 def pcm(*samples: int) -> bytes:
@@ -33,16 +34,20 @@ def test_mix(a: bytes | None, b: bytes | None, expected: bytes) -> None:
 
 def test_recorder_writes_mono_8k_and_stays_valid_mid_call(tmp_path: Path) -> None:
     path = tmp_path / "call.wav"
-    rec = CallRecorder(path)
+    writer = WavWriter(path)
+    rec = CallRecorder(writer)
     for i in range(60):
         rec.tick(pcm(*[100] * 160), pcm(*[i] * 160) if i % 2 else None, 320)
     with wave.open(str(path)) as w:  # readable before close: one flushed second
         assert w.getnframes() == 50 * 160
-    info = rec.close()
+    rec.close()
+    info = writer.close()
     assert (info.channels, info.sample_rate_hz, info.duration_ms) == (1, 8000, 1200)
 
 
 def test_silent_tick_still_advances_time(tmp_path: Path) -> None:
-    rec = CallRecorder(tmp_path / "s.wav")
+    writer = WavWriter(tmp_path / "s.wav")
+    rec = CallRecorder(writer)
     rec.tick(None, None, 320)
-    assert rec.close().duration_ms == 20
+    rec.close()
+    assert writer.close().duration_ms == rec.duration_ms == 20

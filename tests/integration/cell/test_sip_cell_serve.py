@@ -1,0 +1,130 @@
+"""``cell serve --mode sip`` places a real SIP call to sipp and reports it like sim mode.
+
+The carrier (sipp) answers and says "yes" (espeak-ng audio over PCMA RTP); the
+agent runs pocketsphinx ASR, the mock LLM and espeak-ng TTS (opening line). The
+cell's event stream must show ringing, answered, the callee's transcript turn,
+ended(answered) and a recording with both voices. Debian: sip-tester, espeak-ng.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+import wave
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cell.agent.config import TTSConfig
+from cell.agent.providers_espeak import EspeakTTS
+from cell.client import CellClient, EventType, Plan, Trunk
+from cell.media import g711
+from tests.integration.cell.helpers import Watch
+from tests.integration.cell.sipp.peer import SippPeer, require_sipp
+from tests.unit.cell.agent_configs import FULL_AI
+
+pytestmark = pytest.mark.integration
+CELL = Path(sys.executable).with_name("cell")
+
+
+@pytest.fixture
+def sip_cell(tmp_path: Path) -> Iterator[str]:
+    data = tmp_path / "data"
+    log = tmp_path / "cell.log"
+    cmd = [str(CELL), "serve", "--mode", "sip", "--http-port", "0", "--data-dir", str(data)]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=out, env=os.environ.copy())
+    url_file = data / "cell.url"
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            if url_file.exists():
+                url = url_file.read_text().strip()
+                try:
+                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def agent() -> dict[str, object]:
+    config = copy.deepcopy(FULL_AI)
+    config["asr"]["provider_ref"] = "pocketsphinx"
+    config["tts"]["provider_ref"] = "espeak-ng"
+    config["tts"]["voice"] = "en-us"
+    config["conversation"]["opening"] = "Hello, this is a test call."
+    config["conversation"]["silence_timeout_ms"] = 20_000
+    return config
+
+
+async def test_sip_mode_answered_call_reports_transcript_and_recording(
+    sip_cell: str, tmp_path: Path
+) -> None:
+    require_sipp()
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed")
+    tts = TTSConfig("espeak-ng", None, "en-us", 0.8, 10_000)
+    speech = await EspeakTTS().synthesize("yes", tts)
+    audio = tmp_path / "yes.al"
+    audio.write_bytes(g711.encode(bytes(8000) + speech.pcm + bytes(8000)))  # 0.5 s pads
+    peer = SippPeer("answer_play_bye.xml", tmp_path, audio=audio, talk_ms=4000)
+    await peer.start()
+    call_id = f"sip-{uuid.uuid4().hex[:10]}"
+    plan = Plan(
+        call_id=call_id,
+        trunk=Trunk("trunk-sipp", "", "127.0.0.1", peer.port, "udp", "none"),
+        caller_id="BD00000000",
+        callee="15003164745",
+        ring_timeout_ms=5000,
+        max_duration_ms=15_000,
+        agent=agent(),
+        recording_upload=None,
+        tags={"task_id": "task-sip"},
+    )
+    try:
+        async with CellClient(sip_cell) as cell:
+            watch = await Watch.open(cell)
+            await cell.originate(plan)
+            events = await watch.settled(call_id)
+            await watch.aclose()
+        sipp = await peer.wait()
+    finally:
+        peer.kill()
+    assert sipp.returncode == 0, sipp.errors or sipp.stderr
+    types = [e.type for e in events]
+    assert types[:4] == [
+        EventType.DIALING,
+        EventType.RINGING,
+        EventType.ANSWERED,
+        EventType.TRANSCRIPT,
+    ], types
+    ended = next(e for e in events if e.type == EventType.ENDED)
+    assert ended.data["outcome"] == "answered", ended.data
+    turns = [e.data for e in events if e.type == EventType.TRANSCRIPT]
+    assert any(t["role"] == "agent" and "test call" in t["text"] for t in turns), turns
+    user = [t["text"] for t in turns if t["role"] == "user"]
+    # pocketsphinx's wide-band model on telephone audio: "yes" comes back as yes/yeah
+    assert any(word in text.lower().split() for text in user for word in ("yes", "yeah")), turns
+    ready = next(e for e in events if e.type == EventType.RECORDING_READY)
+    path = Path(ready.data["path"])
+    with wave.open(str(path)) as w:
+        assert (w.getnchannels(), w.getframerate()) == (1, 8000)
+        pcm = w.readframes(w.getnframes())
+    assert 3500 <= len(pcm) // 16 <= 9000  # ms: talk_ms plus signalling
+    samples = array("h")
+    samples.frombytes(pcm)
+    assert max(abs(s) for s in samples) > 2000
