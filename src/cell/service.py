@@ -93,6 +93,7 @@ class CellService:
         self._calls: dict[str, CallRecord] = {}
         self._live: dict[str, LiveCall] = {}
         self._acked: set[str] = set()
+        self._pending: dict[str, asyncio.Future[None]] = {}
         self._waker = asyncio.Event()
         self._draining = False
         self._lock_file: IO[bytes] | None = None
@@ -131,7 +132,7 @@ class CellService:
         if self._http is not None:
             await self._http.aclose()
         if self._originate_log is not None:
-            self._originate_log.close()
+            await self._originate_log.aclose()
         if self._lock_file is not None:
             self._lock_file.close()
 
@@ -158,30 +159,50 @@ class CellService:
         waker.set()
 
     # --- calls -------------------------------------------------------------------
-    def originate(self, body: object) -> tuple[CallRecord, bool]:
-        """Dial a plan once; (call, created). Never awaits between check and dial."""
+    async def originate(self, body: object) -> tuple[CallRecord, bool]:
+        """Dial a plan once; returns (call, created)."""
         try:
-            return self._originate(parse_plan(body))
+            return await self._originate(parse_plan(body))
         except CellError as exc:
             self.metrics.originate_refused.labels(wire_error(exc)[1]).inc()
             raise
 
-    def _originate(self, plan: CallPlan) -> tuple[CallRecord, bool]:
+    def _existing(self, plan: CallPlan) -> CallRecord | None:
         existing = self._calls.get(plan.call_id)
-        if existing is not None:
-            if existing.plan.digest != plan.digest:
-                raise CallIdConflictError(f"call_id {plan.call_id} is used by another plan")
-            return existing, False
+        if existing is not None and existing.plan.digest != plan.digest:
+            raise CallIdConflictError(f"call_id {plan.call_id} is used by another plan")
+        return existing
+
+    def _admit(self, plan: CallPlan) -> None:
         assert self._originate_log is not None, "start() first"
         if plan.call_id in self._originate_log.dialled or plan.call_id in self._acked:
             raise CallAlreadyDialledError(f"call_id {plan.call_id} was already dialled")
         self.providers.check(plan.agent)
         if self._draining:
             raise CellDrainingError("the cell is shutting down")
-        if len(self._live) >= self.config.max_calls:
+        if len(self._live) + len(self._pending) >= self.config.max_calls:
             raise CellBusyError(f"the cell already runs {self.config.max_calls} calls")
+
+    async def _originate(self, plan: CallPlan) -> tuple[CallRecord, bool]:
+        while (pending := self._pending.get(plan.call_id)) is not None:
+            await asyncio.shield(pending)  # the same call_id is being logged right now
+        existing = self._existing(plan)
+        if existing is not None:
+            return existing, False
+        self._admit(plan)
+        assert self._originate_log is not None
         now = self.now()
-        self._originate_log.append(_log_entry(plan, self.boot_id, now))
+        reserved: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending[plan.call_id] = reserved
+        try:
+            await self._originate_log.append(_log_entry(plan, self.boot_id, now))
+        finally:
+            del self._pending[plan.call_id]
+            reserved.set_result(None)
+        return self._dial(plan, now), True
+
+    def _dial(self, plan: CallPlan, now: datetime) -> CallRecord:
+        """Start a call whose originate-log entry is durable."""
         self.metrics.originated.inc()
         record = CallRecord(
             plan=plan, boot_id=self.boot_id, state=CallState.DIALING, created_at=now
@@ -192,7 +213,7 @@ class CellService:
         self._live[plan.call_id] = live
         live.task = asyncio.create_task(self._run(live), name=f"call-{plan.call_id}")
         self._gauges()
-        return record, True
+        return record
 
     async def _run(self, live: LiveCall) -> None:
         try:

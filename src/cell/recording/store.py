@@ -1,8 +1,9 @@
 """Recordings on disk under ``<data-dir>/recordings``: ``<call_id>.wav`` plus a
 ``<call_id>.json`` sidecar (who wrote it, whether it is complete, its upload).
 
-The sidecar is replaced atomically and fsynced, in particular *before* a PUT
-starts, so a crash mid-upload is remembered and the PUT is never started again.
+The sidecar is replaced atomically; upload states are also fsynced, in particular
+*before* a PUT starts, so a crash mid-upload is remembered and the PUT is never
+started again.
 At start-up :meth:`RecordingStore.recover` repairs recordings a killed process
 left half-written and marks interrupted uploads ``unknown``.
 """
@@ -68,12 +69,13 @@ class RecordingMeta:
         return RecordingMeta(**fields)
 
 
-def _write_json(path: Path, obj: Mapping[str, Any]) -> None:
+def _write_json(path: Path, obj: Mapping[str, Any], durable: bool) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         json.dump(obj, f, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -89,8 +91,9 @@ class RecordingStore:
     def _meta_path(self, call_id: str) -> Path:
         return self.root / f"{call_id}.json"
 
-    def _save(self, meta: RecordingMeta) -> RecordingMeta:
-        _write_json(self._meta_path(meta.call_id), meta.to_json())
+    def _save(self, meta: RecordingMeta, durable: bool = False) -> RecordingMeta:
+        """Write the sidecar; ``durable`` (fsync) where a lost write could repeat a PUT."""
+        _write_json(self._meta_path(meta.call_id), meta.to_json(), durable)
         return meta
 
     def open(self, call_id: str, created_at: str) -> WavWriter:
@@ -142,10 +145,10 @@ class RecordingStore:
                     f"({previous.status.value}); a PUT is never retried"
                 )
         state = UploadState(upload_id=upload_id, status=UploadStatus.STARTED, started_at=at)
-        return self._save(replace(meta, upload=state))
+        return self._save(replace(meta, upload=state), durable=True)
 
     def settle_upload(self, call_id: str, state: UploadState) -> RecordingMeta:
-        return self._save(replace(self.get(call_id), upload=state))
+        return self._save(replace(self.get(call_id), upload=state), durable=True)
 
     def recover(self) -> list[RecordingMeta]:
         """Repair what a killed process left behind; returns the recordings touched."""

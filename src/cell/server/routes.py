@@ -26,7 +26,7 @@ def _orphan_json(service: CellService, meta: RecordingMeta) -> dict[str, Any]:
 
 
 async def originate(request: Request) -> Response:
-    record, created = _service(request).originate(await read_json(request))
+    record, created = await _service(request).originate(await read_json(request))
     return JSONResponse(record.to_json(), status_code=201 if created else 200)
 
 

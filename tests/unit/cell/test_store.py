@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -103,16 +104,25 @@ def test_delete_and_unknown(tmp_path: Path) -> None:
         store.get("c1")
 
 
-def test_originate_log_survives_restart_and_a_torn_line(tmp_path: Path) -> None:
+async def test_originate_log_survives_restart_and_a_torn_line(tmp_path: Path) -> None:
     path = tmp_path / "originate.log"
     log = OriginateLog(path)
-    log.append({"call_id": "a", "callee": "1"})
-    log.close()
+    await log.append({"call_id": "a", "callee": "1"})
+    await log.aclose()
     with path.open("ab") as f:
         f.write(b'{"call_id": "b", "cal')  # killed mid-write: b was never dialled
     log = OriginateLog(path)
     assert log.dialled == {"a"}
-    log.append({"call_id": "c", "callee": "3"})
-    log.close()
+    await log.append({"call_id": "c", "callee": "3"})
+    await log.aclose()
     assert [e["call_id"] for e in read_entries(path)] == ["a", "c"]
     assert json.loads(path.read_text().splitlines()[-1])["callee"] == "3"
+
+
+async def test_concurrent_appends_share_writes_and_all_land(tmp_path: Path) -> None:
+    path = tmp_path / "originate.log"
+    log = OriginateLog(path)
+    await asyncio.gather(*(log.append({"call_id": f"c{i}"}) for i in range(50)))
+    await log.aclose()
+    assert sorted(e["call_id"] for e in read_entries(path)) == sorted(f"c{i}" for i in range(50))
+    assert log.dialled == {f"c{i}" for i in range(50)}
