@@ -1,0 +1,149 @@
+"""N concurrent answered SIP calls from the cell's UA to sipp, with the mock agent.
+
+    .venv/bin/python bench/cell_sip_calls.py [--calls 50] [--talk-ms 8000]
+
+sipp (Debian sip-tester) is the carrier: it answers every call, streams speech
+(espeak-ng, PCMA RTP) for ``--talk-ms`` and hangs up. The cell side runs every
+call in one process, one UDP SIP socket and one shared 20 ms media clock; each
+call's agent (mock providers) speaks its opening line. Printed: CPU ms per call
+second, memory per call, RTP loss and jitter (RFC 3550), late packets (arrived
+after their playout slot) and late clock ticks (sent > 10 ms behind schedule).
+The baseline is a single call measured in the same run; the target is < 1 %
+late packets at 50 calls on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.cell.sipp.peer import SippPeer  # noqa: E402
+from tests.unit.cell.agent_configs import FULL_AI  # noqa: E402
+
+from cell.agent.config import TTSConfig, parse_agent_config  # noqa: E402
+from cell.agent.mock import mock_registry  # noqa: E402
+from cell.agent.optout import OptOutDetector  # noqa: E402
+from cell.agent.providers_espeak import EspeakTTS  # noqa: E402
+from cell.media import g711  # noqa: E402
+from cell.media.session import MediaClock  # noqa: E402
+from cell.media.voice import AgentSink, VoiceAgent  # noqa: E402
+from cell.sip.transport import SipEndpoint  # noqa: E402
+from cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers  # noqa: E402
+
+
+class Quiet:
+    def ringing(self) -> None: ...
+
+    def answered(self) -> None: ...
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def run(calls: int, talk_ms: int, audio: Path, workdir: Path) -> dict[str, float]:
+    peer = SippPeer("answer_play_bye.xml", workdir, calls=calls, audio=audio, talk_ms=talk_ms)
+    await peer.start()
+    endpoint, clock = SipEndpoint("udp"), MediaClock()
+    await endpoint.start()
+    config = copy.deepcopy(FULL_AI)
+    config["conversation"]["opening"] = "Hello, this is a benchmark call from the cell."
+    config["conversation"]["silence_timeout_ms"] = 600_000
+    agent_config = parse_agent_config(config)
+    registry = mock_registry()
+    rss0, cpu0, wall0 = rss_kb(), time.process_time(), time.monotonic()
+    tasks = []
+    for i in range(calls):
+        sink = AgentSink(lambda t: None, lambda p, at: None, lambda r: None)
+        agent = VoiceAgent(agent_config, registry, sink, OptOutDetector())
+        plan = SipCallPlan(
+            call_id=f"bench-{i}-{time.time_ns()}",
+            caller_id="BD00000000",
+            callee=f"1500{i:07d}",
+            dial_prefix="",
+            server_host="127.0.0.1",
+            server_port=peer.port,
+            ring_timeout_ms=10_000,
+            max_duration_ms=talk_ms + 30_000,
+        )
+        call = SipCall(plan, endpoint, clock, agent, Quiet(), timers=SipTimers(linger=0.1))
+        agent.start()
+        tasks.append(asyncio.create_task(call.run()))
+        await asyncio.sleep(0.01)
+    peak = 0
+    while not all(t.done() for t in tasks):
+        peak = max(peak, rss_kb())
+        await asyncio.sleep(0.2)
+    reports: list[CallReport] = [t.result() for t in tasks]
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    result = await peer.wait(60)
+    await endpoint.close()
+    await clock.stop()
+    media = [r.media for r in reports if r.media is not None]
+    received = sum(m.received for m in media) or 1
+    talk_s = sum(r.talk_ms for r in reports) / 1000 or 1
+    return {
+        "calls": calls,
+        "answered": sum(r.answered for r in reports),
+        "sipp_rc": result.returncode,
+        "wall_s": wall,
+        "cpu_ms_per_call_s": cpu * 1000 / talk_s,
+        "cpu_pct_of_core": 100 * cpu / wall,
+        "rss_kb_per_call": max(0, peak - rss0) / calls,
+        "loss_pct": 100 * sum(m.lost for m in media) / max(1, sum(m.expected for m in media)),
+        "jitter_ms_mean": sum(m.jitter_ms for m in media) / max(1, len(media)),
+        "late_packets_pct": 100 * sum(m.late for m in media) / received,
+        "late_ticks_pct": 100 * clock.late_ticks / max(1, clock.ticks),
+    }
+
+
+def show(name: str, figures: dict[str, float]) -> None:
+    print(
+        f"{name}: "
+        + ", ".join(
+            f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items()
+        )
+    )
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--talk-ms", type=int, default=8000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        speech = await EspeakTTS().synthesize(
+            "Hello, I am the callee. This audio keeps playing during the benchmark. " * 3,
+            TTSConfig("espeak-ng", None, "en-us", 1.0, 20_000),
+        )
+        audio = work / "callee.al"
+        audio.write_bytes(g711.encode(speech.pcm))
+        (work / "one").mkdir()
+        (work / "many").mkdir()
+        base = await run(1, args.talk_ms, audio, work / "one")
+        load = await run(args.calls, args.talk_ms, audio, work / "many")
+    show("baseline (1 call)", base)
+    show(f"load ({args.calls} calls)", load)
+    ratio = load["cpu_ms_per_call_s"] / max(base["cpu_ms_per_call_s"], 1e-9)
+    print(f"cpu per call ratio load/baseline: {ratio:.2f}")
+    verdict = (
+        "PASS" if load["late_packets_pct"] < 1.0 and load["answered"] == args.calls else "FAIL"
+    )
+    print(f"target < 1 % late packets with all calls answered: {verdict}")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
