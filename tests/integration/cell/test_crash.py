@@ -50,3 +50,17 @@ async def test_sigkill_gives_new_boot_and_orphan_partial_recording(fresh_cell: C
         assert first.data == {"previous_boot_id": before.boot_id, "boot_id": after.boot_id}
         await cell.delete_orphan(p.call_id)
         assert await cell.orphans() == [] and not path.exists()
+
+
+async def test_sigterm_hangs_up_and_finishes_recordings(fresh_cell: CellProcess) -> None:
+    async with CellClient(fresh_cell.url) as cell:
+        watch = await Watch.open(cell)
+        p = plan(unique("long"), agent_config=agent(silence_timeout_ms=None))
+        await cell.originate(p)
+        await watch.until(p.call_id, EventType.TRANSCRIPT)
+        await watch.aclose()
+        assert await asyncio.to_thread(fresh_cell.stop) == 0
+        fresh_cell.start()
+        [orphan] = await cell.orphans()
+        assert orphan.call_id == p.call_id and not orphan.partial  # closed cleanly
+        assert orphan.duration_ms is not None and orphan.duration_ms > 0
