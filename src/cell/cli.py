@@ -143,7 +143,7 @@ def serve(
     log_level: str,
     log_format: str,
 ) -> None:
-    """Run a cell: HTTP + WebSocket API for the Dispatcher, calls in sim mode."""
+    """Run a cell: HTTP + WebSocket API for the Dispatcher (sim or sip mode)."""
     logs.configure(log_level, log_format)
     try:
         script = load_script(script_path) if script_path else Script()
