@@ -21,6 +21,7 @@ CREATE TABLE control_jobs (
     reason             TEXT NOT NULL,
     phase              TEXT NOT NULL CHECK (phase IN ('received','decided','done')),
     status             TEXT CHECK (status IN ('applied','rejected')),
+    barrier            TEXT CHECK (barrier IN ('none','closed','paused','stopped','removed')),
     reason_code        TEXT,
     task_state         TEXT CHECK (task_state IN ('running','paused','stopped','closed')),
     consumer_action    TEXT CHECK (consumer_action IN ('keep','suspend','drain','reopen','drop')),
