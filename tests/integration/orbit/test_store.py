@@ -6,16 +6,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from orbit.domain.errors import InvalidArgument, NotFound, NotMigrated, Unauthenticated
+from orbit.domain.strictjson import read_json_text
+from orbit.domain.submit import parse_submit
 from orbit.domain.tokens import Permission
+from orbit.store import journal
 from orbit.store.admin import Admin
 from orbit.store.db import Database
 from orbit.store.migrate import current, head, require_current, upgrade
 from orbit.store.operations import Operations
-from orbit.store.tables import metadata
+from orbit.store.tables import idempotency_records, metadata, task_events, tasks
 
 pytestmark = [pytest.mark.integration]
 
@@ -93,5 +97,46 @@ async def test_secrets_are_stored_as_hashes_only(db_url: str) -> None:
         async with db.read() as conn:
             rows = (await conn.exec_driver_sql("SELECT * FROM tokens")).all()
         assert rows and all(made.token not in map(str, row) for row in rows)
+    finally:
+        await db.close()
+
+
+async def test_o_sub_4_failure_rolls_everything_back(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """O-SUB-4 / O-NOTE-6: a failure after the task row is written (here: the audit insert)
+    rolls back task, event, idempotency record and receipt; the key stays unused."""
+    db = Database.open(db_url)
+    try:
+        made = await Admin(db).init(f"rb-{datetime.now(UTC).timestamp()}", "q")
+        principal = await Operations(db).authenticate(made.token)
+        text = (
+            f'{{"queue_id":"{made.queue_id}","handler":"h","handler_version":"v1",'
+            '"payload_version":"v1","payload":{"n":1}}'
+        )
+        request = parse_submit(read_json_text(text))
+
+        async def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("disk full while writing the audit row")
+
+        monkeypatch.setattr(journal, "append_audit", broken)
+        with pytest.raises(RuntimeError):
+            await Operations(db).submit(principal, request, "rb-key", "0" * 32)
+        async with db.read() as conn:
+            for table in (tasks, idempotency_records):
+                count = await conn.execute(
+                    sa.select(sa.func.count()).select_from(table).where(
+                        table.c.namespace_id == made.namespace_id
+                    )
+                )
+                assert count.scalar_one() == 0
+            events = await conn.execute(sa.select(sa.func.count()).select_from(task_events))
+            before_events = events.scalar_one()
+        monkeypatch.undo()
+        receipt = await Operations(db).submit(principal, request, "rb-key", "0" * 32)
+        assert receipt.status == 201 and not receipt.deduplicated
+        async with db.read() as conn:
+            events = await conn.execute(sa.select(sa.func.count()).select_from(task_events))
+            assert events.scalar_one() == before_events + 1
     finally:
         await db.close()

@@ -1,0 +1,62 @@
+"""Orbit Task API v1 SDK: `Client` and `AsyncClient` with typed models and errors.
+
+Payload numbers stay exact: responses decode integers as `int` and other numbers as
+`Decimal`; requests accept `int` and `Decimal` and refuse `float`. The SDK never retries a
+write and never changes a key: after `TransportError` or `UnavailableError`, resend the same
+request with the same idempotency key.
+"""
+
+from __future__ import annotations
+
+from orbit.client.client import AsyncClient, Client
+from orbit.client.errors import (
+    APIError,
+    BodyTooLargeError,
+    IdempotencyConflictError,
+    InvalidArgumentError,
+    NotFoundError,
+    OrbitClientError,
+    PermissionDeniedError,
+    StateConflictError,
+    TransportError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnsupportedMediaTypeError,
+)
+from orbit.client.models import (
+    TASK_STATES,
+    CancelTaskRequest,
+    ListTasksRequest,
+    RetryPolicy,
+    SubmitTaskRequest,
+    Task,
+    TaskPage,
+    TaskReceipt,
+    TaskSummary,
+)
+
+__all__ = [
+    "APIError",
+    "AsyncClient",
+    "BodyTooLargeError",
+    "CancelTaskRequest",
+    "Client",
+    "IdempotencyConflictError",
+    "InvalidArgumentError",
+    "ListTasksRequest",
+    "NotFoundError",
+    "OrbitClientError",
+    "PermissionDeniedError",
+    "RetryPolicy",
+    "StateConflictError",
+    "SubmitTaskRequest",
+    "TASK_STATES",
+    "Task",
+    "TaskPage",
+    "TaskReceipt",
+    "TaskSummary",
+    "TransportError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnsupportedMediaTypeError",
+]

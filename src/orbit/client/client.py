@@ -1,0 +1,149 @@
+"""`Client` (blocking) and `AsyncClient` (asyncio) over httpx. Both build requests and read
+responses with `orbit.client._calls`; only the transport call differs. Writes are never
+retried by the SDK: on `TransportError` or `UnavailableError` resend with the same key."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+
+from orbit.client import _calls
+from orbit.client.errors import TransportError
+from orbit.client.models import (
+    CancelTaskRequest,
+    ListTasksRequest,
+    SubmitTaskRequest,
+    Task,
+    TaskPage,
+    TaskReceipt,
+    TaskSummary,
+)
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+
+class Client:
+    """Blocking client. Use as a context manager or call `close()`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport
+        )
+
+    def _send(self, call: _calls.Call[T]) -> T:
+        try:
+            response = self._http.request(
+                call.method, call.path, params=call.params, headers=call.headers,
+                content=call.content,
+            )  # fmt: skip
+        except httpx.TransportError as exc:
+            raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
+        return _calls.read_response(call, response.status_code, response.content)
+
+    def submit_task(self, key: str, request: SubmitTaskRequest) -> TaskReceipt:
+        return self._send(_calls.submit_task(key, request))
+
+    def get_task(self, task_id: str) -> Task:
+        return self._send(_calls.get_task(task_id))
+
+    def list_tasks(self, request: ListTasksRequest) -> TaskPage:
+        return self._send(_calls.list_tasks(request))
+
+    def iter_tasks(self, request: ListTasksRequest) -> Iterator[TaskSummary]:
+        """Every task of the listing, page after page."""
+        while True:
+            page = self.list_tasks(request)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            request = replace(request, cursor=page.next_cursor)
+
+    def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
+        return self._send(_calls.cancel_task(task_id, key, request))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """asyncio client. Use as an async context manager or call `aclose()`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport,
+            limits=limits or httpx.Limits(max_connections=100),
+        )  # fmt: skip
+
+    async def _send(self, call: _calls.Call[T]) -> T:
+        try:
+            response = await self._http.request(
+                call.method, call.path, params=call.params, headers=call.headers,
+                content=call.content,
+            )  # fmt: skip
+        except httpx.TransportError as exc:
+            raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
+        return _calls.read_response(call, response.status_code, response.content)
+
+    async def submit_task(self, key: str, request: SubmitTaskRequest) -> TaskReceipt:
+        return await self._send(_calls.submit_task(key, request))
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self._send(_calls.get_task(task_id))
+
+    async def list_tasks(self, request: ListTasksRequest) -> TaskPage:
+        return await self._send(_calls.list_tasks(request))
+
+    async def iter_tasks(self, request: ListTasksRequest) -> AsyncIterator[TaskSummary]:
+        while True:
+            page = await self.list_tasks(request)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            request = replace(request, cursor=page.next_cursor)
+
+    async def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
+        return await self._send(_calls.cancel_task(task_id, key, request))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
