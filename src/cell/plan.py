@@ -88,6 +88,20 @@ class CallPlan:
     def dial_string(self) -> str:
         return self.trunk.dial_prefix + self.callee
 
+    def dialing_data(self) -> dict[str, Any]:
+        """The data of the ``call.dialing`` event."""
+        return {
+            "callee": self.callee,
+            "dialled": self.dial_string,
+            "caller_id": self.caller_id,
+            "trunk_id": self.trunk.trunk_id,
+            "tags": dict(self.tags),
+        }
+
+    def log_entry(self, boot_id: str, at: str) -> dict[str, Any]:
+        """The originate log line of this plan."""
+        return {"at": at, "boot_id": boot_id, "call_id": self.call_id, **self.dialing_data()}
+
 
 def _printable(r: Reader, key: str) -> str:
     value = r.string(key, max_len=64)

@@ -47,13 +47,7 @@ from cell.model import CallState, ReasonCode
 from cell.originate_log import OriginateLog
 from cell.plan import CallPlan, UploadTarget, parse_plan
 from cell.recording.store import RecordingMeta, RecordingStore, UploadStatus
-from cell.uploads import (
-    UploadResult,
-    expired_before_put,
-    locally_expired,
-    presigned_expiry,
-    put_once,
-)
+from cell.uploads import UploadResult, upload_recording
 
 log = logging.getLogger("cell.service")
 SETTLED = (UploadStatus.UPLOADED, UploadStatus.FAILED)
@@ -195,7 +189,7 @@ class CellService:
         reserved: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending[plan.call_id] = reserved
         try:
-            await self._originate_log.append(_log_entry(plan, self.boot_id, now))
+            await self._originate_log.append(plan.log_entry(self.boot_id, iso(now)))
         finally:
             del self._pending[plan.call_id]
             reserved.set_result(None)
@@ -208,7 +202,7 @@ class CellService:
             plan=plan, boot_id=self.boot_id, state=CallState.DIALING, created_at=now
         )
         self.save(record)
-        self.emit(EventType.DIALING, plan.call_id, _dialing_data(plan))
+        self.emit(EventType.DIALING, plan.call_id, plan.dialing_data())
         live = LiveCall(self, plan)
         self._live[plan.call_id] = live
         live.task = asyncio.create_task(self._run(live), name=f"call-{plan.call_id}")
@@ -274,18 +268,8 @@ class CellService:
 
     async def upload(self, call_id: str, target: UploadTarget) -> UploadResult:
         assert self._http is not None, "start() first"
-        now = self.now()
-        meta = self.recordings.begin_upload(call_id, target.upload_id, iso(now))
-        assert meta.upload is not None
-        expiry = presigned_expiry(target.url)
-        if expiry is not None and locally_expired(expiry, now):
-            state = expired_before_put(meta.upload, expiry, now)
-        else:
-            path = self.recordings.wav_path(call_id)
-            state = await put_once(self._http, path, target, meta.upload, expiry, self.now)
-        meta = self.recordings.settle_upload(call_id, state)
-        result = UploadResult(call_id, state, meta.size_bytes or 0, meta.sha256 or "")
-        self.metrics.uploads.labels(state.status.value).inc()
+        result = await upload_recording(self.recordings, self._http, call_id, target, self.now)
+        self.metrics.uploads.labels(result.state.status.value).inc()
         if call_id not in self._acked:
             self.emit(EventType.UPLOAD, call_id, result.to_json())
         if call_id not in self._calls:
@@ -320,25 +304,3 @@ class CellService:
             return []
         return self.events.since(after, limit)
 
-
-def _log_entry(plan: CallPlan, boot_id: str, now: datetime) -> dict[str, Any]:
-    return {
-        "at": iso(now),
-        "boot_id": boot_id,
-        "call_id": plan.call_id,
-        "callee": plan.callee,
-        "dialled": plan.dial_string,
-        "trunk_id": plan.trunk.trunk_id,
-        "caller_id": plan.caller_id,
-        "tags": dict(plan.tags),
-    }
-
-
-def _dialing_data(plan: CallPlan) -> dict[str, Any]:
-    return {
-        "callee": plan.callee,
-        "dialled": plan.dial_string,
-        "caller_id": plan.caller_id,
-        "trunk_id": plan.trunk.trunk_id,
-        "tags": dict(plan.tags),
-    }

@@ -22,7 +22,7 @@ import httpx
 
 from cell.events import iso
 from cell.plan import UploadTarget
-from cell.recording.store import UploadState, UploadStatus
+from cell.recording.store import RecordingStore, UploadState, UploadStatus
 
 ERROR_EXPIRED = "upload_authorization_expired"
 ERROR_AUTH = "upload_authorization_failed"
@@ -145,3 +145,23 @@ async def put_once(
         message=message,
         etag=response.headers.get("etag"),
     )
+
+
+async def upload_recording(
+    store: RecordingStore,
+    client: httpx.AsyncClient,
+    call_id: str,
+    target: UploadTarget,
+    now: Callable[[], datetime],
+) -> UploadResult:
+    """The whole upload of one recording: durable start, one PUT (or none), settle."""
+    at = now()
+    meta = store.begin_upload(call_id, target.upload_id, iso(at))  # refuses a second PUT
+    assert meta.upload is not None
+    expiry = presigned_expiry(target.url)
+    if expiry is not None and locally_expired(expiry, at):
+        state = expired_before_put(meta.upload, expiry, at)
+    else:
+        state = await put_once(client, store.wav_path(call_id), target, meta.upload, expiry, now)
+    meta = store.settle_upload(call_id, state)
+    return UploadResult(call_id, state, meta.size_bytes or 0, meta.sha256 or "")

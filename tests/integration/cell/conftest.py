@@ -11,8 +11,6 @@ from cell.client import CellClient
 
 from .harness import CellProcess
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="package")
 def cell_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CellProcess]:
