@@ -80,3 +80,11 @@ class Watch:
 
     async def aclose(self) -> None:
         await self.stream.aclose()
+
+
+def presign(s3_client: Any, bucket: str, key: str, expires_s: int = 900) -> str:
+    """A presigned PUT URL (botocore SigV4), as the D would issue."""
+    url: str = s3_client.generate_presigned_url(
+        "put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s
+    )
+    return url

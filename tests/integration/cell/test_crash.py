@@ -1,4 +1,4 @@
-"""SIGKILL of the cell: new boot id, no live calls, partial recording listed as an orphan."""
+"""Cell crashes and stops: new boot id, no live calls, recordings left as orphans."""
 
 from __future__ import annotations
 
@@ -6,18 +6,31 @@ import asyncio
 import hashlib
 import wave
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cell.client import AlreadyDialledError, CallNotFoundError, CellClient, EventType
+from cell.client import (
+    AlreadyDialledError,
+    CallNotFoundError,
+    CellClient,
+    EventType,
+    UploadTarget,
+)
+from tests.services import S3Settings
 
 from .harness import CellProcess
-from .helpers import Watch, agent, plan, unique
+from .helpers import Watch, agent, plan, presign, unique
 
 pytestmark = pytest.mark.integration
 
 
-async def test_sigkill_gives_new_boot_and_orphan_partial_recording(fresh_cell: CellProcess) -> None:
+@pytest.mark.s3
+async def test_sigkill_gives_new_boot_and_orphan_partial_recording(
+    fresh_cell: CellProcess, s3_client: Any, s3: S3Settings, object_key: str
+) -> None:
+    """The crash path: after a SIGKILL the cell has a new boot id and no calls, never
+    redials, and lists the partial recording so that the D can upload it."""
     async with CellClient(fresh_cell.url) as cell:
         before = await cell.info()
         watch = await Watch.open(cell)
@@ -48,8 +61,12 @@ async def test_sigkill_gives_new_boot_and_orphan_partial_recording(fresh_cell: C
         await restarted.aclose()
         assert first.type == EventType.CELL_RESTARTED
         assert first.data == {"previous_boot_id": before.boot_id, "boot_id": after.boot_id}
-        await cell.delete_orphan(p.call_id)
-        assert await cell.orphans() == [] and not path.exists()
+        target = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
+        result = await cell.upload_recording(p.call_id, target)
+        assert result.status == "uploaded" and result.sha256 == orphan.sha256
+        body = s3_client.get_object(Bucket=s3.bucket, Key=object_key)["Body"].read()
+        assert len(body) == orphan.size_bytes
+        assert await cell.orphans() == [] and not path.exists()  # settled: removed
 
 
 async def test_sigterm_hangs_up_and_finishes_recordings(fresh_cell: CellProcess) -> None:
@@ -64,3 +81,5 @@ async def test_sigterm_hangs_up_and_finishes_recordings(fresh_cell: CellProcess)
         [orphan] = await cell.orphans()
         assert orphan.call_id == p.call_id and not orphan.partial  # closed cleanly
         assert orphan.duration_ms is not None and orphan.duration_ms > 0
+        await cell.delete_orphan(p.call_id)
+        assert await cell.orphans() == [] and not Path(orphan.path).exists()

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import botocore.auth
 import pytest
-from botocore.config import Config
 
 from cell.client import (
     CellClient,
@@ -23,36 +19,9 @@ from cell.client import (
 )
 from tests.services import S3Settings
 
-from .harness import CellProcess
-from .helpers import Watch, agent, plan, unique
+from .helpers import Watch, plan, presign, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
-
-
-@pytest.fixture
-def s3_client(s3: S3Settings) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
-
-
-@pytest.fixture
-def object_key(s3_client: Any, s3: S3Settings) -> Iterator[str]:
-    key = f"cell-tests/{uuid.uuid4().hex}.wav"
-    yield key
-    s3_client.delete_object(Bucket=s3.bucket, Key=key)
-
-
-def _presign(s3_client: Any, bucket: str, key: str, expires_s: int = 900) -> str:
-    url: str = s3_client.generate_presigned_url(
-        "put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s
-    )
-    return url
 
 
 async def _recorded_call(cell: CellClient, **kw: Any) -> tuple[str, Any]:
@@ -68,7 +37,7 @@ async def test_upload_puts_the_recording_once_d_rec_1(
 ) -> None:
     """D-REC-1: one PUT per recording/upload_id; a second request never PUTs again."""
     call_id, recording = await _recorded_call(cell)
-    target = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key))
+    target = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
     result = await cell.upload_recording(call_id, target)
     assert (result.status, result.http_status, result.error_code) == ("uploaded", 200, None)
     assert (result.size_bytes, result.sha256) == (recording.size_bytes, recording.sha256)
@@ -87,7 +56,7 @@ async def test_expired_authorization_is_reported_then_reauthorized_d_rec_1(
     same upload_id; the server's 403 says expired and nothing was stored."""
     call_id, recording = await _recorded_call(cell)
     watch = await Watch.open(cell)
-    expired = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key, expires_s=1))
+    expired = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key, expires_s=1))
     await asyncio.sleep(1.1)
     result = await cell.upload_recording(call_id, expired)
     assert (result.status, result.http_status) == ("expired", 403)
@@ -96,7 +65,7 @@ async def test_expired_authorization_is_reported_then_reauthorized_d_rec_1(
     event = (await watch.until(call_id, EventType.UPLOAD))[-1]
     await watch.aclose()
     assert event.data["status"] == "expired"
-    fresh = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key))
+    fresh = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
     again = await cell.upload_recording(call_id, fresh)
     assert again.status == "uploaded" and again.sha256 == recording.sha256
 
@@ -111,7 +80,7 @@ async def test_long_dead_authorization_is_not_even_tried(
     call_id, _ = await _recorded_call(cell)
     an_hour_ago = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=1)
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: an_hour_ago)
-    target = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key))
+    target = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
     result = await cell.upload_recording(call_id, target)
     assert (result.status, result.put_started, result.http_status) == ("expired", False, None)
 
@@ -121,13 +90,11 @@ async def test_refused_signature_is_an_explicit_failure_d_rec_2(
 ) -> None:
     """D-REC-2: an explicit PUT failure is final (never retried) with its error code."""
     call_id, _ = await _recorded_call(cell)
-    url = _presign(s3_client, s3.bucket, object_key).replace(
-        "X-Amz-Signature=", "X-Amz-Signature=0"
-    )
+    url = presign(s3_client, s3.bucket, object_key).replace("X-Amz-Signature=", "X-Amz-Signature=0")
     result = await cell.upload_recording(call_id, UploadTarget("upload-1", url))
     assert (result.status, result.error_code) == ("failed", "upload_authorization_failed")
     assert result.message == "HTTP 403 SignatureDoesNotMatch"
-    good = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key))
+    good = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
     with pytest.raises(UploadNotAllowedError):
         await cell.upload_recording(call_id, good)
 
@@ -135,7 +102,7 @@ async def test_refused_signature_is_an_explicit_failure_d_rec_2(
 async def test_plan_can_carry_the_upload_target(
     cell: CellClient, s3_client: Any, s3: S3Settings, object_key: str
 ) -> None:
-    target = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key))
+    target = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
     watch = await Watch.open(cell)
     call = await cell.originate(plan(unique("answer"), upload=target))
     events = await watch.until(call.call_id, EventType.UPLOAD)
@@ -151,27 +118,6 @@ async def test_no_recording_no_upload(cell: CellClient, s3_client: Any, s3: S3Se
     call = await cell.originate(plan(unique("busy")))
     await watch.settled(call.call_id)
     await watch.aclose()
-    target = UploadTarget("upload-1", _presign(s3_client, s3.bucket, "cell-tests/never.wav"))
+    target = UploadTarget("upload-1", presign(s3_client, s3.bucket, "cell-tests/never.wav"))
     with pytest.raises(RecordingNotFoundError):
         await cell.upload_recording(call.call_id, target)
-
-
-async def test_partial_recording_of_a_killed_cell_can_be_uploaded(
-    fresh_cell: CellProcess, s3_client: Any, s3: S3Settings, object_key: str
-) -> None:
-    async with CellClient(fresh_cell.url) as cell:
-        watch = await Watch.open(cell)
-        p = plan(unique("long"), agent_config=agent(silence_timeout_ms=None))
-        await cell.originate(p)
-        await watch.until(p.call_id, EventType.TRANSCRIPT)
-        await asyncio.sleep(0.05)
-        await watch.aclose()
-        fresh_cell.kill()
-        fresh_cell.start()
-        [orphan] = await cell.orphans()
-        target = UploadTarget("upload-1", _presign(s3_client, s3.bucket, object_key))
-        result = await cell.upload_recording(p.call_id, target)
-        assert result.status == "uploaded" and result.sha256 == orphan.sha256
-        assert await cell.orphans() == []  # settled and untracked: removed from disk
-        body = s3_client.get_object(Bucket=s3.bucket, Key=object_key)["Body"].read()
-        assert len(body) == orphan.size_bytes
