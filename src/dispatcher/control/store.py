@@ -214,7 +214,8 @@ def complete(
     now: datetime,
 ) -> None:
     job = get_job(conn, seq)
-    move_phase(job.phase, JobPhase.DONE)
+    if move_phase(job.phase, JobPhase.DONE) is job.phase:
+        return  # already done: the stored receipt (same event_id and body) stays
     outbox.enqueue(
         conn,
         event_id=job.event_id,
