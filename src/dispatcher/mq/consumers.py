@@ -57,6 +57,7 @@ class TaskConsumers:
         self._active: dict[str, _Consumer] = {}
         self._idle_channels: dict[str, AbstractChannel] = {}
         self.states: dict[str, str] = {}
+        self._held: set[str] = set()  # suspended by task control until released (issue 9)
         self._lock = asyncio.Lock()
 
     def is_consuming(self, task_id: str) -> bool:
@@ -72,6 +73,8 @@ class TaskConsumers:
             for task_id in sorted(set(self._active) - wanted):
                 await self._stop(task_id, "closed")
             for task_id in sorted(wanted)[:MAX_TASK_QUEUES]:
+                if task_id in self._held:
+                    continue
                 if task_id not in self._active and self._link.connected.is_set():
                     await self._start(task_id)
             for task_id in sorted(wanted)[MAX_TASK_QUEUES:]:
@@ -113,6 +116,29 @@ class TaskConsumers:
         except (aio_pika.exceptions.AMQPException, ConnectionError, OSError):
             pass
         log(LOG, logging.INFO, "consumer.stopped", task_id=task_id, state=state)
+
+    async def suspend(self, task_id: str) -> None:
+        """Task control (D-CTL-2/4): cancel the consumer and close its channel.
+
+        Closing the channel makes the broker requeue, in place, every delivery of the task
+        not yet ACKed — prefetched-but-unaccepted ones are never ACK-dropped; an accepted
+        one whose ACK is lost is redelivered later and deduplicated by the inbox (D-CMD-1).
+        The task stays held (no reconcile restarts it) until :meth:`release`.
+        """
+        async with self._lock:
+            self._held.add(task_id)
+            if task_id in self._active:
+                await self._stop(task_id, "closed")
+            channel = self._idle_channels.pop(task_id, None)
+            if channel is not None and not channel.is_closed:
+                try:
+                    await channel.close()
+                except (aio_pika.exceptions.AMQPException, ConnectionError, OSError):
+                    pass  # a dead channel already returned its deliveries
+
+    def release(self, task_id: str) -> None:
+        """Allow the next reconcile to consume the task's same queue again (D-CTL-3)."""
+        self._held.discard(task_id)
 
     async def stop(self, task_id: str) -> None:
         async with self._lock:
