@@ -150,3 +150,28 @@ def test_d_cfg_3_quota_states(dispatcher: Dispatcher) -> None:
                      {"max_concurrent_calls": 2, "valid_until": "2020-01-01T00:00:00Z"})
     _error(dispatcher.get("/tenant/tenant-a/quota"), 503, "tenant_quota_unavailable",
            "config-read.error")
+
+
+@pytest.mark.parametrize("dispatcher_id", [str(uuid.uuid4()).upper(), str(uuid.uuid1()),
+                                           "not-a-uuid", "{" + str(uuid.uuid4()) + "}"])
+def test_d_id_1_dispatcher_id_is_lowercase_uuid_v4(server: Server, dispatcher_id: str) -> None:
+    out = server.admin("POST", "/dispatchers", {"dispatcher_id": dispatcher_id}, expect=400)
+    assert "dispatcher_id" in out["error"]["message"]
+
+
+def test_d_id_1_explicit_ids_and_duplicates(server: Server) -> None:
+    wanted = str(uuid.uuid4())
+    d = server.new_dispatcher(dispatcher_id=wanted, secret="s3cret")
+    try:
+        assert (d.id, d.secret) == (wanted, "s3cret")
+        server.admin("POST", "/dispatchers", {"dispatcher_id": wanted}, expect=409)
+        other = server.new_dispatcher()
+        try:
+            task_id = d.put_task()["task_id"]  # task ids are global: another D cannot reuse
+            out = other.admin("PUT", f"/tasks/{task_id}", {"tenant_id": "t", "tenant_key": "t"},
+                              expect=409)
+            assert out["error"]["code"] == "conflict"
+        finally:
+            other.delete()
+    finally:
+        d.delete()

@@ -135,7 +135,7 @@ async def test_d_mq_6_at_most_256_unretired_task_queues(dispatcher: Dispatcher,
     dispatcher.put_task("one-too-many")
 
 
-async def test_retirement_only_after_stopped_applied(dispatcher: Dispatcher,
+async def test_d_disc_8_retirement_only_after_stopped_applied(dispatcher: Dispatcher,
                                                      amqp: AbstractRobustConnection) -> None:
     """Contract §3.4: unbind + delete only after the D's receipt, then the tombstone."""
     task_id = dispatcher.put_task()["task_id"]
