@@ -151,6 +151,10 @@ def serve(
         raise click.UsageError(f"--script: {exc.message}") from None
     scale = time_scale or script.time_scale or 1.0
     service = _service(mode, script, data_dir, scale, max_calls)
+    try:
+        service.lock()
+    except CellConfigError as exc:
+        raise click.UsageError(f"--data-dir: {exc.message}") from None
     sock = _bind(http_host, http_port)
     host, port = sock.getsockname()[:2]
     url = f"http://{host}:{port}"

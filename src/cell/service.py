@@ -95,17 +95,26 @@ class CellService:
         self._http: httpx.AsyncClient | None = None
 
     # --- lifecycle ---------------------------------------------------------------
-    async def start(self) -> None:
+    def lock(self) -> None:
+        """Take the data dir for this process (fails fast if another cell holds it)."""
+        if self._lock_file is not None:
+            return
         data_dir = self.config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_file = (data_dir / "cell.lock").open("wb")
+        lock_file = (data_dir / "cell.lock").open("wb")
         try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            lock_file.close()
             raise CellConfigError(
                 f"another cell process uses data dir {data_dir}; give each cell its own",
                 field="data_dir",
             ) from None
+        self._lock_file = lock_file
+
+    async def start(self) -> None:
+        self.lock()
+        data_dir = self.config.data_dir
         self._originate_log = OriginateLog(data_dir / "originate.log")
         for meta in self.recordings.recover():
             log.warning("recovered recording", extra={"call_id": meta.call_id})

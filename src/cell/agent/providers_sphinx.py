@@ -23,9 +23,15 @@ DEFAULT_TIMEOUT_MS = 10_000
 
 
 class PocketsphinxASR:
-    def __init__(self) -> None:
+    def __init__(self, preload: bool = True) -> None:
         self._decoder: Any = None
         self._lock = threading.Lock()
+        if preload:  # load the model now, in the background, not on the first turn
+            threading.Thread(target=self._preload, name="pocketsphinx-load", daemon=True).start()
+
+    def _preload(self) -> None:
+        with self._lock:
+            self._load()
 
     def _load(self) -> Any:
         if self._decoder is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import wave
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from cell.client import (
 )
 from cell.client._models import Plan
 
-from .harness import CellProcess
+from .harness import CELL, CellProcess
 from .helpers import Watch, agent, plan, unique
 
 pytestmark = pytest.mark.integration
@@ -167,3 +168,11 @@ async def test_info_health_and_metrics(cell: CellClient, cell_process: CellProce
         bad = await http.post("/v1/calls", content=b"{not json")
     assert "cell_calls_originated_total" in metrics and "cell_calls_in_progress" in metrics
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "body"
+
+
+def test_a_second_cell_on_the_same_data_dir_refuses_to_start(cell_process: CellProcess) -> None:
+    cmd = [str(CELL), "serve", "--data-dir", str(cell_process.data_dir), "--http-port", "0"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "another cell process uses data dir" in done.stderr
+    assert (cell_process.data_dir / "cell.url").read_text().strip() == cell_process.url
