@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from orbit.api.app import openapi_text
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
 
@@ -124,4 +125,5 @@ async def test_unknown_routes_methods_and_query(http: httpx.AsyncClient, tenant:
 async def test_health_metrics_openapi(http: httpx.AsyncClient) -> None:
     assert (await http.get("/healthz")).json() == {"status": "ok"}
     assert "orbit_http_requests_total" in (await http.get("/metrics")).text
-    assert (await http.get("/openapi.json")).json()["openapi"].startswith("3.1")
+    served = await http.get("/openapi.json")
+    assert served.content == openapi_text() and served.json()["openapi"] == "3.1.0"

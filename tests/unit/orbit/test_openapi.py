@@ -1,0 +1,109 @@
+"""The OpenAPI 3.1 document kept in the repo matches the application: every route and method,
+every error code (with its status), and the task views' fields."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.routing import Route
+
+from orbit.api.app import create_app, openapi_text
+from orbit.api.errors import ERROR_CODES, ERROR_TABLE
+from orbit.domain.jsonvalue import JsonNumber
+from orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
+from orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
+from orbit.store.db import Database
+
+pytestmark = pytest.mark.unit
+DOC: dict[str, Any] = json.loads(openapi_text())
+STATUS = {wire.code: wire.status for wire in ERROR_TABLE.values()}
+
+# what each operation can answer, beyond success (O-ERR-1)
+EXPECTED = {
+    ("/v1/tasks", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
+                            "IDEMPOTENCY_CONFLICT", "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
+                            "UNAVAILABLE"},
+    ("/v1/tasks", "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
+                           "UNAVAILABLE"},
+    ("/v1/tasks/{task_id}", "get"): {"UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND",
+                                     "UNAVAILABLE"},
+    ("/v1/tasks/{task_id}:cancel", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED",
+                                             "PERMISSION_DENIED", "NOT_FOUND",
+                                             "IDEMPOTENCY_CONFLICT", "STATE_CONFLICT",
+                                             "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
+                                             "UNAVAILABLE"},
+}  # fmt: skip
+
+
+def documented_codes(operation: dict[str, Any]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for status, response in operation["responses"].items():
+        content = response.get("content", {}).get("application/json", {})
+        for example in content.get("examples", {}).values():
+            found[example["value"]["error"]["code"]] = int(status)
+    return found
+
+
+def test_every_route_is_described(tmp_path: Path) -> None:
+    app = create_app(Database.open(f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"))
+    served = {
+        (route.path, method.lower())
+        for route in app.routes
+        if isinstance(route, Route)
+        for method in (route.methods or set()) - {"HEAD"}
+    }
+    described = {(path, method) for path, item in DOC["paths"].items() for method in item}
+    assert served == described
+    assert DOC["openapi"] == "3.1.0"
+
+
+def test_every_error_code_is_described_with_its_status() -> None:
+    """O-ERR-1: each code appears with the status of the error table, on the right routes."""
+    everywhere: dict[str, int] = {}
+    for (path, method), expected in EXPECTED.items():
+        codes = documented_codes(DOC["paths"][path][method])
+        assert expected <= set(codes), (path, method, expected - set(codes))
+        everywhere.update(codes)
+    assert set(everywhere) == ERROR_CODES
+    assert everywhere == {code: STATUS[code] for code in everywhere}
+    enum = DOC["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+    assert set(enum["enum"]) == ERROR_CODES
+
+
+def test_task_schemas_match_the_views() -> None:
+    """Every field the server writes is described; every required field is always written."""
+    request = parse_submit({
+        "queue_id": "1" * 32, "handler": "h", "handler_version": "v", "payload_version": "v",
+        "payload": {"n": JsonNumber("1")}, "business_key": "b",
+        "start_deadline_at": "2026-09-17T01:00:00Z",
+    })  # fmt: skip
+    now = datetime(2026, 9, 17, tzinfo=UTC)
+    task = cancelled(new_task("2" * 32, "3" * 32, request, plan_times(request, now), now), 2, now)
+    schemas = DOC["components"]["schemas"]
+    for view, schema in ((task_view(task), schemas["Task"]),
+                         (summary_view(summarize(task)), schemas["TaskSummary"])):  # fmt: skip
+        assert set(view) <= set(schema["properties"])
+        assert set(schema["required"]) <= set(view)
+    submit_fields = set(schemas["SubmitTaskRequest"]["properties"])
+    assert submit_fields == SUBMIT_FIELDS
+    assert set(schemas["SubmitTaskRequest"]["properties"]["retry"]["properties"]) == RETRY_FIELDS
+
+
+def test_every_reference_resolves() -> None:
+    def refs(node: Any) -> list[str]:
+        if isinstance(node, dict):
+            own = [node["$ref"]] if "$ref" in node else []
+            return own + [r for value in node.values() for r in refs(value)]
+        if isinstance(node, list):
+            return [r for value in node for r in refs(value)]
+        return []
+
+    for ref in refs(DOC):
+        target: Any = DOC
+        for part in ref.removeprefix("#/").split("/"):
+            target = target[part]
+        assert isinstance(target, dict), ref
