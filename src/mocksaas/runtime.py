@@ -49,7 +49,7 @@ class Runtime:
         self.relay = Relay(self.db, self.broker, clock)
         self.metrics = Metrics()
         self.results = ResultConsumer(self.broker, self.db, self.contracts, self.topology,
-                                      clock, self.retire)
+                                      clock, self.retire, self.metrics)
         self.loops: list[asyncio.Task[None]] = []
         self._retire_lock = asyncio.Lock()
 

@@ -16,6 +16,7 @@ from mocksaas.amqp.broker import Broker
 from mocksaas.contracts import Contracts
 from mocksaas.domain.results import check_result, facts_of
 from mocksaas.domain.timefmt import rfc3339
+from mocksaas.metrics import Metrics
 from mocksaas.store import results
 from mocksaas.store.db import Database
 from mocksaas.topology import Topology
@@ -24,13 +25,15 @@ log = logging.getLogger("mocksaas.results")
 OnStopApplied = Callable[[str, str], Awaitable[object]]
 class ResultConsumer:
     def __init__(self, broker: Broker, db: Database, contracts: Contracts, topology: Topology,
-                 clock: Callable[[], datetime], on_stop_applied: OnStopApplied) -> None:
+                 clock: Callable[[], datetime], on_stop_applied: OnStopApplied,
+                 metrics: Metrics) -> None:
         self._broker = broker
         self._db = db
         self._contracts = contracts
         self._topology = topology
         self._clock = clock
         self._on_stop_applied = on_stop_applied
+        self._metrics = metrics
         self._channel: AbstractChannel | None = None
         self._consuming: dict[str, tuple[AbstractQueue, str]] = {}
         self.received = 0
@@ -71,6 +74,7 @@ class ResultConsumer:
             return
         await message.ack()
         self.received += 1
+        self._metrics.results.labels("false" if errors else "true").inc()
         if errors:
             log.warning("invalid result stored", extra={"fields": {
                 "dispatcher_id": dispatcher_id, "event_id": facts.event_id,

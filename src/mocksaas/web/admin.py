@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import fields
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from mocksaas.domain.results import ResultFacts
 from mocksaas.errors import InvalidRequest, MockSaasError, wire_error
 from mocksaas.ops import dispatchers, faults, publish, tasks
 from mocksaas.ops.fields import as_object
@@ -20,6 +22,7 @@ from mocksaas.store import results
 log = logging.getLogger("mocksaas.admin")
 Op = Callable[[Runtime, dict[str, str], dict[str, Any], Request], Awaitable[dict[str, Any]]]
 MAX_ADMIN_BODY = 16 * 1024 * 1024
+RESULT_FILTERS = tuple(f.name for f in fields(ResultFacts))
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -63,6 +66,9 @@ def _limit(request: Request, default: int = 1000) -> int:
 async def _results(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request
                    ) -> dict[str, Any]:
     await dispatchers.show(rt, p["d"])
+    unknown = sorted(set(r.query_params) - set(RESULT_FILTERS) - {"limit", "invalid"})
+    if unknown:
+        raise InvalidRequest(unknown[0], f"unknown filter (allowed: {', '.join(RESULT_FILTERS)})")
     filters: dict[str, Any] = {k: v for k, v in r.query_params.items()
                                if k not in ("limit", "invalid")}
     if "invalid" in r.query_params:

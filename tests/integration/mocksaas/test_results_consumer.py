@@ -55,3 +55,17 @@ async def test_results_stored_validated_and_counted(dispatcher: Dispatcher,
     assert [r["deliveries"] for r in dup] == [3, 3, 3] and all(r["valid"] for r in dup)
     calls = d.admin("GET", "/results", params={"event_type": "call.result"})["results"]
     assert [r["body"] for r in calls] == [call]
+
+
+def test_results_query_rejects_unknown_filters(dispatcher: Dispatcher) -> None:
+    out = dispatcher.admin("GET", "/results", params={"colour": "red"}, expect=400)
+    assert out["error"]["message"].startswith("colour")
+
+
+async def test_metrics_count_stored_results(server: Any, dispatcher: Dispatcher,
+                                            amqp: AbstractRobustConnection) -> None:
+    await publish_result(amqp, dispatcher.id, b"not json")
+    wait_for(lambda: dispatcher.admin("GET", "/results/summary")["invalid"] == 1,
+             what="stored")
+    text = server.http.get("/metrics").text
+    assert 'mocksaas_results_stored_total{valid="false"}' in text
