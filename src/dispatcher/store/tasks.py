@@ -67,6 +67,9 @@ def _upsert(conn: sqlite3.Connection, task: DiscoveredTask, at: str) -> None:
     )
     previous = before.barrier if before else Barrier.NONE
     changed = at if previous is not barrier else None
+    # A row not newer than what a control verified keeps the verified status (D-DISC-7).
+    keep = before is not None and not newer and task.status is not TaskStatus.REMOVED
+    status = before.status if keep and before else task.status
     conn.execute(
         "INSERT INTO tasks (task_id, tenant_id, tenant_key, status, task_revision, barrier,"
         " barrier_changed_at, discovered_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -78,7 +81,7 @@ def _upsert(conn: sqlite3.Connection, task: DiscoveredTask, at: str) -> None:
             task.task_id,
             task.tenant_id,
             task.tenant_key,
-            task.status.value,
+            status.value,
             task.task_revision,
             barrier.value,
             changed,
