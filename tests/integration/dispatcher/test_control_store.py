@@ -55,8 +55,11 @@ async def test_discovery_running_never_lifts_and_stale_paused_never_recloses_d_d
     job = await store.receive(command("resume"), "event-1", NOW)
     await store.decide(job, chooser(job.command, config("running", revision=5), NOW), NOW)
     assert await store.barrier("task-a") is Barrier.NONE
-    # A page fetched before the resume and applied after it must not close again.
+    # A page fetched before the resume and applied after it must not close again,
+    # nor overwrite the verified running status (admission would requeue forever).
     assert await page(db, "paused", 4) is Barrier.NONE
+    stored = await db.read(tasks.get_task, "task-a")
+    assert stored is not None and stored.status is TaskStatus.RUNNING
     assert await page(db, "paused", 6) is Barrier.CLOSED  # a newer pause does
 
 
