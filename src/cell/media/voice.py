@@ -107,7 +107,16 @@ class VoiceAgent:
         if self.config.mode is AgentMode.FULL_AI and opening:
             self._spawn(self._say(opening))
 
-    async def aclose(self) -> None:
+    async def aclose(self, grace_s: float = 2.0) -> None:
+        """The call ended: transcribe what the callee was still saying, give running
+        turns ``grace_s`` to finish (the final transcript), then cancel the rest."""
+        if self._listening.speech_ms >= turns.MIN_UTTERANCE_MS:
+            pcm, self._utterance = bytes(self._utterance), bytearray()
+            self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms))
+        self._listening = turns.Listening()
+        self._chunks.clear()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace_s)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
