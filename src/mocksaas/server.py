@@ -24,6 +24,11 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 async def serve(settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _exit_cleanly)
     rt = Runtime(settings)
+    try:
+        await rt.start()  # broker, topology, consumers: fail here with a clear message
+    except BaseException:
+        await rt.stop()
+        raise
     config = uvicorn.Config(build_app(rt), host=settings.http_host, port=settings.http_port,
                             log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)

@@ -30,9 +30,10 @@ async def metrics(request: Request) -> Response:
 
 
 def build_app(rt: Runtime) -> Starlette:
+    """The app over a started runtime; the runtime is stopped when the app shuts down."""
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await rt.start()
         try:
             yield
         finally:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import click
 import pytest
@@ -11,7 +13,7 @@ from click.testing import CliRunner
 
 from mocksaas.cli import main
 from tests.integration.mocksaas.amqp_helpers import message_count
-from tests.integration.mocksaas.harness import Server
+from tests.integration.mocksaas.harness import Server, mocksaas_command
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 
@@ -66,3 +68,13 @@ def test_admin_errors_exit_1_with_json(server: Server) -> None:
     assert json.loads(result.output)["error"]["code"] == "not_found"
     result = runner.invoke(main, ["admin", "--url", "http://127.0.0.1:1", "dispatcher", "list"])
     assert result.exit_code == 1 and "unreachable" in result.output
+
+
+def test_serve_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*mocksaas_command(), "serve", "--http-port", "0", "--db", str(tmp_path / "s.db"),
+         "--amqp-url", "amqp://nobody:secret@127.0.0.1:1/"],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "cannot connect to amqp://***@127.0.0.1:1/" in proc.stderr
+    assert "secret" not in proc.stderr
