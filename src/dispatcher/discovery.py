@@ -13,9 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from dispatcher import contracts
 from dispatcher.domain.discovery import (
@@ -47,11 +46,12 @@ class DiscoveryStatus:
     caught_up: bool = False
     caught_up_at: datetime | None = None
     pages_applied: int = 0
+    pages_with_tasks: int = 0
+    rows_applied: int = 0
     pages_rejected: int = 0
     errors: int = 0
     last_error: str | None = None
     last_error_at: datetime | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 class DiscoveryLoop:
@@ -148,6 +148,8 @@ class DiscoveryLoop:
             raise DiscoveryFailed(f"page after={after} not committed: {exc!r}") from exc
         self.status.cursor = page.next_cursor
         self.status.pages_applied += 1
+        self.status.rows_applied += len(page.tasks)
+        self.status.pages_with_tasks += 1 if page.tasks else 0
         if page.tasks:
             log(
                 LOG,

@@ -88,7 +88,7 @@ def check_page(
     if body["dispatcher_id"] != dispatcher_id:
         return PageRejected(PageRejectReason.WRONG_DISPATCHER, "page is for another dispatcher")
     tasks = tuple(_row(item) for item in body["tasks"])
-    problem = _cursor_problem(tasks, after, cursor) or _rows_problem(tasks, known)
+    problem = _rows_problem(tasks, known) or _cursor_problem(tasks, after, cursor)
     return problem or PageAccepted(tasks, cursor)
 
 
