@@ -64,6 +64,7 @@ class VoiceAgent:
     _last_activity_ms: int = 0
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _turn_no: int = 0
+    _closing: bool = False
 
     # -- CallAudio --------------------------------------------------------------
     def next_outbound(self) -> bytes | None:
@@ -110,6 +111,7 @@ class VoiceAgent:
     async def aclose(self, grace_s: float = 2.0) -> None:
         """The call ended: transcribe what the callee was still saying, give running
         turns ``grace_s`` to finish (the final transcript), then cancel the rest."""
+        self._closing = True  # transcribe only: nobody hears a reply any more
         if self._listening.speech_ms >= turns.MIN_UTTERANCE_MS:
             pcm, self._utterance = bytes(self._utterance), bytearray()
             self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms))
@@ -152,6 +154,10 @@ class VoiceAgent:
         self.user_turns += 1
         self._history.append(ChatMessage("user", text))
         phrase = self.detector.detect(text)
+        if self._closing:
+            if phrase is not None:
+                self.sink.opt_out(phrase, end)
+            return
         if phrase is not None:
             self.sink.opt_out(phrase, end)
             await self._say_then_finish(GOODBYE, "opt_out")

@@ -48,6 +48,8 @@ def resolve_target(trunk: TrunkSpec, credentials: Mapping[str, Credentials]) -> 
     auth = (trunk.auth_mode or "").lower()
     if auth not in AUTH_NONE | AUTH_DIGEST:
         raise SipConfigError(f"trunk {trunk.trunk_id}: auth_mode {trunk.auth_mode!r} not usable")
+    if trunk.registration_required:
+        raise SipConfigError(f"trunk {trunk.trunk_id}: registration is not supported by this cell")
     creds = credentials.get(trunk.trunk_id)
     if auth in AUTH_DIGEST and creds is None:
         raise SipConfigError(f"trunk {trunk.trunk_id}: auth_mode digest but no credentials")

@@ -78,6 +78,7 @@ async def place(
     ring_ms: int = 5000,
     max_ms: int = 10_000,
     credentials: Credentials | None = None,
+    rtp_timeout_ms: int = 10_000,
 ) -> tuple[CallReport, Collector, Events]:
     endpoint = SipEndpoint(peer.transport)
     await endpoint.start()
@@ -91,6 +92,7 @@ async def place(
         ring_timeout_ms=ring_ms,
         max_duration_ms=max_ms,
         credentials=credentials,
+        rtp_timeout_ms=rtp_timeout_ms,
     )
     writers: list[WavWriter] = []
 
@@ -151,6 +153,19 @@ async def test_max_duration_sends_bye(tmp_path: Path, carrier_audio: Path) -> No
     assert result.returncode == 0, result.errors or result.stderr
     assert (report.end.outcome, report.end.cause) == (CallOutcome.ANSWERED, "max_duration")
     assert 1000 <= report.talk_ms <= 2000
+
+
+async def test_rtp_timeout_ends_the_call(tmp_path: Path) -> None:
+    """The carrier stops sending RTP after 0.2 s: the cell hangs up with rtp_timeout."""
+    short = tmp_path / "short.al"
+    short.write_bytes(g711.encode(bytes(3200)))
+    peer = SippPeer("answer_wait_bye.xml", tmp_path, audio=short, wait_ms=10_000)
+    await peer.start()
+    report, _, _ = await place(peer, tmp_path, rtp_timeout_ms=800)
+    result = await peer.wait()
+    assert result.returncode == 0, result.errors or result.stderr
+    assert (report.end.outcome, report.end.cause) == (CallOutcome.ANSWERED, "rtp_timeout")
+    assert report.talk_ms < 3000
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,7 @@ def test_usable_trunk() -> None:
         {"server_host": None},
         {"server_port": None},
         {"transport": "tls"},
+        {"registration_required": True},
         {"auth_mode": "kerberos"},
         {"trunk_id": "other"},  # digest without credentials
         {"media_profile": {"format": "ulaw", "sample_rate_hz": 8000, "payload_type": 0}},
