@@ -9,6 +9,7 @@ ended(answered) and a recording with both voices. Debian: sip-tester, espeak-ng.
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import shutil
 import subprocess
@@ -19,19 +20,21 @@ import wave
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from cell.agent.config import TTSConfig
 from cell.agent.providers_espeak import EspeakTTS
-from cell.client import CellClient, EventType, Plan, Trunk
+from cell.client import CellClient, EventType, Plan, Trunk, UploadTarget
 from cell.media import g711
-from tests.integration.cell.helpers import Watch
+from tests.integration.cell.helpers import Watch, presign
 from tests.integration.cell.sipp.peer import SippPeer, require_sipp
+from tests.services import S3Settings
 from tests.unit.cell.agent_configs import FULL_AI
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.s3]
 CELL = Path(sys.executable).with_name("cell")
 
 
@@ -72,8 +75,9 @@ def agent() -> dict[str, object]:
 
 
 async def test_sip_mode_answered_call_reports_transcript_and_recording(
-    sip_cell: str, tmp_path: Path
+    sip_cell: str, tmp_path: Path, s3_client: Any, s3: S3Settings, object_key: str
 ) -> None:
+    """The same events as sim mode, and the recording goes to S3 by presigned PUT (D-REC-1)."""
     require_sipp()
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed")
@@ -101,6 +105,8 @@ async def test_sip_mode_answered_call_reports_transcript_and_recording(
             await cell.originate(plan)
             events = await watch.settled(call_id)
             await watch.aclose()
+            target = UploadTarget("upload-sip-1", presign(s3_client, s3.bucket, object_key))
+            upload = await cell.upload_recording(call_id, target)
         sipp = await peer.wait()
     finally:
         peer.kill()
@@ -128,3 +134,7 @@ async def test_sip_mode_answered_call_reports_transcript_and_recording(
     samples = array("h")
     samples.frombytes(pcm)
     assert max(abs(s) for s in samples) > 2000
+    assert (upload.status, upload.error_code) == ("uploaded", None)
+    stored = s3_client.get_object(Bucket=s3.bucket, Key=object_key)["Body"].read()
+    assert hashlib.sha256(stored).hexdigest() == upload.sha256
+    assert stored[44:] == pcm
