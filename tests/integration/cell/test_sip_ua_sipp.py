@@ -203,6 +203,19 @@ async def test_digest_auth_on_401_then_answer(tmp_path: Path, carrier_audio: Pat
     assert report.end.outcome is CallOutcome.ANSWERED
 
 
+async def test_wrong_password_fails_with_the_carriers_status(
+    tmp_path: Path, carrier_audio: Path
+) -> None:
+    """One digest retry only: the carrier's 403 for bad credentials is the outcome."""
+    peer = SippPeer(
+        "auth_answer.xml", tmp_path, audio=carrier_audio, user="trunkuser", password="s3cret"
+    )
+    await peer.start()
+    report, _, _ = await place(peer, tmp_path, credentials=Credentials("trunkuser", "wrong"))
+    peer.kill()
+    assert (report.end.outcome, report.end.reason_code) == (CallOutcome.FAILED, "sip_403")
+
+
 async def test_over_tcp(tmp_path: Path, carrier_audio: Path) -> None:
     peer = SippPeer("answer_wait_bye.xml", tmp_path, transport="tcp", audio=carrier_audio)
     await peer.start()
