@@ -79,6 +79,16 @@ class Settings:
     grace_s: float = 10.0
     log_format: str = "auto"
     log_level: str = "INFO"
+    # Recordings (D-REC-1/2): object storage for presigned PUTs; no bucket = no uploads.
+    s3_endpoint: str | None = None
+    s3_bucket: str | None = None
+    s3_region: str = "us-east-1"
+    s3_access_key: str | None = None
+    s3_secret_key: Secret | None = field(default=None, repr=False)
+    s3_key_prefix: str = "calls"
+    upload_authorization_s: float = 900.0
+    recording_deadline_s: float = 900.0
+    recording_sweep_s: float = 1.0
 
 
 # --- parsers: each returns the typed value or raises ValueError(explanation) ---
@@ -131,6 +141,19 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _bucket(raw: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", raw):
+        raise ValueError("must be an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+    return raw
+
+
+def _key_prefix(raw: str) -> str:
+    value = raw.strip("/")
+    if not re.fullmatch(r"[A-Za-z0-9!_.*'()/-]{1,200}", value):
+        raise ValueError("must be 1-200 characters of [A-Za-z0-9!_.*'()/-]")
+    return value
+
+
 def _quota_ttl(raw: str) -> float:
     value = _positive_float(raw)
     if value > 60:
@@ -158,6 +181,15 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "grace_s": _positive_float,
     "log_format": _choice("auto", "json", "text"),
     "log_level": _choice("DEBUG", "INFO", "WARNING", "ERROR"),
+    "s3_endpoint": _url("http", "https"),
+    "s3_bucket": _bucket,
+    "s3_region": str,
+    "s3_access_key": str,
+    "s3_secret_key": Secret,
+    "s3_key_prefix": _key_prefix,
+    "upload_authorization_s": _positive_float,
+    "recording_deadline_s": _positive_float,
+    "recording_sweep_s": _positive_float,
 }
 _FILE_ONLY_KEYS = {"secret_key_file"}
 
