@@ -119,6 +119,13 @@ class Topology:
                 return _render(b.routing_key, dispatcher_id, task_id)
         raise ContractFileError(f"{FILE_NAME}: no binding for queue role {role}")
 
+    def task_of_route(self, routing_key: str, dispatcher_id: str) -> str | None:
+        """The task_id inside a task routing key of this dispatcher (None if it is not one)."""
+        head, _, tail = self.route("task", dispatcher_id, "\0").partition("\0")
+        if routing_key.startswith(head) and routing_key.endswith(tail):
+            return routing_key[len(head): len(routing_key) - len(tail)] or None
+        return None
+
     @property
     def max_task_queues(self) -> int:
         return int(self.limits["max_unretired_task_queues_per_dispatcher"])

@@ -7,7 +7,9 @@ the store committed; a valid ``stopped/applied`` receipt triggers queue retireme
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime
 
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
@@ -17,7 +19,7 @@ from mocksaas.contracts import Contracts
 from mocksaas.domain.results import check_result, facts_of
 from mocksaas.domain.timefmt import rfc3339
 from mocksaas.metrics import Metrics
-from mocksaas.store import results
+from mocksaas.store import outbox, results
 from mocksaas.store.db import Database
 from mocksaas.topology import Topology
 
@@ -60,6 +62,16 @@ class ResultConsumer:
             queue, tag = found
             await queue.cancel(tag)
 
+    def _store(self, conn: sqlite3.Connection, record: results.ReceivedResult) -> int:
+        """Insert; an execute result carries no task_id, so take it from the command the
+        SaaS published (as a SaaS joins on its own command_id)."""
+        facts = record.facts
+        if facts.task_id is None and facts.command_id and facts.command_type == "call.execute":
+            route = outbox.route_of_command(conn, record.dispatcher_id, facts.command_id)
+            task_id = route and self._topology.task_of_route(route, record.dispatcher_id)
+            record = replace(record, facts=replace(facts, task_id=task_id or None))
+        return results.insert(conn, record)
+
     async def _handle(self, dispatcher_id: str, message: AbstractIncomingMessage) -> None:
         body, errors = check_result(self._contracts, dispatcher_id, message.body)
         facts = facts_of(body)
@@ -67,7 +79,7 @@ class ResultConsumer:
                                         bool(message.redelivered), facts, tuple(errors),
                                         message.body)
         try:
-            await self._db.run(results.insert, record)
+            await self._db.run(self._store, record)
         except Exception:
             log.exception("storing a result failed; requeued")
             await message.nack(requeue=True)

@@ -72,3 +72,12 @@ def list_for(conn: sqlite3.Connection, dispatcher_id: str, limit: int) -> list[O
     rows = conn.execute("SELECT * FROM outbox WHERE dispatcher_id = ? ORDER BY id DESC LIMIT ?",
                         (dispatcher_id, limit))
     return [_row(r) for r in rows]
+
+
+def route_of_command(conn: sqlite3.Connection, dispatcher_id: str, command_id: str
+                     ) -> str | None:
+    """Routing key a ``call.execute`` with this command_id was published on."""
+    row = conn.execute(
+        "SELECT routing_key FROM outbox WHERE dispatcher_id = ? AND ref = ?"
+        " AND kind = 'call.execute' ORDER BY id LIMIT 1", (dispatcher_id, command_id)).fetchone()
+    return str(row[0]) if row else None

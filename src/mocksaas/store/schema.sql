@@ -68,6 +68,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     confirmed_at  TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (state, id);
+CREATE INDEX IF NOT EXISTS outbox_by_ref ON outbox (dispatcher_id, ref);
 
 CREATE TABLE IF NOT EXISTS results (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -69,3 +69,17 @@ async def test_metrics_count_stored_results(server: Any, dispatcher: Dispatcher,
              what="stored")
     text = server.http.get("/metrics").text
     assert 'mocksaas_results_stored_total{valid="false"}' in text
+
+
+async def test_execute_results_are_indexed_by_the_task_of_their_command(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
+    task_id = dispatcher.put_task()["task_id"]
+    [command_id] = dispatcher.admin("POST", f"/tasks/{task_id}/calls", {})["command_ids"]
+    body = example("command-next.execute_result", dispatcher, "ev-exec")
+    body["payload"] = {**body["payload"], "command_id": command_id}
+    body["aggregate_id"] = command_id
+    await publish_result(amqp, dispatcher.id, body)
+    found = wait_for(lambda: dispatcher.admin("GET", "/results", params={"task_id": task_id})
+                     ["results"], what="indexed result")
+    assert [(r["command_id"], r["task_id"]) for r in found] == [(command_id, task_id)]

@@ -70,3 +70,12 @@ def test_d_mq_6_limit(topology: Topology) -> None:
 def test_malformed_file_is_a_contract_error() -> None:
     with pytest.raises(ContractFileError):
         Topology({"exchanges": []})
+
+
+@pytest.mark.parametrize(
+    ("route", "expected"),
+    [(f"d.{D}.task.t-1.in", "t-1"), (f"d.{D}.task.a_b-C.in", "a_b-C"),
+     (f"d.{D}.control.in", None), ("d.other.task.t-1.in", None), (f"d.{D}.task..in", None)],
+)
+def test_task_of_route(topology: Topology, route: str, expected: str | None) -> None:
+    assert topology.task_of_route(route, D) == expected
