@@ -7,8 +7,10 @@ Handlers (all version v1):
 
 - `demo.noop`     async, returns {"ok": true} (benchmarks)
 - `demo.work`     async, scripted by its payload (demo and tests):
-                  {"sleep_ms": 0, "outcome": "succeed" | "retryable" | "fatal" | "review",
-                   "succeed_from_attempt": n, "evidence": true, "echo": <any JSON>}
+                  {"sleep_ms": 0, "fast_from_attempt": n, "evidence": true, "echo": <JSON>,
+                   "outcome": "succeed" | "retryable" | "fatal" | "review" | "crash",
+                   "succeed_from_attempt": n}
+                  (sleeps only on attempts before `fast_from_attempt` when that is given)
 - `demo.sync`     the same script run as a *sync* handler (in the worker's thread pool)
 - `demo.charge`   a RECONCILE_ONLY style side effect: records a payment reference as evidence
                   first, then "waits for the bank" for `sleep_ms` (the demo kills its worker here)
@@ -50,9 +52,16 @@ def _script(ctx: Context, payload: dict[str, Any]) -> tuple[str, Any]:
                      "exact": Decimal("1.10")}  # fmt: skip
 
 
+def _sleep_ms(ctx: Context, payload: dict[str, Any]) -> int:
+    fast_from = int(payload.get("fast_from_attempt", 0))
+    if fast_from and ctx.attempt.number >= fast_from:
+        return 0
+    return int(payload.get("sleep_ms", 0))
+
+
 @registry.handler("demo.work", "v1")
 async def work(ctx: Context, payload: dict[str, Any]) -> Any:
-    sleep_ms = int(payload.get("sleep_ms", 0))
+    sleep_ms = _sleep_ms(ctx, payload)
     if sleep_ms:
         try:
             await asyncio.wait_for(ctx.cancel_token.wait(), sleep_ms / 1000)
@@ -64,7 +73,7 @@ async def work(ctx: Context, payload: dict[str, Any]) -> Any:
 
 @registry.handler("demo.sync", "v1")
 def work_sync(ctx: Context, payload: dict[str, Any]) -> Any:
-    sleep_ms = int(payload.get("sleep_ms", 0))
+    sleep_ms = _sleep_ms(ctx, payload)
     if sleep_ms and ctx.cancel_token.wait_sync(sleep_ms / 1000):
         ctx.raise_if_cancelled()
     return _script(ctx, payload)[1]
@@ -75,5 +84,9 @@ async def charge(ctx: Context, payload: dict[str, Any]) -> Any:
     reference = f"pay-{ctx.task.task_id[:8]}-{ctx.attempt.number}"
     ctx.add_evidence("payment", "reference", name="payment request sent",
                      uri=f"https://bank.example/payments/{reference}")  # fmt: skip
-    await asyncio.sleep(int(payload.get("sleep_ms", 0)) / 1000)
-    return {"payment": reference, "amount": payload.get("amount")}
+    try:  # waiting for the bank; a shutdown past the grace period stops the wait
+        await asyncio.wait_for(ctx.cancel_token.wait(), int(payload.get("sleep_ms", 0)) / 1000)
+    except TimeoutError:
+        return {"payment": reference, "amount": payload.get("amount")}
+    ctx.raise_if_cancelled()  # handed back: the payment's outcome is unknown → NEEDS_REVIEW
+    return None

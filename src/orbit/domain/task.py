@@ -35,6 +35,11 @@ class Task:
     completed_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    # execution (P2, docs/orbit/execution-history.md): why a task FAILED / NEEDS_REVIEW
+    error_code: str | None = None
+    error_message: str | None = None
+    attempt_error_text: str | None = None  # the deciding attempt's {code,message,retryable}
+    current_attempt_id: str | None = None
 
 
 def new_task(
@@ -98,6 +103,11 @@ def task_view(task: Task) -> dict[str, JsonValue]:
     view["attempt_count"] = task.attempt_count
     if task.result_text is not None:
         view["result"] = RawJson(task.result_text)
+    if task.error_code is not None:
+        view["error"] = {"code": task.error_code, "message": task.error_message or ""}
+    if task.attempt_error_text is not None:
+        view["attempt_error"] = RawJson(task.attempt_error_text)
+    _optional(view, "current_attempt_id", task.current_attempt_id)
     _tail(view, task)
     return view
 

@@ -76,15 +76,24 @@ def row_task(row: sa.Row[Any]) -> Task:
         completed_at=row.completed_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        error_code=getattr(row, "error_code", None),
+        error_message=getattr(row, "error_message", None),
+        attempt_error_text=getattr(row, "attempt_error", None),
+        current_attempt_id=getattr(row, "current_attempt_id", None),
     )
 
 
+# statements are built once: constructing them per call costs more than executing them
+_INSERT = tasks.insert()
+_LOAD = sa.select(tasks).where(c.id == sa.bindparam("task_id"))
+
+
 async def insert_task(conn: AsyncConnection, task: Task) -> None:
-    await conn.execute(tasks.insert(), task_row(task))
+    await conn.execute(_INSERT, task_row(task))
 
 
 async def load_task(conn: AsyncConnection, task_id: str) -> Task | None:
-    row = (await conn.execute(sa.select(tasks).where(c.id == task_id))).first()
+    row = (await conn.execute(_LOAD, {"task_id": task_id})).first()
     return None if row is None else row_task(row)
 
 

@@ -1,4 +1,5 @@
-"""`orbit worker --app module:registry`: run the worker SDK over a registry of handlers."""
+"""`orbit worker --app module:registry` (also `python -m orbit.worker`): run the worker SDK over
+a registry of handlers. Imports only the SDK, so a worker process starts fast."""
 
 from __future__ import annotations
 
@@ -10,16 +11,35 @@ import sys
 import click
 
 from orbit import logs
-from orbit.cli.common import fail
-from orbit.config import ENV_LOG_FORMAT, ENV_TOKEN, ENV_URL, client_settings
-from orbit.domain.errors import OrbitError
 from orbit.domain.ids import is_id
-from orbit.worker import RegistryError, Worker, WorkerConfig, WorkerStopped, load_registry
+from orbit.worker.errors import RegistryError, WorkerStopped
+from orbit.worker.registry import load_registry
+from orbit.worker.runtime import Worker, WorkerConfig
 
 ENV_QUEUES = "ORBIT_WORKER_QUEUES"
+ENV_URL = "ORBIT_URL"
+ENV_TOKEN = "ORBIT_TOKEN"
+ENV_LOG_FORMAT = "ORBIT_LOG_FORMAT"
 
 
-@click.command()
+def fail(message: str, code: int) -> None:
+    click.echo(f"orbit worker: error: {message}", err=True)
+    sys.exit(code)
+
+
+def settings(url: str | None, token: str | None) -> tuple[str, str]:
+    url = url or os.environ.get(ENV_URL)
+    token = token or os.environ.get(ENV_TOKEN)
+    missing = [name for name, value in ((ENV_URL, url), (ENV_TOKEN, token)) if not value]
+    if missing:
+        raise RegistryError(f"set {' and '.join(missing)} (or pass --url / --token)")
+    assert url is not None and token is not None
+    if not url.startswith(("http://", "https://", "ws://", "wss://")):
+        raise RegistryError(f"{ENV_URL} must be an http(s):// or ws(s):// URL, got {url!r}")
+    return url, token
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--app", "app_spec", required=True, metavar="MODULE:ATTRIBUTE",
               help="The orbit.worker.Registry to serve, e.g. myapp.tasks:registry.")
 @click.option("--queue", "queues", multiple=True, metavar="QUEUE_ID",
@@ -54,10 +74,10 @@ def worker(
     if not queue_ids or not all(is_id(q) for q in queue_ids):
         fail(f"give one or more --queue QUEUE_ID (32 hex characters) or set {ENV_QUEUES}", 2)
     try:
-        base, secret = client_settings(url, token)
+        base, secret = settings(url, token)
         sys.path.insert(0, os.getcwd())
         registry = load_registry(app_spec)
-    except (OrbitError, RegistryError) as exc:
+    except RegistryError as exc:
         fail(str(exc), 2)
         return
     config = WorkerConfig(

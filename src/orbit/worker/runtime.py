@@ -170,6 +170,9 @@ class Worker:
 
     def on_attempt_status(self, attempt_id: str, status: str) -> None:
         if status == "lost":
+            if attempt_id in self.runs and not self.runs[attempt_id].lost:
+                log.warning("attempt lost: its lease ended; stopping it",
+                            extra={"attempt_id": attempt_id})  # fmt: skip
             self.on_cancel(attempt_id, "lease_lost")
         elif status == "cancel_requested":
             self.on_cancel(attempt_id, "cancel_requested")

@@ -1,0 +1,226 @@
+"""Real processes for the worker suites: `orbit serve` with short lease settings, `orbit worker`
+processes running examples/orbit_workers.py, a TCP proxy to cut links, and HTTP helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
+
+REPO = Path(__file__).resolve().parents[3]
+APP = "examples.orbit_workers:registry"
+FAST = {
+    "ORBIT_LEASE_TTL_MS": "1500",
+    "ORBIT_RECONNECT_GRACE_MS": "1500",
+    "ORBIT_SWEEP_INTERVAL_MS": "50",
+    "ORBIT_DISPATCH_TICK_MS": "100",
+}
+
+
+@contextlib.contextmanager
+def execution_server(db_url: str, log_path: Path, **env: str) -> Iterator[str]:
+    """`orbit serve` with the FAST lease settings (overridable); yields the base URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "orbit", "serve", "--database", db_url, "--port", str(port),
+               "--log-format", "json", "--no-access-log"]  # fmt: skip
+    environment = {**os.environ, **FAST, **env}
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(base, process, log_path)
+            yield base
+        finally:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class WorkerProcess:
+    """`orbit worker --app examples.orbit_workers:registry` as a child process."""
+
+    def __init__(self, url: str, token: str, queues: list[str], log_path: Path,
+                 concurrency: int = 4, grace: float = 30.0, name: str = "w",
+                 entry: tuple[str, ...] = ("-m", "orbit.worker")) -> None:  # fmt: skip
+        """`entry` ("-m", "orbit", "worker") runs the same command through the full CLI."""
+        self.log_path = log_path
+        command = [sys.executable, *entry, "--app", APP, "--log-format", "json",
+                   "--concurrency", str(concurrency), "--grace-period", str(grace),
+                   "--name", name]  # fmt: skip
+        for queue in queues:
+            command += ["--queue", queue]
+        env = {**os.environ, "ORBIT_URL": url, "ORBIT_TOKEN": token}
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=self._log,
+                                        stderr=subprocess.STDOUT)  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout)
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    async def connected(self, timeout: float = 30) -> WorkerProcess:
+        async def ready() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"worker exited: {self.log()[-2000:]}")
+            return '"connected"' in self.log()
+
+        await wait_until(ready, timeout, f"worker {self.log_path.stem} to connect", step=0.1)
+        return self
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+@contextlib.contextmanager
+def workers(*processes: WorkerProcess) -> Iterator[tuple[WorkerProcess, ...]]:
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            process.close()
+
+
+def task_body(tenant: Tenant, handler: str = "demo.work", **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "queue_id": tenant.queue_id,
+        "handler": handler,
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {},
+    }
+    body.update(fields)
+    return body
+
+
+async def submit(http: httpx.AsyncClient, tenant: Tenant, **fields: Any) -> str:
+    key = os.urandom(8).hex()
+    response = await http.post(
+        "/v1/tasks", json=task_body(tenant, **fields), headers=tenant.headers(key=key)
+    )
+    assert response.status_code == 201, response.text
+    task_id: str = response.json()["data"]["task"]["id"]
+    return task_id
+
+
+async def get_task(http: httpx.AsyncClient, tenant: Tenant, task_id: str) -> dict[str, Any]:
+    response = await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers())
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()["data"]
+    return data
+
+
+async def attempts(http: httpx.AsyncClient, tenant: Tenant, task_id: str) -> list[dict[str, Any]]:
+    response = await http.get(f"/v1/tasks/{task_id}/attempts?limit=100", headers=tenant.headers())
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["data"]["items"]
+    return items
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[bool]], timeout: float, what: str, step: float = 0.05
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(step)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+async def wait_state(
+    http: httpx.AsyncClient, tenant: Tenant, task_id: str, states: set[str], timeout: float = 15
+) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        found.update(await get_task(http, tenant, task_id))
+        return found["state"] in states
+
+    await wait_until(reached, timeout, f"task {task_id} in {sorted(states)}")
+    return found
+
+
+def in_seconds(seconds: float) -> str:
+    moment = datetime.now(UTC) + timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class TcpProxy:
+    """A loopback TCP proxy whose link can be cut (closing every connection and refusing new
+    ones) and restored: a network outage between a worker and the server."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+
+    async def cut(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for writer in list(self._writers):
+            writer.close()
+        self._writers.clear()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, up_writer}
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
