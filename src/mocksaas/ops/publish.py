@@ -92,6 +92,10 @@ async def raw(rt: Runtime, d: str, body: dict[str, Any]) -> dict[str, Any]:
     text = req_str(body, "body", 8_388_608)
     task_id = check_task_id(body.get("task_id")) if target == "task" else None
     await rt.db.run(dispatchers.get, d)
+    if task_id is not None:  # an unroutable raw body would be retried for ever
+        task = await rt.db.run(owned_task, d, task_id)
+        if task.queue_state is not QueueState.ACTIVE:
+            raise TaskNotPublishable(f"task {task_id} has no queue any more (retired)")
     route = rt.topology.route(target, d, task_id)
     msg = OutgoingMessage(d, rt.topology.command_exchange, route, "raw", task_id,
                           text.encode())

@@ -153,3 +153,9 @@ async def test_d_mq_5_raw_invalid_body(two_tasks: Dispatcher, amqp: AbstractRobu
     assert out["state"] == "confirmed"
     [msg] = await drain(amqp, queue)
     assert msg.body == b'{"schema_version": "nope"'
+
+
+def test_raw_body_only_to_an_existing_task_queue(dispatcher: Dispatcher) -> None:
+    dispatcher.admin("POST", "/faults/raw", {"target": "task", "task_id": "nope", "body": "x"},
+                     expect=404)
+    dispatcher.admin("POST", "/faults/raw", {"target": "task", "body": "x"}, expect=400)
