@@ -1,0 +1,257 @@
+"""The recording state machine and deadline table (D-REC-1, D-REC-2), pure."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dispatcher.domain.states import IllegalTransition
+from dispatcher.recording import decide, model
+from dispatcher.recording.decide import Step, next_step
+from dispatcher.recording.keys import recording_keys
+from dispatcher.recording.model import (
+    ErrorCode,
+    Media,
+    Missing,
+    ObjectFacts,
+    Recording,
+    RecordingState,
+    Source,
+    UploadReport,
+    UploadStatus,
+)
+
+S = RecordingState
+E = ErrorCode
+U = UploadStatus
+T0 = datetime(2026, 9, 18, 10, 0, tzinfo=UTC)
+DEADLINE = T0 + timedelta(minutes=15)
+MEDIA = Media("wav", 1, 8000, 20000, 320044, "a" * 64)
+GOOD = ObjectFacts(320044, "a" * 64)
+BAD_SHA = ObjectFacts(320044, "b" * 64)
+BAD_SIZE = ObjectFacts(100, "a" * 64)
+
+
+def rec(state: RecordingState = S.WAITING, **kw: object) -> Recording:
+    base = Recording(
+        execution_id="exec-1",
+        call_id="exec-1",
+        recording_id="rec-exec-1",
+        upload_id="upload-exec-1",
+        bucket="recordings",
+        object_key="calls/t/task/exec-1.wav",
+        source=Source.CALL,
+        state=state,
+        media=None if state is S.WAITING else MEDIA,
+        ended_at=T0,
+        deadline_at=DEADLINE,
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+# --- transitions ----------------------------------------------------------------------
+
+
+def test_file_ready_moves_waiting_to_ready_once() -> None:
+    ready = model.file_ready(rec(), MEDIA)
+    assert (ready.state, ready.media) == (S.READY, MEDIA)
+    assert model.file_ready(ready, replace(MEDIA, size_bytes=1)) == ready  # replay: unchanged
+
+
+@pytest.mark.parametrize("state", [S.READY, S.EXPIRED, S.AUTHORIZED])
+def test_authorization_is_counted_and_bounded_d_rec_1(state: RecordingState) -> None:
+    until = T0 + timedelta(minutes=5)
+    out = model.authorized(rec(state, authorizations=1), until)
+    assert (out.state, out.authorizations, out.authorized_until) == (S.AUTHORIZED, 2, until)
+
+
+@pytest.mark.parametrize("state", [S.WAITING, S.PUT_UNKNOWN, S.PUT_DONE, S.UPLOADED])
+def test_no_authorization_once_a_put_may_have_started_d_rec_1(state: RecordingState) -> None:
+    with pytest.raises(IllegalTransition):
+        model.authorized(rec(state), DEADLINE)
+
+
+@pytest.mark.parametrize(
+    ("state", "report", "expected_state", "expected_code"),
+    [
+        (S.AUTHORIZED, UploadReport(U.UPLOADED), S.PUT_DONE, None),
+        (S.AUTHORIZED, UploadReport(U.EXPIRED, "upload_authorization_expired"), S.EXPIRED, None),
+        (S.AUTHORIZED, UploadReport(U.REFUSED), S.PUT_UNKNOWN, None),
+        (S.AUTHORIZED, UploadReport(U.FAILED, "upload_timeout"), S.PUT_UNKNOWN, None),
+        (S.AUTHORIZED, UploadReport(U.FAILED, "upload_failed"), S.UNAVAILABLE, E.UPLOAD_FAILED),
+        (
+            S.AUTHORIZED,
+            UploadReport(U.FAILED, "upload_authorization_failed"),
+            S.UNAVAILABLE,
+            E.AUTHORIZATION_FAILED,
+        ),
+        (S.AUTHORIZED, UploadReport(U.FAILED, None), S.UNAVAILABLE, E.UPLOAD_FAILED),
+        (S.AUTHORIZED, UploadReport(U.MISSING), S.UNAVAILABLE, E.UPLOAD_FAILED),
+        (S.PUT_UNKNOWN, UploadReport(U.UPLOADED), S.PUT_DONE, None),
+        (S.PUT_UNKNOWN, UploadReport(U.EXPIRED), S.EXPIRED, None),
+        (S.PUT_UNKNOWN, UploadReport(U.REFUSED), S.PUT_UNKNOWN, None),
+        # late or replayed reports change nothing
+        (S.PUT_DONE, UploadReport(U.EXPIRED), S.PUT_DONE, None),
+        (S.PUT_DONE, UploadReport(U.REFUSED), S.PUT_DONE, None),
+        (S.EXPIRED, UploadReport(U.EXPIRED), S.EXPIRED, None),
+        (S.READY, UploadReport(U.UPLOADED), S.READY, None),
+        (S.UPLOADED, UploadReport(U.FAILED, "upload_failed"), S.UPLOADED, None),
+        (S.UNAVAILABLE, UploadReport(U.UPLOADED), S.UNAVAILABLE, None),
+    ],
+)
+def test_upload_reports_d_rec_1_d_rec_2(
+    state: RecordingState,
+    report: UploadReport,
+    expected_state: RecordingState,
+    expected_code: ErrorCode | None,
+) -> None:
+    out = model.upload_reported(rec(state), report)
+    assert (out.state, out.error_code) == (expected_state, expected_code)
+
+
+def test_stale_expired_report_of_an_earlier_authorization_is_ignored_d_rec_1() -> None:
+    """The first URL's `expired` replayed after a re-authorization does not re-open it."""
+    current = rec(S.AUTHORIZED, authorizations=2, authorized_until=T0 + timedelta(minutes=14))
+    stale = UploadReport(U.EXPIRED, "upload_authorization_expired", T0 + timedelta(seconds=2))
+    assert model.upload_reported(current, stale) == current
+    fresh = UploadReport(U.EXPIRED, None, T0 + timedelta(minutes=14))
+    assert model.upload_reported(current, fresh).state is S.EXPIRED
+
+
+@pytest.mark.parametrize(
+    ("state", "probe", "expected_state", "expected_code"),
+    [
+        (S.PUT_DONE, GOOD, S.UPLOADED, None),
+        (S.PUT_DONE, BAD_SHA, S.UNAVAILABLE, E.CHECKSUM_MISMATCH),
+        (S.PUT_DONE, BAD_SIZE, S.UNAVAILABLE, E.CHECKSUM_MISMATCH),
+        (S.PUT_DONE, Missing(), S.UNAVAILABLE, E.UPLOAD_FAILED),
+        (S.PUT_DONE, None, S.PUT_DONE, None),  # storage unreachable: try again
+        (S.PUT_UNKNOWN, GOOD, S.UPLOADED, None),
+        (S.PUT_UNKNOWN, BAD_SHA, S.UNAVAILABLE, E.CHECKSUM_MISMATCH),
+        (S.PUT_UNKNOWN, Missing(), S.PUT_UNKNOWN, None),  # may still land
+        (S.AUTHORIZED, GOOD, S.UPLOADED, None),
+        (S.READY, GOOD, S.READY, None),
+        (S.UPLOADED, BAD_SHA, S.UPLOADED, None),
+    ],
+)
+def test_verification_size_and_sha256_d_rec_2(
+    state: RecordingState,
+    probe: model.Probe,
+    expected_state: RecordingState,
+    expected_code: ErrorCode | None,
+) -> None:
+    out = model.verified(rec(state), probe)
+    assert (out.state, out.error_code) == (expected_state, expected_code)
+
+
+@pytest.mark.parametrize(
+    ("state", "probe", "expected_state", "expected_code"),
+    [
+        (S.WAITING, None, S.UNAVAILABLE, E.DEADLINE_EXCEEDED),
+        (S.READY, None, S.UNAVAILABLE, E.DEADLINE_EXCEEDED),
+        (S.EXPIRED, None, S.UNAVAILABLE, E.AUTHORIZATION_EXPIRED),
+        (S.AUTHORIZED, Missing(), S.UNAVAILABLE, E.UPLOAD_TIMEOUT),
+        (S.AUTHORIZED, None, S.UNAVAILABLE, E.UPLOAD_TIMEOUT),
+        (S.PUT_UNKNOWN, Missing(), S.UNAVAILABLE, E.UPLOAD_TIMEOUT),
+        (S.PUT_UNKNOWN, GOOD, S.UPLOADED, None),
+        (S.PUT_UNKNOWN, BAD_SHA, S.UNAVAILABLE, E.CHECKSUM_MISMATCH),
+        (S.PUT_DONE, GOOD, S.UPLOADED, None),
+        (S.PUT_DONE, Missing(), S.UNAVAILABLE, E.UPLOAD_FAILED),
+        (S.PUT_DONE, None, S.UNAVAILABLE, E.DEADLINE_EXCEEDED),
+        (S.UPLOADED, None, S.UPLOADED, None),
+        (S.UNAVAILABLE, GOOD, S.UNAVAILABLE, None),
+    ],
+)
+def test_deadline_closes_every_open_recording_d_rec_2(
+    state: RecordingState,
+    probe: model.Probe,
+    expected_state: RecordingState,
+    expected_code: ErrorCode | None,
+) -> None:
+    out = model.deadline_passed(rec(state), probe)
+    assert (out.state, out.error_code) == (expected_state, expected_code)
+    assert out.state.closed
+
+
+def test_closed_recordings_never_move() -> None:
+    for state in (S.UPLOADED, S.UNAVAILABLE):
+        for target in S:
+            with pytest.raises(IllegalTransition):
+                model.check_move(state, target)
+
+
+# --- decisions ------------------------------------------------------------------------
+
+BEFORE = T0 + timedelta(minutes=1)
+LAST_MS = DEADLINE - timedelta(milliseconds=500)
+
+
+@pytest.mark.parametrize(
+    ("state", "now", "busy", "step"),
+    [
+        (S.WAITING, BEFORE, False, Step.WAIT),
+        (S.READY, BEFORE, False, Step.AUTHORIZE),
+        (S.EXPIRED, BEFORE, False, Step.AUTHORIZE),
+        (S.AUTHORIZED, BEFORE, False, Step.AUTHORIZE),
+        (S.AUTHORIZED, BEFORE, True, Step.WAIT),
+        (S.PUT_UNKNOWN, BEFORE, False, Step.VERIFY),
+        (S.PUT_DONE, BEFORE, False, Step.VERIFY),
+        (S.READY, LAST_MS, False, Step.WAIT),  # no usable URL left before the deadline
+        (S.EXPIRED, LAST_MS, False, Step.WAIT),
+        (S.WAITING, DEADLINE, False, Step.CLOSE),
+        (S.EXPIRED, DEADLINE, False, Step.CLOSE),
+        (S.PUT_DONE, DEADLINE + timedelta(hours=2), False, Step.CLOSE),
+        (S.AUTHORIZED, DEADLINE, True, Step.WAIT),  # the answer in flight decides first
+        (S.UPLOADED, DEADLINE, False, Step.DONE),
+        (S.UNAVAILABLE, BEFORE, False, Step.DONE),
+    ],
+)
+def test_next_step_table_d_rec_2(
+    state: RecordingState, now: datetime, busy: bool, step: Step
+) -> None:
+    assert next_step(rec(state), now, busy=busy) is step
+
+
+@pytest.mark.parametrize(
+    ("now", "window_s", "until"),
+    [
+        (T0, 900, DEADLINE),  # at the end of the call: the full 15 minutes, up to the deadline
+        (T0 + timedelta(minutes=10), 900, DEADLINE),  # never past the deadline
+        (T0, 60, T0 + timedelta(minutes=1)),
+    ],
+)
+def test_authorization_lasts_its_window_but_never_past_the_deadline_d_rec_1(
+    now: datetime, window_s: float, until: datetime
+) -> None:
+    assert decide.authorization_until(now, DEADLINE, window_s) == until
+    assert decide.expires_in_s(now, until) >= 1
+
+
+def test_deadline_is_ended_at_plus_window_d_rec_2() -> None:
+    assert decide.deadline_for(T0, 900) == DEADLINE
+    assert decide.deadline_for(T0, 2.5) == T0 + timedelta(seconds=2.5)
+
+
+def test_media_from_event_call_and_orphan_shapes() -> None:
+    event = {"format": "wav", "channels": 1, "sample_rate_hz": 8000, "duration_ms": 20000}
+    assert Media.from_json({**event, "size_bytes": 320044, "sha256": "a" * 64}) == MEDIA
+    assert Media.from_json(MEDIA.to_json()) == MEDIA
+    orphan = Media.from_json({"size_bytes": 10, "sha256": "c" * 64, "partial": True})
+    assert orphan.partial and orphan.format == "wav" and orphan.sample_rate_hz == 8000
+
+
+@pytest.mark.parametrize(
+    ("tenant", "task", "call", "key"),
+    [
+        ("tenant-a", "task-a", "exec-1", "calls/tenant-a/task-a/exec-1.wav"),
+        ("租户 a/b", "t", "c", "calls/___a_b/t/c.wav"),
+        ("..", "t", "c", "calls/_/t/c.wav"),
+    ],
+)
+def test_keys_are_fixed_per_call_d_rec_1(tenant: str, task: str, call: str, key: str) -> None:
+    keys = recording_keys("calls/", tenant, task, call)
+    assert keys == recording_keys("calls", tenant, task, call)  # stable across restarts
+    assert keys.object_key == key
+    assert (keys.recording_id, keys.upload_id) == (f"rec-{call}", f"upload-{call}")
