@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from array import array
 from typing import Any
 
 from cell.agent.config import ASRConfig
@@ -20,6 +21,24 @@ from cell.media.resample import resample
 
 MODEL_HZ = 16_000
 DEFAULT_TIMEOUT_MS = 10_000
+QUIET = 100  # |sample| below this is line silence (A-law idle decodes to +-8)
+MARGIN_MS = 150
+
+
+def trim_silence(pcm: bytes, sample_rate_hz: int) -> bytes:
+    """Cut leading and trailing line silence, keeping a short margin (pure).
+
+    Long runs of idle-channel samples before the speech derail the decoder's
+    cepstral mean normalisation; the agent's utterances carry 600 ms of them.
+    """
+    samples = array("h")
+    samples.frombytes(pcm[: len(pcm) - len(pcm) % 2])
+    loud = [i for i in range(0, len(samples), 40) if abs(samples[i]) >= QUIET]
+    if not loud:
+        return b""
+    margin = sample_rate_hz * MARGIN_MS // 1000
+    start, end = max(0, loud[0] - margin), min(len(samples), loud[-1] + margin)
+    return samples[start:end].tobytes()
 
 
 class PocketsphinxASR:
@@ -44,7 +63,10 @@ class PocketsphinxASR:
 
     def decode(self, pcm: bytes, sample_rate_hz: int) -> str:
         """Blocking: the best hypothesis for 16-bit mono ``pcm``."""
-        audio = resample(pcm, sample_rate_hz, MODEL_HZ)
+        speech = trim_silence(pcm, sample_rate_hz)
+        if not speech:
+            return ""
+        audio = resample(speech, sample_rate_hz, MODEL_HZ)
         with self._lock:
             decoder = self._load()
             decoder.start_utt()
