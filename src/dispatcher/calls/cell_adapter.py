@@ -2,7 +2,9 @@
 
 This is the only module of the dispatcher that imports from the cell package. It
 translates the client's models into the port's frozen data and its errors into the
-port's two outcomes: *refused* (nothing was dialled) and *unavailable* (unknown).
+port's outcomes: *refused* (nothing was dialled), *unavailable* (unknown) and *call_id
+taken* (``already_dialled`` / ``call_id_conflict``: the call exists or existed — unknown,
+never "nothing dialled").
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cell.client import (
+    AlreadyDialledError,
+    CallIdConflictError,
     CallInfo,
     CallNotFoundError,
     CellBusyError,
@@ -20,10 +24,21 @@ from cell.client import (
     CellError,
     CellRequestError,
     Event,
+    Orphan,
     Plan,
     Trunk,
+    UploadResult,
+    UploadTarget,
 )
-from dispatcher.calls.port import CellCall, CellEvent, CellRejected, CellUnavailable
+from dispatcher.calls.port import (
+    CallIdTaken,
+    CellCall,
+    CellEvent,
+    CellOrphan,
+    CellRejected,
+    CellUnavailable,
+    CellUpload,
+)
 from dispatcher.domain.results import TranscriptSegment
 
 
@@ -73,6 +88,32 @@ def _event(event: Event) -> CellEvent:
     )
 
 
+def to_upload(result: UploadResult) -> CellUpload:
+    return CellUpload(
+        call_id=result.call_id,
+        upload_id=result.upload_id,
+        status=result.status,
+        error_code=result.error_code,
+        put_started=result.put_started,
+        expires_at=result.expires_at,
+        size_bytes=result.size_bytes,
+        sha256=result.sha256,
+        message=result.message,
+    )
+
+
+def to_orphan(orphan: Orphan) -> CellOrphan:
+    return CellOrphan(
+        call_id=orphan.call_id,
+        boot_id=orphan.boot_id,
+        partial=orphan.partial,
+        size_bytes=orphan.size_bytes,
+        sha256=orphan.sha256,
+        duration_ms=orphan.duration_ms,
+        upload_status=orphan.upload_status,
+    )
+
+
 def to_plan(body: Mapping[str, Any]) -> Plan:
     return Plan(
         call_id=body["call_id"],
@@ -104,7 +145,11 @@ class CellAdapter:
         except (CellBusyError, CellDrainingError) as exc:
             code = "busy" if isinstance(exc, CellBusyError) else "draining"
             raise CellRejected(code, exc.message) from exc
+        except (AlreadyDialledError, CallIdConflictError) as exc:
+            raise CallIdTaken(exc.code, exc.message) from exc
         except CellRequestError as exc:
+            if exc.status >= 500:  # the cell failed midway: it may have dialled
+                raise CellUnavailable(f"originate: {exc.code}: {exc.message}") from exc
             raise CellRejected(exc.code, exc.message) from exc
         except CellError as exc:
             raise CellUnavailable(f"originate: {exc.message}") from exc
@@ -131,8 +176,8 @@ class CellAdapter:
         except CellError as exc:
             raise CellUnavailable(f"list calls: {exc.message}") from exc
 
-    async def events(self, after: int) -> AsyncIterator[CellEvent]:
-        stream = self._client.events(after)
+    async def events(self, after: int, boot_id: str | None = None) -> AsyncIterator[CellEvent]:
+        stream = self._client.events(after, boot_id)
         try:
             async for event in stream:
                 yield _event(event)
@@ -148,6 +193,31 @@ class CellAdapter:
             return
         except CellError as exc:
             raise CellUnavailable(f"ack: {exc.message}") from exc
+
+    async def upload_recording(
+        self, call_id: str, upload_id: str, url: str, headers: Mapping[str, str]
+    ) -> CellUpload:
+        target = UploadTarget(upload_id, url, dict(headers))
+        try:
+            return to_upload(await self._client.upload_recording(call_id, target))
+        except CellRequestError as exc:
+            raise CellRejected(exc.code, exc.message) from exc
+        except CellError as exc:
+            raise CellUnavailable(f"upload: {exc.message}") from exc
+
+    async def orphans(self) -> list[CellOrphan]:
+        try:
+            return [to_orphan(o) for o in await self._client.orphans()]
+        except CellError as exc:
+            raise CellUnavailable(f"orphans: {exc.message}") from exc
+
+    async def delete_orphan(self, call_id: str) -> None:
+        try:
+            await self._client.delete_orphan(call_id)
+        except CellRequestError:
+            return  # gone already, or its call is still tracked: nothing to delete now
+        except CellError as exc:
+            raise CellUnavailable(f"delete orphan: {exc.message}") from exc
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -5,10 +5,13 @@ use a small fake behind this same Protocol. Errors crossing the port:
 
     DispatcherError
     └── CellError
-        ├── CellRejected     the cell refused the request (bad plan, call_id conflict):
-        │                    definitive, nothing was dialled
+        ├── CellRejected     the cell refused the request (bad plan, busy): definitive,
+        │                    nothing was dialled
         └── CellUnavailable  no answer (connection refused, timeout): it is unknown
-                             whether the call was placed — never retry blindly
+            │                whether the call was placed — never retry blindly
+            └── CallIdTaken  the cell knows this call_id already (dialled before, or used
+                             by another plan): it exists or existed — reconcile, never
+                             treat it as "nothing dialled"
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ class CellUnavailable(CellError):
     """The cell did not answer; the execution becomes unknown until reconciled."""
 
 
+class CallIdTaken(CellUnavailable):
+    """The cell answered already_dialled / call_id_conflict: the call_id was used before.
+
+    Its fate is unknown to the D (live, ended, or lost in a cell restart): the execution
+    becomes unknown and is resolved by reconciliation, never redialled.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(f"{code}: {message}")
+
+
 @dataclass(frozen=True)
 class CellCall:
     """A call as the cell reports it (``GET /v1/calls/{id}``)."""
@@ -53,6 +68,34 @@ class CellCall:
     opt_out: bool
     recording_expected: bool
     recording: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class CellUpload:
+    """The cell's answer about the one PUT of a recording (also the ``call.upload`` event)."""
+
+    call_id: str
+    upload_id: str
+    status: str  # uploaded | expired | failed
+    error_code: str | None
+    put_started: bool
+    expires_at: datetime | None
+    size_bytes: int
+    sha256: str
+    message: str | None
+
+
+@dataclass(frozen=True)
+class CellOrphan:
+    """A recording left on the cell's disk for a call the cell no longer tracks."""
+
+    call_id: str
+    boot_id: str
+    partial: bool
+    size_bytes: int | None
+    sha256: str | None
+    duration_ms: int | None
+    upload_status: str | None  # None: never uploaded; "unknown": the cell died mid-PUT
 
 
 @dataclass(frozen=True)
@@ -80,12 +123,27 @@ class CellPort(Protocol):
 
     async def list_calls(self) -> list[CellCall]: ...
 
-    def events(self, after: int) -> AsyncIterator[CellEvent]:
-        """Events with ``seq > after`` of the current boot, in order, forever."""
+    def events(self, after: int, boot_id: str | None = None) -> AsyncIterator[CellEvent]:
+        """Events with ``seq > after`` of boot ``boot_id``, in order, forever; if the cell
+        runs another boot, one ``cell.restarted`` event and the new boot from its start."""
         ...
 
     async def ack(self, call_id: str) -> None:
         """The D has persisted the call's final result; the cell may forget it."""
         ...
+
+    async def upload_recording(
+        self, call_id: str, upload_id: str, url: str, headers: Mapping[str, str]
+    ) -> CellUpload:
+        """Ask the cell to PUT the call's recording once to ``url`` (never retried).
+
+        Raises CellRejected ``upload_not_allowed`` (a PUT was already started or settled),
+        ``recording_not_found`` / ``call_not_found`` (no file), ``invalid_request``.
+        """
+        ...
+
+    async def orphans(self) -> list[CellOrphan]: ...
+
+    async def delete_orphan(self, call_id: str) -> None: ...
 
     async def aclose(self) -> None: ...
