@@ -14,18 +14,19 @@ from orbit.store.tables import idempotency_records
 c = idempotency_records.c
 
 
-def _where(scope: Scope) -> sa.ColumnElement[bool]:
-    return sa.and_(
-        c.namespace_id == scope.namespace_id,
-        c.operation == scope.operation,
-        c.target == scope.target,
-        c.idem_key == scope.key,
-    )
+_FIND = sa.select(c.digest_alg, c.digest, c.status_code, c.receipt).where(
+    c.namespace_id == sa.bindparam("namespace_id"),
+    c.operation == sa.bindparam("operation"),
+    c.target == sa.bindparam("target"),
+    c.idem_key == sa.bindparam("idem_key"),
+)
+_INSERT = idempotency_records.insert()
 
 
 async def find(conn: AsyncConnection, scope: Scope) -> StoredReceipt | None:
-    query = sa.select(c.digest_alg, c.digest, c.status_code, c.receipt).where(_where(scope))
-    row = (await conn.execute(query)).first()
+    identity = {"namespace_id": scope.namespace_id, "operation": scope.operation,
+                "target": scope.target, "idem_key": scope.key}  # fmt: skip
+    row = (await conn.execute(_FIND, identity)).first()
     if row is None:
         return None
     return StoredReceipt(Digest(row.digest_alg, row.digest), row.status_code, row.receipt)
@@ -41,17 +42,18 @@ async def insert(
 ) -> None:
     """Raises the driver's duplicate-key error when a concurrent request holds the key."""
     await conn.execute(
-        idempotency_records.insert().values(
-            namespace_id=scope.namespace_id,
-            operation=scope.operation,
-            target=scope.target,
-            idem_key=scope.key,
-            digest_alg=digest.algorithm,
-            digest=digest.hex,
-            task_id=task_id,
-            status_code=receipt.status,
-            receipt=receipt.receipt_text,
-            created_at=now,
-            expires_at=now + RETENTION,
-        )
+        _INSERT,
+        {
+            "namespace_id": scope.namespace_id,
+            "operation": scope.operation,
+            "target": scope.target,
+            "idem_key": scope.key,
+            "digest_alg": digest.algorithm,
+            "digest": digest.hex,
+            "task_id": task_id,
+            "status_code": receipt.status,
+            "receipt": receipt.receipt_text,
+            "created_at": now,
+            "expires_at": now + RETENTION,
+        },
     )

@@ -14,6 +14,9 @@ from orbit.domain.task import Task
 from orbit.domain.tokens import Principal
 from orbit.store.tables import audit_log, task_events
 
+_EVENT = task_events.insert()
+_AUDIT = audit_log.insert()
+
 
 async def append_event(
     conn: AsyncConnection,
@@ -25,16 +28,17 @@ async def append_event(
 ) -> None:
     """One event per task revision (unique on task_id + revision)."""
     await conn.execute(
-        task_events.insert().values(
-            id=new_id(),
-            task_id=task.id,
-            revision=task.revision,
-            kind=kind,
-            from_state=from_state.value if from_state else None,
-            to_state=task.state.value,
-            detail=None if detail is None else dumps(detail),
-            created_at=now,
-        )
+        _EVENT,
+        {
+            "id": new_id(),
+            "task_id": task.id,
+            "revision": task.revision,
+            "kind": kind,
+            "from_state": from_state.value if from_state else None,
+            "to_state": task.state.value,
+            "detail": None if detail is None else dumps(detail),
+            "created_at": now,
+        },
     )
 
 
@@ -47,15 +51,16 @@ async def append_audit(
     now: datetime,
 ) -> None:
     await conn.execute(
-        audit_log.insert().values(
-            id=new_id(),
-            namespace_id=principal.namespace_id,
-            token_id=principal.token_id,
-            action=action,
-            task_id=task.id,
-            queue_id=task.queue_id,
-            handler=task.handler,
-            request_id=request_id,
-            created_at=now,
-        )
+        _AUDIT,
+        {
+            "id": new_id(),
+            "namespace_id": principal.namespace_id,
+            "token_id": principal.token_id,
+            "action": action,
+            "task_id": task.id,
+            "queue_id": task.queue_id,
+            "handler": task.handler,
+            "request_id": request_id,
+            "created_at": now,
+        },
     )

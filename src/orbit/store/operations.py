@@ -19,7 +19,7 @@ from orbit.domain.cancel import OPERATION as CANCEL
 from orbit.domain.cancel import CancelRequest, cancel_digest, decide_cancel
 from orbit.domain.canonical import Digest
 from orbit.domain.cursor import Position
-from orbit.domain.errors import NotFound, StateConflict, Unavailable
+from orbit.domain.errors import InvalidArgument, NotFound, StateConflict, Unavailable
 from orbit.domain.idempotency import Scope, StoredReceipt, check_replay
 from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import dumps
@@ -69,14 +69,17 @@ class Operations:
 
         async def once() -> Receipt:
             async with self.db.write() as conn:
-                stored = await idempotency.find(conn, scope)
-                if stored is not None:
-                    return _replay(stored, digest)
                 now = await self.db.now(conn)
-                task = new_task(
-                    new_id(), principal.namespace_id, request, plan_times(request, now), now
-                )
+                try:
+                    times = plan_times(request, now)
+                except InvalidArgument:  # a replay is not validated against the clock again
+                    stored = await idempotency.find(conn, scope)
+                    if stored is None:
+                        raise
+                    return _replay(stored, digest)
+                task = new_task(new_id(), principal.namespace_id, request, times, now)
                 receipt = StoredReceipt(digest, 201, dumps(task_view(task)))
+                # first: a concurrent or earlier request with this key fails here -> replay
                 await idempotency.insert(conn, scope, digest, task.id, receipt, now)
                 await tasks.insert_task(conn, task)
                 await journal.append_event(conn, task, "ACCEPTED", None, now)
