@@ -115,7 +115,7 @@ def apply_batch(
     batch: Sequence[CellEvent],
     full: Mapping[str, CellCall | None],
     now: datetime,
-    finalize_kw: Mapping[str, str],
+    finalize_kw: Mapping[str, Any],
 ) -> list[str]:
     """Apply events in order; returns the call_ids finalized by this batch."""
     finalized: list[str] = []
@@ -140,7 +140,7 @@ def reconcile(
     known: Mapping[str, CellCall],
     boot: str,
     now: datetime,
-    finalize_kw: Mapping[str, str],
+    finalize_kw: Mapping[str, Any],
 ) -> list[str]:
     """Match live/unknown executions with the cell's calls; finalize the lost ones once."""
     finalized: list[str] = []

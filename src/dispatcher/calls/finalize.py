@@ -5,18 +5,21 @@ Runs on the database thread. ``end_and_finalize`` moves the execution to ``ended
 acceptance, and moves it to ``finalized``; calling it again is a no-op, so replayed cell
 events never produce a second result.
 
-Recording (minimal D side, extended by the recording module): a call that produced no
-recording gets ``not_created`` at once; a call whose recording was expected but which
-this D cannot upload (no object storage configured) gets ``unavailable`` with
+Recording: a call that produced no recording gets ``not_created`` at once. A call whose
+recording was expected ends (occupancy released) with a recording opened through
+``open_recording`` (:mod:`dispatcher.recording`); its call.result is stored later by
+``finalize_recorded`` when that recording is closed (uploaded / unavailable, D-REC-2).
+Without object storage configured it gets ``unavailable`` with
 ``upload_authorization_failed`` at once — never a false ``uploaded``.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from dispatcher.domain.results import (
     CallEnd,
@@ -25,8 +28,9 @@ from dispatcher.domain.results import (
     recording_not_created,
     recording_unavailable,
 )
-from dispatcher.domain.states import ExecutionState
+from dispatcher.domain.states import ExecutionState, IllegalTransition
 from dispatcher.store import executions, outbox
+from dispatcher.store.executions import Execution
 
 OUTCOMES = frozenset({"answered", "no_answer", "busy", "rejected", "failed", "canceled"})
 
@@ -38,6 +42,14 @@ class Ending:
     end: CallEnd
     recording_expected: bool
     recording: dict[str, Any] | None = None
+
+
+class RecordingOpener(Protocol):
+    """Opens the recording of a call that ended with one expected (same transaction)."""
+
+    def __call__(
+        self, conn: sqlite3.Connection, execution: Execution, ending: Ending, now: datetime
+    ) -> None: ...
 
 
 def recording_for(ending: Ending, call_id: str) -> dict[str, Any]:
@@ -55,8 +67,10 @@ def end_and_finalize(
     dispatcher_id: str,
     routing_key: str,
     now: datetime,
+    open_recording: RecordingOpener | None = None,
 ) -> bool:
-    """True if this call produced the result now; False if it was already finalized."""
+    """True if this call produced the result now; False if it was already finalized or
+    its result waits for the recording opened here."""
     execution = executions.get(conn, execution_id)
     if execution.state is ExecutionState.FINALIZED:
         return False
@@ -67,7 +81,44 @@ def end_and_finalize(
         )
     if execution.state is not ExecutionState.ENDED:
         executions.move(conn, execution_id, ExecutionState.ENDED, now, end=_end_json(end))
+    if ending.recording_expected and open_recording is not None:
+        open_recording(conn, execution, ending, now)
+        return False
     recording = recording_for(ending, execution.call_id)
+    _store_result(conn, execution, end, recording, dispatcher_id, routing_key, now)
+    return True
+
+
+def finalize_recorded(
+    conn: sqlite3.Connection,
+    execution_id: str,
+    recording: Mapping[str, Any],
+    *,
+    dispatcher_id: str,
+    routing_key: str,
+    now: datetime,
+) -> bool:
+    """The call.result of an ended execution whose recording is closed (D-RES-1, D-REC-2)."""
+    execution = executions.get(conn, execution_id)
+    if execution.state is ExecutionState.FINALIZED:
+        return False
+    if execution.state is not ExecutionState.ENDED or execution.end is None:
+        raise IllegalTransition(f"execution {execution_id} is {execution.state}, not ended")
+    end = end_from_json(execution.end)
+    _store_result(conn, execution, end, recording, dispatcher_id, routing_key, now)
+    return True
+
+
+def _store_result(
+    conn: sqlite3.Connection,
+    execution: Execution,
+    end: CallEnd,
+    recording: Mapping[str, Any],
+    dispatcher_id: str,
+    routing_key: str,
+    now: datetime,
+) -> None:
+    execution_id = execution.execution_id
     body = call_result(
         event_id=execution.call_result_event_id,
         dispatcher_id=dispatcher_id,
@@ -87,7 +138,6 @@ def end_and_finalize(
         now=now,
     )
     executions.move(conn, execution_id, ExecutionState.FINALIZED, now)
-    return True
 
 
 def _end_json(end: CallEnd) -> dict[str, Any]:
@@ -95,6 +145,18 @@ def _end_json(end: CallEnd) -> dict[str, Any]:
     body["started_at"] = end.started_at.isoformat()
     body["ended_at"] = end.ended_at.isoformat()
     return body
+
+
+def end_from_json(body: Mapping[str, Any]) -> CallEnd:
+    """The CallEnd stored with an ended execution (inverse of ``_end_json``)."""
+    return CallEnd(
+        started_at=datetime.fromisoformat(body["started_at"]),
+        ended_at=datetime.fromisoformat(body["ended_at"]),
+        outcome=str(body["outcome"]),
+        reason_code=body.get("reason_code"),
+        transcript=transcript_from(list(body.get("transcript") or [])),
+        opt_out=bool(body.get("opt_out")),
+    )
 
 
 def failed_ending(started_at: datetime, now: datetime, reason: str) -> Ending:

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from dispatcher.calls import events as ev
 from dispatcher.calls.finalize import end_and_finalize, failed_ending
@@ -53,7 +54,10 @@ class CallSupervisor:
     ) -> None:
         self._db = db
         self._cell = cell
-        self._finalize_kw = {"dispatcher_id": dispatcher_id, "routing_key": routing_key}
+        self._finalize_kw: dict[str, Any] = {
+            "dispatcher_id": dispatcher_id,
+            "routing_key": routing_key,
+        }
         self._clock = clock
         self._on_outbox = on_outbox
         self._limit = asyncio.Semaphore(concurrency)
