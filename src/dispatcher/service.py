@@ -22,6 +22,7 @@ import uvicorn
 from dispatcher.admit import AdmissionService
 from dispatcher.calls.port import CellPort
 from dispatcher.calls.supervisor import CallSupervisor
+from dispatcher.control.plane import ControlPlane
 from dispatcher.discovery import DiscoveryLoop
 from dispatcher.domain.discovery import DiscoveredTask
 from dispatcher.domain.model import LocalTask
@@ -119,6 +120,18 @@ class Dispatcher:
             on_tasks=self._on_tasks,
         )
         self._reconcile_wake = asyncio.Event()
+        self.control = ControlPlane(
+            dispatcher_id=did,
+            routing_key=result_routing_key(did),
+            db=db,
+            cache=self.cache,
+            registry=self.consumers,
+            wake_consumers=self.wake_consumers,
+            link=self.link,
+            cell=cell,
+            clock=clock,
+            on_receipt=self.relay.wake,
+        )
         self.gate.subscribe(self._reconcile_wake.set)
         self.link.on_up(self._on_link_up)
         self.link.on_down(self.consumers.on_link_down)
@@ -143,6 +156,7 @@ class Dispatcher:
         for task in changed:
             if task.status is TaskStatus.REMOVED:
                 self.cache.drop_task(task.task_id)
+        self.control.after_discovery(stored, changed)
         self._reconcile_wake.set()
 
     def wanted_queues(self, known: dict[str, LocalTask]) -> set[str]:
@@ -200,6 +214,7 @@ class Dispatcher:
             "intake": self.intake.run,
             "outbox": self.relay.run,
             "calls": self.calls.run,
+            "control": self.control.run,
             **self.extra_loops,
         }
 

@@ -113,5 +113,6 @@ async def snapshot(d: Dispatcher) -> dict[str, Any]:
         "amqp": {"connected": d.link.connected.is_set(), "connections": d.link.reconnects},
         "intake": {"waiting": d.intake.waiting, "batches": d.intake.batches},
         "rejected_inputs": {"count": facts["rejected_count"], "latest": facts["rejected_latest"]},
+        "control": d.control.snapshot(),
         "last_errors": errors[:20],
     }
