@@ -54,9 +54,8 @@ class RegistryConsumers:
         self._registry = registry
         self._wake = wake
 
-    async def suspend(self, task_id: str) -> int:
+    async def suspend(self, task_id: str) -> None:
         await self._registry.suspend(task_id)
-        return 0  # the broker requeued them on channel close; it does not say how many
 
     async def reopen(self, task_id: str) -> None:
         self._registry.release(task_id)

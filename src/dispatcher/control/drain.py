@@ -41,7 +41,7 @@ class AmqpDrainer:
         channels: ChannelFactory,
         dispatcher_id: str,
         *,
-        parallel: int = 8,
+        parallel: int = 16,
         ack_every: int = 100,
     ) -> None:
         self._channels = channels

@@ -43,7 +43,7 @@ class ControlPlane:
         cell: CellPort,
         clock: Callable[[], datetime],
         on_receipt: Callable[[], None],
-        drain_parallel: int = 8,
+        drain_parallel: int = 16,
     ) -> None:
         self._link = link
         self.store = SqliteControlStore(db, routing_key)

@@ -74,12 +74,11 @@ class TaskReader(Protocol):
 class TaskConsumers(Protocol):
     """The task queue consumer registry."""
 
-    async def suspend(self, task_id: str) -> int:
+    async def suspend(self, task_id: str) -> None:
         """Cancel the task's consumer and return every prefetched-but-unaccepted delivery.
 
-        Returns once no delivery of the task is unsettled: in-flight admissions have
-        committed and ACKed, the rest went back with ``nack(requeue=true)`` (D-CTL-2).
-        The count of requeued deliveries is returned for logs.
+        Returns once the broker holds every such delivery again (requeued in place, never
+        ACK-dropped, D-CTL-2) and the task stays unconsumed until :meth:`reopen`.
         """
         ...
 

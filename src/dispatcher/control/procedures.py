@@ -131,8 +131,8 @@ class ControlProcessor:
 
     async def _consumer(self, task_id: str, action: ConsumerAction) -> None:
         if action in (ConsumerAction.SUSPEND, ConsumerAction.DRAIN, ConsumerAction.DROP):
-            requeued = await self._consumers.suspend(task_id)
-            log(LOG, logging.INFO, "control.suspended", task_id=task_id, requeued=requeued)
+            await self._consumers.suspend(task_id)
+            log(LOG, logging.INFO, "control.suspended", task_id=task_id)
         if action is ConsumerAction.DROP:
             self._reader.forget(task_id)
         if action is ConsumerAction.REOPEN:

@@ -189,11 +189,9 @@ class FakeReader:
 @dataclass
 class FakeConsumers:
     events: list[str]
-    prefetched: int = 3
 
-    async def suspend(self, task_id: str) -> int:
+    async def suspend(self, task_id: str) -> None:
         self.events.append("suspend")
-        return self.prefetched
 
     async def reopen(self, task_id: str) -> None:
         self.events.append("reopen")
