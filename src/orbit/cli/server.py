@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import click
 import uvicorn
 
 from orbit import logs
 from orbit.api.app import create_app
+from orbit.api.factory import ENV_ACCESS_LOG, ENV_POOL
 from orbit.cli.common import database_option, emit, json_option, with_database
-from orbit.config import DEFAULT_HOST, DEFAULT_PORT, ENV_HOST, ENV_LOG_FORMAT, ENV_PORT
-from orbit.store.db import Database
+from orbit.config import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ENV_DATABASE,
+    ENV_HOST,
+    ENV_LOG_FORMAT,
+    ENV_PORT,
+)
+from orbit.store.db import Database, Dialect
 from orbit.store.migrate import require_current, upgrade
 
 
@@ -25,18 +36,34 @@ from orbit.store.migrate import require_current, upgrade
 @click.option("--access-log/--no-access-log", default=True, show_default=True,
               help="One structured line per request.")
 @click.option("--pool-size", default=20, show_default=True, type=click.IntRange(1, 500),
-              help="Database connections kept open (MySQL/MariaDB).")
+              help="Database connections kept open per process (MySQL/MariaDB).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Server processes (MySQL/MariaDB only; SQLite has one writer).")
 def serve(
-    database: str, host: str, port: int, log_format: str, access_log: bool, pool_size: int
-) -> None:
+    database: str, host: str, port: int, log_format: str, access_log: bool, pool_size: int,
+    workers: int,
+) -> None:  # fmt: skip
     """Run the Task API over HTTP. Refuses to start on an unmigrated database."""
     logs.configure(fmt=log_format)
-    with_database(database, require_current)
-    app = create_app(Database.open(database, pool_size=pool_size), access_log=access_log)
-    uvicorn.run(
-        app, host=host, port=port, log_config=None, access_log=False, server_header=False,
+    dialect = with_database(database, _checked)
+    if workers > 1 and dialect is Dialect.SQLITE:
+        raise click.BadParameter("SQLite runs with one server process", param_hint="--workers")
+    options: dict[str, Any] = dict(
+        host=host, port=port, log_config=None, access_log=False, server_header=False,
         lifespan="on", timeout_graceful_shutdown=10,
     )  # fmt: skip
+    if workers == 1:
+        app = create_app(Database.open(database, pool_size=pool_size), access_log=access_log)
+        uvicorn.run(app, **options)
+        return
+    os.environ.update({ENV_DATABASE: database, ENV_LOG_FORMAT: log_format,
+                       ENV_POOL: str(pool_size), ENV_ACCESS_LOG: "1" if access_log else "0"})
+    uvicorn.run("orbit.api.factory:from_environment", factory=True, workers=workers, **options)
+
+
+async def _checked(db: Database) -> Dialect:
+    await require_current(db)
+    return db.dialect
 
 
 @click.command()

@@ -1,0 +1,278 @@
+"""Benchmark: Orbit submits over HTTP on MySQL/MariaDB against a driver-level baseline.
+
+Both phases write the same rows per submit (idempotency record + receipt, task, acceptance
+event, audit) in one durable transaction, with the same concurrency:
+  baseline  asyncmy directly: BEGIN; 4 INSERTs; COMMIT  (no HTTP, no validation, no digest)
+  orbit     POST /v1/tasks to `orbit serve` with unique idempotency keys
+
+    .venv/bin/python bench/orbit_submit.py [--database mysql+asyncmy://...] [--n 20000]
+        [--concurrency 16]
+
+The database URL defaults to ORBIT_TEST_MYSQL_URL; a fresh database `orbit_b_<hex>` is
+created next to it (and dropped at the end unless --keep). Target (issue 7): >= 1,000
+submits/s and p99 < 50 ms with innodb_flush_log_at_trx_commit=1 on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncmy
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from orbit.store.admin import Admin
+from orbit.store.db import Database
+from orbit.store.migrate import upgrade
+
+DEFAULT_URL = os.environ.get(
+    "ORBIT_TEST_MYSQL_URL", "mysql+asyncmy://orbit:orbit@127.0.0.1:3306/orbit"
+)
+
+
+@dataclass
+class Result:
+    name: str
+    count: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    def line(self) -> str:
+        return (f"{self.name:9} {self.count} submits in {self.seconds:6.2f} s = "
+                f"{self.rate:8.1f} submits/s  p50 {self.quantile(0.5):6.2f} ms  "
+                f"p99 {self.quantile(0.99):6.2f} ms")  # fmt: skip
+
+
+async def drive(
+    name: str, n: int, concurrency: int, one: Callable[[int], Awaitable[None]]
+) -> Result:
+    """Run `one(i)` for i in 0..n-1 with `concurrency` in flight; print progress."""
+    numbers = iter(range(n))
+    latencies: list[float] = []
+    started = time.perf_counter()
+
+    async def worker() -> None:
+        for number in numbers:
+            begin = time.perf_counter()
+            await one(number)
+            latencies.append(time.perf_counter() - begin)
+
+    async def progress() -> None:
+        while True:
+            await asyncio.sleep(2)
+            done = len(latencies)
+            elapsed = time.perf_counter() - started
+            print(f"  {name}: {done}/{n} ({done / elapsed:.0f}/s)", flush=True)
+
+    reporter = asyncio.create_task(progress())
+    try:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    finally:
+        reporter.cancel()
+    return Result(name, n, time.perf_counter() - started, latencies)
+
+
+async def baseline(url: sa.URL, ids: tuple[str, str, str], n: int, concurrency: int) -> Result:
+    """The same four rows per submit, through asyncmy with one connection per client."""
+    namespace_id, queue_id, token_id = ids
+    connections = [
+        await asyncmy.connect(host=url.host, port=url.port or 3306, user=url.username,
+                              password=url.password, database=url.database, autocommit=False)
+        for _ in range(concurrency)
+    ]  # fmt: skip
+    pool: asyncio.Queue[asyncmy.Connection] = asyncio.Queue()
+    for connection in connections:
+        pool.put_nowait(connection)
+    payload = json.dumps({"source_ref": "objects/input.txt", "sequence": 9007199254740993})
+    now = datetime.now(UTC).replace(tzinfo=None)
+
+    async def one(number: int) -> None:
+        task_id, key = secrets.token_hex(16), f"base-{number}"
+        connection = await pool.get()
+        try:
+            async with connection.cursor() as cur:
+                await cur.execute(
+                    "INSERT INTO idempotency_records (namespace_id, operation, target, idem_key,"
+                    " digest_alg, digest, task_id, status_code, receipt, created_at, expires_at)"
+                    " VALUES (%s,'tasks.submit','',%s,'orbit-json-v1',%s,%s,201,%s,%s,%s)",
+                    (namespace_id, key, secrets.token_hex(32), task_id, payload * 3, now,
+                     now + timedelta(days=90)),
+                )  # fmt: skip
+                await cur.execute(
+                    "INSERT INTO tasks (id, namespace_id, queue_id, state, revision, handler,"
+                    " handler_version, payload_version, payload, available_at, deadline_at,"
+                    " task_timeout_ms, recovery_safety, retry_max_attempts,"
+                    " retry_initial_delay_ms, retry_max_delay_ms, retry_attempt_timeout_ms,"
+                    " attempt_count, created_at, updated_at) VALUES (%s,%s,%s,'WAITING',1,"
+                    "'file.convert','v1','v1',%s,%s,%s,86400000,'RECONCILE_ONLY',1,0,0,30000,0,"
+                    "%s,%s)",
+                    (task_id, namespace_id, queue_id, payload, now, now + timedelta(days=1), now,
+                     now),
+                )  # fmt: skip
+                await cur.execute(
+                    "INSERT INTO task_events (id, task_id, revision, kind, to_state, created_at)"
+                    " VALUES (%s,%s,1,'ACCEPTED','WAITING',%s)",
+                    (secrets.token_hex(16), task_id, now),
+                )
+                await cur.execute(
+                    "INSERT INTO audit_log (id, namespace_id, token_id, action, task_id,"
+                    " queue_id, handler, request_id, created_at) VALUES"
+                    " (%s,%s,%s,'tasks.submit',%s,%s,'file.convert',%s,%s)",
+                    (secrets.token_hex(16), namespace_id, token_id, task_id, queue_id,
+                     secrets.token_hex(16), now),
+                )  # fmt: skip
+            await connection.commit()
+        finally:
+            pool.put_nowait(connection)
+
+    try:
+        return await drive("baseline", n, concurrency, one)
+    finally:
+        for connection in connections:
+            await connection.ensure_closed()
+
+
+async def over_http(base: str, token: str, queue_id: str, n: int, concurrency: int) -> Result:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    run = secrets.token_hex(4)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+
+        async def one(number: int) -> None:
+            body = (
+                f'{{"queue_id":"{queue_id}","handler":"file.convert","handler_version":"v1",'
+                f'"payload_version":"v1","payload":{{"source_ref":"objects/input.txt",'
+                f'"sequence":9007199254740993,"n":{number}}}}}'
+            )
+            response = await client.post("/v1/tasks", content=body,
+                                         headers={**headers, "Idempotency-Key": f"{run}-{number}"})
+            if response.status_code != 201:
+                raise RuntimeError(f"submit {number}: {response.status_code} {response.text}")
+
+        return await drive("orbit", n, concurrency, one)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def admin_exec(admin_url: str, statement: str) -> None:
+    db = Database.open(admin_url, pool_size=1)
+    try:
+        async with db.engine.connect() as conn:
+            await conn.execute(sa.text(statement))
+    finally:
+        await db.close()
+
+
+async def flush_setting(url: str) -> str:
+    db = Database.open(url, pool_size=1)
+    try:
+        async with db.engine.connect() as conn:
+            query = sa.text("SELECT @@innodb_flush_log_at_trx_commit, VERSION()")
+            flush, version = (await conn.execute(query)).one()
+    finally:
+        await db.close()
+    return f"innodb_flush_log_at_trx_commit={flush} server={version}"
+
+
+async def prepare(url: str) -> tuple[str, str, str, str]:
+    db = Database.open(url, pool_size=2)
+    try:
+        await upgrade(db)
+        made = await Admin(db).init("bench", "submits")
+    finally:
+        await db.close()
+    return made.namespace_id, made.queue_id, made.token_id, made.token
+
+
+def start_server(
+    url: str, port: int, log: Path, pool_size: int, workers: int
+) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "orbit", "serve", "--database", url, "--port", str(port),
+               "--no-access-log", "--log-format", "json", "--pool-size", str(pool_size),
+               "--workers", str(workers)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"orbit serve exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("orbit serve did not start")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", default=DEFAULT_URL, help="mysql+asyncmy:// admin URL")
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2, help="orbit serve processes")
+    parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    args = parser.parse_args()
+    admin = make_url(args.database)
+    if not admin.drivername.startswith("mysql"):
+        raise SystemExit("the benchmark runs on MySQL/MariaDB: --database mysql+asyncmy://...")
+    name = f"orbit_b_{secrets.token_hex(4)}"
+    url = admin.set(database=name)
+    url_text = url.render_as_string(hide_password=False)
+    charset = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    await admin_exec(args.database, f"CREATE DATABASE {name} {charset}")
+    try:
+        print(f"database {name} on {admin.host}:{admin.port}: {await flush_setting(url_text)}")
+        print(f"n={args.n} concurrency={args.concurrency} server workers={args.workers} "
+              f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
+        namespace_id, queue_id, token_id, token = await prepare(url_text)
+        base = await baseline(url, (namespace_id, queue_id, token_id), args.n, args.concurrency)
+        print(base.line(), flush=True)
+        port = free_port()
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "serve.log"
+            server = start_server(url_text, port, log, args.concurrency + 4, args.workers)
+            try:
+                await over_http(f"http://127.0.0.1:{port}", token, queue_id, 200, 4)  # warm-up
+                orbit = await over_http(f"http://127.0.0.1:{port}", token, queue_id, args.n,
+                                        args.concurrency)  # fmt: skip
+            finally:
+                server.terminate()
+                server.wait(15)
+        print(orbit.line())
+        print(f"ratio     orbit/baseline throughput {orbit.rate / base.rate:.2f}  "
+              f"p99 {orbit.quantile(0.99) / base.quantile(0.99):.2f}x")
+        verdict = orbit.rate >= 1000 and orbit.quantile(0.99) < 50
+        print(f"target    >= 1000 submits/s and p99 < 50 ms: {'met' if verdict else 'NOT met'}")
+    finally:
+        if not args.keep:
+            await admin_exec(args.database, f"DROP DATABASE IF EXISTS {name}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
