@@ -1,7 +1,7 @@
-"""Applying the cell's event stream and reconciliation results to executions.
+"""Applying the cell's event stream to executions (reconciliation: ``calls.recovery``).
 
-``apply_batch`` and ``reconcile`` run on the database thread, one transaction per call.
-Both are idempotent: a replayed event or a second reconciliation changes nothing.
+``apply_batch`` runs on the database thread inside one transaction; it is idempotent: a
+replayed event changes nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from dispatcher.calls.finalize import Ending, end_and_finalize, failed_ending
+from dispatcher.calls.finalize import Ending, end_and_finalize
 from dispatcher.calls.port import CellCall, CellEvent, CellPort
 from dispatcher.domain.results import CallEnd, TranscriptSegment
 from dispatcher.domain.states import ExecutionState as S
@@ -21,25 +21,27 @@ from dispatcher.store import executions
 from dispatcher.store.executions import Execution
 
 _MOVES = {"call.ringing": S.RINGING, "call.answered": S.IN_CALL, "call.dialing": S.DIALING}
-_CELL_STATES = {"dialing": S.DIALING, "ringing": S.RINGING, "answered": S.IN_CALL}
 _STOP = object()
 RESTARTED = "cell.restarted"
 
-__all__ = ["CellEvent", "EventBatcher", "apply_batch", "endings", "reconcile"]
+__all__ = ["CellEvent", "EventBatcher", "apply_batch", "endings"]
 
 
 class EventBatcher:
     """Reads the cell's stream in a side task and yields whatever has arrived as a batch."""
 
-    def __init__(self, cell: CellPort, after: int, batch_max: int = 1000) -> None:
+    def __init__(
+        self, cell: CellPort, after: int, batch_max: int = 1000, boot_id: str | None = None
+    ) -> None:
         self._cell = cell
         self._after = after
+        self._boot_id = boot_id
         self._max = batch_max
         self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=10_000)
 
     async def _pump(self) -> None:
         try:
-            async for event in self._cell.events(self._after):
+            async for event in self._cell.events(self._after, self._boot_id):
                 await self._queue.put(event)
         except BaseException as exc:  # handed to the consumer side
             await self._queue.put(exc)
@@ -131,29 +133,4 @@ def apply_batch(
             ending = ending_from_event(event.data, transcript, now)
             if end_and_finalize(conn, execution.execution_id, ending, now=now, **finalize_kw):
                 finalized.append(event.call_id)
-    return finalized
-
-
-def reconcile(
-    conn: sqlite3.Connection,
-    pending: Sequence[Execution],
-    known: Mapping[str, CellCall],
-    boot: str,
-    now: datetime,
-    finalize_kw: Mapping[str, Any],
-) -> list[str]:
-    """Match live/unknown executions with the cell's calls; finalize the lost ones once."""
-    finalized: list[str] = []
-    for execution in pending:
-        call = known.get(execution.call_id)
-        if call is None:
-            reason = "cell_has_no_call" if execution.cell_boot_id == boot else "cell_restarted"
-            ending = failed_ending(now, now, reason)
-        elif call.state == "ended":
-            ending = ending_from_call(call, now)
-        else:
-            _advance(conn, execution, _CELL_STATES.get(call.state, S.DIALING), now)
-            continue
-        if end_and_finalize(conn, execution.execution_id, ending, now=now, **finalize_kw):
-            finalized.append(execution.call_id)
     return finalized

@@ -5,12 +5,17 @@
   restart anything between "originate sent" and "ended known" is ``unknown`` and is only
   resolved by asking the cell (ARCHITECTURE crash rule). A refused originate ends the
   execution as ``failed``; an unanswered one makes it ``unknown`` (occupancy kept).
-* **Events** — the cell's ordered stream is applied in batches, one transaction each;
-  ``call.ended`` ends and finalizes the execution (one call.result, fixed event_id), then
-  the call is acknowledged to the cell. Replays after a reconnect are no-ops.
-* **Reconcile** — on every new cell boot id (and at start) live and unknown executions
-  are matched against the cell's calls; a call the cell does not know is finalized once as
-  ``failed`` with an explicit reason, never redialled.
+* **Events** — the cell's ordered stream is applied in batches, one transaction each,
+  together with the stream position ``(boot_id, seq)``, so a restarted D resumes after the
+  last applied event of the same boot. ``call.ended`` ends the execution (occupancy
+  released) and finalizes it (one call.result, fixed event_id) — or, when a recording is
+  expected, opens it for :mod:`dispatcher.recording`, which finalizes it once closed.
+  Finished calls are acknowledged to the cell. Replays after a reconnect are no-ops.
+* **Reconcile** (:mod:`dispatcher.calls.recovery`) — at start, on every new cell boot id
+  and while executions are unknown, pending executions are matched against the cell's
+  calls; a call the cell does not know is finalized once as ``failed`` with an explicit
+  reason (a recording it left is still uploaded), never redialled. While the cell does not
+  answer, its live calls are ``unknown`` (occupancy kept).
 """
 
 from __future__ import annotations
@@ -18,18 +23,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from dispatcher.calls import events as ev
+from dispatcher.calls import recovery
 from dispatcher.calls.finalize import end_and_finalize, failed_ending
 from dispatcher.calls.plan import cell_plan
 from dispatcher.calls.port import CellError, CellPort, CellRejected, CellUnavailable
 from dispatcher.domain.states import ExecutionState as S
 from dispatcher.logs import log
+from dispatcher.recording.service import RecordingService
 from dispatcher.store import executions
 from dispatcher.store.db import Database
 from dispatcher.store.executions import Execution
@@ -51,6 +57,9 @@ class CallSupervisor:
         on_outbox: Callable[[], None],
         concurrency: int = 128,
         retry_s: float = 1.0,
+        recordings: RecordingService | None = None,
+        unknown_grace_s: float = UNKNOWN_GRACE_S,
+        watch_s: float = 1.0,
     ) -> None:
         self._db = db
         self._cell = cell
@@ -64,7 +73,15 @@ class CallSupervisor:
         self._retry = retry_s
         self._dial: asyncio.Queue[str] = asyncio.Queue()
         self._inflight: set[str] = set()
-        self._unknown_since: dict[str, float] = {}
+        self._recordings = recordings
+        if recordings is not None:
+            self._finalize_kw["open_recording"] = recordings.opener
+        self._recovery = recovery.Reconciler(
+            db, cell, clock=clock, finalize_kw=self._finalize_kw, grace_s=unknown_grace_s
+        )
+        self._grace_s = unknown_grace_s
+        self._watch_s = watch_s
+        self._cell_down = False
         self.boot_id: str | None = None
         self.counts: Counter[str] = Counter()
         self.last_error: str | None = None
@@ -79,18 +96,18 @@ class CallSupervisor:
             group.create_task(self._dialer(), name="calls.dialer")
             group.create_task(self._follow(), name="calls.events")
             group.create_task(self._sweep(), name="calls.unknown_sweep")
+            group.create_task(self._watch(), name="calls.cell_watch")
+            if self._recordings is not None:
+                group.create_task(self._recordings.run(), name="calls.recordings")
 
     # --- start-up -----------------------------------------------------------------
     async def _recover(self) -> None:
         """Crash rule: live executions become unknown; never-sent ones are dialled."""
-        live = await self._db.read(executions.in_states, LIVE)
-        now = self._clock()
-        for execution in live:
-            await self._db.write(executions.move, execution.execution_id, S.UNKNOWN, now)
+        unknown = await self._recovery.crash_rule()
         pending = await self._db.read(executions.in_states, (S.ACCEPTED,))
         self.submit([e.execution_id for e in pending])
-        if live or pending:
-            log(LOG, logging.INFO, "calls.recovered", unknown=len(live), to_dial=len(pending))
+        if unknown or pending:
+            log(LOG, logging.INFO, "calls.recovered", unknown=unknown, to_dial=len(pending))
 
     # --- dialling -----------------------------------------------------------------
     async def _dialer(self) -> None:
@@ -154,8 +171,11 @@ class CallSupervisor:
                 await asyncio.sleep(self._retry)
 
     async def _consume(self) -> None:
-        """Apply the stream from the start of this boot until the cell restarts."""
-        async for batch in ev.EventBatcher(self._cell, 0).batches():
+        """Apply the stream after the persisted position of this boot until it restarts."""
+        boot = self.boot_id
+        stored_boot, seq = await self._db.read(recovery.load_position)
+        after = seq if stored_boot == boot else 0
+        async for batch in ev.EventBatcher(self._cell, after, boot_id=boot).batches():
             restart = next((i for i, e in enumerate(batch) if e.type == ev.RESTARTED), None)
             await self._apply(batch if restart is None else batch[:restart])
             if restart is not None:
@@ -167,11 +187,17 @@ class CallSupervisor:
             return
         endings = await ev.endings(self._cell, batch)
         now = self._clock()
-        finalized = await self._db.write(ev.apply_batch, batch, endings, now, self._finalize_kw)
+        applied = await self._db.write(
+            recovery.apply_stream_batch, batch, endings, now, self._finalize_kw
+        )
+        finalized = applied.finalized
         self.counts["finalized"] += len(finalized)
         if finalized:
             self._on_outbox()
             await asyncio.gather(*(self._ack(call_id) for call_id in finalized))
+        if self._recordings is not None:
+            await self._recordings.after_close(applied.closed)
+            self._recordings.wake()
 
     async def _ack(self, call_id: str) -> None:
         try:
@@ -180,43 +206,59 @@ class CallSupervisor:
             log(LOG, logging.DEBUG, "calls.ack_failed", call_id=call_id, error=str(exc))
 
     async def _sweep(self) -> None:
-        """Resolve executions left unknown by an unanswered originate (same cell boot)."""
+        """Resolve unknown executions (unanswered originate, cell away) once decidable."""
         while True:
-            await asyncio.sleep(UNKNOWN_GRACE_S)
-            if self._unknown_since and self.boot_id is not None:
+            await asyncio.sleep(self._grace_s)
+            rows = await self._db.read(recovery.pending_rows)
+            if self.boot_id is not None and any(p.state is S.UNKNOWN for p in rows):
                 try:
                     await self._reconcile(self.boot_id, only_unknown=True)
                 except CellError as exc:
                     self.last_error = str(exc)
 
-    def _settled(self, execution: Execution, only_unknown: bool) -> bool:
-        """May this execution be matched against the cell now?"""
-        if execution.execution_id in self._inflight:
-            return False
-        since = self._unknown_since.get(execution.execution_id)
-        if since is not None and time.monotonic() - since < UNKNOWN_GRACE_S:
-            return False
-        return not only_unknown or execution.state is S.UNKNOWN
+    async def _watch(self) -> None:
+        """While the cell does not answer, its live calls are unknown (occupancy kept)."""
+        while True:
+            await asyncio.sleep(self._watch_s)
+            try:
+                boot = await self._cell.boot_id()
+            except CellError as exc:
+                if not self._cell_down:
+                    self._cell_down = True
+                    self.last_error = str(exc)
+                    moved = await self._recovery.cell_unreachable(self.boot_id)
+                    log(LOG, logging.WARNING, "calls.cell_lost", unknown=moved, error=str(exc))
+                continue
+            if self._cell_down and boot == self.boot_id:
+                self._cell_down = False
+                try:
+                    await self._reconcile(boot)
+                except CellError as exc:
+                    self.last_error = str(exc)
+            elif boot != self.boot_id:
+                self._cell_down = False  # the event stream reports the restart
 
     async def _reconcile(self, boot: str, only_unknown: bool = False) -> None:
-        states = (*LIVE, S.UNKNOWN)
-        pending = [
-            e
-            for e in await self._db.read(executions.in_states, states)
-            if self._settled(e, only_unknown)
-        ]
-        if not pending:
+        result = await self._recovery.reconcile(boot, self._inflight, only_unknown)
+        if not result.checked and not result.to_ack:
             return
-        known = {call.call_id: call for call in await self._cell.list_calls()}
-        now = self._clock()
-        resolved = await self._db.write(ev.reconcile, pending, known, boot, now, self._finalize_kw)
-        for execution in pending:
-            self._unknown_since.pop(execution.execution_id, None)
-        self.counts["reconciled"] += len(pending)
-        if resolved:
+        self.counts["reconciled"] += result.checked
+        self.counts["finalized"] += len(result.finalized)
+        if result.finalized:
             self._on_outbox()
-            await asyncio.gather(*(self._ack(c) for c in resolved if c in known))
-        log(LOG, logging.INFO, "calls.reconciled", checked=len(pending), finalized=len(resolved))
+        acks = set(result.finalized) | set(result.to_ack)
+        await asyncio.gather(*(self._ack(call_id) for call_id in acks))
+        if self._recordings is not None:
+            self._recordings.wake()
+        log(
+            LOG,
+            logging.INFO,
+            "calls.reconciled",
+            checked=result.checked,
+            finalized=len(result.finalized),
+            held=result.held,
+            acked=len(acks),
+        )
 
 
 def _mark_dialing(
