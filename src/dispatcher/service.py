@@ -34,6 +34,7 @@ from dispatcher.mq.intake import Intake
 from dispatcher.mq.link import AmqpLink
 from dispatcher.mq.names import result_routing_key
 from dispatcher.mq.publisher import OutboxRelay
+from dispatcher.recording.service import from_settings as recordings_from_settings
 from dispatcher.saas.cache import ConfigCache
 from dispatcher.saas.client import SaasClient, SaasError
 from dispatcher.settings import Settings
@@ -90,6 +91,9 @@ class Dispatcher:
         self.relay = OutboxRelay(
             db, self.link, batch=settings.outbox_batch, retry_s=settings.outbox_retry_s, clock=clock
         )
+        self.recordings = recordings_from_settings(
+            settings, db, cell, clock=clock, on_outbox=self.relay.wake
+        )
         self.calls = CallSupervisor(
             db,
             cell,
@@ -97,6 +101,7 @@ class Dispatcher:
             routing_key=result_routing_key(did),
             clock=clock,
             on_outbox=self.relay.wake,
+            recordings=self.recordings,
         )
         self.intake = Intake(self._admit, settings.intake_batch)
         self.consumers = TaskConsumers(self.link, did, settings.prefetch, self.intake.submit)
