@@ -64,6 +64,7 @@ class AdmissionService:
         self._on_outbox = on_outbox
         self.counts: Counter[str] = Counter()
         self.latencies: deque[float] = deque(maxlen=20_000)
+        self.decide_times: deque[float] = deque(maxlen=20_000)
 
     async def process(self, batch: list[Delivery]) -> None:
         live = [d for d in batch if self._is_consuming(d.task_id)]
@@ -76,6 +77,7 @@ class AdmissionService:
         outcome = await self._db.write(run_batch, items, inputs)
         done = time.monotonic()
         self.latencies.extend(done - d.received for d in live)
+        self.decide_times.extend(outcome.decide_s)
         for decision, reason in outcome.decisions:
             self.counts[f"{decision}:{reason}"] += 1
         self.counts["dead_lettered"] += outcome.settles.count(Settle.DEAD_LETTER)
@@ -99,6 +101,16 @@ class AdmissionService:
         return Inputs(
             self._dispatcher_id, self._routing_key, sip, configs, by_tenant, self._clock()
         )
+
+    def decide_percentiles(self) -> dict[str, float | None]:
+        """Time of the pure admission decision itself, in microseconds."""
+        samples = sorted(self.decide_times)
+        if not samples:
+            return {"p50_us": None, "p99_us": None}
+        return {
+            "p50_us": _quantile_ms(samples, 0.50) * 1000,
+            "p99_us": _quantile_ms(samples, 0.99) * 1000,
+        }
 
     def percentiles(self) -> dict[str, float | None]:
         samples = sorted(self.latencies)

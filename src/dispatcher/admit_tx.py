@@ -15,6 +15,7 @@ Per command, before admission (the task's local state wins over the queue):
 from __future__ import annotations
 
 import sqlite3
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class Outcome:
     settles: list[Settle] = field(default_factory=list)
     accepted: list[str] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
+    decide_s: list[float] = field(default_factory=list)
 
 
 def _hold(local: LocalTask | None) -> Settle | None:
@@ -132,7 +134,9 @@ def _one(
     if held is Settle.REQUEUE:
         out.decisions.append(("requeued", "barrier"))
         return Settle.REQUEUE
+    started = time.perf_counter()
     result = _decide(item, local, occupancy, inp)
+    out.decide_s.append(time.perf_counter() - started)
     if isinstance(result, Accept):
         out.accepted.append(_accept(conn, command, result, inp))
         plan = result.plan

@@ -89,6 +89,7 @@ async def snapshot(d: Dispatcher) -> dict[str, Any]:
             "open": d.gate.open,
             "why_closed": d.gate.reasons,
             "latency": d.admission.percentiles(),
+            "decide": d.admission.decide_percentiles(),
         },
         "discovery": {
             "cursor": facts["cursor"],

@@ -28,7 +28,7 @@ from dispatcher.store.db import Database
 from dispatcher.store.outbox import OutboxRow
 
 LOG = logging.getLogger("dispatcher.outbox")
-CONFIRM_TIMEOUT_S = 15.0
+CONFIRM_TIMEOUT_S = 60.0
 
 
 class OutboxRelay:

@@ -1,0 +1,347 @@
+"""Benchmark: call.execute → command.result + call.result through a real Dispatcher.
+
+Starts ``mocksaas``, a sim ``cell`` whose callees never answer (calls end at once) and a
+``dispatcher run`` as subprocesses against the local RabbitMQ, publishes N call.execute
+(default 5,000) across 16 running tasks the way the SaaS does (persistent, mandatory,
+confirmed), and measures until every command.result and call.result has been confirmed
+into the SaaS result queue. Baseline, same run and same broker: a bare aio-pika relay that
+consumes the same N messages from 16 queues, republishes two messages per command with
+publisher confirms and ACKs. Prints commands/s for both, the admission-decision p50/p99
+and the ratio D/baseline (target: >= 1,000 commands/s and ratio >= 0.5 on 2 cores).
+
+    python bench/dispatcher_commands.py [--n 5000] [--tasks 16] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aio_pika
+import httpx
+
+BIN = Path(sys.executable).parent
+AMQP = os.environ.get("AGENTCALL_AMQP_URL", "amqp://agentcall:agentcall@127.0.0.1:5672/")
+SCRIPT = {
+    "version": 1,
+    "rules": [],
+    "time_scale": 0.01,
+    "default": {"outcome": "no_answer", "ring_ms": 1, "recording": False},
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+        except httpx.TransportError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.1)
+    raise SystemExit(f"bench: timed out waiting for {what}")
+
+
+class Stack:
+    """mocksaas + sim cell + dispatcher, each a subprocess with a log in ``workdir``."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.saas = f"http://127.0.0.1:{free_port()}"
+        self.cell = f"http://127.0.0.1:{free_port()}"
+        self.status = f"http://127.0.0.1:{free_port()}/status"
+        self.http = httpx.Client(timeout=60)
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        log = (self.workdir / f"{name}.log").open("ab")
+        self.procs.append(
+            subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
+        )
+
+    def admin(self, method: str, path: str, body: Any = None) -> Any:
+        response = self.http.request(method, f"{self.saas}/admin/v1{path}", json=body)
+        response.raise_for_status()
+        return response.json()
+
+    def start_services(self) -> None:
+        port = self.saas.rsplit(":", 1)[1]
+        self.spawn(
+            "mocksaas",
+            [
+                str(BIN / "mocksaas"),
+                "serve",
+                "--http-port",
+                port,
+                "--amqp-url",
+                AMQP,
+                "--db",
+                str(self.workdir / "saas.db"),
+                "--log-format",
+                "json",
+            ],
+        )
+        script = self.workdir / "script.json"
+        script.write_text(json.dumps(SCRIPT))
+        self.spawn(
+            "cell",
+            [
+                str(BIN / "cell"),
+                "serve",
+                "--script",
+                str(script),
+                "--http-port",
+                self.cell.rsplit(":", 1)[1],
+                "--max-calls",
+                "100000",
+                "--data-dir",
+                str(self.workdir / "cell"),
+                "--log-format",
+                "json",
+                "--log-level",
+                "warning",
+            ],
+        )
+        wait(lambda: self.http.get(f"{self.saas}/healthz").status_code == 200, 60, "mocksaas")
+        wait(lambda: self.http.get(f"{self.cell}/healthz").status_code == 200, 60, "cell")
+
+    def configure(self, tasks: int) -> tuple[str, str, list[str]]:
+        created = self.admin("POST", "/dispatchers", {})
+        d, secret = created["dispatcher_id"], created["secret"]
+        self.admin("PUT", f"/dispatchers/{d}/sip", {"max_concurrent_calls": 1_000_000})
+        names = [f"bench-{i:02d}" for i in range(tasks)]
+        for name in names:
+            self.admin(
+                "PUT",
+                f"/dispatchers/{d}/tasks/{name}",
+                {
+                    "tenant_id": "bench-tenant",
+                    "tenant_key": "bench-key",
+                    "max_concurrent_calls": 1_000_000,
+                    "ring_timeout_ms": 1000,
+                },
+            )
+        self.admin(
+            "PUT",
+            f"/dispatchers/{d}/tenants/bench-tenant/quota",
+            {"max_concurrent_calls": 1_000_000},
+        )
+        return d, secret, names
+
+    def start_dispatcher(self, d: str, secret: str) -> None:
+        env = {
+            "DISPATCHER_ID": d,
+            "DISPATCHER_SECRET_KEY": secret,
+            "DISPATCHER_SAAS_URL": self.saas,
+            "DISPATCHER_AMQP_URL": AMQP,
+            "DISPATCHER_STATE_DB": str(self.workdir / "d.sqlite"),
+            "DISPATCHER_CELL_URL": self.cell,
+            "DISPATCHER_HTTP_PORT": self.status.rsplit(":", 1)[1].split("/")[0],
+            "DISPATCHER_LOG_LEVEL": "WARNING",
+            "DISPATCHER_LOG_FORMAT": "json",
+            "DISPATCHER_PREFETCH": "256",
+        }
+        self.spawn("dispatcher", [str(BIN / "dispatcher"), "run"], env)
+        wait(lambda: self.http.get(self.status).json()["admission"]["open"], 60, "admission")
+        tasks = lambda: self.http.get(self.status).json()["tasks"]  # noqa: E731
+        wait(lambda: all(t["consumer"] == "consuming" for t in tasks()), 30, "consumers")
+
+    def d_status(self) -> dict[str, Any]:
+        body: dict[str, Any] = self.http.get(self.status).json()
+        return body
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def command(d: str, task_id: str, i: int) -> bytes:
+    now = datetime.now(UTC)
+    return json.dumps(
+        {
+            "schema_version": "command-next.v0.1-proposal",
+            "dispatcher_id": d,
+            "tenant_id": "bench-tenant",
+            "tenant_key": "bench-key",
+            "trace_id": "bench",
+            "issued_at": now.isoformat(timespec="seconds"),
+            "command_id": f"bench-{uuid.uuid4()}",
+            "command_type": "call.execute",
+            "not_after": (now + timedelta(hours=1)).isoformat(timespec="seconds"),
+            "payload": {"task_id": task_id, "callee": f"1{i:010d}"},
+        }
+    ).encode()
+
+
+async def publish(bodies: list[tuple[str, str, bytes]]) -> None:
+    """Publish (exchange, routing key, body) with persistent + mandatory + confirms."""
+    connection = await aio_pika.connect(AMQP)
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        exchanges: dict[str, Any] = {}
+        for start in range(0, len(bodies), 1000):
+            pending = []
+            for exchange_name, route, body in bodies[start : start + 1000]:
+                if exchange_name not in exchanges:
+                    exchanges[exchange_name] = (
+                        channel.default_exchange
+                        if exchange_name == ""
+                        else await channel.get_exchange(exchange_name, ensure=False)
+                    )
+                message = aio_pika.Message(
+                    body,
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    message_id=str(uuid.uuid4()),
+                )
+                pending.append(exchanges[exchange_name].publish(message, route, mandatory=True))
+            await asyncio.gather(*pending)
+
+
+def run_dispatcher(stack: Stack, n: int, tasks: int) -> dict[str, Any]:
+    d, secret, names = stack.configure(tasks)
+    stack.start_dispatcher(d, secret)
+    bodies = [
+        (
+            "agent-call.dispatchers.v3",
+            f"d.{d}.task.{names[i % tasks]}.in",
+            command(d, names[i % tasks], i),
+        )
+        for i in range(n)
+    ]
+    started = time.monotonic()
+    asyncio.run(publish(bodies))
+    published = time.monotonic() - started
+    wait(lambda: stack.d_status()["outbox"]["delivered"] >= 2 * n, 600, "all results")
+    elapsed = time.monotonic() - started
+    status = stack.d_status()
+
+    def stored() -> dict[str, Any] | None:
+        found: dict[str, Any] = stack.admin("GET", f"/dispatchers/{d}/results/summary")
+        return found if found["distinct_events"] >= 2 * n else None
+
+    summary = wait(stored, 300, "results at mocksaas")
+    return {"elapsed": elapsed, "published": published, "status": status, "summary": summary}
+
+
+async def baseline(n: int, tasks: int, prefetch: int) -> float:
+    """Bare relay: consume, republish two messages with confirms, ACK."""
+    tag = uuid.uuid4().hex[:8]
+    inputs = [f"bench.baseline.{tag}.in.{i}" for i in range(tasks)]
+    output = f"bench.baseline.{tag}.out"
+    connection = await aio_pika.connect(AMQP)
+    async with connection:
+        setup = await connection.channel()
+        for name in [*inputs, output]:
+            await setup.declare_queue(name, durable=True)
+        confirms = await connection.channel(publisher_confirms=True, on_return_raises=True)
+        done = asyncio.Event()
+        relayed = 0
+
+        async def relay(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+            nonlocal relayed
+            copies = [
+                aio_pika.Message(
+                    message.body,
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    message_id=str(uuid.uuid4()),
+                )
+                for _ in range(2)
+            ]
+            await asyncio.gather(
+                *(confirms.default_exchange.publish(c, output, mandatory=True) for c in copies)
+            )
+            await message.ack()
+            relayed += 1
+            if relayed == n:
+                done.set()
+
+        for name in inputs:
+            channel = await connection.channel()
+            await channel.set_qos(prefetch_count=prefetch)
+            queue = await channel.declare_queue(name, passive=True)
+            await queue.consume(relay)
+        bodies = [("", inputs[i % tasks], command(tag, inputs[i % tasks], i)) for i in range(n)]
+        started = time.monotonic()
+        await publish(bodies)
+        await asyncio.wait_for(done.wait(), 600)
+        elapsed = time.monotonic() - started
+        for name in [*inputs, output]:
+            await setup.queue_delete(name)
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=5000, help="call.execute to publish")
+    parser.add_argument("--tasks", type=int, default=16, help="running tasks")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-dispatcher-"))
+    stack = Stack(workdir)
+    try:
+        stack.start_services()
+        base_s = asyncio.run(baseline(args.n, args.tasks, 256))
+        result = run_dispatcher(stack, args.n, args.tasks)
+    finally:
+        stack.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    d_rate = args.n / result["elapsed"]
+    base_rate = args.n / base_s
+    status, summary = result["status"], result["summary"]
+    latency = status["admission"]["latency"]
+    decide = status["admission"].get("decide", {})
+    print(f"commands                 {args.n} across {args.tasks} tasks")
+    print(
+        f"dispatcher               {d_rate:,.0f} commands/s ({result['elapsed']:.2f} s, "
+        f"publishing took {result['published']:.2f} s)"
+    )
+    print(f"baseline (bare relay)    {base_rate:,.0f} commands/s ({base_s:.2f} s)")
+    print(f"ratio D/baseline         {d_rate / base_rate:.2f}")
+    print(
+        f"admission decision       p50={decide.get('p50_us')} us  p99={decide.get('p99_us')} us"
+        " (pure decide)"
+    )
+    print(f"delivery->decision commit p50={latency['p50_ms']} ms  p99={latency['p99_ms']} ms")
+    print(
+        f"results at the SaaS      {summary['by_event_type']}  duplicates="
+        f"{len(summary['duplicates'])} invalid={summary['invalid']}"
+    )
+    print(f"decisions                {status['commands']}")
+    ok = d_rate >= 1000 and d_rate / base_rate >= 0.5
+    print(f"target (>=1000/s, ratio>=0.5): {'met' if ok else 'NOT met'}")
+    if args.keep:
+        print(f"work directory: {workdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
