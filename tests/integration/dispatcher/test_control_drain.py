@@ -56,7 +56,7 @@ async def test_drain_acks_everything_and_confirms_the_queue_empty_d_ctl_4(
 ) -> None:
     d, task = str(uuid.uuid4()), "task-drain"
     name = task_queue_name(d, task)
-    await fill(connection, name, 1200)
+    await fill(connection, name, 600)
     progress: list[int] = []
 
     async def note(acked: int) -> None:
@@ -64,8 +64,8 @@ async def test_drain_acks_everything_and_confirms_the_queue_empty_d_ctl_4(
 
     try:
         report = await drainer(connection, d).drain(task, note)
-        assert report.acked == 1200 and not report.queue_missing
-        assert progress[-1] == 1200
+        assert report.acked == 600 and not report.queue_missing
+        assert progress[-1] == 600
         assert await count(connection, name) == 0
     finally:
         channel = await connection.channel()
