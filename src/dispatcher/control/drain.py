@@ -42,7 +42,7 @@ class AmqpDrainer:
         dispatcher_id: str,
         *,
         parallel: int = 16,
-        ack_every: int = 100,
+        ack_every: int = 50,
     ) -> None:
         self._channels = channels
         self._dispatcher_id = dispatcher_id
