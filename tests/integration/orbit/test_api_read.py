@@ -82,7 +82,7 @@ async def test_o_lst_1_pagination_over_1000_tasks_while_inserting(
     before is seen exactly once, no duplicates, strictly (created_at DESC, id DESC)."""
     before = set(await bulk_insert(tenant, 1000))
     assert len(before) == 1000
-    stop = asyncio.Event()
+    stop, running = asyncio.Event(), asyncio.Event()
 
     async def inserter() -> int:
         made = 0
@@ -93,9 +93,11 @@ async def test_o_lst_1_pagination_over_1000_tasks_while_inserting(
             ok(await http.post("/v1/tasks", content=body,
                                headers=tenant.headers(key=f"late-{number}")), 201)  # fmt: skip
             made += 1
+            running.set()
         return made
 
     background = asyncio.create_task(inserter())
+    await running.wait()  # inserts are under way before the first page is read
     seen: list[tuple[str, str]] = []
     cursor: str | None = None
     for limit in itertools.cycle(["100", "37", "1", "64"]):
