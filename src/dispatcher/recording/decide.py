@@ -7,6 +7,7 @@ so no PUT can land after the recording was closed.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -30,13 +31,19 @@ def deadline_for(ended_at: datetime, window_s: float) -> datetime:
 
 
 def authorization_until(now: datetime, deadline: datetime, authorization_s: float) -> datetime:
-    """D-REC-1: ``authorization_s`` from now, cut at the deadline."""
-    return min(now + timedelta(seconds=authorization_s), deadline)
+    """D-REC-1: ``authorization_s`` from now, ending a second before the deadline at the
+    latest (a presigned URL counts whole seconds from its signing second)."""
+    return min(now + timedelta(seconds=authorization_s), deadline - MIN_AUTHORIZATION)
 
 
 def expires_in_s(now: datetime, until: datetime) -> int:
-    """Whole seconds a presigned URL issued at ``now`` lives to expire by ``until``."""
-    return max(1, int((until - now).total_seconds()))
+    """``X-Amz-Expires`` for a URL signed at ``now`` that must work until ``until``.
+
+    SigV4 counts from the signing time truncated to the second, so the fraction already
+    elapsed is added back; the URL dies less than a second after ``until``.
+    """
+    signed = now.replace(microsecond=0)
+    return max(1, math.ceil((until - signed).total_seconds()))
 
 
 _BY_STATE = {
@@ -50,14 +57,15 @@ _BY_STATE = {
 
 
 def next_step(rec: Recording, now: datetime, *, busy: bool) -> Step:
-    """``busy``: a request for this recording is in flight in this process."""
+    """``busy``: a request for this recording is in flight in this process. The deadline
+    closes the recording even then: a hung request never keeps it open (D-REC-2)."""
     if rec.state.closed:
         return Step.DONE
-    if busy:
-        return Step.WAIT
     if now >= rec.deadline_at:
         return Step.CLOSE
+    if busy:
+        return Step.WAIT
     step = _BY_STATE[rec.state]
-    if step is Step.AUTHORIZE and rec.deadline_at - now < MIN_AUTHORIZATION:
+    if step is Step.AUTHORIZE and rec.deadline_at - now < 2 * MIN_AUTHORIZATION:
         return Step.WAIT  # too late for a usable URL: the deadline closes it
     return step

@@ -77,6 +77,7 @@ class RecordingService:
         self._retry_s = retry_s
         self._wake = asyncio.Event()
         self._busy: set[str] = set()
+        self._closing: set[str] = set()
         self._not_before: dict[str, float] = {}
         self.counts: Counter[str] = Counter()
         self.last_error: str | None = None
@@ -93,7 +94,7 @@ class RecordingService:
             while True:
                 self._wake.clear()
                 for rec, step in await self._due():
-                    self._busy.add(rec.call_id)
+                    (self._closing if step is Step.CLOSE else self._busy).add(rec.call_id)
                     group.create_task(self._act(rec, step), name=f"recording.{step}")
                 try:
                     await asyncio.wait_for(self._wake.wait(), self._sweep_s)
@@ -105,7 +106,7 @@ class RecordingService:
         now, mono = self._clock(), time.monotonic()
         due: list[tuple[Recording, Step]] = []
         for rec in rows:
-            if self._not_before.get(rec.call_id, 0.0) > mono:
+            if self._not_before.get(rec.call_id, 0.0) > mono or rec.call_id in self._closing:
                 continue
             step = next_step(rec, now, busy=rec.call_id in self._busy)
             if step in (Step.AUTHORIZE, Step.VERIFY, Step.CLOSE):
@@ -126,7 +127,7 @@ class RecordingService:
             self._not_before[rec.call_id] = time.monotonic() + self._retry_s
             log(LOG, logging.WARNING, "recording.retry", call_id=rec.call_id, error=str(exc))
         finally:
-            self._busy.discard(rec.call_id)
+            (self._closing if step is Step.CLOSE else self._busy).discard(rec.call_id)
 
     async def _change(self, rec: Recording, change: lifecycle.Change) -> Recording | None:
         new = await self._db.write(

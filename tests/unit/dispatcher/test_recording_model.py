@@ -185,7 +185,7 @@ def test_closed_recordings_never_move() -> None:
 # --- decisions ------------------------------------------------------------------------
 
 BEFORE = T0 + timedelta(minutes=1)
-LAST_MS = DEADLINE - timedelta(milliseconds=500)
+LAST_MS = DEADLINE - timedelta(milliseconds=1500)
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ LAST_MS = DEADLINE - timedelta(milliseconds=500)
         (S.WAITING, DEADLINE, False, Step.CLOSE),
         (S.EXPIRED, DEADLINE, False, Step.CLOSE),
         (S.PUT_DONE, DEADLINE + timedelta(hours=2), False, Step.CLOSE),
-        (S.AUTHORIZED, DEADLINE, True, Step.WAIT),  # the answer in flight decides first
+        (S.AUTHORIZED, DEADLINE, True, Step.CLOSE),  # a hung PUT request never keeps it open
         (S.UPLOADED, DEADLINE, False, Step.DONE),
         (S.UNAVAILABLE, BEFORE, False, Step.DONE),
     ],
@@ -214,11 +214,14 @@ def test_next_step_table_d_rec_2(
     assert next_step(rec(state), now, busy=busy) is step
 
 
+LAST = DEADLINE - timedelta(seconds=1)
+
+
 @pytest.mark.parametrize(
     ("now", "window_s", "until"),
     [
-        (T0, 900, DEADLINE),  # at the end of the call: the full 15 minutes, up to the deadline
-        (T0 + timedelta(minutes=10), 900, DEADLINE),  # never past the deadline
+        (T0, 900, LAST),  # at the end of the call: the 15 minutes, up to the deadline
+        (T0 + timedelta(minutes=10), 900, LAST),  # never past the deadline
         (T0, 60, T0 + timedelta(minutes=1)),
     ],
 )
@@ -226,7 +229,17 @@ def test_authorization_lasts_its_window_but_never_past_the_deadline_d_rec_1(
     now: datetime, window_s: float, until: datetime
 ) -> None:
     assert decide.authorization_until(now, DEADLINE, window_s) == until
-    assert decide.expires_in_s(now, until) >= 1
+    expiry = now.replace(microsecond=0) + timedelta(seconds=decide.expires_in_s(now, until))
+    assert until <= expiry < until + timedelta(seconds=1) <= DEADLINE
+
+
+@pytest.mark.parametrize("fraction_us", [0, 1, 500_000, 999_999])
+def test_presigned_expiry_counts_from_the_signing_second_d_rec_1(fraction_us: int) -> None:
+    """SigV4 truncates X-Amz-Date to the second: the URL must still live until ``until``."""
+    now = T0.replace(microsecond=fraction_us)
+    until = now + timedelta(seconds=1)
+    expiry = now.replace(microsecond=0) + timedelta(seconds=decide.expires_in_s(now, until))
+    assert until <= expiry < until + timedelta(seconds=1)
 
 
 def test_deadline_is_ended_at_plus_window_d_rec_2() -> None:

@@ -1,0 +1,440 @@
+"""Every recording rule (D-REC-1, D-REC-2, D-RES-1/2) on the real SeaweedFS and a SQLite file.
+
+The recording loop runs for real: presigned PUTs from boto3, verification by HEAD +
+SHA-256 of the stored object, the deadline sweeper, the call.result in the outbox. Only
+the cell is a fake behind the product's ``CellPort``; it PUTs real bytes to the presigned
+URL with httpx, as the cell does, so SeaweedFS enforces signature and expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from dispatcher import contracts
+from dispatcher.calls.finalize import Ending, end_and_finalize
+from dispatcher.calls.port import CellRejected, CellUnavailable, CellUpload
+from dispatcher.domain.admission import Accept, decide
+from dispatcher.domain.results import CallEnd
+from dispatcher.domain.states import ExecutionState, InboxDecision
+from dispatcher.recording import store as recording_store
+from dispatcher.recording.lifecycle import Route
+from dispatcher.recording.service import RecordingService
+from dispatcher.recording.storage import S3Store, StorageConfig
+from dispatcher.settings import Secret
+from dispatcher.store import executions, inbox, outbox
+from dispatcher.store.db import Database
+from tests.services import s3_settings
+from tests.unit.dispatcher import factories as f
+
+pytestmark = [pytest.mark.integration, pytest.mark.s3]
+
+ROUTE = Route(f.D_ID, f"d.{f.D_ID}.out")
+WAV = os.urandom(16_044)
+WAV_SHA = hashlib.sha256(WAV).hexdigest()
+MEDIA = {
+    "format": "wav",
+    "channels": 1,
+    "sample_rate_hz": 8000,
+    "duration_ms": 1000,
+    "size_bytes": len(WAV),
+    "checksum_sha256": WAV_SHA,
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def storage_config(secret: str | None = None) -> StorageConfig:
+    s3 = s3_settings()
+    return StorageConfig(
+        bucket=s3.bucket,
+        region=s3.region,
+        endpoint=s3.endpoint,
+        access_key=s3.access_key,
+        secret_key=Secret(secret or s3.secret_key),
+        key_prefix=f"it-{uuid.uuid4().hex[:10]}",
+    )
+
+
+@pytest.fixture(scope="module")
+def s3() -> Any:
+    cfg = s3_settings()
+    client = boto3.client(
+        "s3",
+        endpoint_url=cfg.endpoint,
+        aws_access_key_id=cfg.access_key,
+        aws_secret_access_key=cfg.secret_key,
+        region_name=cfg.region,
+    )
+    try:
+        client.head_bucket(Bucket=cfg.bucket)
+    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
+        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
+    return client
+
+
+Behaviour = Callable[["FakeCell", str, str, dict[str, str]], Awaitable[CellUpload]]
+
+
+@dataclass
+class FakeCell:
+    """The upload side of the cell behind the port: one real PUT per request at most."""
+
+    behaviour: Behaviour
+    requests: list[str] = field(default_factory=list)
+    puts: int = 0
+    acked: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    async def upload_recording(
+        self, call_id: str, upload_id: str, url: str, headers: dict[str, str]
+    ) -> CellUpload:
+        self.requests.append(upload_id)
+        return await self.behaviour(self, call_id, upload_id, dict(headers))
+
+    async def put(self, url: str, body: bytes) -> httpx.Response:
+        self.puts += 1
+        async with httpx.AsyncClient(timeout=10) as http:
+            return await http.put(url, content=body)
+
+    async def ack(self, call_id: str) -> None:
+        self.acked.append(call_id)
+
+    async def delete_orphan(self, call_id: str) -> None:
+        self.deleted.append(call_id)
+
+
+def answer(call_id: str, upload_id: str, status: str, code: str | None = None) -> CellUpload:
+    started = status != "expired"
+    return CellUpload(call_id, upload_id, status, code, started, None, len(WAV), WAV_SHA, status)
+
+
+@dataclass
+class Rig:
+    db: Database
+    cell: FakeCell
+    service: RecordingService
+    storage: StorageConfig
+    execution_id: str = "exec-1"
+
+    async def end_call(
+        self, recording: dict[str, Any] | None = MEDIA, expected: bool = True
+    ) -> None:
+        now = utcnow()
+        end = CallEnd(now - timedelta(seconds=5), now, "answered", None, opt_out=True)
+        ending = Ending(end, recording_expected=expected, recording=recording)
+        finalized = await self.db.write(
+            end_and_finalize,
+            self.execution_id,
+            ending,
+            dispatcher_id=ROUTE.dispatcher_id,
+            routing_key=ROUTE.routing_key,
+            now=now,
+            open_recording=self.service.opener,
+        )
+        assert finalized is not expected  # an expected recording holds the call.result back
+        execution = await self.db.read(executions.get, self.execution_id)
+        assert execution.state is ExecutionState.ENDED  # D-CMD-4: occupancy released already
+        self.service.wake()
+
+    async def result(self, timeout: float = 15.0) -> dict[str, Any]:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            execution = await self.db.read(executions.get, self.execution_id)
+            if execution.state is ExecutionState.FINALIZED:
+                rows = await self.db.read(outbox.pending, 100)
+                bodies = [json.loads(r.body) for r in rows if r.event_type == "call.result"]
+                assert len(bodies) == 1, "D-RES-1: exactly one call.result"
+                contracts.validate(contracts.Kind.CALL_RESULT, bodies[0])
+                assert bodies[0]["event_id"] == execution.call_result_event_id
+                payload: dict[str, Any] = bodies[0]["payload"]
+                assert payload["outcome"] == "answered"  # D-RES-2: the call, not the upload
+                return payload
+            await asyncio.sleep(0.05)
+        rec = await self.db.read(recording_store.get, self.execution_id)
+        raise AssertionError(f"no call.result within {timeout}s; recording={rec}")
+
+
+@pytest.fixture
+async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Awaitable[Rig]]]:
+    tasks: list[asyncio.Task[None]] = []
+    dbs: list[Database] = []
+
+    async def make(
+        behaviour: Behaviour,
+        *,
+        authorization_s: float = 60,
+        deadline_s: float = 60,
+        secret: str | None = None,
+    ) -> Rig:
+        db = await Database.open(tmp_path / f"d-{len(dbs)}.sqlite")
+        dbs.append(db)
+        await db.write(_accept)
+        cell = FakeCell(behaviour)
+        cfg = storage_config(secret)
+        service = RecordingService(
+            db,
+            cell,  # type: ignore[arg-type]
+            S3Store(cfg),
+            route=ROUTE,
+            key_prefix=cfg.key_prefix,
+            authorization_s=authorization_s,
+            deadline_s=deadline_s,
+            sweep_s=0.1,
+            clock=utcnow,
+            on_outbox=lambda: None,
+            retry_s=0.1,
+        )
+        tasks.append(asyncio.create_task(service.run()))
+        return Rig(db, cell, service, cfg)
+
+    yield make
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for db in dbs:
+        await db.close()
+
+
+def _accept(conn: Any) -> None:
+    result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
+    assert isinstance(result, Accept)
+    inbox.record(
+        conn,
+        command_id=result.plan.command_id,
+        task_id=result.plan.task_id,
+        decision=InboxDecision.ACCEPTED,
+        reason_code=None,
+        execution_id="exec-1",
+        result_event_id="cmd-result-1",
+        now=utcnow(),
+    )
+    executions.insert(
+        conn,
+        execution_id="exec-1",
+        call_id="exec-1",
+        call_result_event_id="call-result-exec-1",
+        plan=result.plan,
+        now=utcnow(),
+    )
+    executions.move(conn, "exec-1", ExecutionState.DIALING, utcnow(), cell_boot_id="boot-1")
+
+
+def stored(s3: Any, bucket: str, key: str) -> bytes | None:
+    try:
+        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return None
+    return body
+
+
+# --- behaviours of the fake cell --------------------------------------------------------
+
+
+def putting(body: bytes) -> Behaviour:
+    """PUT ``body`` to the URL the D authorized (what a real cell does with its file)."""
+
+    async def run(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]) -> CellUpload:
+        url = cell.last_url  # type: ignore[attr-defined]
+        response = await cell.put(url, body)
+        if response.status_code == 403 and b"expired" in response.content.lower():
+            return answer(call_id, upload_id, "expired", "upload_authorization_expired")
+        if response.status_code in (401, 403):
+            return answer(call_id, upload_id, "failed", "upload_authorization_failed")
+        return answer(call_id, upload_id, "uploaded" if response.is_success else "failed")
+
+    return run
+
+
+class UrlKeepingCell(FakeCell):
+    async def upload_recording(
+        self, call_id: str, upload_id: str, url: str, headers: dict[str, str]
+    ) -> CellUpload:
+        self.last_url = url
+        return await super().upload_recording(call_id, upload_id, url, headers)
+
+
+async def make_rig(make: Callable[..., Awaitable[Rig]], behaviour: Behaviour, **kw: Any) -> Rig:
+    rig = await make(behaviour, **kw)
+    keeping = UrlKeepingCell(behaviour)
+    rig.cell = keeping
+    rig.service._cell = keeping  # the port object the loop talks to
+    return rig
+
+
+# --- the rules ----------------------------------------------------------------------------
+
+
+async def test_uploaded_with_bucket_key_size_sha256_d_rec_2(rig_factory: Any, s3: Any) -> None:
+    rig = await make_rig(rig_factory, putting(WAV))
+    await rig.end_call()
+    payload = await rig.result()
+    rec = payload["recording"]
+    assert rec["status"] == "uploaded"
+    assert (rec["size_bytes"], rec["checksum_sha256"]) == (len(WAV), WAV_SHA)
+    assert rec["bucket"] == rig.storage.bucket
+    assert rec["object_key"] == f"{rig.storage.key_prefix}/tenant-1/task-a/exec-1.wav"
+    assert (rec["upload_id"], rec["recording_id"]) == ("upload-exec-1", "rec-exec-1")
+    assert stored(s3, rec["bucket"], rec["object_key"]) == WAV
+    assert payload["opt_out"] is True
+    assert rig.cell.puts == 1 and rig.cell.acked == ["exec-1"]  # one PUT; then the cell forgets
+
+
+async def test_explicit_put_failure_is_unavailable_at_once_d_rec_2(
+    rig_factory: Any, s3: Any
+) -> None:
+    """A wrong signature is refused by the storage server: unavailable immediately."""
+    rig = await make_rig(rig_factory, putting(WAV), secret="not-the-secret", deadline_s=3600)
+    await rig.end_call()
+    payload = await rig.result(timeout=10)
+    rec = payload["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_authorization_failed")
+    assert rec["bucket"] is None and rec["object_key"] is None and rec["size_bytes"] is None
+    assert rig.cell.puts == 1  # D-REC-1: a started PUT is never retried
+    assert rig.cell.deleted == ["exec-1"]  # the D no longer needs the file
+
+
+async def test_put_failed_reported_by_the_cell_is_unavailable_at_once_d_rec_2(
+    rig_factory: Any,
+) -> None:
+    async def fails(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]) -> CellUpload:
+        return answer(call_id, upload_id, "failed", "upload_failed")
+
+    rig = await make_rig(rig_factory, fails, deadline_s=3600)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_failed")
+    assert rig.cell.requests == ["upload-exec-1"]
+
+
+async def test_expired_authorization_is_reauthorized_for_the_same_key_d_rec_1(
+    rig_factory: Any, s3: Any
+) -> None:
+    """The first URL expires unused (SeaweedFS refuses it); the D authorizes the same
+    upload_id/object_key again before the deadline and the second PUT lands."""
+    put = putting(WAV)
+    calls = 0
+
+    async def slow_first(
+        cell: FakeCell, call_id: str, upload_id: str, headers: dict[str, str]
+    ) -> CellUpload:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await asyncio.sleep(2.2)  # the 1 s authorization expires before the PUT
+        return await put(cell, call_id, upload_id, headers)
+
+    rig = await make_rig(rig_factory, slow_first, authorization_s=1, deadline_s=30)
+    await rig.end_call()
+    rec = (await rig.result(timeout=20))["recording"]
+    assert rec["status"] == "uploaded"
+    assert rig.cell.requests == ["upload-exec-1", "upload-exec-1"]  # same upload_id twice
+    recording = await rig.db.read(recording_store.get, "exec-1")
+    assert recording is not None and recording.authorizations == 2
+    assert stored(s3, rig.storage.bucket, rec["object_key"]) == WAV
+
+
+async def test_expired_authorization_never_renewed_closes_at_deadline_d_rec_2(
+    rig_factory: Any,
+) -> None:
+    async def always_expired(
+        cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]
+    ) -> CellUpload:
+        return answer(call_id, upload_id, "expired", "upload_authorization_expired")
+
+    rig = await make_rig(rig_factory, always_expired, authorization_s=1, deadline_s=3)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_authorization_expired")
+    assert len(rig.cell.requests) >= 1
+
+
+async def test_deadline_without_a_file_is_deadline_exceeded_d_rec_2(rig_factory: Any) -> None:
+    """The cell never reports the file: at ended_at + window the recording closes."""
+    rig = await make_rig(rig_factory, putting(WAV), deadline_s=1.0)
+    started = asyncio.get_running_loop().time()
+    await rig.end_call(recording=None)
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "deadline_exceeded")
+    assert asyncio.get_running_loop().time() - started >= 0.9
+    assert rig.cell.requests == []
+
+
+async def test_hung_put_request_is_closed_by_the_deadline_as_timeout_d_rec_2(
+    rig_factory: Any,
+) -> None:
+    async def hangs(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]) -> CellUpload:
+        await asyncio.sleep(60)
+        raise CellUnavailable("never answered")
+
+    rig = await make_rig(rig_factory, hangs, deadline_s=3)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_timeout")
+
+
+async def test_checksum_mismatch_d_rec_2(rig_factory: Any, s3: Any) -> None:
+    """The bytes in the bucket are not the recording the cell reported."""
+    rig = await make_rig(rig_factory, putting(WAV[:-1] + b"\x00"), deadline_s=3600)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "checksum_mismatch")
+    assert rec["checksum_sha256"] is None
+
+
+async def test_refused_repost_waits_for_the_first_put_and_verifies_d_rec_1(
+    rig_factory: Any, s3: Any
+) -> None:
+    """After a D restart the cell refuses a second PUT (upload_not_allowed): the D never
+    PUTs again; it finds the object of the first PUT in the bucket and verifies it."""
+    cfg = storage_config()
+
+    async def already_started(
+        cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]
+    ) -> CellUpload:
+        raise CellRejected("upload_not_allowed", "an upload was already started")
+
+    rig = await make_rig(rig_factory, already_started, deadline_s=3600)
+    key = f"{rig.storage.key_prefix}/tenant-1/task-a/exec-1.wav"
+    s3.put_object(Bucket=cfg.bucket, Key=key, Body=WAV)  # the first PUT, before the crash
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert rec["status"] == "uploaded" and rec["object_key"] == key
+    assert rig.cell.requests == ["upload-exec-1"]
+
+
+async def test_not_created_is_sent_at_once_d_res_2(rig_factory: Any) -> None:
+    rig = await make_rig(rig_factory, putting(WAV))
+    now = utcnow()
+    ending = Ending(CallEnd(now, now, "no_answer", "ring_timeout"), recording_expected=False)
+    assert await rig.db.write(
+        end_and_finalize,
+        "exec-1",
+        ending,
+        dispatcher_id=ROUTE.dispatcher_id,
+        routing_key=ROUTE.routing_key,
+        now=now,
+        open_recording=rig.service.opener,
+    )
+    rows = await rig.db.read(outbox.pending, 10)
+    body = json.loads(rows[0].body)
+    contracts.validate(contracts.Kind.CALL_RESULT, body)
+    rec = body["payload"]["recording"]
+    assert (rec["status"], rec["reason_code"]) == ("not_created", "no_answer")
+    assert rec["upload_id"] is None and rec["object_key"] is None
+    assert await rig.db.read(recording_store.get, "exec-1") is None
+    assert rig.cell.requests == []
