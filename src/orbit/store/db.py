@@ -37,9 +37,12 @@ class Dialect(enum.StrEnum):
 
 
 class Database:
-    def __init__(self, engine: AsyncEngine, dialect: Dialect) -> None:
+    def __init__(
+        self, engine: AsyncEngine, dialect: Dialect, reader: AsyncEngine | None = None
+    ) -> None:
         self.engine = engine
         self.dialect = dialect
+        self._reader = reader
         self._write_lock = asyncio.Lock() if dialect is Dialect.SQLITE else None
 
     @classmethod
@@ -48,7 +51,11 @@ class Database:
         if parsed.drivername == "sqlite+aiosqlite":
             return cls(_sqlite_engine(parsed), Dialect.SQLITE)
         if parsed.drivername == "mysql+asyncmy":
-            return cls(_mysql_engine(parsed, pool_size), Dialect.MYSQL)
+            return cls(
+                _mysql_engine(parsed, pool_size),
+                Dialect.MYSQL,
+                _mysql_engine(parsed, pool_size, autocommit=True),
+            )
         raise SetupError(
             f"unsupported database URL scheme {parsed.drivername!r}: use sqlite+aiosqlite:///PATH "
             "or mysql+asyncmy://USER:PASSWORD@HOST:PORT/DATABASE"
@@ -56,6 +63,8 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self._reader is not None:
+            await self._reader.dispose()
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
@@ -71,6 +80,17 @@ class Database:
     async def read(self) -> AsyncIterator[AsyncConnection]:
         async with self.engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextlib.asynccontextmanager
+    async def single_read(self) -> AsyncIterator[AsyncConnection]:
+        """For one-statement reads (token lookup, get, list page): on MySQL/MariaDB an
+        autocommit connection (no BEGIN/COMMIT/reset round trips); elsewhere `read()`."""
+        if self._reader is None:
+            async with self.read() as conn:
+                yield conn
+        else:
+            async with self._reader.connect() as conn:
+                yield conn
 
     @contextlib.asynccontextmanager
     async def _writer(self) -> AsyncIterator[None]:
@@ -144,9 +164,15 @@ def _sqlite_engine(url: sa.URL) -> AsyncEngine:
     return engine
 
 
-def _mysql_engine(url: sa.URL, pool_size: int) -> AsyncEngine:
+def _mysql_engine(url: sa.URL, pool_size: int, *, autocommit: bool = False) -> AsyncEngine:
     if "charset" not in url.query:
         url = url.update_query_dict({"charset": "utf8mb4"})
+    if autocommit:  # never inside a transaction, so nothing to reset on return
+        half = max(2, pool_size // 2)
+        return create_async_engine(
+            url, pool_size=half, max_overflow=half, pool_recycle=3600,
+            isolation_level="AUTOCOMMIT", pool_reset_on_return=None,
+        )  # fmt: skip
     return create_async_engine(
         url,
         pool_size=pool_size,

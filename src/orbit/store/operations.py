@@ -53,7 +53,7 @@ class Operations:
 
     async def authenticate(self, secret: str) -> Principal:
         async def load() -> Principal:
-            async with self.db.read() as conn:
+            async with self.db.single_read() as conn:
                 record = await tenancy.load_token(conn, hash_secret(secret))
             return authenticate(record, datetime.now(UTC))
 
@@ -124,7 +124,7 @@ class Operations:
         principal.require(Permission.READ)
 
         async def once() -> Task:
-            async with self.db.read() as conn:
+            async with self.db.single_read() as conn:
                 return await _visible_task(conn, principal, task_id)
 
         return await self.db.retrying(once)
@@ -141,7 +141,7 @@ class Operations:
         principal.require_queue(queue_id)
 
         async def once() -> Page:
-            async with self.db.read() as conn:
+            async with self.db.single_read() as conn:
                 rows = await tasks.page(conn, queue_id, state, after, limit + 1)
             if len(rows) <= limit:
                 return Page(rows, None)
