@@ -23,20 +23,29 @@ from orbit.store.db import Database
 
 T = TypeVar("T")
 Step = Callable[[AsyncConnection, datetime], Awaitable[T]]
+Many = Callable[[AsyncConnection, datetime, list[Any]], Awaitable[list[Any]]]
 log = logging.getLogger("orbit.workers")
 
 
 @dataclass(slots=True)
 class _Job:
-    step: Step[Any]
+    step: Step[Any] | None
     future: asyncio.Future[Any]
+    kind: str | None = None
+    item: Any = None
 
 
 class Batcher:
-    def __init__(self, db: Database, lanes: int, max_batch: int = 128) -> None:
+    """`run(step)` runs one step; `submit(kind, item)` joins the other items of its kind in the
+    batch, which the kind's handler applies together (set-based statements)."""
+
+    def __init__(
+        self, db: Database, lanes: int, max_batch: int = 128, kinds: dict[str, Many] | None = None
+    ) -> None:
         self.db = db
         self.lanes = lanes
         self.max_batch = max_batch
+        self.kinds = dict(kinds or {})
         self._queue: asyncio.Queue[_Job] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -56,6 +65,12 @@ class Batcher:
         """Run `step` in the next batch; its result or exception comes back here."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Job(step, future))
+        return await future
+
+    async def submit(self, kind: str, item: Any) -> Any:
+        """Apply `item` with the handler of `kind`, together with the batch's other items."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Job(None, future, kind, item))
         return await future
 
     async def _lane(self) -> None:
@@ -82,9 +97,20 @@ class Batcher:
             _settle(job, result=result)
 
     async def _transaction(self, jobs: list[_Job]) -> list[Any]:
+        results: list[Any] = [None] * len(jobs)
+        groups: dict[str, list[int]] = {}
         async with self.db.write() as conn:
             now = await self.db.now(conn)
-            return [await job.step(conn, now) for job in jobs]
+            for index, job in enumerate(jobs):
+                if job.step is not None:
+                    results[index] = await job.step(conn, now)
+                else:
+                    groups.setdefault(str(job.kind), []).append(index)
+            for kind, indexes in groups.items():
+                outcome = await self.kinds[kind](conn, now, [jobs[i].item for i in indexes])
+                for index, result in zip(indexes, outcome, strict=True):
+                    results[index] = result
+        return results
 
 
 def _settle(job: _Job, result: Any = None, exc: BaseException | None = None) -> None:

@@ -211,18 +211,19 @@ class _Session:
         return ack.body(message.msg_id)
 
     async def _step(self, message: Started | Result | Release | Evidence) -> Ack:
-        kernel, peer = self.kernel, self._peer()
-        step: Step
-        if isinstance(message, Started):
-            step = partial(_call, kernel.start, peer, message.ref)
-        elif isinstance(message, Result):
-            step = partial(_call, kernel.finish, peer, message)
-        elif isinstance(message, Release):
-            step = partial(_call, kernel.release, peer, message)
-        else:
-            step = partial(_call_evidence, kernel.evidence, peer, message)
+        kernel, peer, batcher = self.kernel, self._peer(), self.hub.batcher
         try:
-            return await self.hub.batcher.run(partial(_guard, step, message.ref.attempt_id))
+            if isinstance(message, Started):
+                ack: Ack = await batcher.submit("start", (peer, message.ref))
+            elif isinstance(message, Result):
+                ack = await batcher.submit("finish", (peer, message))
+            elif isinstance(message, Release):
+                step = partial(_call, kernel.release, peer, message)
+                ack = await batcher.run(partial(_guard, step, message.ref.attempt_id))
+            else:
+                step = partial(_call_evidence, kernel.evidence, peer, message)
+                ack = await batcher.run(partial(_guard, step, message.ref.attempt_id))
+            return ack
         except Exception:
             log.exception("worker message failed", extra={"type": type(message).__name__})
             return Ack(False, code="UNAVAILABLE", message="the database is unavailable; resend")

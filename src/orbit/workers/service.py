@@ -20,7 +20,7 @@ from orbit.domain.leasing import DEFAULT_LEASE_TTL_MS, DEFAULT_RECONNECT_GRACE_M
 from orbit.store.db import Database, Dialect
 from orbit.store.operations import Operations
 from orbit.workers import routes
-from orbit.workers.batch import Batcher
+from orbit.workers.batch import Batcher, Many
 from orbit.workers.connection import WorkerEndpoint
 from orbit.workers.hub import Hub
 from orbit.workers.kernel import Kernel, KernelSettings
@@ -73,12 +73,14 @@ class ExecutionService:
         lanes = self.settings.lanes or (1 if db.dialect is Dialect.SQLITE else 4)
         kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
                                          self.settings.reconnect_grace_ms)  # fmt: skip
-        self.batcher = Batcher(db, lanes)
+        kernel = Kernel(db.dialect, kernel_settings)
+        kinds: dict[str, Many] = {"start": kernel.start_many, "finish": kernel.finish_many}
+        self.batcher = Batcher(db, lanes, kinds=kinds)
         registry = registry or CollectorRegistry()
         leases = Counter("orbit_leases", "Leases granted to workers", registry=registry)
         self.hub = Hub(
             self.batcher,
-            Kernel(db.dialect, kernel_settings),
+            kernel,
             Upkeep(db.dialect, kernel_settings),
             tick_s=self.settings.dispatch_tick_ms / 1000,
             sweep_s=self.settings.sweep_interval_ms / 1000,

@@ -108,7 +108,7 @@ def _task_values(now: datetime, outcome: Outcome, facts: EndFacts) -> dict[str, 
         values["error_code"] = outcome.error_code.value
         values["error_message"] = _message(outcome.error_code, facts.error)
         if facts.error is not None:
-            values["attempt_error"] = dumps(_error_json(facts.error))
+            values["attempt_error"] = dumps(error_json(facts.error))
     return values
 
 
@@ -118,7 +118,7 @@ def _message(code: TaskErrorCode, error: WorkerError | None) -> str:
     return ERROR_MESSAGES[code]
 
 
-def _error_json(error: WorkerError) -> dict[str, JsonValue]:
+def error_json(error: WorkerError) -> dict[str, JsonValue]:
     body: dict[str, JsonValue] = {"code": error.code, "message": error.message}
     if error.retryable is not None:
         body["retryable"] = error.retryable

@@ -18,9 +18,11 @@ from orbit.domain.leasing import expiry_cause, extend_lease
 from orbit.domain.states import TaskState
 from orbit.domain.times import format_time, milliseconds
 from orbit.store.db import Dialect
+from orbit.store.types import UtcDateTime
 from orbit.workers import store
 from orbit.workers.acks import Peer
-from orbit.workers.kernel import KernelSettings, sha256
+from orbit.workers.fastpath import sha256
+from orbit.workers.kernel import KernelSettings
 from orbit.workers.messages import AttemptRef
 from orbit.workers.tables import task_attempts
 from orbit.workers.transitions import EndFacts, write_end
@@ -61,16 +63,31 @@ class Upkeep:
                 statuses.append({"attempt_id": ref.attempt_id, "status": "lost"})
                 continue
             expires = extend_lease(now, self.settings.lease_ttl_ms, row.attempt_deadline_at)
-            updates.append({"b_id": ref.attempt_id, "b_expires": expires})
+            updates.append({"id": ref.attempt_id})
             status = "cancel_requested" if row.cancel_requested_at is not None else "ok"
             statuses.append({"attempt_id": ref.attempt_id, "status": status,
                              "lease_expires_at": format_time(expires)})  # fmt: skip
         if updates:
-            values: dict[str, Any] = {"last_heartbeat_at": now}
-            if rebind:
-                values["connection_id"] = peer.connection_id
-            await conn.execute(_HEARTBEAT_UPDATE.values(**values), updates)
+            await conn.execute(self._renew(now, [row["id"] for row in updates], peer, rebind))
         return statuses
+
+    def _renew(self, now: datetime, ids: list[str], peer: Peer, rebind: bool) -> sa.Update:
+        """One statement for all renewed leases: min(now + ttl, attempt deadline) each."""
+        renewed = now + milliseconds(self.settings.lease_ttl_ms)
+        least = sa.func.least if self.dialect is Dialect.MYSQL else sa.func.min
+        values: dict[str, Any] = {
+            "lease_expires_at": least(sa.bindparam(None, renewed, type_=UtcDateTime()),
+                                      task_attempts.c.attempt_deadline_at),
+            "last_heartbeat_at": now,
+        }  # fmt: skip
+        if rebind:
+            values["connection_id"] = peer.connection_id
+        return (
+            task_attempts.update()
+            .where(task_attempts.c.id.in_(ids), task_attempts.c.state.in_(store.LIVE),
+                   task_attempts.c.lease_expires_at > now)  # fmt: skip
+            .values(values)
+        )
 
     async def disconnect(self, conn: AsyncConnection, now: datetime, connection_id: str) -> None:
         cut = now + milliseconds(self.settings.reconnect_grace_ms)
@@ -101,13 +118,3 @@ def _current(row: Any, ref: AttemptRef, peer: Peer, now: datetime) -> bool:
         and row.state in store.LIVE
         and row.lease_expires_at > now
     )
-
-
-_HEARTBEAT_UPDATE = (
-    task_attempts.update()
-    .where(
-        store.a.id == sa.bindparam("b_id"),
-        sa.or_(*(store.a.state == state for state in store.LIVE)),  # no IN: executemany
-    )
-    .values(lease_expires_at=sa.bindparam("b_expires"))
-)
