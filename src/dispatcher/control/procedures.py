@@ -5,6 +5,7 @@ persisted phases, so a restart continues where it stopped and its receipt keeps 
 event_id fixed at reception (D-CTL-1):
 
 ``received``  admission already closed for pause/stop (same commit as the job, D-CTL-2/4)
+    → pause/stop: consumer suspended at once (every outcome of theirs keeps it so)
     → fresh task GET, ownership check (D-CTL-3)
     → :func:`~dispatcher.domain.control.decide` on the barrier *as persisted now*,
       barrier + verdict committed together (the barrier is durable before any effect)
@@ -100,6 +101,10 @@ class ControlProcessor:
         await self._receipt(job)
 
     async def _decide(self, job: ControlJob) -> ControlJob:
+        if job.command.action.closes_first:
+            # Admission is already closed; every pause/stop outcome leaves the consumer
+            # suspended, so stop feeding requeued deliveries while the GET is in flight.
+            await self._consumers.suspend(job.task_id)
         config = await self._reader.read_fresh(job.task_id)
         now = self._clock()
         decided = await self._store.decide(job, chooser(job.command, config, now), now)

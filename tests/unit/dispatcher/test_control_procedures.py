@@ -26,13 +26,14 @@ def receipt(r: Rig, index: int = -1) -> tuple[str, str, str, str]:
     return payload["action"], payload["status"], payload["reason_code"], payload["task_state"]
 
 
-async def test_pause_closes_first_then_verifies_then_suspends_then_receipt_d_ctl_2() -> None:
+async def test_pause_closes_and_suspends_first_then_verifies_then_receipt_d_ctl_2() -> None:
     r = rig(task_a=Barrier.NONE)
     r.reader.script("task-a", config("paused"))
     await run(r, command("pause", policy="drain"))
     assert r.events == [
         "barrier:closed",
         "received:pause",
+        "suspend",
         "read:paused",
         "barrier:paused",
         "suspend",
@@ -105,6 +106,7 @@ async def test_stop_drains_before_its_receipt_and_hangs_up_first_d_ctl_4() -> No
     await run(r, command("stop", policy="hangup"))
     assert r.events == [
         "received:stop",
+        "suspend",
         "read:stopped",
         "barrier:stopped",
         "suspend",
