@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -28,7 +28,7 @@ database_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"orbit: error: {message}", err=True)
     sys.exit(code)
 
@@ -39,15 +39,11 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coroutine)
     except OrbitError as exc:
         fail(exc.message)
-        raise  # unreachable
 
 
 def with_database(url: str, action: Callable[[Database], Coroutine[Any, Any, T]]) -> T:
     async def go() -> T:
-        try:
-            db = Database.open(url)
-        except OrbitError:
-            raise
+        db = Database.open(url)
         try:
             return await action(db)
         finally:

@@ -38,7 +38,6 @@ def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> 
             return action(client)
     except (OrbitClientError, OrbitError) as exc:
         fail(str(exc))
-        raise  # unreachable
 
 
 def _plain(value: Any) -> Any:

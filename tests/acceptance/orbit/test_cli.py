@@ -42,6 +42,13 @@ def test_every_command_has_help(path: tuple[str, ...]) -> None:
     assert "Usage:" in output and "--help" in output
 
 
+def test_tasks_commands_need_url_and_token() -> None:
+    result = CliRunner().invoke(main, ["tasks", "get", "0" * 32],
+                                env={"ORBIT_URL": "", "ORBIT_TOKEN": ""})  # fmt: skip
+    assert result.exit_code == 1
+    assert "set ORBIT_URL and ORBIT_TOKEN" in result.output
+
+
 def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
     done = subprocess.run(
