@@ -223,8 +223,12 @@ def test_stop_drains_10000_silently_and_survives_sigkill_mid_drain_d_ctl_4(
     publish_commands(s, task, 10_000)
     queue = task_queue(s, task)
     assert message_count(queue) == 10_000
+    s.quota(max_concurrent_calls=0)  # quota 0 never blocks a drain
     set_status(s, task, "stopped", policy="drain")
     wait_for(lambda: (pause_then(message_count, queue) or 0) < 7_000, 60, "drain under way")
+    s.fault(
+        "config", resource="task", target=task, kind="unavailable", count=1000
+    )  # nor lost config
     s.kill()
     time.sleep(0.5)  # the broker requeues what the dead connection had not ACKed
     left = message_count(queue)
@@ -241,6 +245,27 @@ def test_stop_drains_10000_silently_and_survives_sigkill_mid_drain_d_ctl_4(
     assert s.results(event_type="call.result", task_id=task) == []
     drained = [json.loads(line) for line in s.log().splitlines() if '"control.drained"' in line]
     assert [int(line["acked"]) for line in drained] == [left]  # the rest, once, after restart
+    s.clear_faults()
+
+
+def test_resume_consumes_the_same_queue_and_old_commands_face_not_after_d_ctl_3(
+    scenario: Scenario,
+) -> None:
+    s, task = scenario, "task-e"
+    ready(s, task)
+    set_status(s, task, "paused")
+    wait_receipts(s, task, 1)
+    short, long = unique("cmd"), unique("cmd")
+    for command_id, ttl in ((short, 1), (long, 600)):
+        s.raw(task, execute_body(s.d, task, "15000000010", command_id=command_id, not_after_s=ttl))
+    wait_for(lambda: message_count(task_queue(s, task)) == 2, 10, "both queued")
+    time.sleep(1.5)  # the first one expires while the task is paused
+    set_status(s, task, "running")
+    assert verdict(wait_receipts(s, task, 2)[1]) == ("resume", "applied", "applied", "running")
+    done = {
+        r["command_id"]: r["reason_code"] for r in s.wait_results(2, command_type="call.execute")
+    }
+    assert done == {short: "command_expired", long: "accepted"}
 
 
 # --- races ------------------------------------------------------------------------------
