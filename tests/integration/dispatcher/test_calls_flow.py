@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
+import httpx
 import pytest
 
 from tests.integration.dispatcher.broker import (
@@ -12,7 +14,7 @@ from tests.integration.dispatcher.broker import (
     result_binding,
     take_dead_letters,
 )
-from tests.integration.dispatcher.harness import Scenario, execute_body, unique, wait_for
+from tests.integration.dispatcher.harness import BIN, Scenario, execute_body, unique, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 
@@ -56,6 +58,19 @@ def test_accepted_calls_get_one_command_and_one_call_result_d_cmd_3_d_res_1(
     assert status["outbox"]["delivered"] == 6
     assert scenario.secret not in scenario.log()
     assert scenario.secret not in json.dumps(status)
+    base = scenario.status_url.removesuffix("/status")
+    metrics = httpx.get(f"{base}/metrics", timeout=5).text
+    assert 'dispatcher_outbox_events{state="delivered"} 6.0' in metrics
+    assert "dispatcher_admission_open 1.0" in metrics
+    assert httpx.get(f"{base}/healthz", timeout=5).json() == {"status": "ok"}
+    shown = subprocess.run(
+        [str(BIN / "dispatcher"), "status", "--url", base],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert shown.returncode == 0 and "admission  OPEN" in shown.stdout
+    assert scenario.secret not in shown.stdout
 
 
 def test_every_reject_reason_through_mq_d_cmd_2(scenario: Scenario) -> None:
