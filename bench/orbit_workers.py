@@ -1,0 +1,321 @@
+"""Benchmark: Orbit workers on MySQL/MariaDB — no-op tasks from submit to SUCCEEDED.
+
+    .venv/bin/python bench/orbit_workers.py [--database mysql+asyncmy://...] [--n 10000]
+        [--workers 4] [--concurrency 32] [--submitters 16] [--idle 200]
+
+Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
+  idle      one task at a time to idle workers: dispatch latency submit → started
+  orbit     --n no-op tasks submitted over HTTP by --submitters clients while --workers
+            `python -m orbit.worker` processes (--concurrency each) run them
+  baseline  the same number of rows drained by a plain SKIP LOCKED claim loop over asyncmy
+            (BEGIN; SELECT … FOR UPDATE SKIP LOCKED LIMIT 1; UPDATE RUNNING; COMMIT;
+            UPDATE SUCCEEDED; COMMIT) with --workers × 4 connections: what a minimal
+            Procrastinate-style poller achieves on this machine and database
+Dispatch latency is measured on the database clock: attempt.started_at − task.created_at.
+Targets (issue 10): >= 1,000 tasks/s and idle dispatch p50 < 5 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncmy
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.orbit_submit import DEFAULT_URL, admin_exec, flush_setting, free_port  # noqa: E402
+from orbit.store.admin import Admin  # noqa: E402
+from orbit.store.db import Database  # noqa: E402
+from orbit.store.migrate import upgrade  # noqa: E402
+from orbit.store.tables import tasks  # noqa: E402
+from orbit.workers.tables import task_attempts  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Figures:
+    name: str
+    count: int
+    seconds: float
+    dispatch_ms: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+    def q(self, quantile: float) -> float:
+        ordered = sorted(self.dispatch_ms) or [float("nan")]
+        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+
+    def line(self) -> str:
+        text = f"{self.name:9} {self.count} tasks in {self.seconds:6.2f} s = "
+        text += f"{self.rate:8.1f} tasks/s"
+        if self.dispatch_ms:
+            text += f"  dispatch p50 {self.q(0.5):6.2f} ms  p99 {self.q(0.99):7.2f} ms"
+        return text
+
+
+def start_processes(url: str, token: str, queue_id: str, args: argparse.Namespace,
+                    tmp: Path) -> tuple[str, list[subprocess.Popen[bytes]]]:  # fmt: skip
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "orbit", "serve", "--database", url, "--port", str(port),
+         "--no-access-log", "--log-format", "json", "--pool-size", str(args.submitters + 8)],
+        stdout=(tmp / "serve.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    _wait(lambda: httpx.get(f"{base}/healthz", timeout=1).status_code == 200, server, "serve")
+    env = {**os.environ, "ORBIT_URL": base, "ORBIT_TOKEN": token}
+    workers = []
+    for index in range(args.workers):
+        log = tmp / f"worker{index}.log"
+        workers.append(subprocess.Popen(
+            [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
+             "--queue", queue_id, "--concurrency", str(args.concurrency), "--log-format", "json",
+             "--name", f"bench-{index}"],
+            stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO, env=env,
+        ))  # fmt: skip
+    for index, process in enumerate(workers):
+        log = tmp / f"worker{index}.log"
+        _wait(lambda log=log: '"connected"' in log.read_text(), process, f"worker {index}")
+    return base, [server, *workers]
+
+
+def _wait(ready: object, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with {process.returncode}")
+        try:
+            if ready():  # type: ignore[operator]
+                return
+        except (httpx.TransportError, FileNotFoundError):
+            pass
+        time.sleep(0.05)
+    raise SystemExit(f"{what} did not start")
+
+
+def body(queue_id: str, number: int) -> str:
+    return (f'{{"queue_id":"{queue_id}","handler":"demo.noop","handler_version":"v1",'
+            f'"payload_version":"v1","payload":{{"n":{number}}},'
+            f'"recovery_safety":"IDEMPOTENT"}}')  # fmt: skip
+
+
+async def submit_all(base: str, token: str, queue_id: str, n: int, clients: int) -> None:
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    run, numbers = secrets.token_hex(4), iter(range(n))
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+
+        async def one_client() -> None:
+            for number in numbers:
+                key = {"Idempotency-Key": f"{run}-{number}"}
+                response = await client.post("/v1/tasks", content=body(queue_id, number),
+                                             headers={**headers, **key})  # fmt: skip
+                if response.status_code != 201:
+                    raise RuntimeError(f"submit: {response.status_code} {response.text}")
+
+        await asyncio.gather(*(one_client() for _ in range(clients)))
+
+
+async def wait_done(db: Database, queue_id: str, expected: int, label: str) -> None:
+    query = sa.select(sa.func.count()).where(tasks.c.queue_id == queue_id,
+                                             tasks.c.state == "SUCCEEDED")  # fmt: skip
+    started, last = time.monotonic(), 0.0
+    while True:
+        async with db.read() as conn:
+            done = (await conn.execute(query)).scalar_one()
+        if done >= expected:
+            return
+        if time.monotonic() - last > 2:
+            last = time.monotonic()
+            print(f"  {label}: {done}/{expected} succeeded", flush=True)
+        if time.monotonic() - started > 600:
+            raise SystemExit(f"{label}: only {done}/{expected} succeeded after 10 minutes")
+        await asyncio.sleep(0.05)
+
+
+async def measure(db: Database, queue_id: str, name: str, since: float) -> Figures:
+    """Throughput (first created_at → last completed_at) and dispatch latencies of a queue."""
+    join = tasks.join(task_attempts, task_attempts.c.task_id == tasks.c.id)
+    query = sa.select(tasks.c.created_at, tasks.c.completed_at, task_attempts.c.started_at)
+    async with db.read() as conn:
+        rows = (await conn.execute(query.select_from(join).where(
+            tasks.c.queue_id == queue_id, task_attempts.c.state == "SUCCEEDED"))).all()  # fmt: skip
+    first = min(r.created_at for r in rows)
+    last = max(r.completed_at for r in rows)
+    dispatch = [(r.started_at - r.created_at).total_seconds() * 1000 for r in rows]
+    return Figures(name, len(rows), (last - first).total_seconds(), dispatch)
+
+
+async def idle_phase(db: Database, base: str, token: str, queue_id: str, n: int) -> Figures:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        for number in range(n):
+            key = {"Idempotency-Key": secrets.token_hex(8)}
+            response = await client.post("/v1/tasks", content=body(queue_id, number),
+                                         headers={**headers, **key})  # fmt: skip
+            task_id = response.json()["data"]["task"]["id"]
+            while (await client.get(f"/v1/tasks/{task_id}", headers=headers)).json()["data"][
+                "state"] != "SUCCEEDED":  # fmt: skip
+                await asyncio.sleep(0.005)
+    return await measure(db, queue_id, "idle", 0)
+
+
+async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures:
+    """Drain `n` WAITING rows (inserted by the caller) with a plain SKIP LOCKED loop."""
+    connections = [
+        await asyncmy.connect(host=url.host, port=url.port or 3306, user=url.username,
+                              password=url.password, database=url.database, autocommit=False)
+        for _ in range(claimers)
+    ]  # fmt: skip
+    done = 0
+    started = time.perf_counter()
+
+    async def claimer(connection: asyncmy.Connection) -> None:
+        nonlocal done
+        async with connection.cursor() as cur:
+            await cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            while True:
+                await cur.execute(
+                    "SELECT id FROM tasks WHERE queue_id=%s AND state='WAITING' "
+                    "ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED", (queue_id,))
+                row = await cur.fetchone()
+                if row is None:
+                    await connection.commit()
+                    return
+                await cur.execute("UPDATE tasks SET state='RUNNING', revision=revision+1 "
+                                  "WHERE id=%s", (row[0],))  # fmt: skip
+                await connection.commit()
+                await cur.execute(
+                    "UPDATE tasks SET state='SUCCEEDED', revision=revision+1, "
+                    "completed_at=UTC_TIMESTAMP(6) WHERE id=%s", (row[0],))
+                await connection.commit()
+                done += 1
+
+    try:
+        await asyncio.gather(*(claimer(c) for c in connections))
+    finally:
+        for connection in connections:
+            await connection.ensure_closed()
+    return Figures("baseline", done, time.perf_counter() - started, [])
+
+
+async def insert_waiting(db: Database, namespace_id: str, queue_id: str, n: int) -> None:
+    from orbit.domain.ids import new_id
+    from orbit.domain.strictjson import read_json
+    from orbit.domain.submit import parse_submit, plan_times
+    from orbit.domain.task import new_task
+    from orbit.store.tasks import task_row
+
+    request = parse_submit(read_json(body(queue_id, 0).encode()))
+    for start in range(0, n, 500):
+        async with db.write() as conn:
+            now = await db.now(conn)
+            times = plan_times(request, now)
+            rows = [task_row(new_task(new_id(), namespace_id, request, times, now))
+                    for _ in range(start, min(n, start + 500))]  # fmt: skip
+            await conn.execute(tasks.insert(), rows)
+
+
+async def run(args: argparse.Namespace, url: sa.URL) -> None:
+    url_text = url.render_as_string(hide_password=False)
+    db = Database.open(url_text, pool_size=4)
+    try:
+        await upgrade(db)
+        admin = Admin(db)
+        made = await admin.init("bench", "workers")
+        idle_queue = await admin.create_queue(made.namespace_id, "idle")
+        base_queue = await admin.create_queue(made.namespace_id, "baseline")
+        from orbit.domain.tokens import ALL_PERMISSIONS
+
+        issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
+                                          [made.queue_id, idle_queue], None)  # fmt: skip
+        await insert_waiting(db, made.namespace_id, base_queue, args.n)
+        base = await baseline(url, base_queue, args.n, args.workers * 4)
+        print(base.line(), flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            figures = await _orbit(db, issued.token, made.queue_id, idle_queue, args, url_text,
+                                   Path(tmp))  # fmt: skip
+        idle, orbit = figures
+        print(idle.line())
+        print(orbit.line())
+        print(f"ratio     orbit/baseline throughput {orbit.rate / base.rate:.2f}")
+        met = orbit.rate >= 1000 and idle.q(0.5) < 5
+        verdict = "met" if met else "NOT met"
+        print(f"target    >= 1000 tasks/s and idle dispatch p50 < 5 ms: {verdict}")
+    finally:
+        await db.close()
+
+
+async def _orbit(
+    db: Database, token: str, queue_id: str, idle_queue: str, args: argparse.Namespace,
+    url: str, tmp: Path,
+) -> tuple[Figures, Figures]:
+    server_base, processes = start_processes(url, token, queue_id, args, tmp)
+    extra = subprocess.Popen(  # a worker on the idle queue only
+        [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
+         "--queue", idle_queue, "--concurrency", "1", "--log-format", "json"],
+        stdout=(tmp / "idle.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+        env={**os.environ, "ORBIT_URL": server_base, "ORBIT_TOKEN": token},
+    )  # fmt: skip
+    try:
+        _wait(lambda: '"connected"' in (tmp / "idle.log").read_text(), extra, "idle worker")
+        idle = await idle_phase(db, server_base, token, idle_queue, args.idle)
+        began = time.perf_counter()
+        await submit_all(server_base, token, queue_id, args.n, args.submitters)
+        print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s", flush=True)
+        await wait_done(db, queue_id, args.n, "orbit")
+        return idle, await measure(db, queue_id, "orbit", began)
+    finally:
+        for process in [extra, *processes]:
+            process.terminate()
+        for process in [extra, *processes]:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", default=DEFAULT_URL, help="mysql+asyncmy:// admin URL")
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--workers", type=int, default=4, help="worker processes")
+    parser.add_argument("--concurrency", type=int, default=32, help="attempts per worker")
+    parser.add_argument("--submitters", type=int, default=16, help="concurrent HTTP clients")
+    parser.add_argument("--idle", type=int, default=200, help="tasks of the idle phase")
+    parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    args = parser.parse_args()
+    admin = make_url(args.database)
+    if not admin.drivername.startswith("mysql"):
+        raise SystemExit("the benchmark runs on MySQL/MariaDB: --database mysql+asyncmy://...")
+    name = f"orbit_b_{secrets.token_hex(4)}"
+    url = admin.set(database=name)
+    charset = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    await admin_exec(args.database, f"CREATE DATABASE {name} {charset}")
+    try:
+        print(f"database {name}: {await flush_setting(url.render_as_string(hide_password=False))}")
+        print(f"n={args.n} workers={args.workers}x{args.concurrency} submitters={args.submitters} "
+              f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
+        await run(args, url)
+    finally:
+        if not args.keep:
+            await admin_exec(args.database, f"DROP DATABASE IF EXISTS {name}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
