@@ -154,24 +154,61 @@ async def baseline(url: sa.URL, ids: tuple[str, str, str], n: int, concurrency: 
             await connection.ensure_closed()
 
 
-async def over_http(base: str, token: str, queue_id: str, n: int, concurrency: int) -> Result:
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+class Connection:
+    """A minimal keep-alive HTTP/1.1 client connection: the load generator must cost less CPU
+    than the server it measures (httpx costs about as much per request as the server)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        return cls(*await asyncio.open_connection("127.0.0.1", port))
+
+    async def post(self, path: str, headers: str, body: bytes) -> tuple[int, bytes]:
+        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
+                f"Content-Length: {len(body)}\r\n\r\n")  # fmt: skip
+        self.writer.write(head.encode("ascii") + body)
+        status_line = await self.reader.readline()
+        length = 0
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return int(status_line.split()[1]), await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def over_http(port: int, token: str, queue_id: str, n: int, concurrency: int) -> Result:
+    connections: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(concurrency):
+        connections.put_nowait(await Connection.open(port))
+    headers = f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
     run = secrets.token_hex(4)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
 
-        async def one(number: int) -> None:
-            body = (
-                f'{{"queue_id":"{queue_id}","handler":"file.convert","handler_version":"v1",'
-                f'"payload_version":"v1","payload":{{"source_ref":"objects/input.txt",'
-                f'"sequence":9007199254740993,"n":{number}}}}}'
+    async def one(number: int) -> None:
+        body = (
+            f'{{"queue_id":"{queue_id}","handler":"file.convert","handler_version":"v1",'
+            f'"payload_version":"v1","payload":{{"source_ref":"objects/input.txt",'
+            f'"sequence":9007199254740993,"n":{number}}}}}'
+        ).encode()
+        connection = await connections.get()
+        try:
+            status, answer = await connection.post(
+                "/v1/tasks", f"{headers}Idempotency-Key: {run}-{number}\r\n", body
             )
-            response = await client.post("/v1/tasks", content=body,
-                                         headers={**headers, "Idempotency-Key": f"{run}-{number}"})
-            if response.status_code != 201:
-                raise RuntimeError(f"submit {number}: {response.status_code} {response.text}")
+        finally:
+            connections.put_nowait(connection)
+        if status != 201:
+            raise RuntimeError(f"submit {number}: {status} {answer[:300]!r}")
 
+    try:
         return await drive("orbit", n, concurrency, one)
+    finally:
+        while not connections.empty():
+            connections.get_nowait().close()
 
 
 def free_port() -> int:
@@ -258,9 +295,8 @@ async def main() -> None:
             log = Path(tmp) / "serve.log"
             server = start_server(url_text, port, log, args.concurrency + 4, args.workers)
             try:
-                await over_http(f"http://127.0.0.1:{port}", token, queue_id, 200, 4)  # warm-up
-                orbit = await over_http(f"http://127.0.0.1:{port}", token, queue_id, args.n,
-                                        args.concurrency)  # fmt: skip
+                await over_http(port, token, queue_id, 200, 4)  # warm-up
+                orbit = await over_http(port, token, queue_id, args.n, args.concurrency)
             finally:
                 server.terminate()
                 server.wait(15)
