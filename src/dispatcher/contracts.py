@@ -118,6 +118,12 @@ def contracts_dir() -> Path:
     override = os.environ.get(ENV_DIR)
     if override:
         return Path(override)
+    return _checkout_dir()
+
+
+@cache
+def _checkout_dir() -> Path:
+    """Resolved once: it is looked up for every message validated."""
     return Path(__file__).resolve().parents[2] / "contracts" / "dispatcher"
 
 
