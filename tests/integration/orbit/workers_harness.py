@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -126,10 +127,12 @@ def task_body(tenant: Tenant, handler: str = "demo.work", **fields: Any) -> dict
     return body
 
 
-async def submit(http: httpx.AsyncClient, tenant: Tenant, **fields: Any) -> str:
+async def submit(
+    http: httpx.AsyncClient, tenant: Tenant, token: str | None = None, **fields: Any
+) -> str:
     key = os.urandom(8).hex()
     response = await http.post(
-        "/v1/tasks", json=task_body(tenant, **fields), headers=tenant.headers(key=key)
+        "/v1/tasks", json=task_body(tenant, **fields), headers=tenant.headers(token, key=key)
     )
     assert response.status_code == 201, response.text
     task_id: str = response.json()["data"]["task"]["id"]
@@ -224,3 +227,70 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
     finally:
         writer.close()
+
+
+class RawWorker:
+    """A protocol-level worker for exact message tests: sends what the test says, keeps every
+    server message, matches acks by msg_id."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.inbox: list[dict[str, Any]] = []
+        self._ids = 0
+
+    @classmethod
+    async def connect(
+        cls, base: str, token: str, queues: list[str], *, capacity: int = 4,
+        handlers: tuple[tuple[str, str], ...] = (("demo.work", "v1"),),
+        attempts: list[dict[str, str]] | None = None,
+    ) -> tuple[RawWorker, dict[str, Any]]:  # fmt: skip
+        from websockets.asyncio.client import connect
+
+        ws = await connect(base.replace("http", "ws") + "/v1/workers/connect",
+                           additional_headers={"Authorization": f"Bearer {token}"},
+                           subprotocols=["orbit.worker.v1"], proxy=None)  # type: ignore[list-item]
+        worker = cls(ws)
+        await worker.send({
+            "type": "hello", "protocol": "orbit.worker.v1",
+            "worker": {"name": "raw", "instance_id": os.urandom(16).hex()},
+            "queues": queues, "capacity": capacity, "attempts": attempts or [],
+            "handlers": [{"handler": h, "handler_version": v} for h, v in handlers],
+        })  # fmt: skip
+        return worker, await worker.next("hello_ok")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def next(self, kind: str, timeout: float = 10) -> dict[str, Any]:
+        for message in self.inbox:
+            if message["type"] == kind:
+                self.inbox.remove(message)
+                return message
+        async with asyncio.timeout(timeout):
+            while True:
+                message = json.loads(await self.ws.recv())
+                if message["type"] == kind:
+                    return message
+                self.inbox.append(message)
+
+    async def request(self, message: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
+        self._ids += 1
+        msg_id = f"r{self._ids}"
+        await self.send({**message, "msg_id": msg_id})
+        for found in self.inbox:
+            if found["type"] == "ack" and found["msg_id"] == msg_id:
+                self.inbox.remove(found)
+                return found
+        async with asyncio.timeout(timeout):
+            while True:
+                got = json.loads(await self.ws.recv())
+                if got["type"] == "ack" and got.get("msg_id") == msg_id:
+                    return got
+                self.inbox.append(got)
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+def ref(lease: dict[str, Any]) -> dict[str, str]:
+    return {"attempt_id": lease["attempt"]["id"], "lease_token": lease["attempt"]["lease_token"]}

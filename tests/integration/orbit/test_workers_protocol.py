@@ -1,0 +1,271 @@
+"""The worker protocol message by message against the real server, on SQLite and MariaDB:
+handshake refusals, capacity and fairness, idempotent and fenced acks, the start fence,
+heartbeats, hand-back, and the execution history API (O-API-1, O-API-3, O-STATE-1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from orbit.domain.tokens import Permission
+from orbit.store.db import Database
+from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.workers_harness import (
+    RawWorker,
+    attempts,
+    execution_server,
+    get_task,
+    in_seconds,
+    ref,
+    submit,
+    wait_state,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def proto_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-p2p"), migrated=True) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def proto_url(proto_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("orbit-p2p-server") / "server.log"
+    with execution_server(proto_db_url, log) as url:
+        yield url
+
+
+@pytest.fixture
+async def tenant(proto_db_url: str, proto_url: str) -> AsyncIterator[Tenant]:
+    db = Database.open(proto_db_url, pool_size=2)
+    yield await Tenant.create(db, proto_url)
+    await db.close()
+
+
+@pytest.fixture
+async def http(proto_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=proto_url, timeout=30) as client:
+        yield client
+
+
+def ws_url(base: str) -> str:
+    return base.replace("http", "ws") + "/v1/workers/connect"
+
+
+async def close_code(base: str, token: str, first: str | None, protocol: bool = True) -> int:
+    protocols = ["orbit.worker.v1"] if protocol else None
+    async with connect(ws_url(base), additional_headers={"Authorization": f"Bearer {token}"},
+                       subprotocols=protocols, proxy=None) as ws:  # type: ignore[arg-type]
+        if first is not None:
+            await ws.send(first)
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await asyncio.wait_for(ws.recv(), 15)
+        assert ws.close_code is not None
+        return ws.close_code
+
+
+def hello(queues: list[str]) -> str:
+    return json.dumps({"type": "hello", "protocol": "orbit.worker.v1",
+                       "worker": {"name": "x", "instance_id": "a" * 32}, "queues": queues,
+                       "handlers": [{"handler": "demo.work", "handler_version": "v1"}],
+                       "capacity": 1})  # fmt: skip
+
+
+async def test_handshake_refusals_o_api_1(tenant: Tenant, proto_url: str) -> None:
+    """401 for an unknown token, 403 without tasks:work (before the upgrade); a queue outside
+    the token's scope closes with 4403; no subprotocol 4426; a bad first message 4400."""
+    for token, status in (("orb_not-a-token", 401),
+                          ((await tenant.token_for([Permission.SUBMIT]))[1], 403)):  # fmt: skip
+        with pytest.raises(InvalidStatus) as refused:
+            auth = {"Authorization": f"Bearer {token}"}
+            async with connect(ws_url(proto_url), proxy=None, additional_headers=auth):
+                pass
+        assert refused.value.response.status_code == status
+        code = "UNAUTHENTICATED" if status == 401 else "PERMISSION_DENIED"
+        assert json.loads(refused.value.response.body)["error"]["code"] == code
+    other_queue = await tenant.queue()
+    _, work_token = await tenant.token_for([Permission.WORK])
+    assert await close_code(proto_url, work_token, hello([other_queue])) == 4403
+    assert await close_code(proto_url, work_token, None, protocol=False) == 4426
+    assert await close_code(proto_url, work_token, '{"type":"started"}') == 4400
+    assert await close_code(proto_url, work_token, "not json") == 4400
+
+
+async def test_capacity_is_respected_and_queues_are_served_fairly(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    second = await tenant.queue()
+    _, token = await tenant.token_for([Permission.WORK, Permission.SUBMIT],
+                                      [tenant.queue_id, second])  # fmt: skip
+    for queue in (tenant.queue_id, second):
+        for _ in range(3):
+            await submit(http, tenant, token, queue_id=queue, payload={"n": 1})
+    worker, _ = await RawWorker.connect(tenant.base_url, token, [tenant.queue_id, second],
+                                        capacity=2)  # fmt: skip
+    try:
+        leases = [await worker.next("lease"), await worker.next("lease")]
+        assert {lease["task"]["queue_id"] for lease in leases} == {tenant.queue_id, second}
+        with pytest.raises(TimeoutError):
+            await worker.next("lease", timeout=0.7)  # credit 2 is used up
+        first = ref(leases[0])
+        assert (await worker.request({"type": "started", **first}))["ok"]
+        done = await worker.request({"type": "result", **first, "outcome": "succeeded",
+                                     "result": {"ok": True}})  # fmt: skip
+        assert done["ok"] and done["task_state"] == "SUCCEEDED"
+        third = await worker.next("lease")  # the freed slot is refilled at once
+        assert third["task"]["id"] not in {lease["task"]["id"] for lease in leases}
+    finally:
+        await worker.close()
+
+
+async def test_acks_are_idempotent_and_fenced_by_the_lease_token(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    task_id = await submit(http, tenant, payload={"n": 1})
+    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
+    try:
+        lease = await worker.next("lease")
+        assert lease["task"]["id"] == task_id and lease["attempt"]["number"] == 1
+        mine = ref(lease)
+        stale = {**mine, "lease_token": "f" * 32}
+        fenced = await worker.request({"type": "started", **stale})
+        assert fenced["error"]["code"] == "LEASE_LOST"
+        started = await worker.request({"type": "started", **mine})
+        assert started["ok"] and started["duplicate"] is False and started["task_revision"] == "3"
+        again = await worker.request({"type": "started", **mine})
+        assert again["ok"] and again["duplicate"] is True
+        item = {"key": "ref", "kind": "reference", "uri": "https://bank/tx/1"}
+        assert (await worker.request({"type": "evidence", **mine, "items": [item]}))["ok"]
+        changed = [{**item, "uri": "https://bank/tx/2"}]
+        conflict = await worker.request({"type": "evidence", **mine, "items": changed})
+        assert conflict["error"]["code"] == "EVIDENCE_CONFLICT"
+        exact = {"n": 9007199254740993}
+        result = {"type": "result", **mine, "outcome": "succeeded", "result": exact}
+        first = await worker.request(result)
+        resent = await worker.request(result)
+        other = await worker.request({**result, "result": {"n": 2}})
+        invalid = await worker.request({"type": "result", **mine, "outcome": "cancelled",
+                                        "error": {"code": "x", "message": "y"}})  # fmt: skip
+        unknown = await worker.request({"type": "started", "attempt_id": "e" * 32,
+                                        "lease_token": "e" * 32})  # fmt: skip
+    finally:
+        await worker.close()
+    assert first["ok"] and first["duplicate"] is False and first["task_state"] == "SUCCEEDED"
+    assert resent["ok"] and resent["duplicate"] is True
+    assert other["error"]["code"] == "RESULT_CONFLICT"
+    assert invalid["error"]["code"] == "INVALID_MESSAGE"
+    assert unknown["error"]["code"] == "ATTEMPT_NOT_FOUND"
+    task = await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers())
+    assert '"result":{"n":9007199254740993}' in task.text and task.json()["data"]["revision"] == "4"
+    history = await attempts(http, tenant, task_id)
+    assert [(a["state"], a["evidence_count"]) for a in history] == [("SUCCEEDED", 1)]
+
+
+async def test_start_after_the_start_deadline_fails_without_running(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    """The start fence: `started` past start_deadline_at is refused; the task is FAILED and its
+    attempt EXPIRED, never RUNNING; heartbeats keep the lease alive meanwhile."""
+    task_id = await submit(http, tenant, start_deadline_at=in_seconds(1.0))
+    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
+    try:
+        mine = ref(await worker.next("lease"))
+        for _ in range(3):
+            beat = await worker.request({"type": "heartbeat", "attempts": [mine]})
+            assert beat["attempts"][0]["status"] == "ok"
+            await asyncio.sleep(0.45)
+        refused = await worker.request({"type": "started", **mine})
+    finally:
+        await worker.close()
+    assert refused["ok"] is False and refused["error"]["code"] == "START_DEADLINE_EXCEEDED"
+    task = await get_task(http, tenant, task_id)
+    assert (task["state"], task["error"]["code"], task["attempt_count"]) == (
+        "FAILED", "START_DEADLINE_EXCEEDED", 0)
+    history = await attempts(http, tenant, task_id)
+    assert [(a["state"], "started_at" in a) for a in history] == [("EXPIRED", False)]
+
+
+async def test_release_before_start_requeues_without_using_budget(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    task_id = await submit(http, tenant)
+    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
+    try:
+        first = ref(await worker.next("lease"))
+        released = await worker.request({"type": "release", **first, "reason": "shutdown"})
+        again = await worker.next("lease")  # the freed slot and the requeued task meet again
+        beat = await worker.request({"type": "heartbeat", "attempts": [first, ref(again)]})
+    finally:
+        await worker.close()
+    assert released["ok"] and released["task_state"] == "WAITING"
+    assert again["task"]["id"] == task_id and again["attempt"]["number"] == 2
+    assert again["task"]["attempt_count"] == 0
+    assert [s["status"] for s in beat["attempts"]] == ["lost", "ok"]
+
+
+async def _failing_task(tenant: Tenant, http: httpx.AsyncClient, tries: int) -> str:
+    task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
+                           retry={"max_attempts": tries, "initial_delay_ms": 1})  # fmt: skip
+    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id],
+                                        capacity=1)  # fmt: skip
+    try:
+        for _ in range(tries):
+            mine = ref(await worker.next("lease"))
+            assert (await worker.request({"type": "started", **mine}))["ok"]
+            error = {"code": "flaky", "message": "try again", "retryable": True}
+            assert (await worker.request({"type": "result", **mine, "outcome": "failed",
+                                          "error": error}))["ok"]  # fmt: skip
+    finally:
+        await worker.close()
+    await wait_state(http, tenant, task_id, {"FAILED"})
+    return task_id
+
+
+async def test_history_pages_and_scope(tenant: Tenant, http: httpx.AsyncClient) -> None:
+    task_id = await _failing_task(tenant, http, 3)
+    headers = tenant.headers()
+    page = (await http.get(f"/v1/tasks/{task_id}/attempts?limit=2", headers=headers)).json()
+    cursor = page["data"]["next_cursor"]
+    rest = (await http.get(f"/v1/tasks/{task_id}/attempts", params={"cursor": cursor},
+                           headers=headers)).json()  # fmt: skip
+    numbers = [a["number"] for a in page["data"]["items"] + rest["data"]["items"]]
+    assert numbers == [1, 2, 3] and "next_cursor" not in rest["data"]
+    assert [a["task_outcome"]["state"] for a in rest["data"]["items"]] == ["FAILED"]
+    task = await get_task(http, tenant, task_id)
+    assert task["error"]["code"] == "ATTEMPTS_EXHAUSTED"
+    assert task["attempt_error"] == {"code": "flaky", "message": "try again", "retryable": True}
+    first_id = page["data"]["items"][0]["id"]
+    detail = await http.get(f"/v1/tasks/{task_id}/attempts/{first_id}", headers=headers)
+    assert detail.status_code == 200 and detail.json()["data"]["evidence"] == []
+    assert detail.headers["x-request-id"] == detail.json()["request_id"]
+    other_task = await submit(http, tenant)
+    checks: list[tuple[str, dict[str, Any], int, str]] = [
+        (f"/v1/tasks/{other_task}/attempts", {"cursor": cursor}, 400, "INVALID_ARGUMENT"),
+        (f"/v1/tasks/{task_id}/attempts", {"limit": "0"}, 400, "INVALID_ARGUMENT"),
+        (f"/v1/tasks/{task_id}/attempts", {"page": "2"}, 400, "INVALID_ARGUMENT"),
+        (f"/v1/tasks/{other_task}/attempts/{first_id}", {}, 404, "NOT_FOUND"),
+        (f"/v1/tasks/{task_id}/attempts/{'0' * 32}", {}, 404, "NOT_FOUND"),
+        (f"/v1/tasks/{'0' * 32}/attempts", {}, 404, "NOT_FOUND"),
+    ]
+    for path, params, status, code in checks:
+        response = await http.get(path, params=params, headers=headers)
+        assert (response.status_code, response.json()["error"]["code"]) == (status, code), path
+    stranger = await Tenant.create(tenant.db, tenant.base_url)
+    foreign = await http.get(f"/v1/tasks/{task_id}/attempts", headers=stranger.headers())
+    assert foreign.status_code == 404
+    _, no_read = await tenant.token_for([Permission.SUBMIT])
+    denied = await http.get(f"/v1/tasks/{task_id}/attempts", headers=tenant.headers(no_read))
+    assert denied.status_code == 403
