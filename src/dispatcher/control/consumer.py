@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
+from dispatcher.control.lanes import raise_if_cancelling
 from dispatcher.control.service import ControlSettle
 from dispatcher.logs import log
 
@@ -51,8 +52,10 @@ class ControlQueueConsumer:
             try:
                 await self._consume()
             except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
+                raise_if_cancelling(exc)
                 self._failed("amqp", exc)
             except Exception as exc:  # handling failed: the delivery is requeued in place
+                raise_if_cancelling(exc)
                 self._failed("handler", exc)
             await asyncio.sleep(self._retry)
 

@@ -20,6 +20,17 @@ LOG = logging.getLogger("dispatcher.control.lanes")
 Work = Callable[[], Awaitable[None]]
 
 
+def raise_if_cancelling(exc: BaseException | None) -> None:
+    """Re-raise a cancellation that a library turned into another error.
+
+    aio-pika/aiormq may replace the CancelledError of a task being cancelled by a
+    channel error; swallowing that would keep a loop alive through shutdown.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc
+
+
 @dataclass
 class _Item:
     name: str
@@ -75,6 +86,7 @@ class TaskLanes:
                 lane.failures = 0
                 return
             except Exception as exc:  # retried in place: never skip a control (D-CTL-1)
+                raise_if_cancelling(exc)
                 lane.failures += 1
                 lane.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 log(
