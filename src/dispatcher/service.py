@@ -22,6 +22,7 @@ import uvicorn
 from dispatcher.admit import AdmissionService
 from dispatcher.calls.port import CellPort
 from dispatcher.calls.supervisor import CallSupervisor
+from dispatcher.control.lanes import raise_if_cancelling
 from dispatcher.control.plane import ControlPlane
 from dispatcher.discovery import DiscoveryLoop
 from dispatcher.domain.discovery import DiscoveredTask
@@ -180,6 +181,7 @@ class Dispatcher:
         while True:
             known = await self.db.read(tasks.load_tasks)
             await self.consumers.reconcile(self.wanted_queues(known))
+            raise_if_cancelling(None)  # aio-pika may have turned our cancellation into an error
             retry = 2.0 if self.consumers.missing else 30.0
             try:
                 await asyncio.wait_for(self._reconcile_wake.wait(), retry)

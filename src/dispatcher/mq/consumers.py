@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 
+from dispatcher.control.lanes import raise_if_cancelling
 from dispatcher.logs import log
 from dispatcher.mq.link import AmqpLink
 from dispatcher.mq.names import MAX_TASK_QUEUES, task_queue
@@ -133,8 +134,8 @@ class TaskConsumers:
             if channel is not None and not channel.is_closed:
                 try:
                     await channel.close()
-                except (aio_pika.exceptions.AMQPException, ConnectionError, OSError):
-                    pass  # a dead channel already returned its deliveries
+                except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
+                    raise_if_cancelling(exc)  # else: a dead channel already returned them
 
     def release(self, task_id: str) -> None:
         """Allow the next reconcile to consume the task's same queue again (D-CTL-3)."""
