@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -48,6 +49,10 @@ def serve(
     dialect = with_database(database, _checked)
     if workers > 1 and dialect is Dialect.SQLITE:
         raise click.BadParameter("SQLite runs with one server process", param_hint="--workers")
+    logging.getLogger("orbit.api").info(
+        "starting", extra={"url": f"http://{host}:{port}", "workers": workers,
+                           "dialect": dialect.value},
+    )  # fmt: skip
     options: dict[str, Any] = dict(
         host=host, port=port, log_config=None, access_log=False, server_header=False,
         lifespan="on", timeout_graceful_shutdown=10,
