@@ -1,0 +1,124 @@
+"""The leasing SQL against its pure twin, and the group-commit batcher, on SQLite and MariaDB."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from orbit.domain.ids import new_id
+from orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
+from orbit.domain.states import TaskState
+from orbit.domain.strictjson import read_json
+from orbit.domain.submit import parse_submit, plan_times
+from orbit.domain.task import new_task
+from orbit.store.admin import Admin
+from orbit.store.db import Database
+from orbit.store.tables import tasks
+from orbit.store.tasks import row_task, task_row
+from orbit.workers import store
+from orbit.workers.batch import Batcher
+from tests.integration.orbit.databases import KINDS, fresh_url
+
+pytestmark = pytest.mark.integration
+S = timedelta(seconds=1)
+
+
+@pytest.fixture(params=KINDS)
+def kernel_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with fresh_url(request.param, tmp_path, migrated=True) as url:
+        yield url
+
+
+@pytest.fixture
+async def db(kernel_db_url: str) -> AsyncIterator[Database]:
+    database = Database.open(kernel_db_url, pool_size=4)
+    yield database
+    await database.close()
+
+
+def _variants(queue_id: str, other_queue: str, now: datetime) -> Iterator[dict[str, Any]]:
+    """Every combination of the columns the eligibility rule looks at."""
+    for state, queue, handler, available, deadline, start, count in itertools.product(
+        (TaskState.WAITING, TaskState.LEASED, TaskState.FAILED),
+        (queue_id, other_queue),
+        (("demo.work", "v1"), ("demo.work", "v2"), ("other", "v1")),
+        (now - S, now, now + S),
+        (now, now + 60 * S),
+        (None, now, now + 10 * S),
+        (0, 1),
+    ):
+        yield {"state": state.value, "queue_id": queue, "handler": handler[0],
+               "handler_version": handler[1], "available_at": available, "deadline_at": deadline,
+               "start_deadline_at": start, "attempt_count": count,
+               "retry_max_attempts": 1}  # fmt: skip
+
+
+async def test_lease_query_mirrors_the_pure_eligibility_rule(db: Database) -> None:
+    """The SQL of the leasing kernel selects exactly the rows `is_eligible` accepts."""
+    made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
+    other = await Admin(db).create_queue(made.namespace_id, "b")
+    body = {"queue_id": made.queue_id, "handler": "demo.work", "handler_version": "v1",
+            "payload_version": "v1", "payload": {}}  # fmt: skip
+    request = parse_submit(read_json(json.dumps(body).encode()))
+    async with db.write() as conn:
+        now = await db.now(conn)
+        template = task_row(new_task("0" * 32, made.namespace_id, request,
+                                     plan_times(request, now), now))  # fmt: skip
+        rows = [{**template, **variant, "id": new_id()}
+                for variant in _variants(made.queue_id, other, now)]  # fmt: skip
+        await conn.execute(tasks.insert(), rows)
+    offer = WorkerOffer(frozenset({made.queue_id}), frozenset({HandlerKey("demo.work", "v1")}))
+    async with db.read() as conn:
+        query = store.leasable(db.dialect, made.queue_id, offer.handlers, now, 10_000)
+        selected = {row.id for row in await conn.execute(query)}
+        everything = [row_task(r) for r in await conn.execute(
+            sa.select(tasks).where(tasks.c.namespace_id == made.namespace_id))]  # fmt: skip
+    expected = {task.id for task in everything if is_eligible(_candidate(task), offer, now)}
+    assert len(everything) == len(rows) and expected  # the table has eligible and other rows
+    assert selected == expected
+
+
+def _candidate(task: Any) -> LeaseCandidate:
+    return LeaseCandidate(task.state, task.queue_id, HandlerKey(task.handler, task.handler_version),
+                          task.available_at, task.start_deadline_at, task.deadline_at,
+                          task.attempt_count, task.retry.max_attempts)  # fmt: skip
+
+
+async def test_batcher_isolates_a_failing_step_and_groups_kinds(db: Database) -> None:
+    """One transaction per batch; a failing step is retried alone and fails alone."""
+    seen: list[int] = []
+
+    async def many(conn: AsyncConnection, now: datetime, items: list[Any]) -> list[Any]:
+        seen.append(len(items))
+        return [item * 2 for item in items]
+
+    async def good(conn: AsyncConnection, now: datetime) -> str:
+        await conn.execute(sa.text("SELECT 1"))
+        return "ok"
+
+    async def bad(conn: AsyncConnection, now: datetime) -> str:
+        raise RuntimeError("this step is broken")
+
+    batcher = Batcher(db, lanes=1, kinds={"double": many})
+    batcher.start()
+    try:
+        grouped = await asyncio.gather(*(batcher.submit("double", n) for n in range(5)))
+        mixed = await asyncio.gather(
+            batcher.run(good), batcher.run(bad), batcher.submit("double", 7),
+            return_exceptions=True,
+        )
+    finally:
+        await batcher.stop()
+    assert grouped == [0, 2, 4, 6, 8] and seen[0] == 5  # one handler call for the five
+    assert mixed[0] == "ok" and mixed[2] == 14
+    assert isinstance(mixed[1], RuntimeError)
