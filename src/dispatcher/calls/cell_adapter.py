@@ -9,9 +9,10 @@ never "nothing dialled").
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from cell.client import (
     AlreadyDialledError,
@@ -127,21 +128,31 @@ def to_plan(body: Mapping[str, Any]) -> Plan:
     )
 
 
+T = TypeVar("T")
+
+
 class CellAdapter:
     """CellPort over HTTP + WebSocket (``cell.client.CellClient``)."""
 
-    def __init__(self, base_url: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, base_url: str, timeout_s: float = 10.0, max_inflight: int = 32) -> None:
         self._client = CellClient(base_url, timeout_s=timeout_s)
+        # Bounded in-flight requests: a queue of thousands of requests inside the HTTP
+        # connection pool costs quadratic time; waiting here is cheap and not a timeout.
+        self._limit = asyncio.Semaphore(max_inflight)
+
+    async def _limited(self, request: Awaitable[T]) -> T:
+        async with self._limit:
+            return await request
 
     async def boot_id(self) -> str:
         try:
-            return (await self._client.info()).boot_id
+            return (await self._limited(self._client.info())).boot_id
         except CellError as exc:
             raise CellUnavailable(f"cell info: {exc.message}") from exc
 
     async def originate(self, plan: Mapping[str, Any]) -> CellCall:
         try:
-            return to_cell_call(await self._client.originate(to_plan(plan)))
+            return to_cell_call(await self._limited(self._client.originate(to_plan(plan))))
         except (CellBusyError, CellDrainingError) as exc:
             code = "busy" if isinstance(exc, CellBusyError) else "draining"
             raise CellRejected(code, exc.message) from exc
@@ -156,7 +167,7 @@ class CellAdapter:
 
     async def hangup(self, call_id: str) -> None:
         try:
-            await self._client.hangup(call_id)
+            await self._limited(self._client.hangup(call_id))
         except CellRequestError:
             return  # already ended or unknown: nothing to hang up
         except CellError as exc:
@@ -164,7 +175,7 @@ class CellAdapter:
 
     async def get_call(self, call_id: str) -> CellCall | None:
         try:
-            return to_cell_call(await self._client.get_call(call_id))
+            return to_cell_call(await self._limited(self._client.get_call(call_id)))
         except CallNotFoundError:
             return None
         except CellError as exc:
@@ -172,7 +183,7 @@ class CellAdapter:
 
     async def list_calls(self) -> list[CellCall]:
         try:
-            return [to_cell_call(c) for c in await self._client.list_calls()]
+            return [to_cell_call(c) for c in await self._limited(self._client.list_calls())]
         except CellError as exc:
             raise CellUnavailable(f"list calls: {exc.message}") from exc
 
@@ -188,7 +199,7 @@ class CellAdapter:
 
     async def ack(self, call_id: str) -> None:
         try:
-            await self._client.ack(call_id)
+            await self._limited(self._client.ack(call_id))
         except CallNotFoundError:
             return
         except CellError as exc:
