@@ -256,15 +256,18 @@ class Reconciler:
         """The cell does not answer: its live calls are unknown (occupancy kept)."""
         return await self._db.write(mark_unknown, boot, self._clock())
 
-    async def reconcile(
-        self, boot: str, skip: Collection[str] = (), only_unknown: bool = False
-    ) -> Round:
+    async def reconcile(self, skip: Collection[str] = (), only_unknown: bool = False) -> Round:
+        """One round against the cell's current boot (asked here, never a remembered one:
+        a stale boot id would mistake a restarted cell's lost calls for undialled ones)."""
         rows = [
             p
             for p in await self._db.read(pending_rows)
             if p.execution_id not in skip and (not only_unknown or p.state is S.UNKNOWN)
         ]
+        boot = await self._cell.boot_id()
         calls = await self._cell.list_calls()
+        if await self._cell.boot_id() != boot:
+            return Round(0, [], len(rows), [])  # the cell restarted meanwhile: next round
         known = {c.call_id: c for c in calls}
         now = self._clock()
         orphans: dict[str, CellOrphan] = {}

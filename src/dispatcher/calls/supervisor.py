@@ -163,7 +163,7 @@ class CallSupervisor:
             try:
                 boot = await self._cell.boot_id()
                 self.boot_id = boot
-                await self._reconcile(boot)
+                await self._reconcile()
                 await self._consume()
             except CellError as exc:
                 self.last_error = str(exc)
@@ -212,7 +212,7 @@ class CallSupervisor:
             rows = await self._db.read(recovery.pending_rows)
             if self.boot_id is not None and any(p.state is S.UNKNOWN for p in rows):
                 try:
-                    await self._reconcile(self.boot_id, only_unknown=True)
+                    await self._reconcile(only_unknown=True)
                 except CellError as exc:
                     self.last_error = str(exc)
 
@@ -232,14 +232,14 @@ class CallSupervisor:
             if self._cell_down and boot == self.boot_id:
                 self._cell_down = False
                 try:
-                    await self._reconcile(boot)
+                    await self._reconcile()
                 except CellError as exc:
                     self.last_error = str(exc)
             elif boot != self.boot_id:
                 self._cell_down = False  # the event stream reports the restart
 
-    async def _reconcile(self, boot: str, only_unknown: bool = False) -> None:
-        result = await self._recovery.reconcile(boot, self._inflight, only_unknown)
+    async def _reconcile(self, only_unknown: bool = False) -> None:
+        result = await self._recovery.reconcile(self._inflight, only_unknown)
         if not result.checked and not result.to_ack:
             return
         self.counts["reconciled"] += result.checked
