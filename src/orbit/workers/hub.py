@@ -20,7 +20,7 @@ from orbit.domain.jsonvalue import JsonValue
 from orbit.domain.leasing import HandlerKey, free_slots, share_slots
 from orbit.workers.acks import Grant, Peer
 from orbit.workers.batch import Batcher
-from orbit.workers.kernel import Kernel
+from orbit.workers.kernel import Kernel, LeaseAsk
 from orbit.workers.upkeep import SweepReport, Upkeep
 
 log = logging.getLogger("orbit.workers")
@@ -140,8 +140,8 @@ class Hub:
         return any(results)
 
     async def _fill(self, link: Link, queue_id: str, size: int) -> bool:
-        step = partial(self._lease, link.peer, link.handlers, queue_id, size)
-        grants = await self.batcher.run(step)
+        ask = LeaseAsk(link.peer, link.handlers, queue_id, size)
+        grants: list[Grant] = await self.batcher.submit("lease", ask)
         for grant in grants:
             link.in_flight.add(grant.attempt_id)
             self.owner[grant.attempt_id] = link.peer.connection_id
@@ -152,17 +152,6 @@ class Hub:
         if grants and not link.open:  # closed while leasing: shorten these leases too
             await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
         return len(grants) == size
-
-    async def _lease(
-        self,
-        peer: Peer,
-        handlers: frozenset[HandlerKey],
-        queue_id: str,
-        size: int,
-        conn: AsyncConnection,
-        now: datetime,
-    ) -> list[Grant]:
-        return await self.kernel.lease(conn, now, peer, handlers, queue_id, size)
 
     async def _disconnect(self, connection_id: str, conn: AsyncConnection, now: datetime) -> None:
         await self.upkeep.disconnect(conn, now, connection_id)

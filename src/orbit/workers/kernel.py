@@ -5,7 +5,7 @@ writes (all checks precede all writes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -70,27 +70,51 @@ class Kernel:
         queue_id: str,
         limit: int,
     ) -> list[Grant]:
-        query = store.leasable(self.dialect, queue_id, handlers, now, limit)
-        rows = (await conn.execute(query)).all()
-        grants, task_rows, attempt_rows, events = [], [], [], []
-        for row in rows:
-            task = row_task(row)
-            times = plan_lease(now, task.retry.attempt_timeout_ms, task.deadline_at,
-                               self.settings.lease_ttl_ms)  # fmt: skip
-            grant = Grant(task, new_id(), row.lease_count + 1, new_id(), times.leased_at,
-                          times.lease_expires_at, times.attempt_deadline_at)  # fmt: skip
-            grants.append(grant)
-            task_rows.append({"id": task.id, "current_attempt_id": grant.attempt_id})
-            attempt_rows.append(_attempt_row(grant, peer, now))
-            detail = f'{{"attempt_id":"{grant.attempt_id}"}}'
-            events.append(store.event_row(task.id, task.revision + 1, "LEASED", TaskState.WAITING,
-                                          TaskState.LEASED, detail, now, new_id()))  # fmt: skip
-        if grants:
-            waiting = [tasks.c.state == TaskState.WAITING.value]
-            await bulk_update(conn, tasks, task_rows, where=waiting, static=_leased(now))
-            await conn.execute(task_attempts.insert(), attempt_rows)
-            await store.insert_events(conn, events)
+        ask = LeaseAsk(peer, frozenset(handlers), queue_id, limit)
+        return (await self.lease_many(conn, now, [ask]))[0]
+
+    async def lease_many(
+        self, conn: AsyncConnection, now: datetime, asks: Sequence[LeaseAsk]
+    ) -> list[list[Grant]]:
+        """One locking read per (queue, handler set) for all the connections asking in this
+        batch, rows dealt round-robin among them; then one UPDATE and two INSERTs in all."""
+        grants: list[list[Grant]] = [[] for _ in asks]
+        groups: dict[tuple[str, frozenset[HandlerKey]], list[int]] = {}
+        for index, ask in enumerate(asks):
+            groups.setdefault((ask.queue_id, ask.handlers), []).append(index)
+        taken: set[str] = set()  # overlapping handler sets must not lease a row twice
+        for (queue_id, handlers), indexes in groups.items():
+            total = sum(asks[i].size for i in indexes)
+            query = store.leasable(self.dialect, queue_id, handlers, now, total)
+            rows = [r for r in (await conn.execute(query)).all() if r.id not in taken]
+            taken.update(r.id for r in rows)
+            for row, index in zip(rows, _deal([asks[i].size for i in indexes]), strict=False):
+                grants[indexes[index]].append(self._grant(row, now))
+        await self._write_leases(conn, now, asks, grants)
         return grants
+
+    def _grant(self, row: Any, now: datetime) -> Grant:
+        task = row_task(row)
+        times = plan_lease(now, task.retry.attempt_timeout_ms, task.deadline_at,
+                           self.settings.lease_ttl_ms)  # fmt: skip
+        return Grant(task, new_id(), row.lease_count + 1, new_id(), times.leased_at,
+                     times.lease_expires_at, times.attempt_deadline_at)  # fmt: skip
+
+    async def _write_leases(
+        self, conn: AsyncConnection, now: datetime, asks: Sequence[LeaseAsk],
+        grants: list[list[Grant]],
+    ) -> None:  # fmt: skip
+        pairs = [(ask.peer, g) for ask, mine in zip(asks, grants, strict=True) for g in mine]
+        if not pairs:
+            return
+        task_rows = [{"id": g.task.id, "current_attempt_id": g.attempt_id} for _, g in pairs]
+        waiting = [tasks.c.state == TaskState.WAITING.value]
+        await bulk_update(conn, tasks, task_rows, where=waiting, static=_leased(now))
+        await conn.execute(task_attempts.insert(), [_attempt_row(g, p, now) for p, g in pairs])
+        await store.insert_events(conn, [
+            store.event_row(g.task.id, g.task.revision + 1, "LEASED", TaskState.WAITING,
+                            TaskState.LEASED, f'{{"attempt_id":"{g.attempt_id}"}}', now, new_id())
+            for _, g in pairs])  # fmt: skip
 
     # ------------------------------------------------------------------ worker messages
     async def start(self, conn: AsyncConnection, now: datetime, peer: Peer, ref: AttemptRef) -> Ack:
@@ -145,6 +169,26 @@ class Kernel:
     ) -> store.LiveAttempt:
         found = await store.load_attempts(conn, self.dialect, [ref.attempt_id])
         return fence(found.get(ref.attempt_id), peer, ref)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseAsk:
+    """A connection asking for up to `size` tasks of one queue."""
+
+    peer: Peer
+    handlers: frozenset[HandlerKey]
+    queue_id: str
+    size: int
+
+
+def _deal(sizes: list[int]) -> Iterator[int]:
+    """Indexes of the asks in round-robin order, each at most its size: 3,1 -> 0,1,0,0."""
+    left = list(sizes)
+    while any(left):
+        for index, remaining in enumerate(left):
+            if remaining:
+                left[index] -= 1
+                yield index
 
 
 def _leased(now: datetime) -> dict[str, Any]:

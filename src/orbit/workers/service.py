@@ -74,7 +74,11 @@ class ExecutionService:
         kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
                                          self.settings.reconnect_grace_ms)  # fmt: skip
         kernel = Kernel(db.dialect, kernel_settings)
-        kinds: dict[str, Many] = {"start": kernel.start_many, "finish": kernel.finish_many}
+        kinds: dict[str, Many] = {
+            "lease": kernel.lease_many,
+            "start": kernel.start_many,
+            "finish": kernel.finish_many,
+        }
         self.batcher = Batcher(db, lanes, kinds=kinds)
         registry = registry or CollectorRegistry()
         leases = Counter("orbit_leases", "Leases granted to workers", registry=registry)

@@ -169,3 +169,14 @@ def test_share_slots_rotation_is_fair_over_rounds() -> None:
 @pytest.mark.parametrize(("capacity", "in_flight", "expected"), [(8, 3, 5), (8, 8, 0), (0, 2, 0)])
 def test_free_slots(capacity: int, in_flight: int, expected: int) -> None:
     assert free_slots(capacity, in_flight) == expected
+
+
+@pytest.mark.parametrize(
+    ("sizes", "order"),
+    [([3, 1], [0, 1, 0, 0]), ([1, 1, 1], [0, 1, 2]), ([0, 2], [1, 1]), ([], [])],
+)
+def test_rows_of_one_lease_query_are_dealt_round_robin(sizes: list[int], order: list[int]) -> None:
+    """Several connections asking for the same queue share one query fairly (§5)."""
+    from orbit.workers.kernel import _deal
+
+    assert list(_deal(sizes)) == order
