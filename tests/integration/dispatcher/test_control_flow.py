@@ -58,7 +58,9 @@ def publish_commands(s: Scenario, task_id: str, count: int) -> list[str]:
     async def main() -> None:
         connection = await aio_pika.connect(amqp_url())
         async with connection:
-            channel = await connection.channel(publisher_confirms=True)
+            # No confirms for speed; the channel close below is ordered after every
+            # publish, and the callers check the broker's message count.
+            channel = await connection.channel(publisher_confirms=False)
             exchange = await channel.get_exchange(COMMAND_EXCHANGE, ensure=False)
             for start in range(0, count, 1000):
                 await asyncio.gather(
@@ -75,9 +77,27 @@ def publish_commands(s: Scenario, task_id: str, count: int) -> list[str]:
                         for body in bodies[start : start + 1000]
                     )
                 )
+            await channel.close()
 
     asyncio.run(main())
     return ids
+
+
+def redelivered(queue: str) -> int:
+    """How many queued messages carry the redelivered flag (looked at, then put back)."""
+
+    async def main() -> int:
+        connection = await aio_pika.connect(amqp_url())
+        async with connection:
+            channel = await connection.channel()
+            declared = await channel.declare_queue(queue, passive=True)
+            flagged = 0
+            while (message := await declared.get(no_ack=False, fail=False)) is not None:
+                flagged += int(message.redelivered)
+            await channel.close()  # nothing ACKed: every message goes back in place
+            return flagged
+
+    return asyncio.run(main())
 
 
 def control_binding(s: Scenario, bound: bool) -> None:
@@ -170,6 +190,9 @@ def test_pause_with_200_queued_and_prefetch_in_flight_d_ctl_2(scenario: Scenario
 
     answered, queued = wait_for(settled, 20, "results + queued == 200")
     assert 0 < queued < 200 and answered > 0
+    # Prefetched-but-unaccepted deliveries were returned with nack(requeue), not dropped.
+    assert redelivered(task_queue(s, task)) > 0
+    assert message_count(task_queue(s, task)) == queued
     results = command_results(s, task)
     assert {r["command_id"] for r in results} <= set(ids)
     barrier_at = pause["body"]["occurred_at"]
