@@ -25,9 +25,10 @@ from dispatcher.calls.supervisor import CallSupervisor
 from dispatcher.control.lanes import raise_if_cancelling
 from dispatcher.control.plane import ControlPlane
 from dispatcher.discovery import DiscoveryLoop
+from dispatcher.domain.consumption import queues_to_consume
 from dispatcher.domain.discovery import DiscoveredTask
 from dispatcher.domain.model import LocalTask
-from dispatcher.domain.states import Barrier, TaskStatus
+from dispatcher.domain.states import TaskStatus
 from dispatcher.gate import Gate
 from dispatcher.logs import log
 from dispatcher.mq.consumers import TaskConsumers
@@ -45,7 +46,6 @@ from dispatcher.store.db import Database
 from dispatcher.web.app import build_app
 
 LOG = logging.getLogger("dispatcher")
-CONSUMING = (TaskStatus.RUNNING, TaskStatus.FINISHED)
 Loop = Callable[[], Awaitable[None]]
 
 
@@ -166,12 +166,8 @@ class Dispatcher:
         self._reconcile_wake.set()
 
     def wanted_queues(self, known: dict[str, LocalTask]) -> set[str]:
-        """Task queues to consume now: gate open, no barrier, status running/finished."""
-        if not self.gate.open:
-            return set()
-        return {
-            t.task_id for t in known.values() if t.barrier is Barrier.NONE and t.status in CONSUMING
-        }
+        """Task queues to consume now (see :func:`queues_to_consume`)."""
+        return queues_to_consume(known.values(), self.gate.open)
 
     def wake_consumers(self) -> None:
         self._reconcile_wake.set()

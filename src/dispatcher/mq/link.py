@@ -39,6 +39,18 @@ class AmqpLink:
     def on_down(self, hook: Hook) -> None:
         self._on_down.append(hook)
 
+    async def publisher_channel(self) -> AbstractChannel | None:
+        """The confirm channel, reopened if the broker closed it (e.g. a missing exchange)."""
+        connection = self.connection
+        if connection is None or connection.is_closed:
+            return None
+        if self.publisher is None or self.publisher.is_closed:
+            self.publisher = await connection.channel(
+                publisher_confirms=True, on_return_raises=True
+            )
+            log(LOG, logging.WARNING, "amqp.publisher_reopened")
+        return self.publisher
+
     async def channel(self) -> AbstractChannel:
         if self.connection is None or self.connection.is_closed:
             raise ConnectionError("AMQP connection is down")

@@ -73,7 +73,11 @@ class OutboxRelay:
             pass
 
     async def _publish_all(self, rows: list[OutboxRow]) -> int:
-        channel = self._link.publisher
+        try:
+            channel = await self._link.publisher_channel()
+        except (aiormq.exceptions.AMQPError, ConnectionError, OSError) as exc:
+            self.last_error = f"publisher channel: {exc!r}"[:200]
+            return len(rows)
         if channel is None:
             return len(rows)
         errors = await asyncio.gather(*(self._publish(channel, row) for row in rows))
