@@ -6,7 +6,6 @@ protocol keeps that safe because a worker only sends `result` after its `started
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -17,14 +16,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from orbit.api.http import envelope
 from orbit.domain.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.times import format_time
-from orbit.domain.tokens import Permission, Principal, bearer_secret
+from orbit.domain.tokens import Permission, Principal
 from orbit.store.operations import Operations
 from orbit.workers.acks import Ack, Peer
+from orbit.workers.edge import close_quietly, close_reason, deny, msg_id_of, secret_of
 from orbit.workers.errors import ProtocolError
 from orbit.workers.hub import Hub, Link
 from orbit.workers.messages import (
@@ -74,19 +73,19 @@ class WorkerEndpoint:
             await session.run()
         except Close as close:
             log.info("worker connection refused", extra={"code": close.code, "why": close.reason})
-            await _close(websocket, close.code, close.reason)
+            await close_quietly(websocket, close.code, close.reason)
         except WebSocketDisconnect:
             pass
 
     async def _authenticate(self, websocket: WebSocket) -> Principal | None:
         try:
-            principal = await self.ops.authenticate(_secret(websocket))
+            principal = await self.ops.authenticate(secret_of(websocket))
             principal.require(Permission.WORK)
             return principal
         except Unauthenticated as exc:
-            await _deny(websocket, 401, "UNAUTHENTICATED", exc.message)
+            await deny(websocket, 401, "UNAUTHENTICATED", exc.message)
         except PermissionDenied as exc:
-            await _deny(websocket, 403, "PERMISSION_DENIED", exc.message)
+            await deny(websocket, 403, "PERMISSION_DENIED", exc.message)
         return None
 
 
@@ -97,7 +96,7 @@ class _Session:
         self.kernel = endpoint.hub.kernel
         self.websocket = websocket
         self.principal = principal
-        self.secret = _secret(websocket)
+        self.secret = secret_of(websocket)
         self.checked_at = time.monotonic()
         self._send_lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
@@ -134,12 +133,12 @@ class _Session:
         try:
             hello = parse_message(text)
         except (InvalidArgument, ProtocolError) as exc:
-            raise Close(4400, _reason(exc.message)) from None
+            raise Close(4400, close_reason(exc.message)) from None
         if not isinstance(hello, Hello):
             raise Close(4400, "the first message must be hello")
         outside = [q for q in hello.queues if q not in self.principal.queue_ids]
         if outside:
-            raise Close(4403, _reason(f"queue {outside[0]} is outside the token's scope"))
+            raise Close(4403, close_reason(f"queue {outside[0]} is outside the token's scope"))
         return hello
 
     async def _rebind(
@@ -187,7 +186,7 @@ class _Session:
                 return
             await self.send(await self._apply(message))
         except Close as close:
-            await _close(self.websocket, close.code, close.reason)
+            await close_quietly(self.websocket, close.code, close.reason)
         except Exception:  # noqa: BLE001 - a closed socket while answering: the worker resends
             log.debug("answer not delivered", exc_info=True)
         finally:
@@ -254,9 +253,9 @@ class _Session:
         self.checked_at = time.monotonic()
 
     async def _invalid(self, text: str, problem: str) -> None:
-        msg_id = _msg_id_of(text)
+        msg_id = msg_id_of(text)
         if msg_id is None:
-            raise Close(4400, _reason(problem))
+            raise Close(4400, close_reason(problem))
         await self.send(Ack(False, code="INVALID_MESSAGE", message=problem).body(msg_id))
 
     def _peer(self) -> Peer:
@@ -289,38 +288,3 @@ async def _guard(step: Step, attempt_id: str, conn: AsyncConnection, now: dateti
         return await step(conn, now)
     except ProtocolError as exc:
         return Ack.refused(exc, attempt_id)
-
-
-def _secret(websocket: WebSocket) -> str:
-    values = websocket.headers.getlist("authorization")
-    return bearer_secret(values[0] if len(values) == 1 else None)
-
-
-def _msg_id_of(text: str) -> str | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    msg_id = value.get("msg_id") if isinstance(value, dict) else None
-    return msg_id if isinstance(msg_id, str) and 0 < len(msg_id) <= 64 else None
-
-
-def _reason(text: str) -> str:
-    """Close reasons are limited to 123 bytes."""
-    return text.encode("utf-8")[:120].decode("utf-8", "ignore")
-
-
-async def _deny(websocket: WebSocket, status: int, code: str, message: str) -> None:
-    try:
-        await websocket.send_denial_response(
-            envelope(new_id(), status, error={"code": code, "message": message})
-        )
-    except RuntimeError:  # the server lacks the denial extension: refuse the upgrade plainly
-        await websocket.close(1008, _reason(message))
-
-
-async def _close(websocket: WebSocket, code: int, reason: str) -> None:
-    try:
-        await websocket.close(code, reason)
-    except Exception:  # noqa: BLE001 - already closed
-        return

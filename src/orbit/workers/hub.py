@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from orbit.workers.upkeep import SweepReport, Upkeep
 
 log = logging.getLogger("orbit.workers")
 SWEEP_LIMIT = 500
+WAITING_SWEEP_S = 1.0  # WAITING tasks past a deadline: scanned about once a second
 Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
 
 
@@ -161,14 +163,16 @@ class Hub:
 
     # ------------------------------------------------------------------ sweeper
     async def _sweep_forever(self) -> None:
-        while True:
-            report = await self.batcher.run(self._sweep)
+        every = max(1, round(WAITING_SWEEP_S / self.sweep_s))
+        for turn in itertools.count():
+            waiting = turn % every == 0
+            report = await self.batcher.run(partial(self._sweep, waiting))
             self._after_sweep(report)
             if report.ended < SWEEP_LIMIT:
                 await asyncio.sleep(self.sweep_s)
 
-    async def _sweep(self, conn: AsyncConnection, now: datetime) -> SweepReport:
-        return await self.upkeep.sweep(conn, now, SWEEP_LIMIT)
+    async def _sweep(self, waiting: bool, conn: AsyncConnection, now: datetime) -> SweepReport:
+        return await self.upkeep.sweep(conn, now, SWEEP_LIMIT, waiting=waiting)
 
     def _after_sweep(self, report: SweepReport) -> None:
         for connection_id, attempt_id, reason in report.cancels:

@@ -94,7 +94,11 @@ class Upkeep:
         await conn.execute(store.shorten_leases(connection_id, cut))
 
     # ------------------------------------------------------------------ sweeper
-    async def sweep(self, conn: AsyncConnection, now: datetime, limit: int) -> SweepReport:
+    async def sweep(
+        self, conn: AsyncConnection, now: datetime, limit: int, *, waiting: bool = True
+    ) -> SweepReport:
+        """Expired leases and attempt deadlines; with `waiting`, also WAITING tasks past a
+        deadline (a coarser scan: the hub runs it about once a second)."""
         report = SweepReport()
         for live in await store.expired_attempts(conn, self.dialect, now, limit):
             cause = expiry_cause(now, live.lease_expires_at, live.attempt_deadline_at)
@@ -106,7 +110,8 @@ class Upkeep:
             if outcome.task_state is TaskState.WAITING:
                 report.wake.add(live.queue_id)
             report.ended += 1
-        report.ended += await expire_waiting(conn, self.dialect, now, limit)
+        if waiting:
+            report.ended += await expire_waiting(conn, self.dialect, now, limit)
         return report
 
 

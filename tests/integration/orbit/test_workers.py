@@ -276,3 +276,15 @@ async def test_sigterm_finishes_short_work_and_hands_back_long_work(
     assert (handed["state"], handed["error"]["code"]) == ("NEEDS_REVIEW", "ATTEMPT_LOST")
     history = await attempts(http, tenant, long)
     assert [(a["state"], a["end_reason"]) for a in history] == [("RELEASED", "RELEASED_SHUTDOWN")]
+
+
+async def test_a_refused_worker_stops_with_a_message_naming_the_cause(
+    tenant: Tenant, tmp_path: Path
+) -> None:
+    """A bad token is not retried forever: the worker exits 3 and says what to fix."""
+    proc = WorkerProcess(tenant.base_url, "orb_wrong", [tenant.queue_id], tmp_path / "bad.log")
+    with workers(proc):
+        code = await asyncio.to_thread(proc.wait, 30)
+        output = proc.log()
+    assert code == 3
+    assert "HTTP 401" in output and "UNAUTHENTICATED" in output
