@@ -117,7 +117,7 @@ def body(queue_id: str, number: int) -> str:
 async def submit_all(base: str, token: str, queue_id: str, n: int, clients: int) -> None:
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    run, numbers = secrets.token_hex(4), iter(range(n))
+    run, numbers, sent = secrets.token_hex(4), iter(range(n)), [0]
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
 
         async def one_client() -> None:
@@ -127,8 +127,20 @@ async def submit_all(base: str, token: str, queue_id: str, n: int, clients: int)
                                              headers={**headers, **key})  # fmt: skip
                 if response.status_code != 201:
                     raise RuntimeError(f"submit: {response.status_code} {response.text}")
+                sent[0] += 1
 
-        await asyncio.gather(*(one_client() for _ in range(clients)))
+        async def report() -> None:
+            started = time.perf_counter()
+            while True:
+                await asyncio.sleep(2)
+                rate = sent[0] / (time.perf_counter() - started)
+                print(f"  submitting: {sent[0]}/{n} ({rate:.0f}/s)", flush=True)
+
+        reporter = asyncio.create_task(report())
+        try:
+            await asyncio.gather(*(one_client() for _ in range(clients)))
+        finally:
+            reporter.cancel()
 
 
 async def wait_done(db: Database, queue_id: str, expected: int, label: str) -> None:
