@@ -14,21 +14,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from asyncmy import errors as asyncmy_errors
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from orbit.domain.errors import SetupError, Unavailable
+from orbit.domain.times import as_utc, to_naive_utc
 
 T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
 _MYSQL_DUPLICATE, _MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT = 1062, 1213, 1205
+_MYSQL_NOW = sa.text("SELECT UTC_TIMESTAMP(6)")
 
 
 class Dialect(enum.StrEnum):
@@ -103,9 +106,9 @@ class Database:
     async def now(self, conn: AsyncConnection) -> datetime:
         """The database clock, aware UTC: the authority for acceptance times."""
         if self.dialect is Dialect.MYSQL:
-            value = (await conn.execute(sa.text("SELECT UTC_TIMESTAMP(6)"))).scalar_one()
+            (value,), = await hot_execute(conn, _MYSQL_NOW, {})
             assert isinstance(value, datetime)
-            return value.replace(tzinfo=UTC)
+            return value
         query = sa.text("SELECT strftime('%Y-%m-%dT%H:%M:%f', 'now')")
         text = (await conn.execute(query)).scalar_one()
         return datetime.fromisoformat(str(text)).replace(tzinfo=UTC)
@@ -136,6 +139,57 @@ class Database:
                     continue
                 raise Unavailable("the database is unavailable; retry with the same key") from exc
         raise AssertionError("unreachable")
+
+
+# ---- the hot path ------------------------------------------------------------------------
+# On MySQL/MariaDB, SQLAlchemy's async execution layer costs several times the statement
+# itself (measured: 0.6-0.75 ms CPU per statement against 0.1-0.2 ms on the driver). The few
+# statements of every submit and token lookup therefore run on the driver connection of the
+# same SQLAlchemy transaction, with SQL compiled once from the same Core statements. Driver
+# errors are translated to SQLAlchemy's, so duplicate/transient detection is unchanged.
+
+HotStatement = sa.Insert | sa.Update | sa.Select[Any] | sa.TextClause
+_COMPILED: dict[tuple[int, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
+
+
+async def hot_execute(
+    conn: AsyncConnection, statement: HotStatement, params: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    """Execute a prebuilt Core statement; rows as tuples (datetimes aware UTC)."""
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        result = await conn.execute(statement, dict(params))
+        return [tuple(row) for row in result.all()] if result.returns_rows else []
+    sql, names = _compiled(conn, statement, params)
+    values = tuple(_bind(params[name]) for name in names)
+    driver = (await conn.get_raw_connection()).driver_connection
+    assert driver is not None
+    try:
+        async with driver.cursor() as cursor:
+            await cursor.execute(sql, values)
+            rows = await cursor.fetchall() if cursor.description else ()
+    except asyncmy_errors.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
+    return [tuple(_result(value) for value in row) for row in rows]
+
+
+def _compiled(
+    conn: AsyncConnection, statement: HotStatement, params: Mapping[str, Any]
+) -> tuple[str, tuple[str, ...]]:
+    key = (id(statement), tuple(params))
+    found = _COMPILED.get(key)
+    if found is None:
+        compiled = statement.compile(dialect=conn.dialect, column_keys=list(params))
+        found = (str(compiled), tuple(compiled.positiontup or ()))
+        _COMPILED[key] = found
+    return found
+
+
+def _bind(value: Any) -> Any:
+    return to_naive_utc(value) if isinstance(value, datetime) else value
+
+
+def _result(value: Any) -> Any:
+    return as_utc(value) if isinstance(value, datetime) else value
 
 
 def _mysql_code(exc: sa.exc.DBAPIError) -> int | None:

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.canonical import Digest
 from orbit.domain.idempotency import RETENTION, Scope, StoredReceipt
+from orbit.store.db import hot_execute
 from orbit.store.tables import idempotency_records
 
 c = idempotency_records.c
@@ -41,7 +42,8 @@ async def insert(
     now: datetime,
 ) -> None:
     """Raises the driver's duplicate-key error when a concurrent request holds the key."""
-    await conn.execute(
+    await hot_execute(
+        conn,
         _INSERT,
         {
             "namespace_id": scope.namespace_id,

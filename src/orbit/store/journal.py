@@ -12,6 +12,7 @@ from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.states import TaskState
 from orbit.domain.task import Task
 from orbit.domain.tokens import Principal
+from orbit.store.db import hot_execute
 from orbit.store.tables import audit_log, task_events
 
 _EVENT = task_events.insert()
@@ -27,7 +28,8 @@ async def append_event(
     detail: Mapping[str, JsonValue] | None = None,
 ) -> None:
     """One event per task revision (unique on task_id + revision)."""
-    await conn.execute(
+    await hot_execute(
+        conn,
         _EVENT,
         {
             "id": new_id(),
@@ -50,7 +52,8 @@ async def append_audit(
     request_id: str | None,
     now: datetime,
 ) -> None:
-    await conn.execute(
+    await hot_execute(
+        conn,
         _AUDIT,
         {
             "id": new_id(),

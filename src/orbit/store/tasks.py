@@ -12,6 +12,7 @@ from orbit.domain.cursor import Position
 from orbit.domain.states import TaskState
 from orbit.domain.submit import RecoverySafety, RetryPolicy
 from orbit.domain.task import Task, TaskSummary
+from orbit.store.db import hot_execute
 from orbit.store.tables import tasks
 
 c = tasks.c
@@ -89,7 +90,7 @@ _LOAD = sa.select(tasks).where(c.id == sa.bindparam("task_id"))
 
 
 async def insert_task(conn: AsyncConnection, task: Task) -> None:
-    await conn.execute(_INSERT, task_row(task))
+    await hot_execute(conn, _INSERT, task_row(task))
 
 
 async def load_task(conn: AsyncConnection, task_id: str) -> Task | None:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.ids import new_id
 from orbit.domain.tokens import Permission, TokenRecord
+from orbit.store.db import hot_execute
 from orbit.store.tables import namespaces, queues, token_queues, tokens
 
 
@@ -91,15 +92,15 @@ _TOKEN_QUERY = (
 
 
 async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord | None:
-    rows = (await conn.execute(_TOKEN_QUERY, {"secret_sha256": secret_sha256})).all()
+    rows = await hot_execute(conn, _TOKEN_QUERY, {"secret_sha256": secret_sha256})
     if not rows:
         return None
-    first = rows[0]
+    token_id, namespace_id, permissions, expires_at, revoked_at, _ = rows[0]
     return TokenRecord(
-        token_id=first.id,
-        namespace_id=first.namespace_id,
-        permissions=frozenset(Permission(p) for p in first.permissions.split()),
-        queue_ids=frozenset(row.queue_id for row in rows if row.queue_id is not None),
-        expires_at=first.expires_at,
-        revoked_at=first.revoked_at,
+        token_id=token_id,
+        namespace_id=namespace_id,
+        permissions=frozenset(Permission(p) for p in permissions.split()),
+        queue_ids=frozenset(row[5] for row in rows if row[5] is not None),
+        expires_at=expires_at,
+        revoked_at=revoked_at,
     )
