@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,19 @@ def run(config: Path | None) -> None:
     from dispatcher.calls.cell_adapter import CellAdapter
     from dispatcher.service import serve
 
-    code = asyncio.run(serve(settings, lambda: CellAdapter(settings.cell_url)))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        code = runner.run(serve(settings, lambda: CellAdapter(settings.cell_url)))
     raise SystemExit(code)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when available (a faster event loop for the AMQP, HTTP and cell traffic)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 @main.command("check-config")
