@@ -5,8 +5,21 @@ Every error the dispatcher package raises on purpose derives from
 
     DispatcherError
     ├── ContractError            (dispatcher.contracts) a body breaks its schema
-    └── ContractSetupError       (dispatcher.contracts) schema files missing/broken,
-                                  or an unknown contract kind was asked for
+    ├── ContractSetupError       (dispatcher.contracts) schema files missing/broken,
+    │                             or an unknown contract kind was asked for
+    ├── SettingsError            (dispatcher.settings) a setting is missing or invalid
+    ├── StoreError               (dispatcher.store.db) the state database cannot be used
+    ├── UnknownExecution         (dispatcher.store.executions) caller bug
+    ├── IllegalTransition        (dispatcher.domain.states) a forbidden state move
+    ├── DiscoveryFailed          (dispatcher.discovery) a round failed; admission closed
+    ├── SaasError                (dispatcher.saas.client) a SaaS GET failed
+    │   ├── SaasUnavailable      network, timeout, 5xx: retry, fail closed meanwhile
+    │   ├── SaasRefused          401/403/404/400 with the contract's error code
+    │   └── SaasInvalid          a 200 body breaking its schema or an identity check
+    ├── CellError                (dispatcher.calls.port) a cell request failed
+    │   ├── CellRejected         refused: nothing was dialled
+    │   └── CellUnavailable      no answer: whether it dialled is unknown
+    └── RecordingError           (dispatcher.recording.storage)
 
 Other modules add their own subclasses here or next to their code; each class
 says in its docstring how to fix the situation it reports.
