@@ -19,6 +19,7 @@ Every error the dispatcher package raises on purpose derives from
     ├── CellError                (dispatcher.calls.port) a cell request failed
     │   ├── CellRejected         refused: nothing was dialled
     │   └── CellUnavailable      no answer: whether it dialled is unknown
+    │       └── CallIdTaken      the call_id was dialled before or belongs to another plan
     └── RecordingError           (dispatcher.recording.storage)
 
 Other modules add their own subclasses here or next to their code; each class
