@@ -161,7 +161,9 @@ class Dispatcher:
     ) -> None:
         for task in changed:
             if task.status is TaskStatus.REMOVED:
-                self.cache.drop_task(task.task_id)
+                self.cache.drop_task(task.task_id)  # D-DISC-8: drop the task config
+            else:
+                self.cache.note_revision(task.task_id, task.task_revision)  # D-CTL-5
         self.control.after_discovery(stored, changed)
         self._reconcile_wake.set()
 

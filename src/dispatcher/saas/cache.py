@@ -14,6 +14,7 @@ refused as invalid.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -112,6 +113,8 @@ class ConfigCache:
         self._tasks: _Slot[TaskLookup] = _Slot()
         self._quotas: _Slot[TenantQuota | None] = _Slot()
         self._digests: dict[str, str] = {}
+        self._revisions: dict[str, int] = {}
+        self._reloaded: dict[str, int] = {}
         self.last_sip: SipSnapshot | None = None
 
     @property
@@ -134,8 +137,26 @@ class ConfigCache:
         return snapshot, self._config_ttl
 
     async def task(self, task_id: str, fresh: bool = False) -> TaskLookup:
-        """Cached task config; ``fresh=True`` bypasses the cache (D-CTL-3)."""
-        return await self._tasks.get(task_id, lambda: self._load_task(task_id), bypass=fresh)
+        """Cached task config; ``fresh=True`` bypasses the cache (D-CTL-3).
+
+        A cached config older than the revision discovery reported is never served: it is
+        read again (D-CTL-5: an old config never overrides a higher task_revision).
+        """
+        entry = self._tasks.fresh(task_id)
+        config = entry.value.config if entry is not None else None
+        wanted = self._revisions.get(task_id, 0)
+        stale = config is not None and config.task_revision < wanted
+        if stale and self._reloaded.get(task_id) != wanted:
+            self._reloaded[task_id] = wanted  # one reload per revision, not one per command
+        else:
+            stale = False
+        return await self._tasks.get(
+            task_id, functools.partial(self._load_task, task_id), bypass=fresh or stale
+        )
+
+    def note_revision(self, task_id: str, revision: int) -> None:
+        """Discovery saw ``revision`` of a task: older cached configs are stale."""
+        self._revisions[task_id] = max(revision, self._revisions.get(task_id, 0))
 
     async def _load_task(self, task_id: str) -> tuple[TaskLookup, float]:
         try:
@@ -185,6 +206,7 @@ class ConfigCache:
     def drop_task(self, task_id: str) -> None:
         """Forget a task's config (discovery ``removed``, D-DISC-8)."""
         self._tasks.drop(task_id)
+        self._revisions.pop(task_id, None)
 
     def summary(self) -> dict[str, object]:
         sip = self.last_sip
