@@ -109,11 +109,11 @@ def test_recordings_uploaded_verified_and_not_created_d_rec_2_d_res_2(
 ) -> None:
     prefix = f"it-flow-{uuid.uuid4().hex[:8]}"
     scene.sip()
-    scene.task("task-r", ring_timeout_ms=5000)
+    scene.task("task-rec", ring_timeout_ms=5000)
     scene.quota()
     scene.start(**s3_env(prefix))
     callees = ["15000000001", "15000000002", "15000000003", "15000000004", "15000000005"]
-    ids = scene.calls("task-r", callees=callees)
+    ids = scene.calls("task-rec", callees=callees)
     results = scene.wait_results(5, timeout=40, event_type="call.result")
     payloads = by_callee(results)
     assert all(r["valid"] for r in results), [r["errors"] for r in results]
