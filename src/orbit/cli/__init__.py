@@ -1,6 +1,7 @@
-"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks`, `worker`.
+"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks`, `worker`,
+`idempotency`.
 
-Operator commands (`migrate`, `init`, `queue`, `token`) talk to the database given by
+Operator commands (`migrate`, `init`, `queue`, `token`, `idempotency`) talk to the database given by
 `--database` / ORBIT_DATABASE_URL; `tasks` talks to the API at ORBIT_URL with ORBIT_TOKEN.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import click
 
 from orbit.cli.admin import init, queue, token
+from orbit.cli.idempotency import idempotency
 from orbit.cli.server import migrate, serve
 from orbit.cli.tasks import tasks
 from orbit.cli.worker import worker
@@ -20,5 +22,5 @@ def main() -> None:
     """Orbit: a durable task service (Task API v1)."""
 
 
-for command in (serve, migrate, init, queue, token, tasks, worker):
+for command in (serve, migrate, init, queue, token, tasks, worker, idempotency):
     main.add_command(command)
