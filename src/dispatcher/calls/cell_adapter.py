@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import httpx
+
 from cell.client import (
     AlreadyDialledError,
     CallIdConflictError,
@@ -41,6 +43,15 @@ from dispatcher.calls.port import (
     CellUpload,
 )
 from dispatcher.domain.results import TranscriptSegment
+
+# Besides CellError, what a cell that dies mid-request can surface through the client's
+# HTTP stack: transport errors, and anyio's AttributeError on a socket already closed
+# ("'NoneType' object has no attribute 'getpeername'"). All mean: the cell did not answer.
+UNANSWERED = (CellError, httpx.HTTPError, OSError, AttributeError)
+
+
+def _why(exc: Exception) -> str:
+    return exc.message if isinstance(exc, CellError) else f"{type(exc).__name__}: {exc}"
 
 
 def _now() -> datetime:
@@ -147,8 +158,8 @@ class CellAdapter:
     async def boot_id(self) -> str:
         try:
             return (await self._limited(self._client.info())).boot_id
-        except CellError as exc:
-            raise CellUnavailable(f"cell info: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"cell info: {_why(exc)}") from exc
 
     async def originate(self, plan: Mapping[str, Any]) -> CellCall:
         try:
@@ -162,38 +173,38 @@ class CellAdapter:
             if exc.status >= 500:  # the cell failed midway: it may have dialled
                 raise CellUnavailable(f"originate: {exc.code}: {exc.message}") from exc
             raise CellRejected(exc.code, exc.message) from exc
-        except CellError as exc:
-            raise CellUnavailable(f"originate: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"originate: {_why(exc)}") from exc
 
     async def hangup(self, call_id: str) -> None:
         try:
             await self._limited(self._client.hangup(call_id))
         except CellRequestError:
             return  # already ended or unknown: nothing to hang up
-        except CellError as exc:
-            raise CellUnavailable(f"hangup: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"hangup: {_why(exc)}") from exc
 
     async def get_call(self, call_id: str) -> CellCall | None:
         try:
             return to_cell_call(await self._limited(self._client.get_call(call_id)))
         except CallNotFoundError:
             return None
-        except CellError as exc:
-            raise CellUnavailable(f"get call: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"get call: {_why(exc)}") from exc
 
     async def list_calls(self) -> list[CellCall]:
         try:
             return [to_cell_call(c) for c in await self._limited(self._client.list_calls())]
-        except CellError as exc:
-            raise CellUnavailable(f"list calls: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"list calls: {_why(exc)}") from exc
 
     async def events(self, after: int, boot_id: str | None = None) -> AsyncIterator[CellEvent]:
         stream = self._client.events(after, boot_id)
         try:
             async for event in stream:
                 yield _event(event)
-        except CellError as exc:
-            raise CellUnavailable(f"events: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"events: {_why(exc)}") from exc
         finally:
             await stream.aclose()
 
@@ -202,8 +213,8 @@ class CellAdapter:
             await self._limited(self._client.ack(call_id))
         except CallNotFoundError:
             return
-        except CellError as exc:
-            raise CellUnavailable(f"ack: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"ack: {_why(exc)}") from exc
 
     async def upload_recording(
         self, call_id: str, upload_id: str, url: str, headers: Mapping[str, str]
@@ -213,22 +224,22 @@ class CellAdapter:
             return to_upload(await self._client.upload_recording(call_id, target))
         except CellRequestError as exc:
             raise CellRejected(exc.code, exc.message) from exc
-        except CellError as exc:
-            raise CellUnavailable(f"upload: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"upload: {_why(exc)}") from exc
 
     async def orphans(self) -> list[CellOrphan]:
         try:
             return [to_orphan(o) for o in await self._client.orphans()]
-        except CellError as exc:
-            raise CellUnavailable(f"orphans: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"orphans: {_why(exc)}") from exc
 
     async def delete_orphan(self, call_id: str) -> None:
         try:
             await self._client.delete_orphan(call_id)
         except CellRequestError:
             return  # gone already, or its call is still tracked: nothing to delete now
-        except CellError as exc:
-            raise CellUnavailable(f"delete orphan: {exc.message}") from exc
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"delete orphan: {_why(exc)}") from exc
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -133,3 +133,29 @@ async def test_orphans_are_listed_with_their_upload_state() -> None:
     assert (orphan.call_id, orphan.partial, orphan.upload_status) == ("exec-7", True, "unknown")
     assert orphan.size_bytes == 160044
     await cell.aclose()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        AttributeError("'NoneType' object has no attribute 'getpeername'"),
+        httpx.RemoteProtocolError("Server disconnected without sending a response."),
+        ConnectionResetError("reset"),
+    ],
+)
+async def test_a_cell_dying_mid_request_is_unavailable_not_a_crash(failure: Exception) -> None:
+    """Whatever the HTTP stack raises when the cell dies mid-request means: no answer."""
+
+    def dies(request: httpx.Request) -> httpx.Response:
+        raise failure
+
+    cell = adapter(dies)
+    for call in (
+        cell.boot_id(),
+        cell.list_calls(),
+        cell.upload_recording("exec-1", "upload-exec-1", "http://s3/put?sig", {}),
+        cell.orphans(),
+    ):
+        with pytest.raises(CellUnavailable):
+            await call
+    await cell.aclose()
