@@ -146,6 +146,16 @@ def transition(
     return new
 
 
+def transition_many(
+    conn: sqlite3.Connection,
+    changes: Sequence[tuple[str, Change]],
+    now: datetime,
+    route: Route,
+) -> list[Recording | None]:
+    """Several :func:`transition` calls in one transaction (one commit, one fsync)."""
+    return [transition(conn, execution_id, change, now, route) for execution_id, change in changes]
+
+
 def report_of(
     status: str, error_code: str | None, expires_at: datetime | None, message: str | None
 ) -> UploadReport:

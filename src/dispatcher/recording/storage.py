@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 CHUNK = 1 << 20
+T = TypeVar("T")
 
 
 class RecordingError(DispatcherError):
@@ -112,9 +115,13 @@ def _missing(exc: ClientError) -> bool:
 class S3Store:
     """:class:`ObjectStore` over boto3; blocking calls run in worker threads."""
 
-    def __init__(self, config: StorageConfig) -> None:
+    def __init__(self, config: StorageConfig, threads: int = 16) -> None:
         self._config = config
         self._s3 = _client(config)
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="s3")
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     @property
     def bucket(self) -> str:
@@ -133,7 +140,7 @@ class S3Store:
         return url
 
     async def presign_put(self, key: str, expires_s: int) -> str:
-        return await asyncio.to_thread(self._presign, key, expires_s)
+        return await self._run(self._presign, key, expires_s)
 
     def _probe(self, key: str) -> ObjectFacts | Missing:
         bucket = self._config.bucket
@@ -152,4 +159,4 @@ class S3Store:
         return ObjectFacts(size_bytes=int(head["ContentLength"]), sha256=digest.hexdigest())
 
     async def probe(self, key: str) -> ObjectFacts | Missing:
-        return await asyncio.to_thread(self._probe, key)
+        return await self._run(self._probe, key)
