@@ -43,6 +43,9 @@ from dispatcher.store.executions import Execution
 LOG = logging.getLogger("dispatcher.calls")
 LIVE = (S.DIALING, S.RINGING, S.IN_CALL)
 UNKNOWN_GRACE_S = 5.0
+# Executions marked ``dialing`` ahead of their originate: after a crash each of them is
+# unknown and, if the cell never got it, ends failed (never redialled) — keep it small.
+DIAL_BATCH = 32
 
 
 class CallSupervisor:
@@ -113,7 +116,7 @@ class CallSupervisor:
     async def _dialer(self) -> None:
         while True:
             batch = [await self._dial.get()]
-            while not self._dial.empty() and len(batch) < 500:
+            while not self._dial.empty() and len(batch) < DIAL_BATCH:
                 batch.append(self._dial.get_nowait())
             boot = await self._current_boot()
             marked = await self._db.write(_mark_dialing, batch, boot, self._clock())
