@@ -1,5 +1,5 @@
-"""Idempotency retention cleanup (O-NOTE-6, issue 8): records go after 90 days, never earlier,
-by the database clock; on SQLite and MariaDB, through the store and the `orbit` CLI."""
+"""Idempotency retention cleanup (O-SUB-1 "kept >= 90 days", issue 8): records go after
+90 days, never earlier, by the database clock; on SQLite and MariaDB, via store and CLI."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _ns() -> str:
 
 
 async def test_removes_only_records_past_90_days(db: Database) -> None:
-    """O-NOTE-6: past retention goes; just inside retention stays."""
+    """O-SUB-1: past retention goes; just inside retention stays."""
     ns = _ns()
     ages = {"old": RETENTION + timedelta(days=1), "older": RETENTION + timedelta(days=400),
             "edge": RETENTION - timedelta(minutes=1), "young": timedelta(days=89),
@@ -59,7 +59,7 @@ async def test_removes_only_records_past_90_days(db: Database) -> None:
 
 
 async def test_never_earlier_even_with_a_wrong_expires_at(db: Database) -> None:
-    """O-NOTE-6: a record younger than 90 days stays even if its expires_at is in the past."""
+    """O-SUB-1: a record younger than 90 days stays even if its expires_at is in the past."""
     ns = _ns()
     await _insert(db, ns, {"young": timedelta(days=10)}, expires_after=timedelta(days=1))
     await cleanup(db)
