@@ -31,7 +31,13 @@ from dispatcher.mq.names import result_routing_key
 from dispatcher.recording import lifecycle, model, store
 from dispatcher.recording.decide import Step, authorization_until, expires_in_s, next_step
 from dispatcher.recording.lifecycle import Opener, Route
-from dispatcher.recording.model import ErrorCode, Recording, RecordingState, UploadReport
+from dispatcher.recording.model import (
+    ErrorCode,
+    Recording,
+    RecordingState,
+    UploadReport,
+    UploadStatus,
+)
 from dispatcher.recording.storage import (
     AuthorizationFailed,
     ObjectStore,
@@ -187,6 +193,13 @@ class RecordingService:
             return  # the recording moved on meanwhile (an event): that state decides
         self.counts["authorized" if rec.authorizations == 0 else "reauthorized"] += 1
         report = await self._request_put(held, url)
+        if report.status is UploadStatus.MISSING:
+            # No file at the cell: an earlier request may have uploaded it (and the cell
+            # then deleted its copy) before a restart of the D. The bucket decides.
+            probe = await self._storage.probe(rec.object_key)
+            if isinstance(probe, model.ObjectFacts):
+                await self._change(held, lambda r: model.verified(r, probe))
+                return
         after = await self._change(held, lambda r: model.upload_reported(r, report))
         if after is not None and after.state is S.PUT_DONE:
             await self._verify(after)

@@ -438,3 +438,29 @@ async def test_not_created_is_sent_at_once_d_res_2(rig_factory: Any) -> None:
     assert rec["upload_id"] is None and rec["object_key"] is None
     assert await rig.db.read(recording_store.get, "exec-1") is None
     assert rig.cell.requests == []
+
+
+async def not_found(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]) -> CellUpload:
+    raise CellRejected("recording_not_found", "no recording for that call")
+
+
+async def test_file_gone_after_an_earlier_upload_is_verified_in_the_bucket_d_rec_1(
+    rig_factory: Any, s3: Any
+) -> None:
+    """A D restart re-sends the request; the cell already uploaded the orphan and deleted
+    its copy (recording_not_found): the object in the bucket proves the upload."""
+    rig = await make_rig(rig_factory, not_found, deadline_s=3600)
+    key = f"{rig.storage.key_prefix}/tenant-1/task-a/exec-1.wav"
+    s3.put_object(Bucket=rig.storage.bucket, Key=key, Body=WAV)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert rec["status"] == "uploaded" and rec["checksum_sha256"] == WAV_SHA
+
+
+async def test_file_gone_and_nothing_in_the_bucket_is_unavailable_at_once_d_rec_2(
+    rig_factory: Any,
+) -> None:
+    rig = await make_rig(rig_factory, not_found, deadline_s=3600)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_failed")
