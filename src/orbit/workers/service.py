@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from orbit.api.routes import Context
+from orbit.domain.backoff import JitteredBackoff
 from orbit.domain.errors import SetupError
 from orbit.domain.leasing import DEFAULT_LEASE_TTL_MS, DEFAULT_RECONNECT_GRACE_MS
 from orbit.store.db import Database, Dialect
@@ -72,7 +73,8 @@ class ExecutionService:
         self.settings = settings or ExecutionSettings.from_env()
         lanes = self.settings.lanes or (1 if db.dialect is Dialect.SQLITE else 4)
         kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
-                                         self.settings.reconnect_grace_ms)  # fmt: skip
+                                         self.settings.reconnect_grace_ms,
+                                         JitteredBackoff())  # fmt: skip
         kernel = Kernel(db.dialect, kernel_settings)
         kinds: dict[str, Many] = {
             "lease": kernel.lease_many,
