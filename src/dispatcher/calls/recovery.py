@@ -29,6 +29,7 @@ from dispatcher.calls.port import CellCall, CellEvent, CellOrphan, CellPort
 from dispatcher.domain.states import ExecutionState as S
 from dispatcher.domain.states import IllegalTransition
 from dispatcher.recording import lifecycle
+from dispatcher.recording import store as recording_store
 from dispatcher.recording.model import Recording
 from dispatcher.store import executions
 from dispatcher.store.codec import iso
@@ -284,7 +285,25 @@ class Reconciler:
             orphans.update((o.call_id, o) for o in await self._cell.orphans())
             judged = verdicts()
         finalized = await self._db.write(apply_verdicts, judged, now, self._finalize_kw)
+        await self._orphan_files(known, orphans, now)
         ended = [c.call_id for c in calls if c.state == "ended"]
         to_ack = await self._db.read(finalized_among, ended) if ended else []
         held = sum(isinstance(v, Hold) for _, v in judged)
         return Round(len(rows), finalized, held, to_ack)
+
+    async def _orphan_files(
+        self, known: Mapping[str, CellCall], orphans: dict[str, CellOrphan], now: datetime
+    ) -> None:
+        """A call that ended before its cell died may still wait for its file: the
+        restarted cell lists it as an orphan, which is uploaded like the call's own."""
+        waiting = [c for c in await self._db.read(recording_store.waiting_calls) if c not in known]
+        if not waiting:
+            return
+        if not orphans:
+            orphans.update((o.call_id, o) for o in await self._cell.orphans())
+        found = {c: orphan_recording(orphans[c]) for c in waiting if c in orphans}
+        if found:
+            route = lifecycle.Route(
+                self._finalize_kw["dispatcher_id"], self._finalize_kw["routing_key"]
+            )
+            await self._db.write(lifecycle.files_found, found, now, route)

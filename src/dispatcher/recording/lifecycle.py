@@ -156,6 +156,23 @@ def transition_many(
     return [transition(conn, execution_id, change, now, route) for execution_id, change in changes]
 
 
+def _file_ready(media: Media) -> Change:
+    return lambda r: model.file_ready(r, media)
+
+
+def files_found(
+    conn: sqlite3.Connection, found: Mapping[str, Mapping[str, Any]], now: datetime, route: Route
+) -> int:
+    """Files of waiting recordings found as orphans of a restarted cell; returns how many."""
+    changes: list[tuple[str, Change]] = []
+    for call_id, data in found.items():
+        rec, media = store.by_call_id(conn, call_id), _media(data)
+        if rec is not None and media is not None:
+            changes.append((rec.execution_id, _file_ready(media)))
+    transition_many(conn, changes, now, route)
+    return len(changes)
+
+
 def report_of(
     status: str, error_code: str | None, expires_at: datetime | None, message: str | None
 ) -> UploadReport:

@@ -133,3 +133,9 @@ def counts(conn: sqlite3.Connection) -> dict[str, int]:
     ):
         result[f"unavailable:{code}"] = count
     return result
+
+
+def waiting_calls(conn: sqlite3.Connection) -> list[str]:
+    """Call ids of recordings still waiting for the cell to report their file."""
+    rows = conn.execute("SELECT call_id FROM recordings WHERE state = 'waiting'")
+    return [row[0] for row in rows]
