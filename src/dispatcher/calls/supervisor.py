@@ -32,7 +32,13 @@ from dispatcher.calls import events as ev
 from dispatcher.calls import recovery
 from dispatcher.calls.finalize import end_and_finalize, failed_ending
 from dispatcher.calls.plan import cell_plan
-from dispatcher.calls.port import CellError, CellPort, CellRejected, CellUnavailable
+from dispatcher.calls.port import (
+    CallIdTaken,
+    CellError,
+    CellPort,
+    CellRejected,
+    CellUnavailable,
+)
 from dispatcher.domain.states import ExecutionState as S
 from dispatcher.logs import log
 from dispatcher.recording.service import RecordingService
@@ -85,6 +91,7 @@ class CallSupervisor:
         self._grace_s = unknown_grace_s
         self._watch_s = watch_s
         self._cell_down = False
+        self._dial_paused = False
         self.boot_id: str | None = None
         self.counts: Counter[str] = Counter()
         self.last_error: str | None = None
@@ -118,7 +125,7 @@ class CallSupervisor:
             batch = [await self._dial.get()]
             while not self._dial.empty() and len(batch) < DIAL_BATCH:
                 batch.append(self._dial.get_nowait())
-            boot = await self._current_boot()
+            boot = await self._dial_boot()
             marked = await self._db.write(_mark_dialing, batch, boot, self._clock())
             self._inflight.update(e.execution_id for e in marked)
             try:
@@ -126,14 +133,22 @@ class CallSupervisor:
             finally:
                 self._inflight.difference_update(e.execution_id for e in marked)
 
-    async def _current_boot(self) -> str | None:
-        while self.boot_id is None:
+    async def _dial_boot(self) -> str:
+        """The boot to dial on. After an unanswered originate, wait until the cell answers
+        again: nothing is marked dialing meanwhile, so an outage of the cell does not turn
+        the queued calls into unknown ones (which would end failed, never redialled)."""
+        while True:
+            if self.boot_id is not None and not self._dial_paused:
+                return self.boot_id
             try:
-                self.boot_id = await self._cell.boot_id()
+                boot = await self._cell.boot_id()
             except CellError as exc:
                 self.last_error = str(exc)
                 await asyncio.sleep(self._retry)
-        return self.boot_id
+                continue
+            self.boot_id = self.boot_id or boot
+            self._dial_paused = False
+            return boot
 
     async def _originate(self, execution: Execution) -> None:
         body = cell_plan(execution.execution_id, execution.call_id, execution.plan)
@@ -147,6 +162,8 @@ class CallSupervisor:
             except CellUnavailable as exc:
                 self.counts["originate_unknown"] += 1
                 self.last_error = str(exc)
+                if not isinstance(exc, CallIdTaken):
+                    self._dial_paused = True  # no more dialing until the cell answers
                 await self._db.write(
                     executions.move, execution.execution_id, S.UNKNOWN, self._clock()
                 )
