@@ -122,7 +122,7 @@ def test_recordings_uploaded_verified_and_not_created_d_rec_2_d_res_2(
     talked = payloads["15000000001"]
     rec = talked["recording"]
     assert (talked["outcome"], rec["status"]) == ("answered", "uploaded")
-    assert rec["object_key"] == f"{prefix}/tenant-1/task-r/{talked['call_id']}.wav"
+    assert rec["object_key"] == f"{prefix}/tenant-1/task-rec/{talked['call_id']}.wav"
     body = s3.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
     assert len(body) == rec["size_bytes"] and body[:4] == b"RIFF"
     assert hashlib.sha256(body).hexdigest() == rec["checksum_sha256"]  # verified by the D
