@@ -115,6 +115,7 @@ def render(s: dict[str, Any]) -> str:
         f"pages={disc['pages_applied']} rejected={disc['pages_rejected']} errors={disc['errors']}",
         f"outbox     {_pairs(s['outbox'])}",
         f"executions {_pairs(s['executions'])}",
+        f"recordings {_pairs(s.get('recordings', {})) or '-'}",
         f"commands   {_pairs(s['commands']) or '-'}",
         f"amqp       connected={s['amqp']['connected']}   cell boot={s['calls']['cell_boot_id']}",
         "tasks:",

@@ -10,6 +10,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from dispatcher.domain.states import Barrier, TaskStatus
+from dispatcher.recording import store as recording_store
 from dispatcher.store import executions, inbox, outbox, rejected, tasks
 from dispatcher.store.codec import iso
 
@@ -39,6 +40,7 @@ def _store_facts(conn: sqlite3.Connection) -> dict[str, Any]:
         "outbox": outbox.counts(conn),
         "blocked": outbox.blocked(conn),
         "executions": executions.state_counts(conn),
+        "recordings": recording_store.counts(conn),
         "inbox": inbox.decision_counts(conn),
         "rejected_count": rejected.count(conn),
         "rejected_latest": rejected.latest(conn, 10),
@@ -111,6 +113,11 @@ async def snapshot(d: Dispatcher) -> dict[str, Any]:
         "relay": {"published": d.relay.published, "failures": d.relay.failures},
         "executions": facts["executions"],
         "calls": {"cell_boot_id": d.calls.boot_id, **dict(d.calls.counts)},
+        "recordings": {
+            "bucket": d.recordings.bucket if d.recordings else None,
+            **facts["recordings"],
+            **(dict(d.recordings.counts) if d.recordings else {}),
+        },
         "amqp": {"connected": d.link.connected.is_set(), "connections": d.link.reconnects},
         "intake": {"waiting": d.intake.waiting, "batches": d.intake.batches},
         "rejected_inputs": {"count": facts["rejected_count"], "latest": facts["rejected_latest"]},
