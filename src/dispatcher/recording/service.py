@@ -165,6 +165,7 @@ class RecordingService:
                     await self._verify(rec)
                 else:
                     await self._close(rec)
+            self._not_before.pop(rec.call_id, None)
         except (CellError, StorageUnavailable) as exc:
             self.last_error = str(exc)
             self._not_before[rec.call_id] = time.monotonic() + self._retry_s

@@ -268,3 +268,45 @@ def test_keys_are_fixed_per_call_d_rec_1(tenant: str, task: str, call: str, key:
     assert keys == recording_keys("calls", tenant, task, call)  # stable across restarts
     assert keys.object_key == key
     assert (keys.recording_id, keys.upload_id) == (f"rec-{call}", f"upload-{call}")
+
+
+@pytest.mark.parametrize(
+    "closed",
+    [
+        model.verified(rec(S.PUT_DONE), GOOD),
+        model.verified(rec(S.PUT_DONE), BAD_SHA),
+        model.deadline_passed(rec(S.WAITING), None),
+        model.deadline_passed(rec(S.EXPIRED), None),
+        model.close(rec(S.AUTHORIZED), ErrorCode.AUTHORIZATION_FAILED),
+    ],
+    ids=["uploaded", "checksum_mismatch", "deadline_exceeded", "expired", "auth_failed"],
+)
+def test_closed_recording_makes_a_schema_valid_call_result_d_rec_2(closed: Recording) -> None:
+    """uploaded carries bucket/key/size/sha256; unavailable nulls them and names the stage."""
+    from dispatcher import contracts
+    from dispatcher.domain.admission import Accept, decide
+    from dispatcher.domain.results import CallEnd, call_result
+    from dispatcher.recording.lifecycle import result_recording
+
+    from .factories import D_ID, command, occupancy, quota, sip, view
+    from .factories import NOW as F_NOW
+
+    accepted = decide(command(), view(), sip(), quota(), occupancy(), F_NOW)
+    assert isinstance(accepted, Accept)
+    recording = result_recording(closed)
+    body = call_result(
+        event_id="call-result-1",
+        dispatcher_id=D_ID,
+        execution_id="exec-1",
+        call_id="exec-1",
+        plan=accepted.plan,
+        end=CallEnd(T0, T0 + timedelta(seconds=20), "answered", None),
+        recording=recording,
+        occurred_at=DEADLINE,
+    )
+    contracts.validate(contracts.Kind.CALL_RESULT, body)
+    if closed.state is S.UPLOADED:
+        assert (recording["size_bytes"], recording["checksum_sha256"]) == (320044, "a" * 64)
+    else:
+        assert recording["error_code"] == closed.error_code
+        assert recording["bucket"] is None and recording["checksum_sha256"] is None
