@@ -203,14 +203,19 @@ class Demo:
             "the dispatcher to open admission",
         )
 
-    def stop(self) -> None:
-        if self.admin is not None and self.d:
-            try:  # the dispatcher's queues go away with it; the recordings stay in S3
-                self.admin.delete(f"/dispatchers/{self.d}")
-            except httpx.HTTPError:
-                pass
-        for proc in reversed(self.procs):
-            proc.stop()
+    def stop(self) -> list[str]:
+        """Stop the D, drop its queues at the mock SaaS, stop the rest; report bad exits."""
+        problems = []
+        for proc in reversed(self.procs):  # dispatcher, cell, mocksaas
+            if proc.name == "mocksaas" and self.admin is not None and self.d:
+                try:  # the dispatcher's queues go away with it; the recordings stay in S3
+                    self.admin.delete(f"/dispatchers/{self.d}")
+                except httpx.HTTPError:
+                    pass
+            code = proc.stop()
+            if code != 0:
+                problems.append(f"{proc.name} exited with {code} when stopped; see {proc.log}")
+        return problems
 
     # --- the SaaS side ---------------------------------------------------------------------
     def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
@@ -427,7 +432,8 @@ def main() -> int:
         print(f"\ndemo failed: {exc}\nlogs: {work}", file=sys.stderr)
         return 1
     finally:
-        demo.stop()
+        stopped = demo.stop()
+    problems += stopped
     elapsed = time.monotonic() - started
     if elapsed > TOTAL_BUDGET_S:
         problems.append(f"the demo took {elapsed:.0f} s, more than {TOTAL_BUDGET_S:.0f} s")
