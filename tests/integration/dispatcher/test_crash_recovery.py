@@ -29,9 +29,9 @@ from tests.services import s3_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
 
-# At time scale 0.5: *1 talks 1 s (real time), *3 talks 16 s, *2 is busy; the answered ones
+# At time scale 0.5: *1 talks 1 s (real time), *3 talks 19 s, *2 is busy; the answered ones
 # are recorded. The callee speaks every 2 s of call time (the agent's silence timeout is 3 s).
-LONG_TURNS = [{"text": f"Still here, part {i}.", "at_ms": 2000 * i} for i in range(16)]
+LONG_TURNS = [{"text": f"Still here, part {i}.", "at_ms": 2000 * i} for i in range(19)]
 SCRIPT = {
     "version": 1,
     "time_scale": 0.5,
@@ -47,7 +47,7 @@ SCRIPT = {
             "match": {"glob": "*3"},
             "outcome": "answered",
             "ring_ms": 400,
-            "talk_ms": 32000,
+            "talk_ms": 38000,
             "turns": LONG_TURNS,
         },
         {"match": {"glob": "*2"}, "outcome": "busy", "ring_ms": 100, "recording": False},
