@@ -116,7 +116,7 @@ async def snapshot(d: Dispatcher) -> dict[str, Any]:
         "recordings": {
             "bucket": d.recordings.bucket if d.recordings else None,
             **facts["recordings"],
-            **(dict(d.recordings.counts) if d.recordings else {}),
+            **{f"loop_{k}": v for k, v in (d.recordings.counts if d.recordings else {}).items()},
         },
         "amqp": {"connected": d.link.connected.is_set(), "connections": d.link.reconnects},
         "intake": {"waiting": d.intake.waiting, "batches": d.intake.batches},

@@ -9,6 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from dispatcher.recording.model import RecordingState
+
 
 class _SnapshotCollector(Collector):
     def __init__(self, snapshot: Mapping[str, Any]) -> None:
@@ -24,6 +26,12 @@ class _SnapshotCollector(Collector):
         )
         yield _labelled_gauge(
             "dispatcher_executions", "executions by state", "state", s["executions"]
+        )
+        yield _labelled_gauge(
+            "dispatcher_recordings",
+            "recordings by state, and unavailable ones by error code (unavailable:<code>)",
+            "state",
+            _recording_counts(s.get("recordings") or {}),
         )
         commands = CounterMetricFamily(
             "dispatcher_commands", "call.execute decisions", labels=["decision", "reason"]
@@ -59,6 +67,15 @@ class _SnapshotCollector(Collector):
             "dispatcher_rejected_inputs", "redacted rejected inputs", s["rejected_inputs"]["count"]
         )
         yield _gauge("dispatcher_amqp_connected", "1 when connected", s["amqp"]["connected"])
+
+
+def _recording_counts(values: Mapping[str, Any]) -> dict[str, int]:
+    states = {state.value for state in RecordingState}
+    return {
+        key: value
+        for key, value in values.items()
+        if isinstance(value, int) and (key in states or key.startswith("unavailable:"))
+    }
 
 
 def _count(values: Iterator[str]) -> dict[str, int]:
