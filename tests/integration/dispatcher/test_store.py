@@ -39,6 +39,8 @@ async def test_pragmas_and_migrations_are_idempotent(db: Database) -> None:
 
 
 async def test_page_and_cursor_commit_together_d_disc_5(db: Database) -> None:
+    """D-DISC-5: the page's rows and the cursor commit in one transaction; a failed commit
+    leaves both the cursor and the task rows as they were."""
     await db.write(tasks.apply_page, (row(),), 0, 5, NOW)
     assert await db.read(tasks.get_cursor) == 5
 
