@@ -44,7 +44,7 @@ module_app menu.so
 """
 
 
-async def start_baresip(workdir: Path) -> tuple[asyncio.subprocess.Process, int]:
+async def start_baresip(workdir: Path) -> tuple[asyncio.subprocess.Process | None, int]:
     binary = shutil.which("baresip")
     if binary is None or shutil.which("espeak-ng") is None:
         pytest.skip("baresip (baresip-core) or espeak-ng is not installed")
@@ -69,13 +69,26 @@ async def start_baresip(workdir: Path) -> tuple[asyncio.subprocess.Process, int]
     )
     assert proc.stdout is not None
     async with asyncio.timeout(10):
-        while b"baresip is ready" not in await proc.stdout.readline():
-            pass
-    return proc, port
+        while True:
+            line = await proc.stdout.readline()
+            if not line:  # EOF: baresip exited (e.g. its port was taken meanwhile)
+                await proc.wait()
+                return None, port
+            if b"baresip is ready" in line:
+                return proc, port
+
+
+async def start_baresip_retrying(workdir: Path) -> tuple[asyncio.subprocess.Process, int]:
+    """Start baresip, on a fresh port again if it exited during start-up."""
+    for _ in range(3):
+        proc, port = await start_baresip(workdir)
+        if proc is not None:
+            return proc, port
+    pytest.fail("baresip exited during start-up three times; see its config in " + str(workdir))
 
 
 async def test_call_to_baresip(tmp_path: Path) -> None:
-    proc, port = await start_baresip(tmp_path)
+    proc, port = await start_baresip_retrying(tmp_path)
     endpoint, clock, audio, events = SipEndpoint("udp"), MediaClock(), Collector(), Events()
     await endpoint.start()
     plan = SipCallPlan(

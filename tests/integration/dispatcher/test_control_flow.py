@@ -58,9 +58,9 @@ def publish_commands(s: Scenario, task_id: str, count: int) -> list[str]:
     async def main() -> None:
         connection = await aio_pika.connect(amqp_url())
         async with connection:
-            # No confirms for speed; the channel close below is ordered after every
-            # publish, and the callers check the broker's message count.
-            channel = await connection.channel(publisher_confirms=False)
+            # With confirms: a confirmed persistent message is in its queue, so the
+            # callers can read the broker's message count right after (no race).
+            channel = await connection.channel(publisher_confirms=True)
             exchange = await channel.get_exchange(COMMAND_EXCHANGE, ensure=False)
             for start in range(0, count, 1000):
                 await asyncio.gather(
