@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from tests.services import amqp_url
+from tests.services import amqp_url, s3_settings
 
 BIN = Path(sys.executable).parent
 FAST = {
@@ -329,3 +329,21 @@ def execute_body(
         "payload": {"task_id": task_id, "callee": callee},
     }
     return json.dumps(body)
+
+
+def s3_env(
+    prefix: str, deadline_s: str = "20", sweep_s: str = "0.2", **overrides: str
+) -> dict[str, str]:
+    """DISPATCHER_* settings pointing the D's recordings at the local S3 under ``prefix``."""
+    cfg = s3_settings()
+    return {
+        "DISPATCHER_S3_ENDPOINT": cfg.endpoint,
+        "DISPATCHER_S3_BUCKET": cfg.bucket,
+        "DISPATCHER_S3_REGION": cfg.region,
+        "DISPATCHER_S3_ACCESS_KEY": cfg.access_key,
+        "DISPATCHER_S3_SECRET_KEY": cfg.secret_key,
+        "DISPATCHER_S3_KEY_PREFIX": prefix,
+        "DISPATCHER_RECORDING_DEADLINE_S": deadline_s,
+        "DISPATCHER_RECORDING_SWEEP_S": sweep_s,
+        **overrides,
+    }

@@ -27,12 +27,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, wait_for
-from tests.services import s3_settings
+from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, s3_env, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
 
@@ -77,22 +75,6 @@ ERROR_CODES = {
 }
 
 
-@pytest.fixture(scope="module")
-def s3() -> Any:
-    cfg = s3_settings()
-    client = boto3.client(
-        "s3",
-        endpoint_url=cfg.endpoint,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        region_name=cfg.region,
-    )
-    try:
-        client.head_bucket(Bucket=cfg.bucket)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
-        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
-    return client
-
 
 @pytest.fixture
 def chaos_cell(tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
@@ -109,19 +91,6 @@ def scene(saas: MockSaas, chaos_cell: Cell, workdir: Path) -> Iterator[Scenario]
     if s.proc is not None and s.proc.alive:
         s.stop()
 
-
-def d_env(prefix: str) -> dict[str, str]:
-    cfg = s3_settings()
-    return {
-        "DISPATCHER_S3_ENDPOINT": cfg.endpoint,
-        "DISPATCHER_S3_BUCKET": cfg.bucket,
-        "DISPATCHER_S3_ACCESS_KEY": cfg.access_key,
-        "DISPATCHER_S3_SECRET_KEY": cfg.secret_key,
-        "DISPATCHER_S3_KEY_PREFIX": prefix,
-        "DISPATCHER_RECORDING_DEADLINE_S": "60",
-        "DISPATCHER_RECORDING_SWEEP_S": "0.3",
-        "DISPATCHER_PREFETCH": "200",
-    }
 
 
 def distinct(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -178,7 +147,7 @@ def test_chaos_campaign_d_and_cell_sigkills(scene: Scenario, s3: Any) -> None:
     rng = random.Random(seed)
     s = scene
     prefix = f"it-chaos-{uuid.uuid4().hex[:8]}"
-    env = d_env(prefix)
+    env = s3_env(prefix, deadline_s="60", sweep_s="0.3", DISPATCHER_PREFETCH="200")
     s.sip(max_concurrent_calls=1000)
     for task_id in TASKS:
         s.task(task_id, ring_timeout_ms=3000, max_concurrent_calls=1000)

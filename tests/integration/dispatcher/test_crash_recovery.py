@@ -19,13 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 
 from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, wait_for
-from tests.services import s3_settings
+from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, s3_env, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
 
@@ -57,22 +55,6 @@ SCRIPT = {
 LONG_CALL = {"max_call_duration_ms": 300000}
 
 
-@pytest.fixture(scope="module")
-def s3() -> Any:
-    cfg = s3_settings()
-    client = boto3.client(
-        "s3",
-        endpoint_url=cfg.endpoint,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        region_name=cfg.region,
-    )
-    try:
-        client.head_bucket(Bucket=cfg.bucket)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
-        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
-    return client
-
 
 @pytest.fixture
 def crash_cell(tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
@@ -89,18 +71,6 @@ def scene(saas: MockSaas, crash_cell: Cell, workdir: Path) -> Iterator[Scenario]
     if s.proc is not None and s.proc.alive:
         s.stop()
 
-
-def s3_env(prefix: str) -> dict[str, str]:
-    cfg = s3_settings()
-    return {
-        "DISPATCHER_S3_ENDPOINT": cfg.endpoint,
-        "DISPATCHER_S3_BUCKET": cfg.bucket,
-        "DISPATCHER_S3_ACCESS_KEY": cfg.access_key,
-        "DISPATCHER_S3_SECRET_KEY": cfg.secret_key,
-        "DISPATCHER_S3_KEY_PREFIX": prefix,
-        "DISPATCHER_RECORDING_DEADLINE_S": "30",
-        "DISPATCHER_RECORDING_SWEEP_S": "0.2",
-    }
 
 
 def cell_calls(cell: Cell, state: str) -> list[dict[str, Any]]:
@@ -127,7 +97,7 @@ def test_d_sigkill_live_calls_continue_ended_ones_finalize_once(scene: Scenario,
     s.sip()
     s.task("task-k", ring_timeout_ms=10000, **LONG_CALL)
     s.quota()
-    env = s3_env(f"it-dkill-{uuid.uuid4().hex[:8]}")
+    env = s3_env(f"it-dkill-{uuid.uuid4().hex[:8]}", deadline_s="30")
     s.start(**env)
     callees = ["15100000001", "15100000011", "15100000003", "15100000013", "15100000002"]
     commands = s.calls("task-k", callees=callees)
@@ -163,7 +133,7 @@ def test_cell_sigkill_unknown_then_finalized_once_with_orphans_uploaded(
     s.sip()
     s.task("task-c", ring_timeout_ms=10000, **LONG_CALL)
     s.quota(max_concurrent_calls=3)
-    s.start(**s3_env(f"it-ckill-{uuid.uuid4().hex[:8]}"))
+    s.start(**s3_env(f"it-ckill-{uuid.uuid4().hex[:8]}", deadline_s="30"))
     commands = s.calls("task-c", callees=["15200000003", "15200000013", "15200000023"])
     s.wait_results(3, event_type="command.result")
     wait_for(lambda: len(cell_calls(s.cell, "answered")) == 3, 15, "three long calls answered")

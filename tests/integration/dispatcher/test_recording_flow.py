@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario
+from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
 from tests.services import s3_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
@@ -53,22 +52,6 @@ SCRIPT = {
 }
 
 
-@pytest.fixture(scope="module")
-def s3() -> Any:
-    cfg = s3_settings()
-    client = boto3.client(
-        "s3",
-        endpoint_url=cfg.endpoint,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        region_name=cfg.region,
-    )
-    try:
-        client.head_bucket(Bucket=cfg.bucket)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
-        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
-    return client
-
 
 @pytest.fixture(scope="module")
 def rec_cell(tmp_path_factory: pytest.TempPathFactory, saas: MockSaas) -> Iterator[Cell]:
@@ -76,20 +59,6 @@ def rec_cell(tmp_path_factory: pytest.TempPathFactory, saas: MockSaas) -> Iterat
     yield process
     process.proc.stop()
 
-
-def s3_env(prefix: str, **overrides: str) -> dict[str, str]:
-    cfg = s3_settings()
-    return {
-        "DISPATCHER_S3_ENDPOINT": cfg.endpoint,
-        "DISPATCHER_S3_BUCKET": cfg.bucket,
-        "DISPATCHER_S3_REGION": cfg.region,
-        "DISPATCHER_S3_ACCESS_KEY": cfg.access_key,
-        "DISPATCHER_S3_SECRET_KEY": cfg.secret_key,
-        "DISPATCHER_S3_KEY_PREFIX": prefix,
-        "DISPATCHER_RECORDING_DEADLINE_S": "20",
-        "DISPATCHER_RECORDING_SWEEP_S": "0.2",
-        **overrides,
-    }
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 
@@ -69,22 +68,6 @@ def storage_config(secret: str | None = None) -> StorageConfig:
         key_prefix=f"it-{uuid.uuid4().hex[:10]}",
     )
 
-
-@pytest.fixture(scope="module")
-def s3() -> Any:
-    cfg = s3_settings()
-    client = boto3.client(
-        "s3",
-        endpoint_url=cfg.endpoint,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        region_name=cfg.region,
-    )
-    try:
-        client.head_bucket(Bucket=cfg.bucket)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
-        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
-    return client
 
 
 Behaviour = Callable[["FakeCell", str, str, dict[str, str]], Awaitable[CellUpload]]

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 
@@ -28,8 +27,15 @@ from cell.media import g711
 from mocksaas.domain.sip import SipOptions, build_sip_snapshot
 from mocksaas.domain.task_config import AgentMode, default_agent_config
 from tests.integration.cell.sipp.peer import SippPeer
-from tests.integration.dispatcher.harness import BIN, MockSaas, Proc, Scenario, free_port, wait_for
-from tests.integration.dispatcher.test_recording_flow import s3_env
+from tests.integration.dispatcher.harness import (
+    BIN,
+    MockSaas,
+    Proc,
+    Scenario,
+    free_port,
+    s3_env,
+    wait_for,
+)
 from tests.services import s3_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
@@ -66,22 +72,6 @@ def tools() -> None:
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed (Debian packages sip-tester, espeak-ng)")
 
-
-@pytest.fixture
-def s3() -> Any:
-    cfg = s3_settings()
-    client = boto3.client(
-        "s3",
-        endpoint_url=cfg.endpoint,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        region_name=cfg.region,
-    )
-    try:
-        client.head_bucket(Bucket=cfg.bucket)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
-        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
-    return client
 
 
 @pytest.fixture
