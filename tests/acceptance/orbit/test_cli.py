@@ -30,7 +30,10 @@ def orbit(*args: str, env: dict[str, str] | None = None) -> Any:
 
 
 def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # resolves lazily imported subcommands too
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         yield (*prefix, name)
         if isinstance(command, click.Group):
             yield from commands(command, (*prefix, name))
