@@ -8,6 +8,15 @@ request with the same idempotency key.
 
 from __future__ import annotations
 
+from orbit.client.attempts import (
+    Attempt,
+    AttemptError,
+    AttemptOutcome,
+    AttemptPage,
+    AttemptWorker,
+    Evidence,
+    ListAttemptsRequest,
+)
 from orbit.client.client import AsyncClient, Client
 from orbit.client.errors import (
     APIError,
@@ -38,11 +47,18 @@ from orbit.client.models import (
 __all__ = [
     "APIError",
     "AsyncClient",
+    "Attempt",
+    "AttemptError",
+    "AttemptOutcome",
+    "AttemptPage",
+    "AttemptWorker",
     "BodyTooLargeError",
     "CancelTaskRequest",
+    "Evidence",
     "Client",
     "IdempotencyConflictError",
     "InvalidArgumentError",
+    "ListAttemptsRequest",
     "ListTasksRequest",
     "NotFoundError",
     "OrbitClientError",

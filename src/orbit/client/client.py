@@ -11,7 +11,8 @@ from typing import TypeVar
 
 import httpx
 
-from orbit.client import _calls
+from orbit.client import _calls, attempts
+from orbit.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
 from orbit.client.errors import TransportError
 from orbit.client.models import (
     CancelTaskRequest,
@@ -77,6 +78,24 @@ class Client:
     def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
         return self._send(_calls.cancel_task(task_id, key, request))
 
+    def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
+        """One page of the task's attempts, oldest first (without evidence)."""
+        return self._send(attempts.list_attempts(request))
+
+    def iter_attempts(self, task_id: str) -> Iterator[Attempt]:
+        """Every attempt of the task, page after page."""
+        request = ListAttemptsRequest(task_id, limit=100)
+        while True:
+            page = self.list_attempts(request)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            request = replace(request, cursor=page.next_cursor)
+
+    def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
+        """One attempt with its evidence."""
+        return self._send(attempts.get_attempt(task_id, attempt_id))
+
     def close(self) -> None:
         self._http.close()
 
@@ -136,6 +155,22 @@ class AsyncClient:
 
     async def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
         return await self._send(_calls.cancel_task(task_id, key, request))
+
+    async def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
+        return await self._send(attempts.list_attempts(request))
+
+    async def iter_attempts(self, task_id: str) -> AsyncIterator[Attempt]:
+        request = ListAttemptsRequest(task_id, limit=100)
+        while True:
+            page = await self.list_attempts(request)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            request = replace(request, cursor=page.next_cursor)
+
+    async def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
+        return await self._send(attempts.get_attempt(task_id, attempt_id))
 
     async def aclose(self) -> None:
         await self._http.aclose()

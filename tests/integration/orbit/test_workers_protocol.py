@@ -269,3 +269,66 @@ async def test_history_pages_and_scope(tenant: Tenant, http: httpx.AsyncClient) 
     _, no_read = await tenant.token_for([Permission.SUBMIT])
     denied = await http.get(f"/v1/tasks/{task_id}/attempts", headers=tenant.headers(no_read))
     assert denied.status_code == 403
+
+
+async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.AsyncClient) -> None:
+    """orbit.client list_attempts/iter_attempts/get_attempt (sync and async) over the real
+    history API: keyset pages, worker identity, error, outcome and evidence (O-STATE-1)."""
+    import orbit.client as sdk
+
+    task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
+                           retry={"max_attempts": 2, "initial_delay_ms": 1})  # fmt: skip
+    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id],
+                                        capacity=1)  # fmt: skip
+    try:
+        first = ref(await worker.next("lease"))
+        assert (await worker.request({"type": "started", **first}))["ok"]
+        error = {"code": "flaky", "message": "try again", "retryable": True}
+        assert (await worker.request({"type": "result", **first, "outcome": "failed",
+                                      "error": error}))["ok"]  # fmt: skip
+        second = ref(await worker.next("lease"))
+        assert (await worker.request({"type": "started", **second}))["ok"]
+        item = {"key": "out", "kind": "artifact", "uri": "s3://b/o", "size_bytes": 3,
+                "data": {"n": 9007199254740993}}  # fmt: skip
+        assert (await worker.request({"type": "evidence", **second, "items": [item]}))["ok"]
+        assert (await worker.request({"type": "result", **second, "outcome": "succeeded",
+                                      "result": {"ok": True}}))["ok"]  # fmt: skip
+    finally:
+        await worker.close()
+    async with sdk.AsyncClient(tenant.base_url, tenant.token) as orbit:
+        page = await orbit.list_attempts(sdk.ListAttemptsRequest(task_id, limit=1))
+        assert [a.number for a in page.items] == [1] and page.next_cursor is not None
+        rest = await orbit.list_attempts(sdk.ListAttemptsRequest(task_id, cursor=page.next_cursor))
+        every = [a async for a in orbit.iter_attempts(task_id)]
+        detail = await orbit.get_attempt(task_id, second["attempt_id"])
+        with pytest.raises(sdk.NotFoundError):
+            await orbit.get_attempt(task_id, "0" * 32)
+        other = await submit(http, tenant)
+        with pytest.raises(sdk.InvalidArgumentError, match="cursor"):
+            await orbit.list_attempts(sdk.ListAttemptsRequest(other, cursor=page.next_cursor))
+    failed, won = page.items[0], rest.items[0]
+    assert rest.next_cursor is None and every == [failed, won]
+    assert (failed.state, failed.end_reason, failed.evidence, failed.evidence_count) == (
+        "FAILED", "RESULT", None, 0)
+    assert failed.error == sdk.AttemptError("flaky", "try again", True)
+    assert failed.task_outcome is not None and failed.task_outcome.state == "WAITING"
+    assert failed.worker.name == "raw" and failed.started_at is not None
+    assert failed.duration_ms is not None and failed.lease_expires_at is None
+    assert (detail.id, detail.state, detail.evidence_count) == (second["attempt_id"],
+                                                                "SUCCEEDED", 1)  # fmt: skip
+    assert detail.task_outcome == sdk.AttemptOutcome("SUCCEEDED", detail.task_outcome.revision)
+    assert detail.evidence is not None and len(detail.evidence) == 1
+    evidence = detail.evidence[0]
+    assert (evidence.key, evidence.kind, evidence.uri, evidence.size_bytes) == (
+        "out", "artifact", "s3://b/o", 3)
+    assert evidence.data == {"n": 9007199254740993}
+
+    def blocking() -> tuple[list[sdk.Attempt], sdk.Attempt]:
+        with sdk.Client(tenant.base_url, tenant.token) as orbit:
+            return list(orbit.iter_attempts(task_id)), orbit.get_attempt(task_id, won.id)
+
+    listed, again = await asyncio.to_thread(blocking)
+    assert listed == every and again == detail
+    with sdk.Client(tenant.base_url, tenant.token) as orbit, pytest.raises(ValueError,
+                                                                          match="attempt_id"):
+        orbit.get_attempt(task_id, "NOT-AN-ID")  # refused before sending

@@ -36,6 +36,8 @@ def test_public_surface_is_guarded() -> None:
         "SubmitTaskRequest", "TASK_STATES", "Task", "TaskPage", "TaskReceipt", "TaskSummary",
         "TransportError", "UnauthenticatedError", "UnavailableError",
         "UnsupportedMediaTypeError",
+        "Attempt", "AttemptError", "AttemptOutcome", "AttemptPage", "AttemptWorker", "Evidence",
+        "ListAttemptsRequest",
     ])  # fmt: skip
     for name in sdk.__all__:
         assert getattr(sdk, name) is not None
