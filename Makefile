@@ -25,7 +25,7 @@ demo: services
 	eval "$$(scripts/services env)" && $(BIN)/python scripts/demo.py
 
 lint: install
-	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts examples
 
 typecheck: install
 	$(BIN)/mypy

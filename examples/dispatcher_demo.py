@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from urllib.parse import urlsplit
 
 import boto3
 import httpx
+from dispatcher_demo_report import check, recording, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -141,6 +141,7 @@ class Demo:
         self.rejections: dict[str, str] = {}  # command_id → reason the D must give
         self.admin: httpx.Client | None = None
         self.d = ""
+        self.opt_out_prefix = OPT_OUT
 
     # --- processes ---------------------------------------------------------------------
     def start_mocksaas(self) -> None:
@@ -295,7 +296,7 @@ class Demo:
             live = sum(
                 v for k, v in self.status()["executions"].items() if k not in ("ended", "finalized")
             )
-            uploaded = sum(1 for r in calls if _recording(r)["status"] == "uploaded")
+            uploaded = sum(1 for r in calls if recording(r)["status"] == "uploaded")
             line = (
                 f"  {time.monotonic() - started:5.1f} s  commands answered {len(commands)}/{total}"
                 f"  calls in progress {live:3d}  call.results {len(calls)}/{accepted}"
@@ -312,96 +313,6 @@ class Demo:
             if time.monotonic() - started > budget_s:
                 raise DemoError(f"the campaign did not finish in {budget_s:.0f} s: {line.strip()}")
             time.sleep(0.3)
-
-
-def _recording(result: dict[str, Any]) -> dict[str, Any]:
-    rec: dict[str, Any] = result["body"]["payload"]["recording"]
-    return rec
-
-
-def check(
-    demo: Demo, commands: list[dict[str, Any]], calls: list[dict[str, Any]], s3: Any
-) -> list[str]:
-    """Everything the demo promises; returns the problems found."""
-    problems = [
-        f"invalid {r['event_type']} {r['event_id']}: {r['errors']}"
-        for r in commands + calls
-        if not r["valid"]
-    ]
-    per_call = Counter(r["body"]["payload"]["call_id"] for r in calls)
-    problems += [
-        f"call {c}: {n} different call.result events" for c, n in per_call.items() if n > 1
-    ]
-    per_command = Counter(r["command_id"] for r in commands)
-    problems += [f"command {c}: {n} command.results" for c, n in per_command.items() if n > 1]
-    reasons = {r["command_id"]: r["reason_code"] for r in commands}
-    for command_id, reason in demo.rejections.items():
-        if reasons.get(command_id) != reason:
-            problems.append(
-                f"command {command_id}: expected {reason}, got {reasons.get(command_id)}"
-            )
-    accepted = [r for r in commands if r["status"] == "accepted"]
-    if len(accepted) != len(demo.expected):
-        problems.append(f"{len(accepted)} accepted, expected {len(demo.expected)}")
-    for result in calls:
-        problems += _check_call(demo, result["body"]["payload"], s3)
-    return problems
-
-
-def _check_call(demo: Demo, payload: dict[str, Any], s3: Any) -> list[str]:
-    callee, rec = payload["callee"], payload["recording"]
-    want = demo.expected.get(callee)
-    problems = []
-    if payload["outcome"] != want:
-        problems.append(f"{callee}: outcome {payload['outcome']}, expected {want}")
-    if want == "answered":
-        if rec["status"] != "uploaded":
-            problems.append(f"{callee}: recording {rec['status']} {rec.get('error_code')}")
-        elif (
-            s3.head_object(Bucket=rec["bucket"], Key=rec["object_key"])["ContentLength"]
-            != rec["size_bytes"]
-        ):
-            problems.append(f"{callee}: object {rec['object_key']} has another size")
-        if not payload["transcript"]:
-            problems.append(f"{callee}: answered without a transcript")
-        if payload["opt_out"] != callee.startswith(OPT_OUT):
-            problems.append(f"{callee}: opt_out={payload['opt_out']}")
-    elif rec["status"] != "not_created":
-        problems.append(f"{callee}: {want} call with recording {rec['status']}")
-    return problems
-
-
-def table(title: str, rows: Counter[str]) -> None:
-    print(f"  {title}")
-    for key, count in sorted(rows.items()):
-        print(f"    {key:<34} {count:>4}")
-
-
-def summarize(demo: Demo, commands: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
-    print("\nSummary")
-    table(
-        "commands (command.result)", Counter(f"{r['status']}: {r['reason_code']}" for r in commands)
-    )
-    table("calls by outcome (call.result)", Counter(r["body"]["payload"]["outcome"] for r in calls))
-    table("opt-outs", Counter(f"opt_out={r['body']['payload']['opt_out']}" for r in calls))
-    recordings = Counter(
-        _recording(r)["status"]
-        + (f" ({_recording(r)['error_code']})" if _recording(r).get("error_code") else "")
-        for r in calls
-    )
-    for status in ("uploaded", "unavailable", "not_created"):
-        recordings.setdefault(status, 0)
-    table("recordings", recordings)
-    keys = sorted(
-        _recording(r)["object_key"] for r in calls if _recording(r)["status"] == "uploaded"
-    )
-    where = f"s3://{S3['bucket']}/{demo.prefix}/"
-    print(f"\nRecordings: {len(keys)} WAV files in {where} at {S3['endpoint']}")
-    for key in keys[:3]:
-        print(f"    s3://{S3['bucket']}/{key}")
-    if len(keys) > 3:
-        print(f"    ... and {len(keys) - 3} more")
-    print(f"Logs and state: {demo.work}")
 
 
 def main() -> int:
@@ -426,7 +337,7 @@ def main() -> int:
         budget = max(10.0, TOTAL_BUDGET_S - 5 - (time.monotonic() - started))
         calls = demo.progress(total, time.monotonic(), budget)
         commands = demo.results("command.result")
-        summarize(demo, commands, calls)
+        summarize(demo, commands, calls, S3)
         problems = check(demo, commands, calls, s3)
     except DemoError as exc:
         print(f"\ndemo failed: {exc}\nlogs: {work}", file=sys.stderr)
