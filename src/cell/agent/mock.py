@@ -1,6 +1,8 @@
 """The deterministic ``mock`` providers: the same input always gives the same output.
 
-- ASR returns the utterance's reference text (the simulated ground truth).
+- ASR returns the utterance's reference text (the simulated ground truth), else the
+  next text of its script (tests of live audio). Streaming, its interim hypotheses
+  are the first words of that text: one more word per ``MOCK_MS_PER_WORD`` of audio.
 - LLM answers the last user message with a canned reply that echoes it.
 - TTS renders a tone whose pitch depends on the voice and whose length depends on
   the text and speed.
@@ -9,12 +11,14 @@
 from __future__ import annotations
 
 import zlib
+from collections import deque
 from collections.abc import Sequence
 
 from cell.agent.config import ASRConfig, LLMConfig, TTSConfig
 from cell.agent.providers import (
     ChatMessage,
     ProviderRegistry,
+    Recognizer,
     Speech,
     Transcription,
     Utterance,
@@ -26,11 +30,46 @@ MS_PER_CHAR = 60
 MIN_SPEECH_MS = 400
 VOICE_FREQS_HZ = (250, 320, 400, 500)
 NOT_HEARD_REPLY = "Sorry, I did not catch that."
+MOCK_MS_PER_WORD = 200
+
+
+def mock_partial(text: str, heard_ms: int) -> str:
+    """The interim hypothesis after ``heard_ms`` of audio: the first words of ``text``."""
+    return " ".join(text.split()[: max(0, heard_ms) // MOCK_MS_PER_WORD])
+
+
+class MockRecognizer:
+    def __init__(self, text: str, sample_rate_hz: int) -> None:
+        self.text = text
+        self.heard_ms = 0
+        self.closed = False
+        self._bytes_per_ms = sample_rate_hz * 2 // 1000
+
+    async def accept(self, pcm: bytes) -> str:
+        self.heard_ms += len(pcm) // self._bytes_per_ms
+        return mock_partial(self.text, self.heard_ms)
+
+    async def finish(self, pcm: bytes) -> str:
+        return self.text
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class MockASR:
+    def __init__(self, script: Sequence[str] = ()) -> None:
+        self._script = deque(script)
+
+    def _next(self, reference: str | None) -> str:
+        if reference is not None:
+            return reference.strip()
+        return self._script.popleft().strip() if self._script else ""
+
     async def transcribe(self, utterance: Utterance, config: ASRConfig) -> Transcription:
-        return Transcription(text=(utterance.reference_text or "").strip(), final=True)
+        return Transcription(text=self._next(utterance.reference_text), final=True)
+
+    async def open_recognizer(self, config: ASRConfig, sample_rate_hz: int) -> Recognizer:
+        return MockRecognizer(self._next(None), sample_rate_hz)
 
 
 def mock_reply(messages: Sequence[ChatMessage]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from cell.agent.config import AgentConfig, ASRConfig, LLMConfig, TTSConfig
 from cell.errors import UnknownProviderError
@@ -50,6 +50,26 @@ class Speech:
 
 class ASRProvider(Protocol):
     async def transcribe(self, utterance: Utterance, config: ASRConfig) -> Transcription: ...
+
+
+class Recognizer(Protocol):
+    """One utterance being recognised as its audio arrives (16-bit PCM mono at the
+    rate given when it was opened). Calls never overlap; ``close`` never blocks."""
+
+    async def accept(self, pcm: bytes) -> str: ...  # more audio; the current hypothesis
+
+    async def finish(self, pcm: bytes) -> str: ...  # the last audio; the final text
+
+    def close(self) -> None: ...  # release the decoder (also after a cancelled call)
+
+
+@runtime_checkable
+class StreamingASRProvider(Protocol):
+    """An ASR provider that can also recognise while the callee speaks (interim)."""
+
+    async def transcribe(self, utterance: Utterance, config: ASRConfig) -> Transcription: ...
+
+    async def open_recognizer(self, config: ASRConfig, sample_rate_hz: int) -> Recognizer: ...
 
 
 class LLMProvider(Protocol):

@@ -1,8 +1,13 @@
 """Offline ASR with ``pocketsphinx``, whose wheel ships its US-English model.
 
 Nothing is downloaded: the model is ``pocketsphinx.get_model_path()/en-us``. The
-line's 8 kHz audio is resampled to the model's 16 kHz. One decoder is loaded
-once (about 0.7 s) and shared under a lock; decoding runs in a worker thread.
+line's 8 kHz audio is resampled to the model's 16 kHz. Decoders (about 1-2 s to
+load and 90 MB each) live in a small pool: one is loaded at start, more on demand
+up to ``max_decoders``; decoding runs in worker threads. A whole utterance is
+decoded at once (``transcribe``), or, when the task asks for interim results, as
+it arrives (``open_recognizer``): one decoder stays with the utterance, audio is
+fed in 20 ms pieces (``process_raw`` holds the GIL, so short pieces keep the
+media clock on time) and its partial hypothesis read after each step.
 Recognition of narrow-band (telephone) speech with this wide-band model is
 rough: good enough for keywords and opt-out phrases, not for verbatim records.
 """
@@ -12,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 from cell.agent.config import ASRConfig
-from cell.agent.providers import Transcription, Utterance
+from cell.agent.providers import Recognizer, Transcription, Utterance
 from cell.agent.providers_errors import ProviderConfigError, ProviderTimeoutError
 from cell.media.resample import resample
 
@@ -23,6 +29,8 @@ MODEL_HZ = 16_000
 DEFAULT_TIMEOUT_MS = 10_000
 QUIET = 100  # |sample| below this is line silence (A-law idle decodes to +-8)
 MARGIN_MS = 150
+PIECE_BYTES = MODEL_HZ * 2 * 20 // 1000  # 20 ms of model audio per process_raw call
+POLL_S = 0.05  # wait for a free decoder this often (loop-agnostic, never blocks a thread)
 
 
 def trim_silence(pcm: bytes, sample_rate_hz: int) -> bytes:
@@ -41,46 +49,162 @@ def trim_silence(pcm: bytes, sample_rate_hz: int) -> bytes:
     return samples[start:end].tobytes()
 
 
-class PocketsphinxASR:
-    def __init__(self, preload: bool = True) -> None:
-        self._decoder: Any = None
+def _new_decoder() -> Any:
+    try:
+        from pocketsphinx import Decoder  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - a dependency of the project
+        raise ProviderConfigError("pocketsphinx is not installed") from exc
+    return Decoder(samprate=MODEL_HZ, loglevel="FATAL")
+
+
+def _text(hyp: Any) -> str:
+    return str(hyp.hypstr).strip() if hyp is not None else ""
+
+
+class DecoderPool:
+    """At most ``size`` decoders; one caller at a time uses each."""
+
+    def __init__(self, size: int, factory: Callable[[], Any] = _new_decoder) -> None:
+        if size < 1:
+            raise ProviderConfigError("max_decoders must be at least 1")
+        self.size = size
+        self.created = 0
+        self._factory = factory
+        self._idle: list[Any] = []
         self._lock = threading.Lock()
+
+    def _claim(self) -> tuple[Any, bool]:
+        """(an idle decoder or None, whether the caller may create one)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), False
+            if self.created < self.size:
+                self.created += 1
+                return None, True
+            return None, False
+
+    def _create(self) -> None:
+        """Blocking: load a claimed decoder into the idle list (even if its caller
+        gave up meanwhile, so no decoder is ever lost)."""
+        try:
+            decoder = self._factory()
+        except BaseException:
+            with self._lock:
+                self.created -= 1
+            raise
+        self.release(decoder)
+
+    def preload(self) -> None:
+        """Blocking: load one decoder now (if none was loaded yet)."""
+        decoder, create = self._claim()
+        if create:
+            self._create()
+        elif decoder is not None:
+            self.release(decoder)
+
+    async def acquire(self) -> Any:
+        while True:
+            decoder, create = self._claim()
+            if decoder is not None:
+                return decoder
+            if create:
+                await asyncio.to_thread(self._create)
+            else:
+                await asyncio.sleep(POLL_S)
+
+    def release(self, decoder: Any) -> None:
+        with self._lock:
+            self._idle.append(decoder)
+
+
+class SphinxRecognizer:
+    """One utterance on one decoder of the pool, fed as the audio arrives."""
+
+    def __init__(self, pool: DecoderPool, decoder: Any, sample_rate_hz: int) -> None:
+        self._pool = pool
+        self._decoder: Any = decoder
+        self._rate = sample_rate_hz
+        self._lock = threading.Lock()
+        decoder.start_utt()
+
+    def _feed(self, pcm: bytes) -> None:
+        audio = resample(pcm, self._rate, MODEL_HZ)
+        for i in range(0, len(audio), PIECE_BYTES):
+            self._decoder.process_raw(audio[i : i + PIECE_BYTES], False, False)
+
+    def _accept(self, pcm: bytes) -> str:
+        with self._lock:
+            if self._decoder is None:
+                return ""
+            self._feed(pcm)
+            return _text(self._decoder.hyp())
+
+    def _finish(self, pcm: bytes) -> str:
+        with self._lock:
+            if self._decoder is None:
+                return ""
+            self._feed(pcm)
+            self._decoder.end_utt()
+            text = _text(self._decoder.hyp())
+            self._pool.release(self._decoder)
+            self._decoder = None
+            return text
+
+    def _release(self) -> None:
+        with self._lock:
+            if self._decoder is not None:
+                self._decoder.end_utt()
+                self._pool.release(self._decoder)
+                self._decoder = None
+
+    async def accept(self, pcm: bytes) -> str:
+        return await asyncio.to_thread(self._accept, pcm)
+
+    async def finish(self, pcm: bytes) -> str:
+        return await asyncio.to_thread(self._finish, pcm)
+
+    def close(self) -> None:
+        if self._decoder is not None:  # a worker may still be decoding: release after it
+            threading.Thread(target=self._release, name="pocketsphinx-release").start()
+
+
+class PocketsphinxASR:
+    def __init__(self, preload: bool = True, max_decoders: int = 2) -> None:
+        self.pool = DecoderPool(max_decoders)
         if preload:  # load the model now, in the background, not on the first turn
-            threading.Thread(target=self._preload, name="pocketsphinx-load", daemon=True).start()
+            loader = threading.Thread(target=self.pool.preload, name="pocketsphinx-load")
+            loader.daemon = True
+            loader.start()
 
-    def _preload(self) -> None:
-        with self._lock:
-            self._load()
-
-    def _load(self) -> Any:
-        if self._decoder is None:
-            try:
-                from pocketsphinx import Decoder  # type: ignore[import-untyped]
-            except ImportError as exc:  # pragma: no cover - a dependency of the project
-                raise ProviderConfigError("pocketsphinx is not installed") from exc
-            self._decoder = Decoder(samprate=MODEL_HZ, loglevel="FATAL")
-        return self._decoder
-
-    def decode(self, pcm: bytes, sample_rate_hz: int) -> str:
-        """Blocking: the best hypothesis for 16-bit mono ``pcm``."""
-        speech = trim_silence(pcm, sample_rate_hz)
-        if not speech:
-            return ""
-        audio = resample(speech, sample_rate_hz, MODEL_HZ)
-        with self._lock:
-            decoder = self._load()
+    def _decode_and_release(self, decoder: Any, pcm: bytes, sample_rate_hz: int) -> str:
+        try:
+            speech = trim_silence(pcm, sample_rate_hz)
+            if not speech:
+                return ""
             decoder.start_utt()
-            decoder.process_raw(audio, False, True)
+            decoder.process_raw(resample(speech, sample_rate_hz, MODEL_HZ), False, True)
             decoder.end_utt()
-            hyp = decoder.hyp()
-        return str(hyp.hypstr).strip() if hyp is not None else ""
+            return _text(decoder.hyp())
+        finally:
+            self.pool.release(decoder)
 
     async def transcribe(self, utterance: Utterance, config: ASRConfig) -> Transcription:
+        """The whole utterance at once (trimmed of line silence, batch CMN)."""
         timeout = (config.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
         try:
-            text = await asyncio.wait_for(
-                asyncio.to_thread(self.decode, utterance.pcm, utterance.sample_rate_hz), timeout
-            )
+            async with asyncio.timeout(timeout):
+                decoder = await self.pool.acquire()
+                text = await asyncio.to_thread(
+                    self._decode_and_release, decoder, utterance.pcm, utterance.sample_rate_hz
+                )
         except TimeoutError:
             raise ProviderTimeoutError(f"pocketsphinx took longer than {timeout:.1f} s") from None
         return Transcription(text=text, final=True)
+
+    async def open_recognizer(self, config: ASRConfig, sample_rate_hz: int) -> Recognizer:
+        decoder = await self.pool.acquire()
+        try:
+            return SphinxRecognizer(self.pool, decoder, sample_rate_hz)
+        except BaseException:
+            self.pool.release(decoder)
+            raise

@@ -64,6 +64,12 @@ def should_barge_in(allow_interrupt: bool | None, agent_speaking: bool, started:
     return bool(allow_interrupt) and agent_speaking and started
 
 
+def interim_barges_in(allow_interrupt: bool | None, agent_speaking: bool, interim: str) -> bool:
+    """Words recognised while the agent talks cut it off, even when the callee
+    started speaking before the agent did (energy onset came too early to count)."""
+    return bool(allow_interrupt) and agent_speaking and bool(interim.strip())
+
+
 def silence_expired(timeout_ms: int | None, last_activity_ms: int, now_ms: int) -> bool:
     """No one spoke for ``silence_timeout_ms`` (None: never)."""
     return timeout_ms is not None and now_ms - last_activity_ms >= timeout_ms

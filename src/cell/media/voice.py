@@ -6,6 +6,12 @@ transcript goes to the LLM and the reply, split into sentences of at most
 ``sentence_max_chars``, to the TTS. ``conversation.*`` limits are honoured:
 opening line, barge-in (``allow_interrupt``), ``silence_timeout_ms``,
 ``max_turns``, ``max_pending_audio_chunks``; ``asr_only`` only listens.
+
+When ``asr.interim`` is true and the provider streams, each utterance is recognised
+as it arrives (:class:`~cell.agent.streaming.UtteranceStream`): interim hypotheses
+go to ``AgentSink.interim`` and, with ``allow_interrupt``, stop the agent's speech;
+only the final result becomes a transcript turn. Otherwise the whole utterance is
+transcribed once it ended.
 """
 
 from __future__ import annotations
@@ -19,7 +25,13 @@ from typing import Any
 
 from cell.agent.config import AgentConfig, AgentMode
 from cell.agent.optout import OptOutDetector
-from cell.agent.providers import ChatMessage, ProviderRegistry, Utterance
+from cell.agent.providers import (
+    ChatMessage,
+    ProviderRegistry,
+    StreamingASRProvider,
+    Utterance,
+)
+from cell.agent.streaming import UtteranceStream
 from cell.errors import CellError
 from cell.media import turns
 from cell.media.resample import resample
@@ -30,6 +42,7 @@ log = logging.getLogger("cell.voice")
 LINE_HZ = 8000
 GOODBYE = "Understood. We will not call you again. Goodbye."
 DRAIN_LIMIT_MS = 10_000
+ASR_TIMEOUT_MS = 10_000  # final result after the end of an utterance (asr.timeout_ms wins)
 
 
 @dataclass
@@ -39,6 +52,8 @@ class AgentSink:
     transcript: Callable[[Turn], None]
     opt_out: Callable[[str | None, int], None]
     finish: Callable[[str], None]  # reason code: opt_out, max_turns, silence_timeout
+    # interim hypothesis (text, utterance start ms); never part of the final transcript
+    interim: Callable[[str, int], None] | None = None
 
 
 def frames_of(pcm: bytes) -> list[bytes]:
@@ -57,6 +72,7 @@ class VoiceAgent:
     user_turns: int = 0
     finished: str | None = None
     dropped_chunks: int = 0
+    interims: int = 0
     _chunks: deque[deque[bytes]] = field(default_factory=deque)
     _listening: turns.Listening = field(default_factory=turns.Listening)
     _utterance: bytearray = field(default_factory=bytearray)
@@ -65,6 +81,7 @@ class VoiceAgent:
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _turn_no: int = 0
     _closing: bool = False
+    _stream: UtteranceStream | None = None
 
     # -- CallAudio --------------------------------------------------------------
     def next_outbound(self) -> bytes | None:
@@ -78,10 +95,13 @@ class VoiceAgent:
     def on_inbound(self, pcm: bytes | None) -> None:
         self.now_ms += FRAME_MS
         voiced = pcm is not None and turns.frame_rms(pcm) > turns.SPEECH_RMS
+        was_in_utterance = self._listening.in_utterance
         heard = turns.listen(self._listening, voiced, self.now_ms)
         self._listening = heard.state
         if heard.state.in_utterance or heard.utterance_done:
-            self._utterance += pcm or bytes(PCM_BYTES_PER_FRAME)
+            self._hear_frame(pcm or bytes(PCM_BYTES_PER_FRAME), heard.speech_started)
+        elif was_in_utterance:
+            self._drop_utterance()  # a click or a cough
         if voiced:
             self._last_activity_ms = self.now_ms
         if turns.should_barge_in(
@@ -89,9 +109,7 @@ class VoiceAgent:
         ):
             self._chunks.clear()  # barge-in: stop talking
         if heard.utterance_done:
-            pcm_utt, self._utterance = bytes(self._utterance), bytearray()
-            start = self.now_ms - len(pcm_utt) // 16
-            self._spawn(self._user_turn(pcm_utt, start, self.now_ms))
+            self._end_utterance()
         timeout = self.config.conversation.silence_timeout_ms
         if not self.speaking and turns.silence_expired(
             timeout, self._last_activity_ms, self.now_ms
@@ -101,6 +119,58 @@ class VoiceAgent:
     @property
     def speaking(self) -> bool:
         return any(self._chunks)
+
+    # -- utterances ----------------------------------------------------------------
+    def _streaming_asr(self) -> StreamingASRProvider | None:
+        """The provider to stream to, when the task asks for interim results."""
+        if self.config.asr.interim is not True:
+            return None
+        provider = self.providers.get_asr(self.config.asr.provider_ref)
+        return provider if isinstance(provider, StreamingASRProvider) else None
+
+    def _hear_frame(self, pcm: bytes, started: bool) -> None:
+        if started:
+            asr = self._streaming_asr()
+            if asr is not None:
+                self._stream = self._open_stream(asr, self.now_ms - FRAME_MS)
+        if self._stream is not None:
+            self._stream.feed(pcm)
+        else:
+            self._utterance += pcm
+
+    def _open_stream(self, asr: StreamingASRProvider, start_ms: int) -> UtteranceStream:
+        config = self.config.asr
+
+        async def recognizer() -> Any:
+            return await asr.open_recognizer(config, LINE_HZ)
+
+        stream = UtteranceStream(
+            recognizer, LINE_HZ, lambda text: self._on_interim(text, start_ms), start_ms=start_ms
+        )
+        self._spawn(self._streamed_turn(stream))
+        return stream
+
+    def _on_interim(self, text: str, start_ms: int) -> None:
+        self.interims += 1
+        log.debug("interim hypothesis at %d ms: %r", self.now_ms, text)
+        if self.sink.interim is not None:
+            self.sink.interim(text, start_ms)
+        if turns.interim_barges_in(self.config.conversation.allow_interrupt, self.speaking, text):
+            self._chunks.clear()  # barge-in on recognised words
+
+    def _end_utterance(self) -> None:
+        if self._stream is not None:
+            self._stream.end(self.now_ms)
+            self._stream = None
+            return
+        pcm, self._utterance = bytes(self._utterance), bytearray()
+        self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms))
+
+    def _drop_utterance(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+            self._stream = None
+        self._utterance = bytearray()
 
     # -- lifecycle ----------------------------------------------------------------
     def start(self) -> None:
@@ -113,8 +183,9 @@ class VoiceAgent:
         turns ``grace_s`` to finish (the final transcript), then cancel the rest."""
         self._closing = True  # transcribe only: nobody hears a reply any more
         if self._listening.speech_ms >= turns.MIN_UTTERANCE_MS:
-            pcm, self._utterance = bytes(self._utterance), bytearray()
-            self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms))
+            self._end_utterance()
+        else:
+            self._drop_utterance()
         self._listening = turns.Listening()
         self._chunks.clear()
         if self._tasks:
@@ -147,7 +218,21 @@ class VoiceAgent:
         except CellError as exc:
             log.warning("ASR failed: %s", exc.message)
             return
-        text = heard.text.strip()
+        await self._heard(heard.text, start, end)
+
+    async def _streamed_turn(self, stream: UtteranceStream) -> None:
+        timeout_s = (self.config.asr.timeout_ms or ASR_TIMEOUT_MS) / 1000
+        try:
+            text = await stream.result(timeout_s)
+        except CellError as exc:
+            log.warning("ASR failed: %s", exc.message)
+            return
+        if text is not None:
+            await self._heard(text, stream.start_ms, stream.end_ms)
+
+    async def _heard(self, text: str, start: int, end: int) -> None:
+        """The callee's final words of one utterance: transcript, opt-out, reply."""
+        text = text.strip()
         if not text:
             return
         self._turn(Role.USER, text, start, end)
