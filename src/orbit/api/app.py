@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from orbit.api import routes
+from orbit.api.control_routes import ControlRoutes
 from orbit.api.errors import wire_error
 from orbit.api.http import envelope
 from orbit.domain.errors import NotFound, OrbitError, Unavailable
@@ -53,6 +54,7 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
     ops = Operations(db)
     metrics = Metrics()
     execution = ExecutionService(db, ops, registry=metrics.registry)  # P2: workers, history
+    control = ControlRoutes(execution.hub.tell_cancel)  # P3: cancel, retry, resolve, batch
 
     def endpoint(name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
@@ -105,7 +107,7 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
             Route("/v1/tasks", endpoint("list", routes.list_tasks), methods=["GET"]),
             Route(
                 "/v1/tasks/{task_id}:cancel",
-                endpoint("cancel", routes.cancel_task),
+                endpoint("cancel", control.cancel),
                 methods=["POST"],
             ),
             Route("/v1/tasks/{task_id}", endpoint("get", routes.get_task), methods=["GET"]),

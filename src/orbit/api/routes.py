@@ -1,5 +1,6 @@
-"""The four Task API v1 endpoints. Each is thin: read and check the request, call one
-store operation, write the envelope. Errors are raised and mapped by `app.endpoint`."""
+"""Submit, get and list of Task API v1 (cancel and the P3 endpoints: `control_routes`).
+Each is thin: read and check the request, call one store operation, write the envelope.
+Errors are raised and mapped by `app.endpoint`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from orbit.api.http import envelope, query, read_json_body, single_header
-from orbit.domain.cancel import parse_cancel
 from orbit.domain.cursor import decode_cursor, encode_cursor
 from orbit.domain.errors import InvalidArgument
 from orbit.domain.idempotency import check_key
@@ -67,16 +67,6 @@ async def get_task(request: Request, ctx: Context) -> Response:
     query(request, NO_PARAMS)
     task = await ctx.ops.get(principal, task_id)
     return envelope(ctx.request_id, 200, data=task_view(task))
-
-
-async def cancel_task(request: Request, ctx: Context) -> Response:
-    principal = await ctx.principal(request, Permission.CANCEL)
-    task_id = task_id_from_path(request.path_params["task_id"])
-    query(request, NO_PARAMS)
-    body = await read_json_body(request)
-    key = check_key(single_header(request, "idempotency-key"))
-    cancel = parse_cancel(body)
-    return ctx.receipt(await ctx.ops.cancel(principal, task_id, cancel, key, ctx.request_id))
 
 
 async def list_tasks(request: Request, ctx: Context) -> Response:

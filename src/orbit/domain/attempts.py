@@ -37,7 +37,9 @@ class AttemptState(enum.StrEnum):
 
 
 _A = AttemptState
-_ENDED_FROM_LEASED = frozenset({_A.RUNNING, _A.LOST, _A.TIMED_OUT, _A.EXPIRED, _A.RELEASED})
+_ENDED_FROM_LEASED = frozenset(
+    {_A.RUNNING, _A.LOST, _A.TIMED_OUT, _A.EXPIRED, _A.RELEASED, _A.CANCELLED}
+)
 ATTEMPT_TRANSITIONS: dict[AttemptState, frozenset[AttemptState]] = {
     _A.LEASED: _ENDED_FROM_LEASED,
     _A.RUNNING: frozenset(
@@ -62,10 +64,12 @@ class EndCause(enum.StrEnum):
     ATTEMPT_TIMEOUT = "ATTEMPT_TIMEOUT"
     RELEASED_SHUTDOWN = "RELEASED_SHUTDOWN"
     RELEASED_UNSUPPORTED = "RELEASED_UNSUPPORTED"
+    CANCELLED = "CANCELLED"  # the worker confirms its cooperative stop (P3, docs/orbit/p3.md §3)
 
     @property
     def is_result(self) -> bool:
-        return self in (EndCause.SUCCEEDED, EndCause.FAILED, EndCause.NEEDS_REVIEW)
+        return self in (EndCause.SUCCEEDED, EndCause.FAILED, EndCause.NEEDS_REVIEW,
+                        EndCause.CANCELLED)  # fmt: skip
 
 
 class EndReason(enum.StrEnum):
@@ -78,6 +82,7 @@ class EndReason(enum.StrEnum):
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     RELEASED_SHUTDOWN = "RELEASED_SHUTDOWN"
     RELEASED_UNSUPPORTED = "RELEASED_UNSUPPORTED"
+    CANCELLED = "CANCELLED"  # cancelled through the API before it started
 
 
 class TaskErrorCode(enum.StrEnum):
@@ -90,6 +95,7 @@ class TaskErrorCode(enum.StrEnum):
     START_DEADLINE_EXCEEDED = "START_DEADLINE_EXCEEDED"
     ATTEMPT_LOST = "ATTEMPT_LOST"
     ATTEMPT_TIMED_OUT = "ATTEMPT_TIMED_OUT"
+    CANCEL_UNCONFIRMED = "CANCEL_UNCONFIRMED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +108,7 @@ class TaskFacts:
     attempt_count: int
     deadline_at: datetime
     start_deadline_at: datetime | None
+    cancel_requested: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +157,33 @@ def decide_end(
     """The outcome table of worker-protocol.md §4."""
     if end.cause.is_result and not end.started:
         raise IllegalTransition("a result is only accepted for a RUNNING attempt")
+    if task.cancel_requested:
+        return _after_cancel_request(task, end, now, backoff)
+    if end.cause is EndCause.CANCELLED:
+        raise IllegalTransition("`cancelled` is only accepted after a cancel request")
     if not end.started:
         return _never_started(task, end.cause, now)
     if end.cause.is_result:
         return _result(task, end, now, backoff)
     return _lost(task, end.cause, now, backoff)
+
+
+def _after_cancel_request(
+    task: TaskFacts, end: AttemptEnd, now: datetime, backoff: Backoff
+) -> Outcome:
+    """The end of an attempt whose task has a cancel request (docs/orbit/p3.md §3): the
+    worker's confirmation cancels; any other result wins as usual, except that nothing is
+    retried; a stop nobody confirmed cancels only what is safe to cancel blindly."""
+    if end.cause is EndCause.CANCELLED:
+        return Outcome(TaskState.CANCELLED, AttemptState.CANCELLED, EndReason.RESULT)
+    if end.cause is EndCause.FAILED and end.retryable:
+        return Outcome(TaskState.CANCELLED, AttemptState.FAILED, EndReason.RESULT)
+    if end.cause.is_result:
+        return _result(task, end, now, backoff)
+    state, reason = _LOST_STATE[end.cause], _LOST_REASON[end.cause]
+    if end.started and task.recovery_safety is RecoverySafety.RECONCILE_ONLY:
+        return Outcome(TaskState.NEEDS_REVIEW, state, reason, TaskErrorCode.CANCEL_UNCONFIRMED)
+    return Outcome(TaskState.CANCELLED, state, reason)
 
 
 def refused_start(code: TaskErrorCode) -> Outcome:

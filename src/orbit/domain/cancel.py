@@ -1,8 +1,11 @@
-"""POST /v1/tasks/{id}:cancel request rules and the cancel decision (O-CAN-1)."""
+"""POST /v1/tasks/{id}:cancel request rules and the cancel decision (O-CAN-1; P3 adds LEASED
+and RUNNING tasks, docs/orbit/p3.md §3)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from orbit.domain.canonical import Digest, digest
 from orbit.domain.errors import InvalidArgument, StateConflict
@@ -10,6 +13,7 @@ from orbit.domain.fields import ObjectReader
 from orbit.domain.jsonvalue import JsonValue
 from orbit.domain.numbers import parse_decimal_uint64
 from orbit.domain.states import TaskState, check_transition
+from orbit.domain.task import Task, cancelled
 
 CANCEL_FIELDS = frozenset({"expected_revision", "reason"})
 MAX_REASON_CHARS = 1024
@@ -41,13 +45,56 @@ def cancel_digest(request: CancelRequest) -> Digest:
     )
 
 
-def decide_cancel(state: TaskState, revision: int, request: CancelRequest) -> int:
-    """Return the new revision, or raise StateConflict naming why the task cannot be cancelled."""
-    if state is not TaskState.WAITING:
-        raise StateConflict(f"only WAITING tasks can be cancelled; the task is {state}")
+class CancelMode(enum.StrEnum):
+    NOW = "NOW"  # WAITING: CANCELLED at once (P1)
+    END_LEASE = "END_LEASE"  # LEASED: the unstarted attempt ends CANCELLED, so does the task
+    REQUEST = "REQUEST"  # RUNNING: record cancel_requested_at and tell the worker
+
+
+_MODES = {
+    TaskState.WAITING: CancelMode.NOW,
+    TaskState.LEASED: CancelMode.END_LEASE,
+    TaskState.RUNNING: CancelMode.REQUEST,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CancelPlan:
+    mode: CancelMode
+    revision: int  # the task's new revision
+
+
+def plan_cancel(
+    state: TaskState, revision: int, request: CancelRequest, *, requested: bool = False
+) -> CancelPlan:
+    """What a cancel does to a task in `state` at `revision` (`requested`: a cancel of the
+    running attempt was already recorded), or StateConflict naming why it cannot."""
+    mode = _MODES.get(state)
+    if mode is None:
+        hint = "; resolve or retry it (tasks:review)" if state is TaskState.NEEDS_REVIEW else ""
+        raise StateConflict(f"a {state} task cannot be cancelled{hint}")
     if revision != request.expected_revision:
         raise StateConflict(
             f"expected_revision {request.expected_revision} does not match revision {revision}"
         )
-    check_transition(state, TaskState.CANCELLED)
-    return revision + 1
+    if requested:
+        raise StateConflict("cancellation was already requested; the worker decides the end")
+    if mode is not CancelMode.REQUEST:
+        check_transition(state, TaskState.CANCELLED)
+    return CancelPlan(mode, revision + 1)
+
+
+def apply_cancel(task: Task, plan: CancelPlan, now: datetime) -> Task:
+    """The task as the cancel leaves it."""
+    if plan.mode is CancelMode.REQUEST:
+        return replace(task, revision=plan.revision, cancel_requested_at=now, updated_at=now)
+    return replace(cancelled(task, plan.revision, now), current_attempt_id=None)
+
+
+def decide_cancel(state: TaskState, revision: int, request: CancelRequest) -> int:
+    """P1 (WAITING only), kept for `Operations.cancel` until that is removed; the API uses
+    `plan_cancel` (orbit.workers.cancel)."""
+    plan = plan_cancel(state, revision, request)
+    if plan.mode is not CancelMode.NOW:
+        raise StateConflict(f"only WAITING tasks can be cancelled; the task is {state}")
+    return plan.revision

@@ -29,10 +29,14 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     # accepted and waiting for a lease; cancel is allowed only here in P1
     _S.WAITING: frozenset({_S.LEASED, _S.CANCELLED, _S.FAILED}),
     # leased by a worker: it starts, or the lease is lost (retry or review), or the deadline hits
-    _S.LEASED: frozenset({_S.RUNNING, _S.WAITING, _S.NEEDS_REVIEW, _S.FAILED}),
-    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.WAITING, _S.NEEDS_REVIEW}),
+    # P3: cancel of a LEASED task ends its unstarted attempt at once (docs/orbit/p3.md §3)
+    _S.LEASED: frozenset({_S.RUNNING, _S.WAITING, _S.NEEDS_REVIEW, _S.FAILED, _S.CANCELLED}),
+    # P3: a RUNNING task is CANCELLED when its worker confirms a requested cancel
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.WAITING, _S.NEEDS_REVIEW, _S.CANCELLED}),
     # a human decides (tasks:review): re-run, or settle the outcome
     _S.NEEDS_REVIEW: frozenset({_S.WAITING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
+    # terminal: only an operator's manual retry (tasks:review) reopens a FAILED task, see
+    # orbit.domain.review.decide_retry (docs/orbit/p3.md §2)
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),
     _S.CANCELLED: frozenset(),

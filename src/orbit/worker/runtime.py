@@ -202,6 +202,8 @@ class Worker:
         run.phase = Phase.FINISHING
         if run.evidence_sent:
             await asyncio.gather(*run.evidence_sent, return_exceptions=True)
+        if body is None and run.token.reason == "cancel_requested":
+            body = {"outcome": "cancelled"}  # the cooperative stop the server asked for
         late = run.take_evidence()  # recorded just before returning: goes inline
         if late and body is not None:
             body = {**body, "evidence": late}

@@ -42,12 +42,14 @@ _CAUSE = {
     ResultOutcome.SUCCEEDED: EndCause.SUCCEEDED,
     ResultOutcome.FAILED: EndCause.FAILED,
     ResultOutcome.NEEDS_REVIEW: EndCause.NEEDS_REVIEW,
+    ResultOutcome.CANCELLED: EndCause.CANCELLED,
 }
 _EVENT_KIND = {
     TaskState.SUCCEEDED: "SUCCEEDED",
     TaskState.FAILED: "FAILED",
     TaskState.NEEDS_REVIEW: "NEEDS_REVIEW",
     TaskState.WAITING: "REQUEUED",
+    TaskState.CANCELLED: "CANCELLED",
 }
 Started = tuple[Peer, AttemptRef]
 Finished = tuple[Peer, Result]
@@ -155,9 +157,7 @@ async def finish_many(
                 raise InvalidMessage("result before the started ack: send started first")
             else:
                 fresh = await check_evidence(conn, live, msg.evidence)
-                retryable = bool(msg.error and msg.error.retryable)
-                cause = AttemptEnd(_CAUSE[msg.outcome], True, retryable)
-                outcome = decide_end(live.facts, cause, now, backoff)
+                outcome = _decide(live, msg, now, backoff)
                 facts = EndFacts(msg.error, msg.result_text, digest)
                 ends[live.id] = _End(index, live, outcome, facts, fresh)
         except ProtocolError as exc:
@@ -167,6 +167,14 @@ async def finish_many(
         await insert_evidence(conn, end.live, end.evidence, now)
         acks[end.index] = ended_ack(end.live, end.outcome.task_state)
     return [ack if ack is not None else Ack(False, code="UNAVAILABLE") for ack in acks]
+
+
+def _decide(live: store.LiveAttempt, msg: Result, now: datetime, backoff: Backoff) -> Outcome:
+    if msg.outcome is ResultOutcome.CANCELLED and not live.task_cancel_requested:
+        raise InvalidMessage("outcome cancelled is only accepted after a cancel_requested")
+    retryable = bool(msg.error and msg.error.retryable)
+    cause = AttemptEnd(_CAUSE[msg.outcome], True, retryable)
+    return decide_end(live.facts, cause, now, backoff)
 
 
 async def write_ends(

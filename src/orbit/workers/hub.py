@@ -120,6 +120,17 @@ class Hub:
             link.in_flight.discard(attempt_id)
             self.notify()
 
+    def tell_cancel(self, attempt_id: str) -> None:
+        """A cancel was committed for this attempt: push `cancel_requested` to its connection
+        if it is here (the heartbeat acks repeat it anywhere, docs/orbit/p3.md §3)."""
+        connection_id = self.owner.get(attempt_id)
+        link = self.links.get(connection_id) if connection_id else None
+        if link is not None:
+            cancel: dict[str, JsonValue] = {
+                "type": "cancel", "attempt_id": attempt_id, "reason": "cancel_requested",
+            }  # fmt: skip
+            asyncio.get_running_loop().create_task(_quietly(link.send(cancel)))
+
     # ------------------------------------------------------------------ dispatcher
     async def _dispatch_forever(self) -> None:
         while True:

@@ -68,6 +68,7 @@ class ResultOutcome(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     NEEDS_REVIEW = "needs_review"
+    CANCELLED = "cancelled"  # cooperative stop after a `cancel_requested` (docs/orbit/p3.md §3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,12 +243,13 @@ def _result(value: JsonValue) -> Result:
     fields = ObjectReader(value, _ATTEMPT_FIELDS | {"outcome", "result", "error", "evidence"})
     raw_outcome = fields.raw("outcome", required=True)
     if raw_outcome not in {o.value for o in ResultOutcome}:
-        raise InvalidArgument("must be succeeded, failed or needs_review", "outcome")
+        raise InvalidArgument("must be succeeded, failed, needs_review or cancelled", "outcome")
     outcome = ResultOutcome(str(raw_outcome))
     succeeded = outcome is ResultOutcome.SUCCEEDED
+    erred = outcome in (ResultOutcome.FAILED, ResultOutcome.NEEDS_REVIEW)
     _only_if(fields, "result", succeeded)
-    _only_if(fields, "error", not succeeded)
-    error = None if succeeded else read_error(fields.raw("error"), outcome.value == "failed")
+    _only_if(fields, "error", erred)
+    error = read_error(fields.raw("error"), outcome.value == "failed") if erred else None
     msg_id, ref = _msg_id(fields), _ref(fields)
     return Result(
         msg_id=msg_id,
@@ -260,7 +262,8 @@ def _result(value: JsonValue) -> Result:
 
 
 def _only_if(fields: ObjectReader, key: str, wanted: bool) -> None:
-    """`result` goes with succeeded only; `error` with failed and needs_review only."""
+    """`result` goes with succeeded only; `error` with failed and needs_review only; a
+    `cancelled` outcome carries neither."""
     if fields.present(key) != wanted:
         rule = "required" if wanted else "not allowed"
         raise InvalidArgument(f"{rule} with outcome {fields.value['outcome']}", key)

@@ -140,6 +140,7 @@ def _live(row: Any) -> LiveAttempt:
             attempt_count=row.attempt_count,
             deadline_at=row.deadline_at,
             start_deadline_at=row.start_deadline_at,
+            cancel_requested=row.task_cancel_requested_at is not None,
         ),
     )
 

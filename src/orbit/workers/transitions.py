@@ -31,12 +31,17 @@ ERROR_MESSAGES = {
         "the attempt reached its deadline while running a RECONCILE_ONLY task; the outcome is "
         "unknown: reconcile with the attempt's evidence"
     ),
+    TaskErrorCode.CANCEL_UNCONFIRMED: (
+        "a cancel was requested but the worker never confirmed it for a RECONCILE_ONLY task; "
+        "the outcome is unknown: reconcile with the attempt's evidence"
+    ),
 }
 _EVENT_KIND = {
     TaskState.SUCCEEDED: "SUCCEEDED",
     TaskState.FAILED: "FAILED",
     TaskState.NEEDS_REVIEW: "NEEDS_REVIEW",
     TaskState.WAITING: "REQUEUED",
+    TaskState.CANCELLED: "CANCELLED",
 }
 
 

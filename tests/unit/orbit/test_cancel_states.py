@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.cancel import CancelRequest, cancel_digest, decide_cancel, parse_cancel
+from orbit.domain.cancel import (
+    CancelMode,
+    CancelPlan,
+    CancelRequest,
+    cancel_digest,
+    parse_cancel,
+    plan_cancel,
+)
 from orbit.domain.errors import IllegalTransition, InvalidArgument, StateConflict
 from orbit.domain.jsonvalue import JsonNumber
 from orbit.domain.states import TERMINAL, TRANSITIONS, TaskState, check_transition
@@ -44,29 +51,39 @@ def test_o_can_1_body_accepted() -> None:
     )
 
 
+_NOW, _END, _REQ = CancelMode.NOW, CancelMode.END_LEASE, CancelMode.REQUEST
+
+
 @pytest.mark.parametrize(
-    ("state", "revision", "expected", "outcome"),
+    ("state", "revision", "expected", "requested", "outcome"),
     [
-        (TaskState.WAITING, 1, 1, 2),
-        (TaskState.WAITING, 5, 5, 6),
-        (TaskState.WAITING, 2, 1, StateConflict),
-        (TaskState.CANCELLED, 2, 1, StateConflict),
-        (TaskState.CANCELLED, 2, 2, StateConflict),
-        (TaskState.LEASED, 2, 2, StateConflict),
-        (TaskState.RUNNING, 3, 3, StateConflict),
-        (TaskState.SUCCEEDED, 4, 4, StateConflict),
+        (TaskState.WAITING, 1, 1, False, CancelPlan(_NOW, 2)),
+        (TaskState.WAITING, 5, 5, False, CancelPlan(_NOW, 6)),
+        (TaskState.WAITING, 2, 1, False, StateConflict),
+        (TaskState.CANCELLED, 2, 1, False, StateConflict),
+        (TaskState.CANCELLED, 2, 2, False, StateConflict),
+        (TaskState.LEASED, 2, 2, False, CancelPlan(_END, 3)),
+        (TaskState.LEASED, 2, 1, False, StateConflict),
+        (TaskState.RUNNING, 3, 3, False, CancelPlan(_REQ, 4)),
+        (TaskState.RUNNING, 4, 4, True, StateConflict),
+        (TaskState.RUNNING, 3, 2, False, StateConflict),
+        (TaskState.NEEDS_REVIEW, 4, 4, False, StateConflict),
+        (TaskState.SUCCEEDED, 4, 4, False, StateConflict),
+        (TaskState.FAILED, 4, 4, False, StateConflict),
     ],
 )
 def test_o_can_1_decide(
-    state: TaskState, revision: int, expected: int, outcome: int | type[Exception]
-) -> None:
-    """O-CAN-1: only WAITING tasks at the expected revision are cancelled; revision + 1."""
+    state: TaskState, revision: int, expected: int, requested: bool,
+    outcome: CancelPlan | type[Exception],
+) -> None:  # fmt: skip
+    """O-CAN-1 + P3 §3: WAITING cancels at once, LEASED ends its unstarted attempt, RUNNING
+    records a request (once); only at the expected revision; revision + 1."""
     request = CancelRequest(expected, "r")
-    if isinstance(outcome, int):
-        assert decide_cancel(state, revision, request) == outcome
+    if isinstance(outcome, CancelPlan):
+        assert plan_cancel(state, revision, request, requested=requested) == outcome
     else:
         with pytest.raises(outcome):
-            decide_cancel(state, revision, request)
+            plan_cancel(state, revision, request, requested=requested)
 
 
 def test_o_can_1_digest_covers_revision_and_reason() -> None:

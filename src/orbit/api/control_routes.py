@@ -1,0 +1,45 @@
+"""The P3 task control endpoints (docs/orbit/p3.md): cancel in every live state, manual retry,
+resolve, batch submit. Each is thin: read and check the request, call one store operation,
+write the envelope; after a committed cancel of a running attempt, tell its worker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from orbit.api.http import envelope, query, read_json_body, single_header
+from orbit.api.routes import NO_PARAMS, Context
+from orbit.domain.cancel import parse_cancel
+from orbit.domain.idempotency import check_key
+from orbit.domain.ids import task_id_from_path
+from orbit.domain.jsonvalue import JsonValue, RawJson
+from orbit.domain.tokens import Permission
+from orbit.store.task_writes import Written
+from orbit.workers.cancel import cancel_task
+
+
+class ControlRoutes:
+    def __init__(self, tell_cancel: Callable[[str], None]) -> None:
+        self.tell_cancel = tell_cancel
+
+    async def cancel(self, request: Request, ctx: Context) -> Response:
+        principal = await ctx.principal(request, Permission.CANCEL)
+        task_id = task_id_from_path(request.path_params["task_id"])
+        query(request, NO_PARAMS)
+        body = await read_json_body(request)
+        key = check_key(single_header(request, "idempotency-key"))
+        cancel = parse_cancel(body)
+        written = await cancel_task(ctx.ops.db, principal, task_id, cancel, key, ctx.request_id)
+        if written.tell_worker is not None:
+            self.tell_cancel(written.tell_worker)
+        return _receipt(ctx, written)
+
+
+def _receipt(ctx: Context, written: Written) -> Response:
+    data: dict[str, JsonValue] = {
+        "deduplicated": written.deduplicated,
+        "task": RawJson(written.task_text),
+    }
+    return envelope(ctx.request_id, written.status, data=data)

@@ -1,0 +1,41 @@
+"""Shared pieces of the P3 suites (test_p3_*.py): operator writes over HTTP and a RawWorker
+helper that runs a leased task up to RUNNING."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import httpx
+
+from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.workers_harness import RawWorker, ref
+
+
+def key() -> str:
+    return os.urandom(8).hex()
+
+
+async def post(
+    http: httpx.AsyncClient, tenant: Tenant, path: str, body: Any, idem: str | None = None,
+    token: str | None = None,
+) -> httpx.Response:  # fmt: skip
+    return await http.post(path, content=json.dumps(body),
+                           headers=tenant.headers(token, key=idem or key()))  # fmt: skip
+
+
+async def cancel(
+    http: httpx.AsyncClient, tenant: Tenant, task_id: str, revision: str, idem: str | None = None
+) -> httpx.Response:
+    body = {"expected_revision": revision, "reason": "the operator changed their mind"}
+    return await post(http, tenant, f"/v1/tasks/{task_id}:cancel", body, idem)
+
+
+async def run_leased(raw: RawWorker) -> tuple[dict[str, str], dict[str, Any]]:
+    """Take the next lease and start it: (attempt ref, started ack)."""
+    lease = await raw.next("lease")
+    attempt = ref(lease)
+    started = await raw.request({"type": "started", **attempt})
+    assert started["ok"], started
+    return attempt, started

@@ -1,0 +1,196 @@
+"""Cancel while LEASED/RUNNING over real HTTP and WebSocket, on SQLite and MariaDB (issue 8,
+docs/orbit/p3.md §3, O-CAN-1, O-STATE-1): the SDK's cooperative stop, the LEASED fence, an
+unconfirmed cancel (RECONCILE_ONLY → NEEDS_REVIEW, IDEMPOTENT → CANCELLED), and 50 races of a
+cancel against the worker's result."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from orbit.store.db import Database
+from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.integration.orbit.p3_harness import cancel, run_leased
+from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.wire import error, ok
+from tests.integration.orbit.workers_harness import (
+    RawWorker,
+    WorkerProcess,
+    attempts,
+    execution_server,
+    get_task,
+    submit,
+    wait_state,
+    workers,
+)
+
+pytestmark = pytest.mark.integration
+RACES = 50
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def p3c_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-p3c"), migrated=True) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def p3c_url(p3c_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("orbit-p3c-server") / "server.log"
+    with execution_server(p3c_db_url, log) as url:
+        yield url
+
+
+@pytest.fixture
+async def tenant(p3c_db_url: str, p3c_url: str) -> AsyncIterator[Tenant]:
+    db = Database.open(p3c_db_url, pool_size=2)
+    yield await Tenant.create(db, p3c_url)
+    await db.close()
+
+
+@pytest.fixture
+async def http(p3c_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=p3c_url, timeout=30) as client:
+        yield client
+
+
+async def test_p3_cancel_running_sdk_cooperative_stop_o_can_1(
+    tenant: Tenant, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """O-CAN-1 / P3 §3: a RUNNING task gets cancel_requested_at (revision + 1, 200, no more
+    409); the SDK's handler sees its token, the worker sends `cancelled`, the task and its
+    attempt end CANCELLED; a replay returns the first receipt; a new key then conflicts."""
+    process = WorkerProcess(tenant.base_url, tenant.token, [tenant.queue_id],
+                            tmp_path / "p3c-sdk.log", name="p3c-sdk")  # fmt: skip
+    with workers(process):
+        await process.connected()
+        task_id = await submit(http, tenant, payload={"sleep_ms": 30000})
+        running = await wait_state(http, tenant, task_id, {"RUNNING"})
+        first = ok(await cancel(http, tenant, task_id, running["revision"], "p3c-sdk-1"))
+        task = first["task"]
+        assert first["deduplicated"] is False
+        assert task["state"] == "RUNNING" and "cancel_requested_at" in task
+        assert int(task["revision"]) == int(running["revision"]) + 1
+        done = await wait_state(http, tenant, task_id, {"CANCELLED", "SUCCEEDED", "FAILED"}, 10)
+    assert done["state"] == "CANCELLED" and "completed_at" in done
+    history = await attempts(http, tenant, task_id)
+    assert [a["state"] for a in history] == ["CANCELLED"]
+    replay = ok(await cancel(http, tenant, task_id, running["revision"], "p3c-sdk-1"))
+    assert replay == {"deduplicated": True, "task": task}
+    error(await cancel(http, tenant, task_id, done["revision"], "p3c-sdk-2"), 409,
+          "STATE_CONFLICT")  # fmt: skip
+
+
+async def test_p3_cancel_leased_ends_the_unstarted_attempt_o_can_1(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    """P3 §3: a LEASED task is CANCELLED at once; the worker is told and its late `started`
+    fails the fence (LEASE_LOST), so the handler never runs."""
+    raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
+    try:
+        task_id = await submit(http, tenant)
+        lease = await raw.next("lease")
+        attempt = {"attempt_id": lease["attempt"]["id"],
+                   "lease_token": lease["attempt"]["lease_token"]}  # fmt: skip
+        leased = await get_task(http, tenant, task_id)
+        assert leased["state"] == "LEASED"
+        done = ok(await cancel(http, tenant, task_id, leased["revision"]))["task"]
+        assert done["state"] == "CANCELLED" and "current_attempt_id" not in done
+        told = await raw.next("cancel")
+        assert told == {"type": "cancel", "attempt_id": attempt["attempt_id"],
+                        "reason": "cancel_requested"}  # fmt: skip
+        started = await raw.request({"type": "started", **attempt})
+        assert started["ok"] is False and started["error"]["code"] == "LEASE_LOST"
+    finally:
+        await raw.close()
+    history = await attempts(http, tenant, task_id)
+    assert [(a["state"], a.get("started_at")) for a in history] == [("CANCELLED", None)]
+    assert (await get_task(http, tenant, task_id))["attempt_count"] == 0
+
+
+async def test_p3_cancel_unconfirmed_reconcile_only_goes_to_review_o_state_1(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    """O-STATE-1 / P3 §3: the worker is told but vanishes without confirming: the RECONCILE_ONLY
+    task goes to NEEDS_REVIEW (CANCEL_UNCONFIRMED), never silently CANCELLED; the IDEMPOTENT one
+    is CANCELLED (re-running or stopping it is safe)."""
+    raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
+    ids: dict[str, str] = {}
+    for safety in ("RECONCILE_ONLY", "IDEMPOTENT"):
+        task_id = await submit(http, tenant, recovery_safety=safety,
+                               retry={"max_attempts": 3})  # fmt: skip
+        attempt, started = await run_leased(raw)
+        ok(await cancel(http, tenant, task_id, started["task_revision"]))
+        assert (await raw.next("cancel"))["attempt_id"] == attempt["attempt_id"]
+        ids[safety] = task_id
+    await raw.close()  # no confirmation: the lease runs out after the reconnect grace
+    review = await wait_state(http, tenant, ids["RECONCILE_ONLY"], {"NEEDS_REVIEW", "CANCELLED"})
+    assert review["state"] == "NEEDS_REVIEW"
+    assert review["error"]["code"] == "CANCEL_UNCONFIRMED"
+    idem = await wait_state(http, tenant, ids["IDEMPOTENT"], {"CANCELLED", "WAITING", "FAILED"})
+    assert idem["state"] == "CANCELLED" and idem["attempt_count"] == 1
+    assert [a["state"] for a in await attempts(http, tenant, ids["IDEMPOTENT"])] == ["LOST"]
+
+
+async def _race(
+    raw: RawWorker, http: httpx.AsyncClient, tenant: Tenant, rng: random.Random, safety: str
+) -> tuple[str, Any]:
+    task_id = await submit(http, tenant, recovery_safety=safety)
+    attempt, started = await run_leased(raw)
+    cancelling = asyncio.create_task(cancel(http, tenant, task_id, started["task_revision"]))
+    told = False
+    try:  # the worker finishes at a random moment, cooperating if told in time
+        told = bool(await raw.next("cancel", timeout=rng.uniform(0.0, 0.06)))
+    except TimeoutError:
+        pass
+    body: dict[str, Any] = ({"outcome": "cancelled"} if told
+                            else {"outcome": "succeeded", "result": {"done": True}})  # fmt: skip
+    acked = await raw.request({"type": "result", **attempt, **body})
+    response = await cancelling
+    if not told:  # a cancel pushed after our result is stale: drop it for the next race
+        try:
+            await raw.next("cancel", timeout=0.05 if response.status_code == 200 else 0.0)
+        except TimeoutError:
+            pass
+    final = await get_task(http, tenant, task_id)
+    history = await attempts(http, tenant, task_id)
+    # exactly one outcome, and it is the one the worker's ack reported
+    assert acked["ok"] is True, acked
+    assert final["state"] == acked["task_state"], (final, acked)
+    assert [a["state"] for a in history] == [final["state"]]
+    if final["state"] == "CANCELLED":
+        assert told and response.status_code == 200
+    else:
+        assert final["state"] == "SUCCEEDED" and not told
+        assert response.status_code in (200, 409), response.text
+        if response.status_code == 409:
+            assert "cancel_requested_at" not in final
+    return final["state"], response.status_code
+
+
+async def test_p3_cancel_vs_completion_race_exactly_one_outcome_o_can_1(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    """O-CAN-1 acceptance: 50 races of an API cancel against the worker's result: exactly one
+    outcome wins, equal to what the worker was acknowledged, and the API agrees."""
+    rng = random.Random(8)
+    raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id],
+                                     capacity=1)  # fmt: skip
+    outcomes: Counter[tuple[str, int]] = Counter()
+    try:
+        for index in range(RACES):
+            safety = "RECONCILE_ONLY" if index % 2 else "IDEMPOTENT"
+            outcomes[await _race(raw, http, tenant, rng, safety)] += 1
+    finally:
+        await raw.close()
+    assert sum(outcomes.values()) == RACES
+    print(f"cancel-vs-result outcomes: {dict(outcomes)}")
