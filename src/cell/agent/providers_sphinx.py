@@ -49,12 +49,19 @@ def trim_silence(pcm: bytes, sample_rate_hz: int) -> bytes:
     return samples[start:end].tobytes()
 
 
-def _new_decoder() -> Any:
+def _new_decoder(**options: Any) -> Any:
     try:
         from pocketsphinx import Decoder  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - a dependency of the project
         raise ProviderConfigError("pocketsphinx is not installed") from exc
-    return Decoder(samprate=MODEL_HZ, loglevel="FATAL")
+    return Decoder(samprate=MODEL_HZ, loglevel="FATAL", **options)
+
+
+def _stream_decoder() -> Any:
+    """A decoder for live input: without the flat-lexicon second pass, whose work at
+    the end of the utterance (up to a second, holding the GIL) would stall the media
+    clock; the tree pass already gave the interims and the lattice pass still runs."""
+    return _new_decoder(fwdflat=False)
 
 
 def _text(hyp: Any) -> str:
@@ -169,12 +176,20 @@ class SphinxRecognizer:
 
 
 class PocketsphinxASR:
+    """``pool`` decodes whole utterances (as before streaming existed), ``stream_pool``
+    live ones (``asr.interim`` true); each holds at most ``max_decoders``."""
+
     def __init__(self, preload: bool = True, max_decoders: int = 2) -> None:
         self.pool = DecoderPool(max_decoders)
+        self.stream_pool = DecoderPool(max_decoders, _stream_decoder)
         if preload:  # load the model now, in the background, not on the first turn
-            loader = threading.Thread(target=self.pool.preload, name="pocketsphinx-load")
+            loader = threading.Thread(target=self._preload, name="pocketsphinx-load")
             loader.daemon = True
             loader.start()
+
+    def _preload(self) -> None:
+        self.stream_pool.preload()
+        self.pool.preload()
 
     def _decode_and_release(self, decoder: Any, pcm: bytes, sample_rate_hz: int) -> str:
         try:
@@ -202,9 +217,9 @@ class PocketsphinxASR:
         return Transcription(text=text, final=True)
 
     async def open_recognizer(self, config: ASRConfig, sample_rate_hz: int) -> Recognizer:
-        decoder = await self.pool.acquire()
+        decoder = await self.stream_pool.acquire()
         try:
-            return SphinxRecognizer(self.pool, decoder, sample_rate_hz)
+            return SphinxRecognizer(self.stream_pool, decoder, sample_rate_hz)
         except BaseException:
-            self.pool.release(decoder)
+            self.stream_pool.release(decoder)
             raise
