@@ -1,6 +1,7 @@
 """N concurrent answered SIP calls from the cell's UA to sipp, with the mock agent.
 
     .venv/bin/python bench/cell_sip_calls.py [--calls 50] [--talk-ms 8000]
+        [--asr mock|pocketsphinx] [--no-interim]
 
 sipp (Debian sip-tester) is the carrier: it answers every call, streams speech
 (espeak-ng, PCMA RTP) for ``--talk-ms`` and hangs up. The cell side runs every
@@ -10,6 +11,11 @@ second, memory per call, RTP loss and jitter (RFC 3550), late packets (arrived
 after their playout slot) and late clock ticks (sent > 10 ms behind schedule).
 The baseline is a single call measured in the same run; the target is < 1 %
 late packets at 50 calls on a 2-core machine.
+
+``--asr pocketsphinx`` recognises the callee with the real offline ASR (one
+decoder per concurrent call, about 90 MB each: use few calls); ``asr.interim``
+is true unless ``--no-interim``. The mock ASR hears a fixed sentence per
+utterance and streams its word prefixes as interim hypotheses.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from tests.integration.cell.sipp.peer import SippPeer  # noqa: E402
 from tests.unit.cell.agent_configs import FULL_AI  # noqa: E402
 
 from cell.agent.config import TTSConfig, parse_agent_config  # noqa: E402
-from cell.agent.mock import mock_registry  # noqa: E402
+from cell.agent.mock import MockASR, mock_registry  # noqa: E402
 from cell.agent.optout import OptOutDetector  # noqa: E402
+from cell.agent.providers import ASRProvider, ProviderRegistry  # noqa: E402
 from cell.agent.providers_espeak import EspeakTTS  # noqa: E402
+from cell.agent.providers_sphinx import PocketsphinxASR  # noqa: E402
 from cell.media import g711  # noqa: E402
 from cell.media.session import MediaClock  # noqa: E402
 from cell.media.voice import AgentSink, VoiceAgent  # noqa: E402
@@ -52,7 +60,21 @@ def rss_kb() -> int:
     return 0
 
 
-async def run(calls: int, talk_ms: int, audio: Path, workdir: Path) -> dict[str, float]:
+async def registry_for(asr_ref: str, calls: int, interim: bool) -> ProviderRegistry:
+    mock = mock_registry()
+    asr: ASRProvider
+    if asr_ref == "pocketsphinx":
+        asr = PocketsphinxASR(preload=False, max_decoders=calls)
+        pool = asr.stream_pool if interim else asr.pool
+        await asyncio.to_thread(pool.preload, calls)  # every decoder before the clock starts
+    else:
+        asr = MockASR(script=["hello I am the callee and I keep talking"] * 100_000)
+    return ProviderRegistry(asr={asr_ref: asr}, llm=mock.llm, tts=mock.tts)
+
+
+async def run(
+    calls: int, talk_ms: int, audio: Path, workdir: Path, asr_ref: str, interim: bool
+) -> dict[str, float]:
     peer = SippPeer("answer_play_bye.xml", workdir, calls=calls, audio=audio, talk_ms=talk_ms)
     await peer.start()
     endpoint, clock = SipEndpoint("udp"), MediaClock()
@@ -60,13 +82,15 @@ async def run(calls: int, talk_ms: int, audio: Path, workdir: Path) -> dict[str,
     config = copy.deepcopy(FULL_AI)
     config["conversation"]["opening"] = "Hello, this is a benchmark call from the cell."
     config["conversation"]["silence_timeout_ms"] = 600_000
+    config["asr"].update({"provider_ref": asr_ref, "interim": interim})
     agent_config = parse_agent_config(config)
-    registry = mock_registry()
+    registry = await registry_for(asr_ref, calls, interim)
     rss0, cpu0, wall0 = rss_kb(), time.process_time(), time.monotonic()
-    tasks = []
+    tasks, agents = [], []
     for i in range(calls):
         sink = AgentSink(lambda t: None, lambda p, at: None, lambda r: None)
         agent = VoiceAgent(agent_config, registry, sink, OptOutDetector())
+        agents.append(agent)
         plan = SipCallPlan(
             call_id=f"bench-{i}-{time.time_ns()}",
             caller_id="BD00000000",
@@ -86,6 +110,8 @@ async def run(calls: int, talk_ms: int, audio: Path, workdir: Path) -> dict[str,
         peak = max(peak, rss_kb())
         await asyncio.sleep(0.2)
     reports: list[CallReport] = [t.result() for t in tasks]
+    for agent in agents:
+        await agent.aclose()
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     result = await peer.wait(60)
     await endpoint.close()
@@ -105,6 +131,8 @@ async def run(calls: int, talk_ms: int, audio: Path, workdir: Path) -> dict[str,
         "jitter_ms_mean": sum(m.jitter_ms for m in media) / max(1, len(media)),
         "late_packets_pct": 100 * sum(m.late for m in media) / received,
         "late_ticks_pct": 100 * clock.late_ticks / max(1, clock.ticks),
+        "user_turns_per_call": sum(a.user_turns for a in agents) / calls,
+        "interims_per_call": sum(a.interims for a in agents) / calls,
     }
 
 
@@ -121,7 +149,10 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--talk-ms", type=int, default=8000)
+    parser.add_argument("--asr", choices=("mock", "pocketsphinx"), default="mock")
+    parser.add_argument("--no-interim", action="store_true", help="asr.interim = false")
     args = parser.parse_args()
+    interim = not args.no_interim
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         speech = await EspeakTTS().synthesize(
@@ -132,8 +163,9 @@ async def main() -> int:
         audio.write_bytes(g711.encode(speech.pcm))
         (work / "one").mkdir()
         (work / "many").mkdir()
-        base = await run(1, args.talk_ms, audio, work / "one")
-        load = await run(args.calls, args.talk_ms, audio, work / "many")
+        base = await run(1, args.talk_ms, audio, work / "one", args.asr, interim)
+        load = await run(args.calls, args.talk_ms, audio, work / "many", args.asr, interim)
+    print(f"asr={args.asr} interim={interim}")
     show("baseline (1 call)", base)
     show(f"load ({args.calls} calls)", load)
     ratio = load["cpu_ms_per_call_s"] / max(base["cpu_ms_per_call_s"], 1e-9)

@@ -101,13 +101,14 @@ class DecoderPool:
             raise
         self.release(decoder)
 
-    def preload(self) -> None:
-        """Blocking: load one decoder now (if none was loaded yet)."""
-        decoder, create = self._claim()
-        if create:
+    def preload(self, count: int = 1) -> None:
+        """Blocking: load decoders until ``count`` exist (never more than ``size``)."""
+        while True:
+            with self._lock:
+                if self.created >= min(count, self.size):
+                    return
+                self.created += 1
             self._create()
-        elif decoder is not None:
-            self.release(decoder)
 
     async def acquire(self) -> Any:
         while True:
