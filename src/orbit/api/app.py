@@ -54,7 +54,7 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
     ops = Operations(db)
     metrics = Metrics()
     execution = ExecutionService(db, ops, registry=metrics.registry)  # P2: workers, history
-    control = ControlRoutes(execution.hub.tell_cancel)  # P3: cancel, retry, resolve, batch
+    control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify)  # P3 (issue 8)
 
     def endpoint(name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
@@ -108,6 +108,12 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
             Route(
                 "/v1/tasks/{task_id}:cancel",
                 endpoint("cancel", control.cancel),
+                methods=["POST"],
+            ),
+            Route("/v1/tasks/{task_id}:retry", endpoint("retry", control.retry), methods=["POST"]),
+            Route(
+                "/v1/tasks/{task_id}:resolve",
+                endpoint("resolve", control.resolve),
                 methods=["POST"],
             ),
             Route("/v1/tasks/{task_id}", endpoint("get", routes.get_task), methods=["GET"]),

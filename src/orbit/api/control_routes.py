@@ -15,26 +15,54 @@ from orbit.domain.cancel import parse_cancel
 from orbit.domain.idempotency import check_key
 from orbit.domain.ids import task_id_from_path
 from orbit.domain.jsonvalue import JsonValue, RawJson
+from orbit.domain.review import parse_resolve, parse_retry
 from orbit.domain.tokens import Permission
 from orbit.store.task_writes import Written
 from orbit.workers.cancel import cancel_task
+from orbit.workers.review import resolve_task, retry_task
 
 
 class ControlRoutes:
-    def __init__(self, tell_cancel: Callable[[str], None]) -> None:
+    """`tell_cancel(attempt_id)` pushes a committed cancel to the worker; `wake()` tells the
+    dispatcher that tasks became WAITING (retry, batch)."""
+
+    def __init__(self, tell_cancel: Callable[[str], None], wake: Callable[[], None]) -> None:
         self.tell_cancel = tell_cancel
+        self.wake = wake
 
     async def cancel(self, request: Request, ctx: Context) -> Response:
         principal = await ctx.principal(request, Permission.CANCEL)
-        task_id = task_id_from_path(request.path_params["task_id"])
-        query(request, NO_PARAMS)
-        body = await read_json_body(request)
-        key = check_key(single_header(request, "idempotency-key"))
+        task_id, body, key = await _write_request(request)
         cancel = parse_cancel(body)
         written = await cancel_task(ctx.ops.db, principal, task_id, cancel, key, ctx.request_id)
         if written.tell_worker is not None:
             self.tell_cancel(written.tell_worker)
         return _receipt(ctx, written)
+
+    async def retry(self, request: Request, ctx: Context) -> Response:
+        principal = await ctx.principal(request, Permission.REVIEW)
+        task_id, body, key = await _write_request(request)
+        retry = parse_retry(body)
+        written = await retry_task(ctx.ops.db, principal, task_id, retry, key, ctx.request_id)
+        if not written.deduplicated:
+            self.wake()
+        return _receipt(ctx, written)
+
+    async def resolve(self, request: Request, ctx: Context) -> Response:
+        principal = await ctx.principal(request, Permission.REVIEW)
+        task_id, body, key = await _write_request(request)
+        resolve = parse_resolve(body)
+        written = await resolve_task(ctx.ops.db, principal, task_id, resolve, key, ctx.request_id)
+        return _receipt(ctx, written)
+
+
+async def _write_request(request: Request) -> tuple[str, JsonValue, str]:
+    """Path task ID, no query parameters, strict JSON body, Idempotency-Key: in this order,
+    so that errors are reported like the cancel endpoint's."""
+    task_id = task_id_from_path(request.path_params["task_id"])
+    query(request, NO_PARAMS)
+    body = await read_json_body(request)
+    return task_id, body, check_key(single_header(request, "idempotency-key"))
 
 
 def _receipt(ctx: Context, written: Written) -> Response:
