@@ -105,6 +105,7 @@ def create_app(db: Database, *, access_log: bool = True) -> Starlette:
                 methods=["POST"],
             ),
             Route("/v1/tasks", endpoint("list", routes.list_tasks), methods=["GET"]),
+            Route("/v1/tasks:batch", endpoint("batch", control.batch), methods=["POST"]),
             Route(
                 "/v1/tasks/{task_id}:cancel",
                 endpoint("cancel", control.cancel),

@@ -9,14 +9,16 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from orbit.api.http import envelope, query, read_json_body, single_header
+from orbit.api.http import JSON_MEDIA_TYPE, envelope, query, read_json_body, single_header
 from orbit.api.routes import NO_PARAMS, Context
+from orbit.domain.batch import BatchInvalid, parse_batch
 from orbit.domain.cancel import parse_cancel
 from orbit.domain.idempotency import check_key
 from orbit.domain.ids import task_id_from_path
-from orbit.domain.jsonvalue import JsonValue, RawJson
+from orbit.domain.jsonvalue import JsonValue, RawJson, dumps
 from orbit.domain.review import parse_resolve, parse_retry
 from orbit.domain.tokens import Permission
+from orbit.store.batch_submit import submit_batch
 from orbit.store.task_writes import Written
 from orbit.workers.cancel import cancel_task
 from orbit.workers.review import resolve_task, retry_task
@@ -54,6 +56,37 @@ class ControlRoutes:
         resolve = parse_resolve(body)
         written = await resolve_task(ctx.ops.db, principal, task_id, resolve, key, ctx.request_id)
         return _receipt(ctx, written)
+
+
+    async def batch(self, request: Request, ctx: Context) -> Response:
+        """All or nothing; an invalid item answers 400 with every bad item in `error.items`."""
+        principal = await ctx.principal(request, Permission.SUBMIT)
+        query(request, NO_PARAMS)
+        body = await read_json_body(request)
+        key = check_key(single_header(request, "idempotency-key"))
+        try:
+            batch = parse_batch(body)
+            receipt = await submit_batch(ctx.ops.db, principal, batch, key, ctx.request_id)
+        except BatchInvalid as exc:
+            return _invalid_batch(ctx, exc)
+        if not receipt.deduplicated:
+            self.wake()
+        data: dict[str, JsonValue] = {"deduplicated": receipt.deduplicated,
+                                      "items": RawJson(receipt.items_text)}  # fmt: skip
+        return envelope(ctx.request_id, receipt.status, data=data)
+
+
+def _invalid_batch(ctx: Context, exc: BatchInvalid) -> Response:
+    items: list[JsonValue] = [
+        {"index": e.index, **({"field": e.field} if e.field else {}), "message": e.message}
+        for e in exc.items
+    ]
+    ctx.rejected = ("INVALID_ARGUMENT", exc.message)
+    error: dict[str, JsonValue] = {"code": "INVALID_ARGUMENT", "message": exc.message,
+                                   "items": items}  # fmt: skip
+    body = dumps({"request_id": ctx.request_id, "error": error}).encode("utf-8")
+    return Response(body, status_code=400, media_type=JSON_MEDIA_TYPE,
+                    headers={"X-Request-ID": ctx.request_id})  # fmt: skip
 
 
 async def _write_request(request: Request) -> tuple[str, JsonValue, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,6 +25,8 @@ from orbit.domain.task import Task, task_view
 from orbit.domain.tokens import Principal
 from orbit.store import idempotency, journal, tasks
 from orbit.store.db import Database
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,17 +77,27 @@ async def write_task(db: Database, write: TaskWrite, plan: Plan) -> Written:
             )
         return Written(200, False, receipt.receipt_text, change.tell_worker)
 
-    async def attempt() -> Written:
+    return await replaying(db, once, write.scope, lambda stored: _replay(stored, write.digest))
+
+
+async def replaying(
+    db: Database, once: Callable[[], Awaitable[T]], scope: Scope,
+    replay: Callable[[StoredReceipt], T],
+) -> T:  # fmt: skip
+    """Run `once` (retried on transient failures); when a concurrent request with the same key
+    won the idempotency record, answer `replay` of its stored receipt."""
+
+    async def attempt() -> T:
         try:
             return await once()
         except sa.exc.IntegrityError as exc:
             if not db.is_duplicate(exc):
                 raise
         async with db.read() as conn:  # a concurrent request won the key
-            stored = await idempotency.find(conn, write.scope)
+            stored = await idempotency.find(conn, scope)
         if stored is None:
             raise Unavailable("concurrent request on the same key; retry with the same key")
-        return _replay(stored, write.digest)
+        return replay(stored)
 
     return await db.retrying(attempt)
 
