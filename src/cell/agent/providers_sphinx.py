@@ -1,13 +1,14 @@
 """Offline ASR with ``pocketsphinx``, whose wheel ships its US-English model.
 
 Nothing is downloaded: the model is ``pocketsphinx.get_model_path()/en-us``. The
-line's 8 kHz audio is resampled to the model's 16 kHz. Decoders (about 1-2 s to
-load and 90 MB each) live in a small pool: one is loaded at start, more on demand
-up to ``max_decoders``; decoding runs in worker threads. A whole utterance is
-decoded at once (``transcribe``), or, when the task asks for interim results, as
-it arrives (``open_recognizer``): one decoder stays with the utterance, audio is
-fed in 20 ms pieces (``process_raw`` holds the GIL, so short pieces keep the
-media clock on time) and its partial hypothesis read after each step.
+line's 8 kHz audio is resampled to the model's 16 kHz. Each decoder runs in its
+own process (:mod:`cell.agent.sphinx_process`: pocketsphinx holds the GIL while it
+decodes, which would stall the media clock); decoders (about 1-2 s to load and
+about 100 MB each) live in small pools: one is loaded at start, more on demand up
+to ``max_decoders``. A whole utterance is decoded at once (``transcribe``), or,
+when the task asks for interim results, as it arrives (``open_recognizer``): one
+decoder stays with the utterance from its first frame to its final result, and its
+partial hypothesis is read after each step of audio.
 Recognition of narrow-band (telephone) speech with this wide-band model is
 rough: good enough for keywords and opt-out phrases, not for verbatim records.
 """
@@ -22,14 +23,12 @@ from typing import Any
 
 from cell.agent.config import ASRConfig
 from cell.agent.providers import Recognizer, Transcription, Utterance
-from cell.agent.providers_errors import ProviderConfigError, ProviderTimeoutError
-from cell.media.resample import resample
+from cell.agent.providers_errors import ProviderConfigError, ProviderError, ProviderTimeoutError
+from cell.agent.sphinx_process import DecoderProcess
 
-MODEL_HZ = 16_000
 DEFAULT_TIMEOUT_MS = 10_000
 QUIET = 100  # |sample| below this is line silence (A-law idle decodes to +-8)
 MARGIN_MS = 150
-PIECE_BYTES = MODEL_HZ * 2 * 20 // 1000  # 20 ms of model audio per process_raw call
 POLL_S = 0.05  # wait for a free decoder this often (loop-agnostic, never blocks a thread)
 
 
@@ -49,40 +48,35 @@ def trim_silence(pcm: bytes, sample_rate_hz: int) -> bytes:
     return samples[start:end].tobytes()
 
 
-def _new_decoder(**options: Any) -> Any:
-    try:
-        from pocketsphinx import Decoder  # type: ignore[import-untyped]
-    except ImportError as exc:  # pragma: no cover - a dependency of the project
-        raise ProviderConfigError("pocketsphinx is not installed") from exc
-    return Decoder(samprate=MODEL_HZ, loglevel="FATAL", **options)
+def _batch_decoder() -> DecoderProcess:
+    return DecoderProcess()
 
 
-def _stream_decoder() -> Any:
+def _stream_decoder() -> DecoderProcess:
     """A decoder for live input: without the flat-lexicon second pass, whose work at
-    the end of the utterance (up to a second, holding the GIL) would stall the media
-    clock; the tree pass already gave the interims and the lattice pass still runs."""
-    return _new_decoder(fwdflat=False)
-
-
-def _text(hyp: Any) -> str:
-    return str(hyp.hypstr).strip() if hyp is not None else ""
+    the end of the utterance (up to a second) would delay the final result; the tree
+    pass already gave the interims and the lattice pass still runs."""
+    return DecoderProcess(fwdflat=False)
 
 
 class DecoderPool:
     """At most ``size`` decoders; one caller at a time uses each."""
 
-    def __init__(self, size: int, factory: Callable[[], Any] = _new_decoder) -> None:
+    def __init__(self, size: int, factory: Callable[[], Any] = _batch_decoder) -> None:
         if size < 1:
             raise ProviderConfigError("max_decoders must be at least 1")
         self.size = size
         self.created = 0
         self._factory = factory
         self._idle: list[Any] = []
+        self.closed = False
         self._lock = threading.Lock()
 
     def _claim(self) -> tuple[Any, bool]:
         """(an idle decoder or None, whether the caller may create one)."""
         with self._lock:
+            if self.closed:
+                raise ProviderError("the pocketsphinx decoders were stopped")
             if self._idle:
                 return self._idle.pop(), False
             if self.created < self.size:
@@ -121,59 +115,76 @@ class DecoderPool:
                 await asyncio.sleep(POLL_S)
 
     def release(self, decoder: Any) -> None:
+        """Give a decoder back; a dead one (``alive`` false) frees its slot instead,
+        and once the pool is closed it is closed too."""
         with self._lock:
-            self._idle.append(decoder)
+            if getattr(decoder, "alive", True) and not self.closed:
+                self._idle.append(decoder)
+                return
+            self.created -= 1
+        _close(decoder)
+
+    def close(self) -> None:
+        """End the idle decoders now and the busy ones when they come back."""
+        with self._lock:
+            self.closed = True
+            idle, self._idle = self._idle, []
+            self.created -= len(idle)
+        for decoder in idle:
+            _close(decoder)
+
+
+def _close(decoder: Any) -> None:
+    closer = getattr(decoder, "close", None)
+    if closer is not None:
+        closer()
 
 
 class SphinxRecognizer:
     """One utterance on one decoder of the pool, fed as the audio arrives."""
 
-    def __init__(self, pool: DecoderPool, decoder: Any, sample_rate_hz: int) -> None:
+    def __init__(self, pool: DecoderPool, decoder: DecoderProcess, sample_rate_hz: int) -> None:
         self._pool = pool
-        self._decoder: Any = decoder
+        self._decoder: DecoderProcess | None = decoder
         self._rate = sample_rate_hz
         self._lock = threading.Lock()
-        decoder.start_utt()
 
-    def _feed(self, pcm: bytes) -> None:
-        audio = resample(pcm, self._rate, MODEL_HZ)
-        for i in range(0, len(audio), PIECE_BYTES):
-            self._decoder.process_raw(audio[i : i + PIECE_BYTES], False, False)
-
-    def _accept(self, pcm: bytes) -> str:
+    def _call(self, op: str, pcm: bytes) -> str:
         with self._lock:
             if self._decoder is None:
                 return ""
-            self._feed(pcm)
-            return _text(self._decoder.hyp())
-
-    def _finish(self, pcm: bytes) -> str:
-        with self._lock:
-            if self._decoder is None:
-                return ""
-            self._feed(pcm)
-            self._decoder.end_utt()
-            text = _text(self._decoder.hyp())
-            self._pool.release(self._decoder)
-            self._decoder = None
+            try:
+                text = self._decoder.call(op, pcm, self._rate)
+            except ProviderError:
+                self._give_back()
+                raise
+            if op in ("finish", "abort"):
+                self._give_back()
             return text
 
-    def _release(self) -> None:
-        with self._lock:
-            if self._decoder is not None:
-                self._decoder.end_utt()
-                self._pool.release(self._decoder)
-                self._decoder = None
+    def _give_back(self) -> None:
+        if self._decoder is not None:
+            self._pool.release(self._decoder)
+            self._decoder = None
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._call, "start", b"")
 
     async def accept(self, pcm: bytes) -> str:
-        return await asyncio.to_thread(self._accept, pcm)
+        return await asyncio.to_thread(self._call, "feed", pcm)
 
     async def finish(self, pcm: bytes) -> str:
-        return await asyncio.to_thread(self._finish, pcm)
+        return await asyncio.to_thread(self._call, "finish", pcm)
+
+    def _abort(self) -> None:
+        try:
+            self._call("abort", b"")
+        except ProviderError:
+            pass  # the decoder went back to its pool (or was dropped) all the same
 
     def close(self) -> None:
-        if self._decoder is not None:  # a worker may still be decoding: release after it
-            threading.Thread(target=self._release, name="pocketsphinx-release").start()
+        if self._decoder is not None:  # a request may be running: end the utterance after it
+            threading.Thread(target=self._abort, name="asr-abort").start()
 
 
 class PocketsphinxASR:
@@ -192,15 +203,17 @@ class PocketsphinxASR:
         self.stream_pool.preload()
         self.pool.preload()
 
-    def _decode_and_release(self, decoder: Any, pcm: bytes, sample_rate_hz: int) -> str:
+    def close(self) -> None:
+        """Stop the decoder processes (they also stop when the cell exits)."""
+        self.stream_pool.close()
+        self.pool.close()
+
+    def _decode_and_release(
+        self, decoder: DecoderProcess, pcm: bytes, sample_rate_hz: int
+    ) -> str:
         try:
             speech = trim_silence(pcm, sample_rate_hz)
-            if not speech:
-                return ""
-            decoder.start_utt()
-            decoder.process_raw(resample(speech, sample_rate_hz, MODEL_HZ), False, True)
-            decoder.end_utt()
-            return _text(decoder.hyp())
+            return decoder.call("batch", speech, sample_rate_hz) if speech else ""
         finally:
             self.pool.release(decoder)
 
@@ -219,8 +232,10 @@ class PocketsphinxASR:
 
     async def open_recognizer(self, config: ASRConfig, sample_rate_hz: int) -> Recognizer:
         decoder = await self.stream_pool.acquire()
+        recognizer = SphinxRecognizer(self.stream_pool, decoder, sample_rate_hz)
         try:
-            return SphinxRecognizer(self.stream_pool, decoder, sample_rate_hz)
+            await recognizer.start()
         except BaseException:
-            self.stream_pool.release(decoder)
+            recognizer.close()
             raise
+        return recognizer

@@ -69,6 +69,7 @@ async def test_pocketsphinx_streams_interim_hypotheses_before_the_final() -> Non
     while sum(kind == "final" for kind, _ in events) < 2 and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     await agent.aclose()
+    asr.close()
     print(f"events={events} worst clock stall={worst_stall * 1000:.0f} ms")
 
     finals = [text for kind, text in events if kind == "final"]

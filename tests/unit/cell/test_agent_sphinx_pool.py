@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from cell.agent.providers_errors import ProviderConfigError
+from cell.agent.providers_errors import ProviderConfigError, ProviderError
 from cell.agent.providers_sphinx import DecoderPool
 
 
@@ -53,3 +53,24 @@ async def test_a_failed_load_frees_its_slot() -> None:
 def test_pool_size_must_be_positive() -> None:
     with pytest.raises(ProviderConfigError, match="max_decoders"):
         DecoderPool(0)
+
+
+class Closable:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_closing_the_pool_ends_idle_decoders_now_and_busy_ones_on_return() -> None:
+    pool = DecoderPool(2, Closable)
+    busy = await pool.acquire()
+    idle = await pool.acquire()
+    pool.release(idle)
+    pool.close()
+    assert idle.closed and not busy.closed
+    pool.release(busy)
+    assert busy.closed and pool.created == 0
+    with pytest.raises(ProviderError, match="stopped"):
+        await pool.acquire()
