@@ -124,6 +124,12 @@ class DecoderPool:
             self.created -= 1
         _close(decoder)
 
+    @property
+    def busy(self) -> int:
+        """Decoders in use (or being loaded)."""
+        with self._lock:
+            return self.created - len(self._idle)
+
     def close(self) -> None:
         """End the idle decoders now and the busy ones when they come back."""
         with self._lock:

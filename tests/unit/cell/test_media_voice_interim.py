@@ -13,6 +13,7 @@ import pytest
 from cell.agent.config import ASRConfig, parse_agent_config
 from cell.agent.mock import MockASR, MockLLM, MockRecognizer, MockTTS
 from cell.agent.providers import ProviderRegistry, Recognizer
+from cell.media import turns
 from cell.media.voice import AgentSink, VoiceAgent
 from cell.model import Role, Turn
 from tests.unit.cell.agent_configs import FULL_AI
@@ -144,3 +145,19 @@ async def test_interim_words_barge_in_when_the_agent_starts_mid_utterance(
     assert rec.interims, "an interim hypothesis arrived"
     assert agent.speaking is still_speaking
     await agent.aclose()
+
+
+@pytest.mark.parametrize(
+    ("allow", "speaking", "interim", "cut"),
+    [
+        (True, True, "hold on", True),
+        (True, True, "  ", False),  # no words: no barge-in
+        (True, False, "hold on", False),  # the agent is silent anyway
+        (False, True, "hold on", False),
+        (None, True, "hold on", False),  # absent allow_interrupt never interrupts
+    ],
+)
+def test_interim_barges_in_table(
+    allow: bool | None, speaking: bool, interim: str, cut: bool
+) -> None:
+    assert turns.interim_barges_in(allow, speaking, interim) is cut
