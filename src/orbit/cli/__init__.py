@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("orbit.cli.admin", "init"),
     "queue": ("orbit.cli.admin", "queue"),
     "token": ("orbit.cli.admin", "token"),
-    "tasks": ("orbit.cli.tasks", "tasks"),
+    "tasks": ("orbit.cli.task_control", "tasks"),  # the tasks group with its P3 commands
     "worker": ("orbit.worker.cli", "worker"),
     "idempotency": ("orbit.cli.idempotency", "idempotency"),
 }

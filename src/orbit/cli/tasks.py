@@ -1,4 +1,5 @@
-"""`orbit tasks submit|get|list|cancel`: the SDK on the command line (ORBIT_URL, ORBIT_TOKEN)."""
+"""`orbit tasks submit|get|list|cancel`: the SDK on the command line (ORBIT_URL, ORBIT_TOKEN);
+retry, resolve and batch are added by `orbit.cli.task_control`."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def _time(value: str | None, name: str) -> datetime | None:
 
 @click.group()
 def tasks() -> None:
-    """Submit, read, list and cancel tasks through the API (ORBIT_URL, ORBIT_TOKEN)."""
+    """Submit, read, list, cancel, retry, resolve and batch-submit tasks through the API
+    (ORBIT_URL, ORBIT_TOKEN)."""
 
 
 @tasks.command("submit")
@@ -183,7 +185,8 @@ def list_(url: str | None, token: str | None, queue_id: str, state: str | None,
 @json_option
 def cancel(url: str | None, token: str | None, task_id: str, expected_revision: int,
            reason: str, key: str | None, as_json: bool) -> None:  # fmt: skip
-    """Cancel a WAITING task at the expected revision."""
+    """Cancel a task at the expected revision: WAITING/LEASED at once, RUNNING by asking its
+    worker to stop (the task then ends CANCELLED, or NEEDS_REVIEW if unconfirmed)."""
     idem = _key(key)
     request = CancelTaskRequest(expected_revision, reason)
     receipt = _call(url, token, lambda c: c.cancel_task(task_id, idem, request))

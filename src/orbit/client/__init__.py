@@ -18,6 +18,7 @@ from orbit.client.attempts import (
     ListAttemptsRequest,
 )
 from orbit.client.client import AsyncClient, Client
+from orbit.client.control import BatchItem, BatchReceipt, ResolveTaskRequest, RetryTaskRequest
 from orbit.client.errors import (
     APIError,
     BodyTooLargeError,
@@ -52,6 +53,8 @@ __all__ = [
     "AttemptOutcome",
     "AttemptPage",
     "AttemptWorker",
+    "BatchItem",
+    "BatchReceipt",
     "BodyTooLargeError",
     "CancelTaskRequest",
     "Evidence",
@@ -60,6 +63,8 @@ __all__ = [
     "InvalidArgumentError",
     "ListAttemptsRequest",
     "ListTasksRequest",
+    "ResolveTaskRequest",
+    "RetryTaskRequest",
     "NotFoundError",
     "OrbitClientError",
     "PermissionDeniedError",

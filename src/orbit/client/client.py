@@ -4,15 +4,16 @@ retried by the SDK: on `TransportError` or `UnavailableError` resend with the sa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TypeVar
 
 import httpx
 
-from orbit.client import _calls, attempts
+from orbit.client import _calls, attempts, control
 from orbit.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
+from orbit.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
 from orbit.client.errors import TransportError
 from orbit.client.models import (
     CancelTaskRequest,
@@ -76,7 +77,19 @@ class Client:
             request = replace(request, cursor=page.next_cursor)
 
     def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
+        """WAITING/LEASED: CANCELLED at once; RUNNING: cancel_requested_at is set and the
+        worker decides the end (docs/orbit/p3.md §3)."""
         return self._send(_calls.cancel_task(task_id, key, request))
+
+    def retry_task(self, task_id: str, key: str, request: RetryTaskRequest) -> TaskReceipt:
+        return self._send(control.retry_task(task_id, key, request))
+
+    def resolve_task(self, task_id: str, key: str, request: ResolveTaskRequest) -> TaskReceipt:
+        return self._send(control.resolve_task(task_id, key, request))
+
+    def submit_batch(self, key: str, requests: Sequence[SubmitTaskRequest]) -> BatchReceipt:
+        """1-100 tasks, all accepted or none (one key for the batch)."""
+        return self._send(control.submit_batch(key, requests))
 
     def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
         """One page of the task's attempts, oldest first (without evidence)."""
@@ -155,6 +168,19 @@ class AsyncClient:
 
     async def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
         return await self._send(_calls.cancel_task(task_id, key, request))
+
+    async def retry_task(self, task_id: str, key: str, request: RetryTaskRequest) -> TaskReceipt:
+        return await self._send(control.retry_task(task_id, key, request))
+
+    async def resolve_task(
+        self, task_id: str, key: str, request: ResolveTaskRequest
+    ) -> TaskReceipt:
+        return await self._send(control.resolve_task(task_id, key, request))
+
+    async def submit_batch(
+        self, key: str, requests: Sequence[SubmitTaskRequest]
+    ) -> BatchReceipt:
+        return await self._send(control.submit_batch(key, requests))
 
     async def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
         return await self._send(attempts.list_attempts(request))

@@ -120,6 +120,8 @@ class Task(TaskSummary):
     recovery_safety: str
     retry: RetryPolicy
     result: Any | None
+    # why a task is FAILED or NEEDS_REVIEW: {"code", "message"} (worker, system or operator)
+    error: dict[str, str] | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Task:
@@ -137,6 +139,7 @@ class Task(TaskSummary):
                 retry["attempt_timeout_ms"],
             ),
             result=data.get("result"),
+            error=data.get("error"),
         )
 
 
