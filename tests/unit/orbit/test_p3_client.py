@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from orbit.api.app import openapi_text
 from orbit.client import BatchItem, ResolveTaskRequest, RetryTaskRequest, SubmitTaskRequest
 from orbit.client._calls import read_response
 from orbit.client.control import resolve_task, retry_task, submit_batch
@@ -59,3 +60,13 @@ def test_p3_batch_receipt_is_read() -> None:
     receipt = read_response(call, 200, json.dumps(body).encode())
     assert receipt.deduplicated and receipt.request_id == "r" * 32
     assert receipt.items == [BatchItem(0, TASK, "WAITING", 1)]
+
+
+def test_p3_openapi_request_schemas_match_the_readers() -> None:
+    """The documented P3 request bodies have exactly the fields the strict readers accept."""
+    schemas = json.loads(openapi_text())["components"]["schemas"]
+    assert set(schemas["RetryTaskRequest"]["properties"]) == {"expected_revision", "reason"}
+    assert set(schemas["ResolveTaskRequest"]["properties"]) == {
+        "expected_revision", "reason", "outcome", "result", "error", "evidence"}  # fmt: skip
+    assert set(schemas["BatchSubmitRequest"]["properties"]) == {"tasks"}
+    assert set(schemas["BatchReceipt"]["properties"]) == {"deduplicated", "items"}
