@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -51,6 +53,23 @@ class Quiet:
     def ringing(self) -> None: ...
 
     def answered(self) -> None: ...
+
+
+def cpu_s() -> float:
+    """CPU time of this process and its children: the pocketsphinx decoders (live
+    ones from /proc, ended ones from rusage) and sipp once it was waited for."""
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total, tick = time.process_time() + ended.ru_utime + ended.ru_stime, os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            comm = fields[0].split("(", 1)[1]
+            rest = fields[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(rest[1]) == os.getpid() and comm.startswith("python"):
+            total += (int(rest[11]) + int(rest[12])) / tick
+    return total
 
 
 def rss_kb() -> int:
@@ -85,7 +104,8 @@ async def run(
     config["asr"].update({"provider_ref": asr_ref, "interim": interim})
     agent_config = parse_agent_config(config)
     registry = await registry_for(asr_ref, calls, interim)
-    rss0, cpu0, wall0 = rss_kb(), time.process_time(), time.monotonic()
+    rss0, wall0 = rss_kb(), time.monotonic()
+    cpu0 = cpu_s()
     tasks, agents = [], []
     for i in range(calls):
         sink = AgentSink(lambda t: None, lambda p, at: None, lambda r: None)
@@ -110,10 +130,16 @@ async def run(
         peak = max(peak, rss_kb())
         await asyncio.sleep(0.2)
     reports: list[CallReport] = [t.result() for t in tasks]
-    for agent in agents:
-        await agent.aclose()
-    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    await asyncio.gather(*(agent.aclose() for agent in agents))  # finals of cut utterances
+    sphinx = [a for a in registry.asr.values() if isinstance(a, PocketsphinxASR)]
+    for _ in range(600):  # decodes the agents stopped waiting for still cost CPU
+        if not any(a.pool.busy or a.stream_pool.busy for a in sphinx):
+            break
+        await asyncio.sleep(0.1)
+    cpu, wall = cpu_s() - cpu0, time.monotonic() - wall0
     result = await peer.wait(60)
+    for asr in sphinx:
+        asr.close()
     await endpoint.close()
     await clock.stop()
     media = [r.media for r in reports if r.media is not None]
