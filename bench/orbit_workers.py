@@ -1,17 +1,22 @@
 """Benchmark: Orbit workers on MySQL/MariaDB — no-op tasks from submit to SUCCEEDED.
 
     .venv/bin/python bench/orbit_workers.py [--database mysql+asyncmy://...] [--n 10000]
-        [--workers 4] [--concurrency 32] [--submitters 16] [--idle 200]
+        [--workers 4] [--concurrency 32] [--submitters 16] [--idle 200] [--no-submit]
 
 Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
-  idle      one task at a time to idle workers: dispatch latency submit → started
-  orbit     --n no-op tasks submitted over HTTP by --submitters clients while --workers
-            `python -m orbit.worker` processes (--concurrency each) run them
-  baseline  the same number of rows drained by a plain SKIP LOCKED claim loop over asyncmy
+  baseline  --n rows drained by a plain SKIP LOCKED claim loop over asyncmy
             (BEGIN; SELECT … FOR UPDATE SKIP LOCKED LIMIT 1; UPDATE RUNNING; COMMIT;
             UPDATE SUCCEEDED; COMMIT) with --workers × 4 connections: what a minimal
             Procrastinate-style poller achieves on this machine and database
+  drain     --n WAITING tasks inserted before the server starts, run by --workers
+            `python -m orbit.worker` processes (--concurrency each): the execution path
+            alone (first lease → last completion), with server and worker CPU per task
+  idle      one task at a time to an idle worker: dispatch latency submit → started, and
+            where it goes (submit → leased → started → ended)
+  orbit     --n no-op tasks submitted over HTTP by --submitters clients while the workers
+            run them: submit to SUCCEEDED (skipped with --no-submit)
 Dispatch latency is measured on the database clock: attempt.started_at − task.created_at.
+CPU per task is read from /proc (user + system) and does not depend on the machine's load.
 Targets (issue 10): >= 1,000 tasks/s and idle dispatch p50 < 5 ms.
 """
 
@@ -68,7 +73,7 @@ class Figures:
         return text
 
 
-def start_processes(url: str, token: str, queue_id: str, args: argparse.Namespace,
+def start_processes(url: str, token: str, queues: list[str], args: argparse.Namespace,
                     tmp: Path) -> tuple[str, list[subprocess.Popen[bytes]]]:  # fmt: skip
     port = free_port()
     server = subprocess.Popen(
@@ -84,7 +89,8 @@ def start_processes(url: str, token: str, queue_id: str, args: argparse.Namespac
         log = tmp / f"worker{index}.log"
         workers.append(subprocess.Popen(
             [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
-             "--queue", queue_id, "--concurrency", str(args.concurrency), "--log-format", "json",
+             *[arg for queue_id in queues for arg in ("--queue", queue_id)],
+             "--concurrency", str(args.concurrency), "--log-format", "json",
              "--name", f"bench-{index}"],
             stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO, env=env,
         ))  # fmt: skip
@@ -92,6 +98,12 @@ def start_processes(url: str, token: str, queue_id: str, args: argparse.Namespac
         log = tmp / f"worker{index}.log"
         _wait(lambda log=log: '"connected"' in log.read_text(), process, f"worker {index}")
     return base, [server, *workers]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait(ready: object, process: subprocess.Popen[bytes], what: str) -> None:
@@ -160,30 +172,64 @@ async def wait_done(db: Database, queue_id: str, expected: int, label: str) -> N
         await asyncio.sleep(0.05)
 
 
-async def measure(db: Database, queue_id: str, name: str, since: float) -> Figures:
-    """Throughput (first created_at → last completed_at) and dispatch latencies of a queue."""
-    join = tasks.join(task_attempts, task_attempts.c.task_id == tasks.c.id)
-    query = sa.select(tasks.c.created_at, tasks.c.completed_at, task_attempts.c.started_at)
+async def measure(
+    db: Database, queue_id: str, name: str, since: float, *, since_lease: bool = False
+) -> Figures:
+    """Throughput (first created_at → last completed_at) and dispatch latencies of a queue;
+    with `since_lease` (tasks inserted before the workers came) from the first lease, and no
+    dispatch latency."""
+    a = task_attempts.c
+    join = tasks.join(task_attempts, a.task_id == tasks.c.id)
+    query = sa.select(tasks.c.created_at, tasks.c.completed_at, a.started_at, a.leased_at)
     async with db.read() as conn:
         rows = (await conn.execute(query.select_from(join).where(
-            tasks.c.queue_id == queue_id, task_attempts.c.state == "SUCCEEDED"))).all()  # fmt: skip
-    first = min(r.created_at for r in rows)
+            tasks.c.queue_id == queue_id, a.state == "SUCCEEDED"))).all()  # fmt: skip
+    first = min(r.leased_at if since_lease else r.created_at for r in rows)
     last = max(r.completed_at for r in rows)
-    dispatch = [(r.started_at - r.created_at).total_seconds() * 1000 for r in rows]
+    dispatch = [] if since_lease else [
+        (r.started_at - r.created_at).total_seconds() * 1000 for r in rows]  # fmt: skip
     return Figures(name, len(rows), (last - first).total_seconds(), dispatch)
 
 
+async def breakdown(db: Database, queue_id: str) -> str:
+    """Where the idle dispatch time goes: submit → leased → started → ended (p50, ms)."""
+    a = task_attempts.c
+    join = tasks.join(task_attempts, a.task_id == tasks.c.id)
+    query = sa.select(tasks.c.created_at, a.leased_at, a.started_at, a.ended_at)
+    async with db.read() as conn:
+        rows = (await conn.execute(query.select_from(join).where(
+            tasks.c.queue_id == queue_id, a.state == "SUCCEEDED"))).all()  # fmt: skip
+
+    def p50(pairs: list[float]) -> float:
+        return sorted(pairs)[len(pairs) // 2] if pairs else float("nan")
+
+    def ms(later: str, earlier: str) -> float:
+        return p50([(getattr(r, later) - getattr(r, earlier)).total_seconds() * 1000
+                    for r in rows])  # fmt: skip
+
+    return (f"          p50 submit→leased {ms('leased_at', 'created_at'):.2f} ms, "
+            f"leased→started {ms('started_at', 'leased_at'):.2f} ms, "
+            f"started→ended {ms('ended_at', 'started_at'):.2f} ms")
+
+
 async def idle_phase(db: Database, base: str, token: str, queue_id: str, n: int) -> Figures:
+    """One task at a time to an idle worker: wait for SUCCEEDED on the database (a primary-key
+    read, so the server process is not loaded by polling) and a quiet pause before the next."""
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    state = sa.select(tasks.c.state)
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
         for number in range(n):
             key = {"Idempotency-Key": secrets.token_hex(8)}
             response = await client.post("/v1/tasks", content=body(queue_id, number),
                                          headers={**headers, **key})  # fmt: skip
             task_id = response.json()["data"]["task"]["id"]
-            while (await client.get(f"/v1/tasks/{task_id}", headers=headers)).json()["data"][
-                "state"] != "SUCCEEDED":  # fmt: skip
-                await asyncio.sleep(0.005)
+            while True:
+                await asyncio.sleep(0.01)
+                async with db.read() as conn:
+                    now = (await conn.execute(state.where(tasks.c.id == task_id))).scalar_one()
+                if now == "SUCCEEDED":
+                    break
+            await asyncio.sleep(0.02)
     return await measure(db, queue_id, "idle", 0)
 
 
@@ -252,50 +298,73 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
         made = await admin.init("bench", "workers")
         idle_queue = await admin.create_queue(made.namespace_id, "idle")
         base_queue = await admin.create_queue(made.namespace_id, "baseline")
+        drain_queue = await admin.create_queue(made.namespace_id, "drain")
         from orbit.domain.tokens import ALL_PERMISSIONS
 
         issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
-                                          [made.queue_id, idle_queue], None)  # fmt: skip
+                                          [made.queue_id, idle_queue, drain_queue],
+                                          None)  # fmt: skip
         await insert_waiting(db, made.namespace_id, base_queue, args.n)
         base = await baseline(url, base_queue, args.n, args.workers * 4)
         print(base.line(), flush=True)
         with tempfile.TemporaryDirectory() as tmp:
-            figures = await _orbit(db, issued.token, made.queue_id, idle_queue, args, url_text,
-                                   Path(tmp))  # fmt: skip
-        idle, orbit = figures
+            await insert_waiting(db, made.namespace_id, drain_queue, args.n)
+            queues = Queues(made.queue_id, idle_queue, drain_queue)
+            drain, idle, orbit = await _orbit(db, issued.token, queues, args, url_text, Path(tmp))
+        print(drain.line())
         print(idle.line())
+        print(await breakdown(db, idle_queue))
+        print(f"ratio     drain/baseline throughput {drain.rate / base.rate:.2f}")
+        if orbit is None:
+            return
         print(orbit.line())
         print(f"ratio     orbit/baseline throughput {orbit.rate / base.rate:.2f}")
         met = orbit.rate >= 1000 and idle.q(0.5) < 5
         verdict = "met" if met else "NOT met"
         print(f"target    >= 1000 tasks/s and idle dispatch p50 < 5 ms: {verdict}")
+        print(f"load      {os.getloadavg()[0]:.1f} (1 min average at the end)")
     finally:
         await db.close()
 
 
+@dataclass(frozen=True)
+class Queues:
+    orbit: str
+    idle: str
+    drain: str
+
+
 async def _orbit(
-    db: Database, token: str, queue_id: str, idle_queue: str, args: argparse.Namespace,
-    url: str, tmp: Path,
-) -> tuple[Figures, Figures]:
-    server_base, processes = start_processes(url, token, queue_id, args, tmp)
-    extra = subprocess.Popen(  # a worker on the idle queue only
-        [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
-         "--queue", idle_queue, "--concurrency", "1", "--log-format", "json"],
-        stdout=(tmp / "idle.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
-        env={**os.environ, "ORBIT_URL": server_base, "ORBIT_TOKEN": token},
-    )  # fmt: skip
+    db: Database, token: str, queues: Queues, args: argparse.Namespace, url: str, tmp: Path
+) -> tuple[Figures, Figures, Figures | None]:
+    server_base, processes = start_processes(url, token, [queues.orbit, queues.drain], args, tmp)
     try:
+        cpu = [cpu_seconds(p.pid) for p in processes]
+        await wait_done(db, queues.drain, args.n, "drain")
+        used = [cpu_seconds(p.pid) - before for p, before in zip(processes, cpu, strict=True)]
+        drain = await measure(db, queues.drain, "drain", 0, since_lease=True)
+        print(f"  drain CPU per task: server {used[0] * 1000 / args.n:.2f} ms, "
+              f"workers {sum(used[1:]) * 1000 / args.n:.2f} ms", flush=True)
+        extra = subprocess.Popen(  # a worker on the idle queue only
+            [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
+             "--queue", queues.idle, "--concurrency", "1", "--log-format", "json"],
+            stdout=(tmp / "idle.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "ORBIT_URL": server_base, "ORBIT_TOKEN": token},
+        )  # fmt: skip
+        processes.append(extra)
         _wait(lambda: '"connected"' in (tmp / "idle.log").read_text(), extra, "idle worker")
-        idle = await idle_phase(db, server_base, token, idle_queue, args.idle)
+        idle = await idle_phase(db, server_base, token, queues.idle, args.idle)
+        if args.no_submit:
+            return drain, idle, None
         began = time.perf_counter()
-        await submit_all(server_base, token, queue_id, args.n, args.submitters)
+        await submit_all(server_base, token, queues.orbit, args.n, args.submitters)
         print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s", flush=True)
-        await wait_done(db, queue_id, args.n, "orbit")
-        return idle, await measure(db, queue_id, "orbit", began)
+        await wait_done(db, queues.orbit, args.n, "orbit")
+        return drain, idle, await measure(db, queues.orbit, "orbit", began)
     finally:
-        for process in [extra, *processes]:
+        for process in processes:
             process.terminate()
-        for process in [extra, *processes]:
+        for process in processes:
             try:
                 process.wait(15)
             except subprocess.TimeoutExpired:
@@ -311,6 +380,8 @@ async def main() -> None:
     parser.add_argument("--submitters", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--idle", type=int, default=200, help="tasks of the idle phase")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    parser.add_argument("--no-submit", action="store_true",
+                        help="skip the submit phase (baseline, drain and idle only)")
     args = parser.parse_args()
     admin = make_url(args.database)
     if not admin.drivername.startswith("mysql"):

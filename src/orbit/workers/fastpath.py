@@ -24,7 +24,7 @@ from orbit.store.db import Dialect
 from orbit.store.tables import tasks
 from orbit.workers import store
 from orbit.workers.acks import Ack, Peer
-from orbit.workers.bulk import bulk_update
+from orbit.workers.bulk import Increment, bulk_update
 from orbit.workers.errors import (
     AttemptNotFound,
     InvalidMessage,
@@ -114,14 +114,14 @@ async def _write_starts(conn: AsyncConnection, now: datetime, starts: list[_Star
         return
     await bulk_update(
         conn, task_attempts, [{"id": s.live.id, "lease_expires_at": s.expires} for s in starts],
-        where=[task_attempts.c.state == AttemptState.LEASED.value],
+        where={"state": AttemptState.LEASED.value},
         static={"state": AttemptState.RUNNING.value, "started_at": now, "last_heartbeat_at": now},
     )  # fmt: skip
     await bulk_update(
         conn, tasks, [{"id": s.live.task_id} for s in starts],
-        where=[tasks.c.state == TaskState.LEASED.value],
-        static={"state": TaskState.RUNNING.value, "revision": tasks.c.revision + 1,
-                "attempt_count": tasks.c.attempt_count + 1, "updated_at": now},
+        where={"state": TaskState.LEASED.value},
+        static={"state": TaskState.RUNNING.value, "revision": Increment(),
+                "attempt_count": Increment(), "updated_at": now},
     )  # fmt: skip
     await store.insert_events(conn, [
         store.event_row(s.live.task_id, s.live.task_revision + 1, "STARTED", TaskState.LEASED,
@@ -187,12 +187,12 @@ async def write_ends(
         check_transition(live.task_state, outcome.task_state)
     await bulk_update(
         conn, task_attempts, [_attempt_end(live, outcome, facts) for live, outcome, facts in ends],
-        where=[task_attempts.c.state == AttemptState.RUNNING.value], static={"ended_at": now},
+        where={"state": AttemptState.RUNNING.value}, static={"ended_at": now},
     )  # fmt: skip
     await bulk_update(
         conn, tasks, [_task_end(now, live, outcome, facts) for live, outcome, facts in ends],
-        where=[tasks.c.state == TaskState.RUNNING.value],
-        static={"revision": tasks.c.revision + 1, "updated_at": now, "current_attempt_id": None},
+        where={"state": TaskState.RUNNING.value},
+        static={"revision": Increment(), "updated_at": now, "current_attempt_id": None},
     )  # fmt: skip
     await store.insert_events(conn, [_event(now, live, outcome) for live, outcome, _ in ends])
 

@@ -30,7 +30,7 @@ from orbit.store.tables import tasks
 from orbit.store.tasks import row_task
 from orbit.workers import store
 from orbit.workers.acks import Ack, Grant, Peer
-from orbit.workers.bulk import bulk_update
+from orbit.workers.bulk import Increment, bulk_update
 from orbit.workers.errors import InvalidMessage, LeaseLost
 from orbit.workers.evidence_store import check_evidence, insert_evidence
 from orbit.workers.fastpath import (
@@ -85,8 +85,8 @@ class Kernel:
         taken: set[str] = set()  # overlapping handler sets must not lease a row twice
         for (queue_id, handlers), indexes in groups.items():
             total = sum(asks[i].size for i in indexes)
-            query = store.leasable(self.dialect, queue_id, handlers, now, total)
-            rows = [r for r in (await conn.execute(query)).all() if r.id not in taken]
+            found = await store.lease_candidates(conn, self.dialect, queue_id, handlers, now, total)
+            rows = [r for r in found if r.id not in taken]
             taken.update(r.id for r in rows)
             for row, index in zip(rows, _deal([asks[i].size for i in indexes]), strict=False):
                 grants[indexes[index]].append(self._grant(row, now))
@@ -108,9 +108,9 @@ class Kernel:
         if not pairs:
             return
         task_rows = [{"id": g.task.id, "current_attempt_id": g.attempt_id} for _, g in pairs]
-        waiting = [tasks.c.state == TaskState.WAITING.value]
+        waiting = {"state": TaskState.WAITING.value}
         await bulk_update(conn, tasks, task_rows, where=waiting, static=_leased(now))
-        await conn.execute(task_attempts.insert(), [_attempt_row(g, p, now) for p, g in pairs])
+        await store.insert_rows(conn, task_attempts, [_attempt_row(g, p, now) for p, g in pairs])
         await store.insert_events(conn, [
             store.event_row(g.task.id, g.task.revision + 1, "LEASED", TaskState.WAITING,
                             TaskState.LEASED, f'{{"attempt_id":"{g.attempt_id}"}}', now, new_id())
@@ -193,8 +193,8 @@ def _deal(sizes: list[int]) -> Iterator[int]:
 
 def _leased(now: datetime) -> dict[str, Any]:
     """The rows are locked (SKIP LOCKED) or the writer is alone (SQLite): plain increments."""
-    return {"state": TaskState.LEASED.value, "revision": tasks.c.revision + 1,
-            "lease_count": tasks.c.lease_count + 1, "updated_at": now}  # fmt: skip
+    return {"state": TaskState.LEASED.value, "revision": Increment(),
+            "lease_count": Increment(), "updated_at": now}  # fmt: skip
 
 
 def _attempt_row(grant: Grant, peer: Peer, now: datetime) -> dict[str, Any]:

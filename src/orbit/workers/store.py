@@ -19,10 +19,21 @@ from orbit.domain.states import TaskState
 from orbit.domain.submit import RecoverySafety, RetryPolicy
 from orbit.store.db import Dialect
 from orbit.store.tables import task_events, tasks
+from orbit.workers import driver, store_mysql
 from orbit.workers.tables import task_attempts
 
 t, a = tasks.c, task_attempts.c
 LIVE = (AttemptState.LEASED.value, AttemptState.RUNNING.value)
+
+
+async def lease_candidates(
+    conn: AsyncConnection, dialect: Dialect, queue_id: str, handlers: Iterable[HandlerKey],
+    now: datetime, limit: int,
+) -> list[Any]:  # fmt: skip
+    """Rows of `leasable`, locked (SKIP LOCKED) on MySQL/MariaDB."""
+    if dialect is Dialect.MYSQL:
+        return await store_mysql.leasable(conn, queue_id, handlers, now, limit)
+    return list(await conn.execute(leasable(dialect, queue_id, handlers, now, limit)))
 
 
 def leasable(
@@ -88,9 +99,9 @@ _JOIN = task_attempts.join(tasks, tasks.c.id == task_attempts.c.task_id)
 async def load_attempts(
     conn: AsyncConnection, dialect: Dialect, attempt_ids: Sequence[str]
 ) -> dict[str, LiveAttempt]:
-    query = sa.select(*_ATTEMPT_COLUMNS).select_from(_JOIN).where(a.id.in_(attempt_ids))
     if dialect is Dialect.MYSQL:
-        query = query.with_for_update()
+        return {row.id: _live(row) for row in await store_mysql.attempts(conn, attempt_ids)}
+    query = sa.select(*_ATTEMPT_COLUMNS).select_from(_JOIN).where(a.id.in_(attempt_ids))
     return {row.id: _live(row) for row in await conn.execute(query)}
 
 
@@ -209,8 +220,17 @@ def event_row(
 
 
 async def insert_events(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        await conn.execute(task_events.insert(), rows)
+    await insert_rows(conn, task_events, rows)
+
+
+async def insert_rows(conn: AsyncConnection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """One multi-row INSERT (plain SQL on MySQL/MariaDB; rows with the same keys)."""
+    if not rows:
+        return
+    if conn.dialect.name in ("mysql", "mariadb"):
+        await driver.insert(conn, table.name, rows)
+    else:
+        await conn.execute(table.insert(), rows)
 
 
 def heartbeat_rows(attempt_ids: Sequence[str]) -> sa.Select[Any]:

@@ -1,0 +1,45 @@
+"""The plain SQL of the kernel's MySQL/MariaDB hot path (orbit.workers.driver, store_mysql):
+one statement per batch whatever its size, per-row values as CASE, conditions and increments
+as written, and the same select lists as the SQLAlchemy twins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orbit.workers import store_mysql
+from orbit.workers.driver import Increment, bulk_update_sql, names_of
+from orbit.workers.store import _ATTEMPT_COLUMNS
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("rows", "where", "static", "sql", "values"),
+    [
+        ([{"id": "a"}], {"state": "LEASED"}, {"revision": Increment()},
+         "UPDATE t SET revision = revision + 1 WHERE id IN (%s) AND state = %s",
+         ["a", "LEASED"]),
+        ([{"id": "a", "x": 1}, {"id": "b", "x": 1}], {}, {"u": None},
+         "UPDATE t SET x = %s, u = %s WHERE id IN (%s, %s)", [1, None, "a", "b"]),
+        ([{"id": "a", "x": 1}, {"id": "b", "x": 2}], {"state": "RUNNING"},
+         {"n": Increment(2)},
+         "UPDATE t SET x = CASE id WHEN %s THEN %s WHEN %s THEN %s ELSE x END, n = n + 2 "
+         "WHERE id IN (%s, %s) AND state = %s", ["a", 1, "b", 2, "a", "b", "RUNNING"]),
+        ([{"id": "a", "x": 1}, {"id": "b"}], {}, {},
+         "UPDATE t SET x = CASE id WHEN %s THEN %s ELSE x END WHERE id IN (%s, %s)",
+         ["a", 1, "a", "b"]),
+    ],
+)  # fmt: skip
+def test_bulk_update_sql(
+    rows: list[dict[str, Any]], where: dict[str, Any], static: dict[str, Any], sql: str,
+    values: list[Any],
+) -> None:  # fmt: skip
+    assert bulk_update_sql("t", rows, where, static) == (sql, values)
+
+
+def test_the_attempt_select_list_matches_the_sqlalchemy_one() -> None:
+    """Both paths build LiveAttempt from the same field names."""
+    assert store_mysql.ATTEMPT_NAMES == tuple(column.name for column in _ATTEMPT_COLUMNS)
+    assert names_of(["a.id", "t.state AS task_state"]) == ("id", "task_state")
