@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from array import array
 from collections.abc import Callable
 from typing import Any
@@ -113,6 +114,17 @@ class DecoderPool:
                 await asyncio.to_thread(self._create)
             else:
                 await asyncio.sleep(POLL_S)
+
+    def acquire_blocking(self) -> Any:
+        """For scripts and tests outside the event loop (the agent uses ``acquire``)."""
+        while True:
+            decoder, create = self._claim()
+            if decoder is not None:
+                return decoder
+            if create:
+                self._create()
+            else:
+                time.sleep(POLL_S)
 
     def release(self, decoder: Any) -> None:
         """Give a decoder back; a dead one (``alive`` false) frees its slot instead,
@@ -222,6 +234,10 @@ class PocketsphinxASR:
             return decoder.call("batch", speech, sample_rate_hz) if speech else ""
         finally:
             self.pool.release(decoder)
+
+    def decode(self, pcm: bytes, sample_rate_hz: int) -> str:
+        """Blocking: the best hypothesis for the whole utterance ``pcm`` (16-bit mono)."""
+        return self._decode_and_release(self.pool.acquire_blocking(), pcm, sample_rate_hz)
 
     async def transcribe(self, utterance: Utterance, config: ASRConfig) -> Transcription:
         """The whole utterance at once (trimmed of line silence, batch CMN)."""
