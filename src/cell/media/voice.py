@@ -28,6 +28,7 @@ from cell.agent.optout import OptOutDetector
 from cell.agent.providers import (
     ChatMessage,
     ProviderRegistry,
+    Recognizer,
     StreamingASRProvider,
     Utterance,
 )
@@ -141,7 +142,7 @@ class VoiceAgent:
     def _open_stream(self, asr: StreamingASRProvider, start_ms: int) -> UtteranceStream:
         config = self.config.asr
 
-        async def recognizer() -> Any:
+        async def recognizer() -> Recognizer:
             return await asr.open_recognizer(config, LINE_HZ)
 
         stream = UtteranceStream(
