@@ -120,7 +120,17 @@ class SipDriver:
             if sip_call is not None:
                 sip_call.agent_done()
 
-        sink = AgentSink(transcript=call.transcript, opt_out=call.opt_out, finish=finish)
+        def interim(text: str, utterance_start_ms: int) -> None:
+            # Interim hypotheses stay inside the cell (D-RES-1: call.result carries final
+            # turns only); they drive barge-in and are visible here for troubleshooting.
+            log.debug(
+                "call %s interim hypothesis at %d ms: %d characters",
+                plan.call_id, utterance_start_ms, len(text),
+            )  # fmt: skip
+
+        sink = AgentSink(
+            transcript=call.transcript, opt_out=call.opt_out, finish=finish, interim=interim
+        )
         agent = VoiceAgent(plan.agent, self.providers, sink, OptOutDetector())
         sip_plan = SipCallPlan(
             call_id=plan.call_id,
