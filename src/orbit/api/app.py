@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from orbit.api import routes
+from orbit.api import routes, submit_metrics
 from orbit.api.control_routes import ControlRoutes
 from orbit.api.errors import wire_error
 from orbit.api.http import envelope
@@ -53,6 +53,7 @@ def openapi_text() -> bytes:
 def create_app(db: Database, *, access_log: bool = True) -> Starlette:
     ops = Operations(db)
     metrics = Metrics()
+    submit_metrics.register(metrics.registry, ops)
     execution = ExecutionService(db, ops, registry=metrics.registry)  # P2: workers, history
     control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify)  # P3 (issue 8)
 

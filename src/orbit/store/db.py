@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import operator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from orbit.domain.errors import SetupError, Unavailable
 from orbit.domain.times import as_utc, to_naive_utc
+from orbit.store.types import UtcDateTime
 
 T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
@@ -172,6 +174,27 @@ async def hot_execute(
     return [tuple(_result(value) for value in row) for row in rows]
 
 
+async def hot_execute_many(
+    conn: AsyncConnection, statement: sa.Insert, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """One prebuilt INSERT for many rows (all with the same keys): on MySQL/MariaDB the
+    driver sends them as one multi-row statement (split only past ~1 MB)."""
+    if not rows:
+        return
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        await conn.execute(statement, [dict(row) for row in rows])
+        return
+    sql, names = _compiled(conn, statement, rows[0])
+    values = _bound_rows(statement, names, rows)
+    driver = (await conn.get_raw_connection()).driver_connection
+    assert driver is not None
+    try:
+        async with driver.cursor() as cursor:
+            await cursor.executemany(sql, values)
+    except asyncmy_errors.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
+
+
 def _compiled(
     conn: AsyncConnection, statement: HotStatement, params: Mapping[str, Any]
 ) -> tuple[str, tuple[str, ...]]:
@@ -182,6 +205,31 @@ def _compiled(
         found = (str(compiled), tuple(compiled.positiontup or ()))
         _COMPILED[key] = found
     return found
+
+
+_TIMES: dict[tuple[int, tuple[str, ...]], tuple[int, ...]] = {}
+
+
+def _bound_rows(
+    statement: sa.Insert, names: tuple[str, ...], rows: Sequence[Mapping[str, Any]]
+) -> list[list[Any]]:
+    """Values in statement order; only the datetime columns are converted (naive UTC)."""
+    key = (id(statement), names)
+    times = _TIMES.get(key)
+    if times is None:
+        columns = statement.table.c
+        times = tuple(i for i, name in enumerate(names)
+                      if isinstance(columns[name].type, UtcDateTime))  # fmt: skip
+        _TIMES[key] = times
+    pick = operator.itemgetter(*names)
+    bound = []
+    for row in rows:
+        values = list(pick(row))
+        for index in times:
+            if values[index] is not None:
+                values[index] = to_naive_utc(values[index])
+        bound.append(values)
+    return bound
 
 
 def _bind(value: Any) -> Any:
@@ -227,10 +275,22 @@ def _mysql_engine(url: sa.URL, pool_size: int, *, autocommit: bool = False) -> A
             url, pool_size=half, max_overflow=half, pool_recycle=3600,
             isolation_level="AUTOCOMMIT", pool_reset_on_return=None,
         )  # fmt: skip
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_recycle=3600,
         isolation_level="READ COMMITTED",
+        pool_reset_on_return=None,  # see _reset below
     )
+
+    @event.listens_for(engine.sync_engine, "reset")
+    def _reset(dbapi_connection: Any, _record: Any, state: Any) -> None:
+        """SQLAlchemy rolls back on return to the pool even after a commit (one more round
+        trip per transaction); roll back only when the server says a transaction is open."""
+        if not state.asyncio_safe or state.terminate_only or state.transaction_was_reset:
+            return
+        if dbapi_connection.driver_connection.get_transaction_status():
+            dbapi_connection.rollback()
+
+    return engine

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.canonical import Digest
 from orbit.domain.idempotency import RETENTION, Scope, StoredReceipt
-from orbit.store.db import hot_execute
+from orbit.store.db import hot_execute, hot_execute_many
 from orbit.store.tables import idempotency_records
 
 c = idempotency_records.c
@@ -33,6 +36,57 @@ async def find(conn: AsyncConnection, scope: Scope) -> StoredReceipt | None:
     return StoredReceipt(Digest(row.digest_alg, row.digest), row.status_code, row.receipt)
 
 
+@functools.lru_cache(maxsize=256)
+def _find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]:
+    return sa.select(
+        c.namespace_id, c.idem_key, c.digest_alg, c.digest, c.status_code, c.receipt
+    ).where(
+        c.operation == sa.bindparam("operation"),
+        c.target == sa.bindparam("target"),
+        c.namespace_id.in_([sa.bindparam(f"n{i}") for i in range(namespaces)]),
+        c.idem_key.in_([sa.bindparam(f"k{i}") for i in range(keys)]),
+    )
+
+
+async def find_many(
+    conn: AsyncConnection, operation: str, target: str, scopes: Iterable[Scope]
+) -> dict[Scope, StoredReceipt]:
+    """The stored records of `scopes` (all of `operation` and `target`) in one statement."""
+    wanted = set(scopes)
+    if not wanted:
+        return {}
+    namespaces = sorted({scope.namespace_id for scope in wanted})
+    keys = sorted({scope.key for scope in wanted})
+    params: dict[str, str] = {"operation": operation, "target": target}
+    params.update({f"n{i}": value for i, value in enumerate(namespaces)})
+    params.update({f"k{i}": value for i, value in enumerate(keys)})
+    rows = await hot_execute(conn, _find_many_statement(len(namespaces), len(keys)), params)
+    found: dict[Scope, StoredReceipt] = {}
+    for namespace_id, key, algorithm, digest_hex, status, receipt in rows:
+        scope = Scope(namespace_id, operation, target, key)
+        if scope in wanted:
+            found[scope] = StoredReceipt(Digest(algorithm, digest_hex), status, receipt)
+    return found
+
+
+def _row(
+    scope: Scope, digest: Digest, task_id: str, receipt: StoredReceipt, now: datetime
+) -> dict[str, Any]:
+    return {
+        "namespace_id": scope.namespace_id,
+        "operation": scope.operation,
+        "target": scope.target,
+        "idem_key": scope.key,
+        "digest_alg": digest.algorithm,
+        "digest": digest.hex,
+        "task_id": task_id,
+        "status_code": receipt.status,
+        "receipt": receipt.receipt_text,
+        "created_at": now,
+        "expires_at": now + RETENTION,
+    }
+
+
 async def insert(
     conn: AsyncConnection,
     scope: Scope,
@@ -42,20 +96,15 @@ async def insert(
     now: datetime,
 ) -> None:
     """Raises the driver's duplicate-key error when a concurrent request holds the key."""
-    await hot_execute(
-        conn,
-        _INSERT,
-        {
-            "namespace_id": scope.namespace_id,
-            "operation": scope.operation,
-            "target": scope.target,
-            "idem_key": scope.key,
-            "digest_alg": digest.algorithm,
-            "digest": digest.hex,
-            "task_id": task_id,
-            "status_code": receipt.status,
-            "receipt": receipt.receipt_text,
-            "created_at": now,
-            "expires_at": now + RETENTION,
-        },
-    )
+    await hot_execute(conn, _INSERT, _row(scope, digest, task_id, receipt, now))
+
+
+async def insert_many(
+    conn: AsyncConnection,
+    records: Sequence[tuple[Scope, str, StoredReceipt]],
+    now: datetime,
+) -> None:
+    """(scope, task ID, receipt) records in one statement; a duplicate fails them all."""
+    rows = [_row(scope, receipt.digest, task_id, receipt, now)
+            for scope, task_id, receipt in records]  # fmt: skip
+    await hot_execute_many(conn, _INSERT, rows)

@@ -8,6 +8,7 @@ then waits on that key and fails with a duplicate, after which it replays the wi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,18 +28,15 @@ from orbit.domain.states import TaskState
 from orbit.domain.submit import OPERATION as SUBMIT
 from orbit.domain.submit import SubmitRequest, plan_times, submit_digest
 from orbit.domain.task import Task, TaskSummary, cancelled, new_task, task_view
-from orbit.domain.tokens import Permission, Principal, authenticate, hash_secret
+from orbit.domain.tokens import Permission, Principal, TokenRecord, authenticate, hash_secret
 from orbit.store import idempotency, journal, tasks, tenancy
 from orbit.store.db import Database
+from orbit.store.group_plan import PendingSubmit
+from orbit.store.receipts import Receipt
+from orbit.store.submit_group import SubmitGroups
+from orbit.store.token_cache import TokenCache
 
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """What a write answers: HTTP status, whether it was a replay, the task JSON text."""
-
-    status: int
-    deduplicated: bool
-    task_text: str
+__all__ = ["Operations", "Page", "Receipt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,24 +46,46 @@ class Page:
 
 
 class Operations:
-    def __init__(self, db: Database) -> None:
+    """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
+    submit is its own transaction. `token_cache`: see `orbit.store.token_cache`."""
+
+    def __init__(
+        self, db: Database, *, group_commit: bool = True, token_cache: TokenCache | None = None
+    ) -> None:
         self.db = db
+        self.groups = SubmitGroups(db, self._submit_alone) if group_commit else None
+        self.tokens = TokenCache.from_env() if token_cache is None else token_cache
 
     async def authenticate(self, secret: str) -> Principal:
-        async def load() -> Principal:
-            async with self.db.single_read() as conn:
-                record = await tenancy.load_token(conn, hash_secret(secret))
-            return authenticate(record, datetime.now(UTC))
+        secret_sha256 = hash_secret(secret)
+        record = self.tokens.get(secret_sha256, time.monotonic())
+        if record is None:
+            record = await self.db.retrying(lambda: self._load_token(secret_sha256))
+        return authenticate(record, datetime.now(UTC))  # expiry: against now, every time
 
-        return await self.db.retrying(load)
+    async def _load_token(self, secret_sha256: str) -> TokenRecord | None:
+        loaded = time.monotonic()
+        async with self.db.single_read() as conn:
+            record = await tenancy.load_token(conn, secret_sha256)
+        self.tokens.put(secret_sha256, record, loaded)
+        return record
 
     async def submit(
         self, principal: Principal, request: SubmitRequest, key: str, request_id: str
     ) -> Receipt:
+        """201 once committed, or the replay (200) of the key's first receipt (O-SUB-1)."""
         principal.require(Permission.SUBMIT)
         principal.require_queue(request.queue_id)
         scope = Scope(principal.namespace_id, SUBMIT, "", key)
-        digest = submit_digest(request)
+        item = PendingSubmit(principal, request, scope, submit_digest(request), request_id)
+        if self.groups is None:
+            return await self._submit_alone(item)
+        return await self.groups.submit(item)
+
+    async def _submit_alone(self, item: PendingSubmit) -> Receipt:
+        """The single path: one transaction for this submit."""
+        principal, request, scope, digest = item.principal, item.request, item.scope, item.digest
+        request_id = item.request_id
 
         async def once() -> Receipt:
             async with self.db.write() as conn:

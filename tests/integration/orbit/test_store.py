@@ -20,6 +20,7 @@ from orbit.store.db import Database
 from orbit.store.migrate import current, head, require_current, upgrade
 from orbit.store.operations import Operations
 from orbit.store.tables import idempotency_records, metadata, task_events, tasks
+from orbit.store.token_cache import TokenCache
 
 pytestmark = [pytest.mark.integration]
 
@@ -53,7 +54,7 @@ async def test_migrations_match_the_live_schema(db_url: str) -> None:
 
 async def test_admin_operations(db_url: str) -> None:
     db = Database.open(db_url)
-    admin, ops = Admin(db), Operations(db)
+    admin, ops = Admin(db), Operations(db, token_cache=TokenCache(ttl_s=0))  # no cache here
     try:
         name = f"ns-{datetime.now(UTC).timestamp()}"
         made = await admin.init(name, "default")
@@ -119,7 +120,8 @@ async def test_o_sub_4_failure_rolls_everything_back(
         async def broken(*args: object, **kwargs: object) -> None:
             raise RuntimeError("disk full while writing the audit row")
 
-        monkeypatch.setattr(journal, "append_audit", broken)
+        monkeypatch.setattr(journal, "append_audit", broken)  # the single path
+        monkeypatch.setattr(journal, "append_acceptances", broken)  # the group commit path
         with pytest.raises(RuntimeError):
             await Operations(db).submit(principal, request, "rb-key", "0" * 32)
         async with db.read() as conn:

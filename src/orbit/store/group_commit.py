@@ -1,0 +1,73 @@
+"""Application-level group commit: concurrent callers join one group, the group runs as one
+unit (one transaction: one durable commit for all of them), and each caller gets its own
+outcome only once the group is done.
+
+There is no background task: a caller that finds fewer than `lanes` groups running starts a
+lane, which takes everything waiting (up to `max_group`) as one group and goes on while callers
+wait, then ends. Callers arriving during a commit therefore form the next group by themselves;
+an idle process holds no task. A caller that goes away (cancelled) does not cancel its group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+I = TypeVar("I")  # noqa: E741 - the item type
+O = TypeVar("O")  # noqa: E741 - the outcome type
+RunGroup = Callable[[list[I]], Awaitable[Sequence[O | BaseException]]]
+
+
+class GroupCommit(Generic[I, O]):
+    def __init__(self, run: RunGroup[I, O], *, lanes: int, max_group: int = 64) -> None:
+        if lanes < 1 or max_group < 1:
+            raise ValueError("lanes and max_group must be at least 1")
+        self._run = run
+        self.lanes = lanes
+        self.max_group = max_group
+        self._waiting: collections.deque[tuple[I, asyncio.Future[O]]] = collections.deque()
+        self._running: set[asyncio.Task[None]] = set()
+        self.groups = 0  # groups run so far (for metrics and tests)
+        self.items = 0
+
+    async def __call__(self, item: I) -> O:
+        """The outcome of `item`, decided and committed with the others of its group."""
+        future: asyncio.Future[O] = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, future))
+        if len(self._running) < self.lanes:
+            lane = asyncio.create_task(self._lane())
+            self._running.add(lane)
+            lane.add_done_callback(self._running.discard)
+        return await future
+
+    async def _lane(self) -> None:
+        while self._waiting:
+            group = [self._waiting.popleft()
+                     for _ in range(min(self.max_group, len(self._waiting)))]  # fmt: skip
+            self.groups += 1
+            self.items += len(group)
+            try:
+                outcomes = await self._run([item for item, _ in group])
+                if len(outcomes) != len(group):
+                    raise RuntimeError("a group runner answered the wrong number of items")
+            except BaseException as exc:  # noqa: BLE001 - every caller must hear of it
+                for _, future in group:
+                    _settle(future, exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for (_, future), outcome in zip(group, outcomes, strict=True):
+                _settle(future, outcome)
+
+
+def _settle(future: asyncio.Future[O], outcome: O | BaseException) -> None:
+    if future.done():  # the caller went away
+        return
+    if isinstance(outcome, asyncio.CancelledError):
+        future.cancel()
+    elif isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)

@@ -1,0 +1,107 @@
+"""Submits by group commit (O-SUB-1, O-SUB-4): the submits that arrive while earlier groups
+commit are written together in ONE transaction, and every caller is answered only after that
+transaction committed. One durable commit then serves many submits, as a database's own group
+commit does for its log flushes.
+
+A group transaction: database time, one SELECT for the group's known keys, the decisions of
+`group_plan`, then one multi-row INSERT per table (idempotency records first, tasks, events,
+audit). If it fails (a key was taken meanwhile by another transaction, the database is
+unavailable, ...) it is rolled back and each submit runs again alone on the single path, so
+one submit never fails its neighbours and a taken key replays as on the single path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+
+import sqlalchemy as sa
+
+from orbit.domain.errors import SetupError
+from orbit.domain.ids import new_id
+from orbit.domain.submit import OPERATION as SUBMIT
+from orbit.store import idempotency, journal, tasks
+from orbit.store.db import Database, Dialect
+from orbit.store.group_commit import GroupCommit
+from orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
+from orbit.store.receipts import Receipt
+
+log = logging.getLogger("orbit.store")
+Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
+MAX_GROUP = 64
+ENV_LANES, DEFAULT_LANES, MAX_LANES = "ORBIT_SUBMIT_LANES", 2, 16
+
+
+def lanes_for(db: Database) -> int:
+    """Groups committing at once per process: one writer on SQLite; on MySQL/MariaDB
+    ORBIT_SUBMIT_LANES (default 2: one group is decided and written while the other waits for
+    its log flush)."""
+    if db.dialect is Dialect.SQLITE:
+        return 1
+    text = os.environ.get(ENV_LANES, "")
+    if text == "":
+        return DEFAULT_LANES
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LANES:
+        raise SetupError(f"{ENV_LANES} must be an integer 1-{MAX_LANES}, got {text!r}")
+    return int(text)
+
+
+class SubmitGroups:
+    def __init__(self, db: Database, alone: Alone, lanes: int | None = None) -> None:
+        self.db = db
+        self.alone = alone
+        self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
+            self._run, lanes=lanes or lanes_for(db), max_group=MAX_GROUP
+        )
+        self.fallbacks = 0  # groups that ran again submit by submit
+
+    async def submit(self, item: PendingSubmit) -> Receipt:
+        return await self.commit(item)
+
+    async def _run(self, items: list[PendingSubmit]) -> Sequence[Receipt | BaseException]:
+        try:
+            decisions = await self.db.retrying(lambda: self._transaction(items))
+        except Exception as exc:  # noqa: BLE001 - isolated below
+            if len(items) == 1:
+                return [exc]
+            log.warning("a group of %d submits failed (%s); each runs alone", len(items), exc)
+            decisions = None
+        if decisions is None:  # each alone: one failing submit never fails the others
+            self.fallbacks += 1
+            return await asyncio.gather(*map(self.alone, items), return_exceptions=True)
+        return [_answer(decision) for decision in decisions]
+
+    async def _transaction(self, items: list[PendingSubmit]) -> list[Decision] | None:
+        """The group's decisions once committed; None when a key was taken meanwhile."""
+        try:
+            async with self.db.write() as conn:
+                now = await self.db.now(conn)
+                scopes = [item.scope for item in items]
+                stored = await idempotency.find_many(conn, SUBMIT, "", scopes)
+                decisions = plan_group(items, stored, now, new_id)
+                pairs = zip(items, decisions, strict=True)
+                accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
+                if accepted:
+                    await idempotency.insert_many(
+                        conn, [(i.scope, d.task.id, d.receipt) for i, d in accepted], now
+                    )
+                    await tasks.insert_tasks(conn, [d.task for _, d in accepted])
+                    await journal.append_acceptances(
+                        conn, [(i.principal, d.task, i.request_id) for i, d in accepted],
+                        SUBMIT, now,
+                    )  # fmt: skip
+        except sa.exc.IntegrityError as exc:
+            if self.db.is_duplicate(exc):
+                return None
+            raise
+        return decisions
+
+
+def _answer(decision: Decision) -> Receipt | BaseException:
+    if isinstance(decision, Accept):
+        return Receipt(201, False, decision.receipt.receipt_text)
+    if isinstance(decision, Refuse):
+        return decision.error
+    return Receipt(200, True, decision.stored.receipt_text)

@@ -1,0 +1,142 @@
+"""Submits by group commit on both databases (O-SUB-1, O-SUB-4): concurrent submits share
+transactions, yet every submit is decided and answered as if it were alone; a key taken by
+another transaction sends its group to the single path; the token cache keeps expiry exact."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from orbit.domain.errors import IdempotencyConflict, InvalidArgument, Unauthenticated
+from orbit.domain.idempotency import Scope, StoredReceipt
+from orbit.domain.strictjson import read_json_text
+from orbit.domain.submit import OPERATION, SubmitRequest, parse_submit, submit_digest
+from orbit.domain.tokens import Permission
+from orbit.store import idempotency
+from orbit.store.admin import Admin
+from orbit.store.db import Database, Dialect
+from orbit.store.operations import Operations
+from orbit.store.receipts import Receipt
+from orbit.store.tables import audit_log, idempotency_records, task_events, tasks
+from orbit.store.token_cache import TokenCache
+
+pytestmark = [pytest.mark.integration]
+
+
+def request(queue_id: str, n: int, available_at: str | None = None) -> SubmitRequest:
+    extra = f',"available_at":"{available_at}"' if available_at else ""
+    return parse_submit(read_json_text(
+        f'{{"queue_id":"{queue_id}","handler":"h","handler_version":"v1",'
+        f'"payload_version":"v1","payload":{{"n":{n}}}{extra}}}'))  # fmt: skip
+
+
+async def counts(db: Database, namespace_id: str) -> list[int]:
+    found = []
+    async with db.read() as conn:
+        for table in (tasks, idempotency_records, audit_log):
+            query = sa.select(sa.func.count()).where(table.c.namespace_id == namespace_id)
+            found.append((await conn.execute(query)).scalar_one())
+        query = sa.select(sa.func.count()).select_from(task_events.join(
+            tasks, tasks.c.id == task_events.c.task_id)).where(tasks.c.namespace_id == namespace_id)
+        found.append((await conn.execute(query)).scalar_one())  # fmt: skip
+    return found
+
+
+async def test_o_sub_1_concurrent_mixed_submits_are_each_decided_alone(db: Database) -> None:
+    """40 distinct keys, 12 submits of one key, a conflicting content and an invalid time, all
+    at once: one task per key, replays of the first receipt, errors only for their own items,
+    and exactly four rows per task."""
+    made = await Admin(db).init(f"group-{secrets.token_hex(4)}", "q")
+    ops = Operations(db)
+    principal = await ops.authenticate(made.token)
+    past = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    calls = [ops.submit(principal, request(made.queue_id, i), f"k{i}", secrets.token_hex(16))
+             for i in range(40)]  # fmt: skip
+    calls += [ops.submit(principal, request(made.queue_id, 7), "same", secrets.token_hex(16))
+              for _ in range(12)]  # fmt: skip
+    calls.append(ops.submit(principal, request(made.queue_id, 8), "same", secrets.token_hex(16)))
+    calls.append(ops.submit(principal, request(made.queue_id, 9, past), "late", "0" * 32))
+    outcomes = await asyncio.gather(*calls, return_exceptions=True)
+
+    assert all(isinstance(o, Receipt) and o.status == 201 for o in outcomes[:40])
+    same = [o for o in outcomes[40:52]]
+    assert all(isinstance(o, Receipt) for o in same)
+    firsts = [o for o in same if isinstance(o, Receipt) and not o.deduplicated]
+    assert len(firsts) == 1 and firsts[0].status == 201
+    assert {o.task_text for o in same if isinstance(o, Receipt)} == {firsts[0].task_text}
+    assert all(o.status == 200 for o in same if isinstance(o, Receipt) and o.deduplicated)
+    assert isinstance(outcomes[52], IdempotencyConflict)
+    assert isinstance(outcomes[53], InvalidArgument)
+    assert await counts(db, made.namespace_id) == [41, 41, 41, 41]
+    assert ops.groups is not None and ops.groups.commit.items == 54
+
+
+@pytest.mark.mariadb
+async def test_o_sub_4_a_key_taken_by_another_transaction_sends_the_group_alone(
+    db: Database,
+) -> None:
+    """The group's lookup cannot see a key another transaction holds uncommitted; its insert
+    then waits and fails on the key, the group rolls back, and each submit runs alone: the
+    taken key replays the other transaction's receipt, the others are accepted."""
+    if db.dialect is not Dialect.MYSQL:
+        pytest.skip("SQLite has one writer: no other transaction can hold a key meanwhile")
+    made = await Admin(db).init(f"race-{secrets.token_hex(4)}", "q")
+    ops = Operations(db)
+    principal = await ops.authenticate(made.token)
+    taken = request(made.queue_id, 1)
+    scope = Scope(made.namespace_id, OPERATION, "", "taken")
+    receipt = StoredReceipt(submit_digest(taken), 201, '{"id":"from-the-other"}')
+    holding = asyncio.Event()
+    go = asyncio.Event()
+
+    async def other() -> None:
+        async with db.write() as conn:
+            await idempotency.insert(conn, scope, receipt.digest, "f" * 32, receipt,
+                                     await db.now(conn))  # fmt: skip
+            holding.set()
+            await go.wait()
+
+    holder = asyncio.create_task(other())
+    await holding.wait()
+    group = asyncio.gather(
+        ops.submit(principal, taken, "taken", "1" * 32),
+        ops.submit(principal, request(made.queue_id, 2), "free-1", "2" * 32),
+        ops.submit(principal, request(made.queue_id, 3), "free-2", "3" * 32),
+    )
+    await asyncio.sleep(0.5)  # the group is now waiting on the held key
+    go.set()
+    await holder
+    replay, first, second = await group
+    assert replay == Receipt(200, True, '{"id":"from-the-other"}')
+    assert first.status == 201 and second.status == 201
+    assert ops.groups is not None and ops.groups.fallbacks >= 1
+
+
+async def test_o_api_1_cached_tokens_still_expire_at_their_instant(db: Database) -> None:
+    """Expiry is checked against now on every request, cached or not; a revocation is seen
+    once the cached record is older than the cache's lifetime."""
+    made = await Admin(db).init(f"cache-{secrets.token_hex(4)}", "q")
+    admin = Admin(db)
+    expires = datetime.now(UTC) + timedelta(seconds=1)
+    expiring = await admin.create_token(made.namespace_id, [Permission.READ], [made.queue_id],
+                                        expires)  # fmt: skip
+    revoked = await admin.create_token(made.namespace_id, [Permission.READ], [made.queue_id],
+                                       None)  # fmt: skip
+    ops = Operations(db, token_cache=TokenCache(ttl_s=1.5))
+    await ops.authenticate(expiring.token)
+    await ops.authenticate(revoked.token)
+    loaded = time.monotonic()
+    await admin.revoke_token(revoked.token_id)
+    await ops.authenticate(revoked.token)  # cached: the revocation is not seen yet
+    await asyncio.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.05)
+    if time.monotonic() - loaded < 1.5:  # (a very slow machine may have let it lapse)
+        with pytest.raises(Unauthenticated):
+            await ops.authenticate(expiring.token)  # still cached, but expired now
+    await asyncio.sleep(max(0.0, loaded + 1.5 - time.monotonic()) + 0.05)
+    with pytest.raises(Unauthenticated):
+        await ops.authenticate(revoked.token)
