@@ -141,26 +141,32 @@ async def test_p3_cancel_unconfirmed_reconcile_only_goes_to_review_o_state_1(
     assert [a["state"] for a in await attempts(http, tenant, ids["IDEMPOTENT"])] == ["LOST"]
 
 
+async def _told(raw: RawWorker, attempt_id: str, timeout: float) -> bool:
+    """Whether a cancel for this attempt arrives within `timeout` (a late cancel of an earlier
+    race's attempt is skipped)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            told = await raw.next("cancel", timeout=max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            return False
+        if told["attempt_id"] == attempt_id:
+            return True
+
+
 async def _race(
     raw: RawWorker, http: httpx.AsyncClient, tenant: Tenant, rng: random.Random, safety: str
 ) -> tuple[str, Any]:
     task_id = await submit(http, tenant, recovery_safety=safety)
     attempt, started = await run_leased(raw)
     cancelling = asyncio.create_task(cancel(http, tenant, task_id, started["task_revision"]))
-    told = False
-    try:  # the worker finishes at a random moment, cooperating if told in time
-        told = bool(await raw.next("cancel", timeout=rng.uniform(0.0, 0.06)))
-    except TimeoutError:
-        pass
+    # the worker finishes at a random moment, cooperating if told in time
+    told = await _told(raw, attempt["attempt_id"], rng.uniform(0.0, 0.06))
     body: dict[str, Any] = ({"outcome": "cancelled"} if told
                             else {"outcome": "succeeded", "result": {"done": True}})  # fmt: skip
     acked = await raw.request({"type": "result", **attempt, **body})
     response = await cancelling
-    if not told:  # a cancel pushed after our result is stale: drop it for the next race
-        try:
-            await raw.next("cancel", timeout=0.05 if response.status_code == 200 else 0.0)
-        except TimeoutError:
-            pass
     final = await get_task(http, tenant, task_id)
     history = await attempts(http, tenant, task_id)
     # exactly one outcome, and it is the one the worker's ack reported
