@@ -90,11 +90,3 @@ def apply_cancel(task: Task, plan: CancelPlan, now: datetime) -> Task:
         return replace(task, revision=plan.revision, cancel_requested_at=now, updated_at=now)
     return replace(cancelled(task, plan.revision, now), current_attempt_id=None)
 
-
-def decide_cancel(state: TaskState, revision: int, request: CancelRequest) -> int:
-    """P1 (WAITING only), kept for `Operations.cancel` until that is removed; the API uses
-    `plan_cancel` (orbit.workers.cancel)."""
-    plan = plan_cancel(state, revision, request)
-    if plan.mode is not CancelMode.NOW:
-        raise StateConflict(f"only WAITING tasks can be cancelled; the task is {state}")
-    return plan.revision

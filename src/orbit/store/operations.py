@@ -1,6 +1,7 @@
-"""One transaction per API operation (O-SUB-4, O-CAN-1): the use cases the HTTP layer calls.
+"""One transaction per API operation (O-SUB-4): the use cases the HTTP layer calls. Cancel,
+retry and resolve (writes on one task) are `orbit.workers.cancel` / `orbit.workers.review`.
 
-Submit and cancel insert the idempotency record first: a concurrent request with the same key
+Submit inserts the idempotency record first: a concurrent request with the same key
 then waits on that key and fails with a duplicate, after which it replays the winner's receipt
 (or gets IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothing
 (O-NOTE-6).
@@ -16,18 +17,16 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from orbit.domain.cancel import OPERATION as CANCEL
-from orbit.domain.cancel import CancelRequest, cancel_digest, decide_cancel
 from orbit.domain.canonical import Digest
 from orbit.domain.cursor import Position
-from orbit.domain.errors import InvalidArgument, NotFound, StateConflict, Unavailable
+from orbit.domain.errors import InvalidArgument, NotFound, Unavailable
 from orbit.domain.idempotency import Scope, StoredReceipt, check_replay
 from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import dumps
 from orbit.domain.states import TaskState
 from orbit.domain.submit import OPERATION as SUBMIT
 from orbit.domain.submit import SubmitRequest, plan_times, submit_digest
-from orbit.domain.task import Task, TaskSummary, cancelled, new_task, task_view
+from orbit.domain.task import Task, TaskSummary, new_task, task_view
 from orbit.domain.tokens import Permission, Principal, TokenRecord, authenticate, hash_secret
 from orbit.store import idempotency, journal, tasks, tenancy
 from orbit.store.db import Database
@@ -105,38 +104,6 @@ class Operations:
                 await journal.append_event(conn, task, "ACCEPTED", None, now)
                 await journal.append_audit(conn, principal, SUBMIT, task, request_id, now)
             return Receipt(201, False, receipt.receipt_text)
-
-        return await self._with_replay(once, scope, digest)
-
-    async def cancel(
-        self,
-        principal: Principal,
-        task_id: str,
-        request: CancelRequest,
-        key: str,
-        request_id: str,
-    ) -> Receipt:
-        principal.require(Permission.CANCEL)
-        scope = Scope(principal.namespace_id, CANCEL, task_id, key)
-        digest = cancel_digest(request)
-
-        async def once() -> Receipt:
-            async with self.db.write() as conn:
-                task = await _visible_task(conn, principal, task_id)
-                stored = await idempotency.find(conn, scope)
-                if stored is not None:
-                    return _replay(stored, digest)
-                revision = decide_cancel(task.state, task.revision, request)
-                now = await self.db.now(conn)
-                done = cancelled(task, revision, now)
-                receipt = StoredReceipt(digest, 200, dumps(task_view(done)))
-                await idempotency.insert(conn, scope, digest, task.id, receipt, now)
-                if not await tasks.cancel_if(conn, done, now):
-                    raise StateConflict("the task changed concurrently; GET it and decide again")
-                detail = {"reason": request.reason, "expected_revision": str(task.revision)}
-                await journal.append_event(conn, done, "CANCELLED", task.state, now, detail)
-                await journal.append_audit(conn, principal, CANCEL, done, request_id, now)
-            return Receipt(200, False, receipt.receipt_text)
 
         return await self._with_replay(once, scope, digest)
 
