@@ -102,7 +102,9 @@ def read_response(call: Call[T], status: int, body: bytes) -> T:
         return call.parse(document["data"], str(request_id))
     error = document.get("error") or {}
     code, message = str(error.get("code", "UNKNOWN")), str(error.get("message", ""))
-    raise ERRORS_BY_CODE.get(code, APIError)(status, code, message, request_id)
+    items = error.get("items")
+    details = tuple(i for i in items if isinstance(i, dict)) if isinstance(items, list) else ()
+    raise ERRORS_BY_CODE.get(code, APIError)(status, code, message, request_id, details)
 
 
 def _unreadable(status: int) -> APIError:

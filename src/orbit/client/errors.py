@@ -16,18 +16,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class OrbitClientError(Exception):
     """Base of every SDK error."""
 
 
 class APIError(OrbitClientError):
-    def __init__(self, status: int, code: str, message: str, request_id: str | None) -> None:
+    """`items`: for a refused batch, every invalid item as {"index", "field"?, "message"}."""
+
+    def __init__(
+        self, status: int, code: str, message: str, request_id: str | None,
+        items: tuple[dict[str, Any], ...] = (),
+    ) -> None:  # fmt: skip
         super().__init__(f"{status} {code}: {message} (request_id={request_id})")
         self.status = status
         self.code = code
         self.message = message
         self.request_id = request_id
+        self.items = items
 
 
 class InvalidArgumentError(APIError):

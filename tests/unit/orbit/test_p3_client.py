@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from orbit.api.app import openapi_text
-from orbit.client import BatchItem, ResolveTaskRequest, RetryTaskRequest, SubmitTaskRequest
+from orbit.client import (
+    BatchItem,
+    InvalidArgumentError,
+    ResolveTaskRequest,
+    RetryTaskRequest,
+    SubmitTaskRequest,
+)
 from orbit.client._calls import read_response
 from orbit.client.control import resolve_task, retry_task, submit_batch
 
@@ -70,3 +76,12 @@ def test_p3_openapi_request_schemas_match_the_readers() -> None:
         "expected_revision", "reason", "outcome", "result", "error", "evidence"}  # fmt: skip
     assert set(schemas["BatchSubmitRequest"]["properties"]) == {"tasks"}
     assert set(schemas["BatchReceipt"]["properties"]) == {"deduplicated", "items"}
+
+
+def test_p3_refused_batch_lists_its_items_in_the_error() -> None:
+    call = submit_batch("k", [SubmitTaskRequest("q" * 32, "h", "v", "v", 1)])
+    body = {"request_id": "r" * 32, "error": {"code": "INVALID_ARGUMENT", "message": "m",
+            "items": [{"index": 0, "field": "handler", "message": "bad"}]}}  # fmt: skip
+    with pytest.raises(InvalidArgumentError) as caught:
+        read_response(call, 400, json.dumps(body).encode())
+    assert caught.value.items == ({"index": 0, "field": "handler", "message": "bad"},)

@@ -24,6 +24,7 @@ from orbit.domain.review import (
 from orbit.domain.states import TaskState
 from orbit.domain.submit import RecoverySafety, RetryPolicy
 from orbit.domain.task import Task
+from orbit.domain.tokens import ALL_PERMISSIONS, Permission, parse_permission
 
 pytestmark = pytest.mark.unit
 
@@ -161,3 +162,9 @@ def test_p3_digests_cover_the_content() -> None:
     assert resolve_digest(parse_resolve(body)) != resolve_digest(parse_resolve(other))
     noted: dict[str, Any] = {**same, "evidence": [{"key": "k", "kind": "note", "data": 1}]}
     assert resolve_digest(parse_resolve(noted)) != resolve_digest(parse_resolve(same))
+
+
+def test_p3_tasks_review_permission_o_api_1() -> None:
+    """`orbit token create --permission tasks:review` parses it; `orbit init` grants it."""
+    assert parse_permission("tasks:review") is Permission.REVIEW
+    assert Permission.REVIEW in ALL_PERMISSIONS
