@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-from cell.client._errors import (
-    BY_CODE,
-    UNAVAILABLE_BY_CODE,
-    CellProtocolError,
-    CellRequestError,
-    CellUnavailableError,
-)
+from cell.client import _batch
+from cell.client._errors import CellError, CellProtocolError, CellUnavailableError
 from cell.client._events import EventStream
 from cell.client._models import (
     CallInfo,
@@ -31,12 +27,12 @@ def _error(response: httpx.Response) -> Exception:
         body = response.json().get("error") or {}
     except (ValueError, AttributeError):
         body = {}
-    code = str(body.get("code") or f"http_{response.status_code}")
-    message = str(body.get("message") or response.reason_phrase)
-    if response.status_code == 503 or code in UNAVAILABLE_BY_CODE:
-        return UNAVAILABLE_BY_CODE.get(code, CellUnavailableError)(message)
-    cls = BY_CODE.get(code, CellRequestError)
-    return cls(message, status=response.status_code, code=code, field=body.get("field"))
+    if not isinstance(body, dict):
+        body = {}
+    return _batch.error_of(response.status_code, body, response.reason_phrase)
+
+
+_JSON = {"content-type": "application/json"}
 
 
 class CellClient:
@@ -95,6 +91,35 @@ class CellClient:
         """Dial ``plan`` once. Repeating the same plan returns the existing call;
         a call_id dialled before raises :class:`AlreadyDialledError`."""
         return CallInfo.from_json(await self._json("POST", "/v1/calls", json=plan.to_json()))
+
+    async def originate_many(self, plans: Sequence[Plan]) -> list[CallInfo | CellError]:
+        """Dial many plans in as few requests as possible (``POST /v1/calls/batch``).
+
+        One entry per plan, in order: the call, or the error :meth:`originate` would have
+        raised for it. A request that fails as a whole (cell unreachable, timeout) gives
+        its error to each of its plans — for those it is unknown whether they were dialled;
+        repeating them is safe, as with :meth:`originate`. Never raises.
+        """
+        out: list[CallInfo | CellError] = []
+        for count, body in _batch.chunks("plans", [p.to_json() for p in plans]):
+            try:
+                answer = await self._json("POST", "/v1/calls/batch", content=body, headers=_JSON)
+                out.extend(_batch.originated(item) for item in _batch.results(answer, count))
+            except CellError as exc:
+                out.extend([exc] * count)
+        return out
+
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]:
+        """Acknowledge many calls (``POST /v1/calls/ack``): ``None`` per call acknowledged,
+        else the error :meth:`ack` would have raised for it. Never raises."""
+        out: list[CellError | None] = []
+        for count, body in _batch.chunks("call_ids", list(call_ids)):
+            try:
+                answer = await self._json("POST", "/v1/calls/ack", content=body, headers=_JSON)
+                out.extend(_batch.item_error(item) for item in _batch.results(answer, count))
+            except CellError as exc:
+                out.extend([exc] * count)
+        return out
 
     async def hangup(self, call_id: str) -> CallInfo:
         """Ask the cell to end a call (ends with reason ``hangup_requested``)."""

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 
 from cell.errors import CellError
-from cell.server import routes, stream
+from cell.server import batch, routes, stream
 from cell.server.http import handle_cell_error
 from cell.service import CellService
 
@@ -23,7 +23,7 @@ def build_app(service: CellService) -> Starlette:
             await service.aclose()
 
     app = Starlette(
-        routes=[*routes.ROUTES, *stream.ROUTES],
+        routes=[*batch.ROUTES, *routes.ROUTES, *stream.ROUTES],
         exception_handlers={CellError: handle_cell_error},
         lifespan=lifespan,
     )

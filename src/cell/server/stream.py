@@ -4,7 +4,8 @@ The server first sends ``{"type": "hello", "boot_id", "last_seq", "reset"}``; th
 ``{"type": "event", "event": {...}}`` messages in sequence order, and
 ``{"type": "heartbeat", "last_seq"}`` when idle. If ``boot_id`` names an earlier
 boot, ``after`` is ignored, ``reset`` is true and the stream starts from the
-beginning of this boot.
+beginning of this boot. With ``batch=1`` the events ready at once travel in one
+``{"type": "events", "events": [...]}`` message (in order) instead of one message each.
 """
 
 from __future__ import annotations
@@ -25,14 +26,18 @@ def _after(websocket: WebSocket) -> int | None:
     return int(raw) if raw.isdigit() and len(raw) <= 19 else None
 
 
-async def _pump(websocket: WebSocket, service: CellService, after: int) -> None:
+async def _pump(websocket: WebSocket, service: CellService, after: int, batch: bool) -> None:
     while True:
         events = await service.wait_events(after, HEARTBEAT_S)
         if not events:
             await websocket.send_json({"type": "heartbeat", "last_seq": service.events.last_seq})
-        for event in events:
-            await websocket.send_json({"type": "event", "event": event.to_json()})
-            after = event.seq
+            continue
+        if batch:
+            await websocket.send_json({"type": "events", "events": [e.to_json() for e in events]})
+        else:
+            for event in events:
+                await websocket.send_json({"type": "event", "event": event.to_json()})
+        after = events[-1].seq
 
 
 async def _until_closed(websocket: WebSocket) -> None:
@@ -54,7 +59,8 @@ async def events(websocket: WebSocket) -> None:
     hello = {"type": "hello", "boot_id": service.boot_id, "last_seq": service.events.last_seq}
     await websocket.send_json({**hello, "reset": reset})
     service.metrics.subscribers.inc()
-    pump = asyncio.create_task(_pump(websocket, service, 0 if reset else after))
+    batch = websocket.query_params.get("batch") == "1"
+    pump = asyncio.create_task(_pump(websocket, service, 0 if reset else after, batch))
     closed = asyncio.create_task(_until_closed(websocket))
     try:
         await asyncio.wait({pump, closed}, return_when=asyncio.FIRST_COMPLETED)

@@ -10,7 +10,7 @@ never "nothing dialled").
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ from cell.client import (
     UploadResult,
     UploadTarget,
 )
+from dispatcher.calls import port
 from dispatcher.calls.port import (
     CallIdTaken,
     CellCall,
@@ -139,6 +140,26 @@ def to_plan(body: Mapping[str, Any]) -> Plan:
     )
 
 
+def originate_error(exc: Exception) -> port.CellError:
+    """The port's outcome of a failed originate (see :mod:`dispatcher.calls.port`)."""
+    if isinstance(exc, CellBusyError | CellDrainingError):
+        code = "busy" if isinstance(exc, CellBusyError) else "draining"
+        return CellRejected(code, exc.message)
+    if isinstance(exc, AlreadyDialledError | CallIdConflictError):
+        return CallIdTaken(exc.code, exc.message)
+    if isinstance(exc, CellRequestError):
+        if exc.status >= 500:  # the cell failed midway: it may have dialled
+            return CellUnavailable(f"originate: {exc.code}: {exc.message}")
+        return CellRejected(exc.code, exc.message)
+    return CellUnavailable(f"originate: {_why(exc)}")
+
+
+def _ack_error(answer: CellError | None) -> port.CellError | None:
+    if answer is None or isinstance(answer, CallNotFoundError):
+        return None  # acknowledged, or forgotten already
+    return CellUnavailable(f"ack: {_why(answer)}")
+
+
 T = TypeVar("T")
 
 
@@ -164,17 +185,26 @@ class CellAdapter:
     async def originate(self, plan: Mapping[str, Any]) -> CellCall:
         try:
             return to_cell_call(await self._limited(self._client.originate(to_plan(plan))))
-        except (CellBusyError, CellDrainingError) as exc:
-            code = "busy" if isinstance(exc, CellBusyError) else "draining"
-            raise CellRejected(code, exc.message) from exc
-        except (AlreadyDialledError, CallIdConflictError) as exc:
-            raise CallIdTaken(exc.code, exc.message) from exc
-        except CellRequestError as exc:
-            if exc.status >= 500:  # the cell failed midway: it may have dialled
-                raise CellUnavailable(f"originate: {exc.code}: {exc.message}") from exc
-            raise CellRejected(exc.code, exc.message) from exc
         except UNANSWERED as exc:
-            raise CellUnavailable(f"originate: {_why(exc)}") from exc
+            raise originate_error(exc) from exc
+
+    async def originate_many(
+        self, plans: Sequence[Mapping[str, Any]]
+    ) -> list[CellCall | port.CellError]:
+        try:
+            answers = await self._limited(self._client.originate_many([to_plan(p) for p in plans]))
+        except UNANSWERED as exc:  # the client never raises CellError here; the stack may
+            return [originate_error(exc)] * len(plans)
+        return [
+            originate_error(a) if isinstance(a, CellError) else to_cell_call(a) for a in answers
+        ]
+
+    async def ack_many(self, call_ids: Sequence[str]) -> list[port.CellError | None]:
+        try:
+            answers = await self._limited(self._client.ack_many(call_ids))
+        except UNANSWERED as exc:
+            return [CellUnavailable(f"ack: {_why(exc)}")] * len(call_ids)
+        return [_ack_error(a) for a in answers]
 
     async def hangup(self, call_id: str) -> None:
         try:

@@ -119,14 +119,22 @@ def apply_batch(
     now: datetime,
     finalize_kw: Mapping[str, Any],
 ) -> list[str]:
-    """Apply events in order; returns the call_ids finalized by this batch."""
+    """Apply events in order; returns the call_ids finalized by this batch.
+
+    Coalesced: a progress event (dialing/ringing/answered) of a call whose ``call.ended``
+    is in the same batch is skipped — the end supersedes it within this transaction —
+    and one that would not change the state is not written."""
     finalized: list[str] = []
+    ending_calls = {e.call_id for e in batch if e.type == "call.ended"}
     for event in batch:
+        if event.type in _MOVES and event.call_id in ending_calls:
+            continue
         execution = executions.by_call_id(conn, event.call_id)
         if execution is None or execution.state is S.FINALIZED:
             continue
         if event.type in _MOVES:
-            _advance(conn, execution, _MOVES[event.type], now)
+            if execution.state is not _MOVES[event.type]:
+                _advance(conn, execution, _MOVES[event.type], now)
         elif event.type == "call.ended":
             record = full.get(event.call_id)
             transcript = record.transcript if record else ()

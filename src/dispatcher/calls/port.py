@@ -16,10 +16,10 @@ use a small fake behind this same Protocol. Errors crossing the port:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from dispatcher.domain.results import TranscriptSegment
 from dispatcher.errors import DispatcherError
@@ -147,3 +147,20 @@ class CellPort(Protocol):
     async def delete_orphan(self, call_id: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class BatchingCell(Protocol):
+    """Optional: a cell port that originates and acknowledges many calls per request.
+
+    Each item gets what the single call would have given: a :class:`CellCall` or the
+    :class:`CellError` the single call would have raised (``originate_many``), ``None``
+    or that error (``ack_many``); a request that fails as a whole gives its error to
+    every item. Never raises.
+    """
+
+    async def originate_many(
+        self, plans: Sequence[Mapping[str, Any]]
+    ) -> list[CellCall | CellError]: ...
+
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]: ...

@@ -33,11 +33,12 @@ from dispatcher.calls import recovery
 from dispatcher.calls.finalize import end_and_finalize, failed_ending
 from dispatcher.calls.plan import cell_plan
 from dispatcher.calls.port import (
+    BatchingCell,
     CallIdTaken,
+    CellCall,
     CellError,
     CellPort,
     CellRejected,
-    CellUnavailable,
 )
 from dispatcher.domain.states import ExecutionState as S
 from dispatcher.logs import log
@@ -49,9 +50,11 @@ from dispatcher.store.executions import Execution
 LOG = logging.getLogger("dispatcher.calls")
 LIVE = (S.DIALING, S.RINGING, S.IN_CALL)
 UNKNOWN_GRACE_S = 5.0
-# Executions marked ``dialing`` ahead of their originate: after a crash each of them is
-# unknown and, if the cell never got it, ends failed (never redialled) — keep it small.
+# Executions marked ``dialing`` ahead of their originate: after a crash (or a cell outage
+# met by rounds already in flight) each of them is unknown and, if the cell never got it,
+# ends failed (never redialled) — keep DIAL_BATCH * DIAL_ROUNDS small.
 DIAL_BATCH = 32
+DIAL_ROUNDS = 1
 
 
 class CallSupervisor:
@@ -121,17 +124,38 @@ class CallSupervisor:
 
     # --- dialling -----------------------------------------------------------------
     async def _dialer(self) -> None:
-        while True:
-            batch = [await self._dial.get()]
-            while not self._dial.empty() and len(batch) < DIAL_BATCH:
-                batch.append(self._dial.get_nowait())
-            boot = await self._dial_boot()
-            marked = await self._db.write(_mark_dialing, batch, boot, self._clock())
-            self._inflight.update(e.execution_id for e in marked)
-            try:
+        """Rounds of up to DIAL_BATCH executions: marked ``dialing`` in one transaction,
+        then sent; up to DIAL_ROUNDS rounds are in flight, so marking the next round
+        overlaps the cell's answer to the previous one."""
+        rounds = asyncio.Semaphore(DIAL_ROUNDS)
+        async with asyncio.TaskGroup() as group:
+            while True:
+                await rounds.acquire()
+                try:
+                    marked = await self._next_round()
+                except BaseException:
+                    rounds.release()
+                    raise
+                group.create_task(self._send_round(marked, rounds), name="calls.dial_round")
+
+    async def _next_round(self) -> list[Execution]:
+        batch = [await self._dial.get()]
+        while not self._dial.empty() and len(batch) < DIAL_BATCH:
+            batch.append(self._dial.get_nowait())
+        boot = await self._dial_boot()
+        marked: list[Execution] = await self._db.write(_mark_dialing, batch, boot, self._clock())
+        self._inflight.update(e.execution_id for e in marked)
+        return marked
+
+    async def _send_round(self, marked: list[Execution], rounds: asyncio.Semaphore) -> None:
+        try:
+            if isinstance(self._cell, BatchingCell):
+                await self._originate_batch(self._cell, marked)
+            else:
                 await asyncio.gather(*(self._originate(e) for e in marked))
-            finally:
-                self._inflight.difference_update(e.execution_id for e in marked)
+        finally:
+            self._inflight.difference_update(e.execution_id for e in marked)
+            rounds.release()
 
     async def _dial_boot(self) -> str:
         """The boot to dial on. After an unanswered originate, wait until the cell answers
@@ -155,18 +179,35 @@ class CallSupervisor:
         async with self._limit:
             try:
                 await self._cell.originate(body)
+            except CellError as exc:
+                await self._settle(execution, exc)
+            else:
                 self.counts["originated"] += 1
-            except CellRejected as exc:
-                self.counts["originate_refused"] += 1
-                await self._fail(execution, f"cell_{exc.code}")
-            except CellUnavailable as exc:
-                self.counts["originate_unknown"] += 1
-                self.last_error = str(exc)
-                if not isinstance(exc, CallIdTaken):
-                    self._dial_paused = True  # no more dialing until the cell answers
-                await self._db.write(
-                    executions.move, execution.execution_id, S.UNKNOWN, self._clock()
-                )
+
+    async def _originate_batch(self, cell: BatchingCell, marked: list[Execution]) -> None:
+        """One request for the batch; each answer is settled as a single originate's."""
+        if not marked:
+            return
+        bodies = [cell_plan(e.execution_id, e.call_id, e.plan) for e in marked]
+        async with self._limit:
+            answers = await cell.originate_many(bodies)
+        for execution, answer in zip(marked, answers, strict=True):
+            if isinstance(answer, CellCall):
+                self.counts["originated"] += 1
+            else:
+                await self._settle(execution, answer)
+
+    async def _settle(self, execution: Execution, exc: CellError) -> None:
+        """A refused originate ends failed; an unanswered one makes the execution unknown."""
+        if isinstance(exc, CellRejected):
+            self.counts["originate_refused"] += 1
+            await self._fail(execution, f"cell_{exc.code}")
+            return
+        self.counts["originate_unknown"] += 1
+        self.last_error = str(exc)
+        if not isinstance(exc, CallIdTaken):
+            self._dial_paused = True  # no more dialing until the cell answers
+        await self._db.write(executions.move, execution.execution_id, S.UNKNOWN, self._clock())
 
     async def _fail(self, execution: Execution, reason: str) -> None:
         now = self._clock()
@@ -214,10 +255,20 @@ class CallSupervisor:
         self.counts["finalized"] += len(finalized)
         if finalized:
             self._on_outbox()
-            await asyncio.gather(*(self._ack(call_id) for call_id in finalized))
+            await self._ack_all(finalized)
         if self._recordings is not None:
             await self._recordings.after_close(applied.closed)
             self._recordings.wake()
+
+    async def _ack_all(self, call_ids: list[str]) -> None:
+        if isinstance(self._cell, BatchingCell):
+            if call_ids:
+                errors = await self._cell.ack_many(call_ids)
+                for call_id, exc in zip(call_ids, errors, strict=True):
+                    if exc is not None:
+                        log(LOG, logging.DEBUG, "calls.ack_failed", call_id=call_id, error=str(exc))
+            return
+        await asyncio.gather(*(self._ack(call_id) for call_id in call_ids))
 
     async def _ack(self, call_id: str) -> None:
         try:
@@ -267,7 +318,7 @@ class CallSupervisor:
         if result.finalized:
             self._on_outbox()
         acks = set(result.finalized) | set(result.to_ack)
-        await asyncio.gather(*(self._ack(call_id) for call_id in acks))
+        await self._ack_all(sorted(acks))
         if self._recordings is not None:
             self._recordings.wake()
         log(

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import aio_pika
 import aiormq
-from aio_pika.abc import AbstractChannel
+from aio_pika.abc import AbstractExchange
 
 from dispatcher.logs import log
 from dispatcher.mq.link import AmqpLink
@@ -80,7 +80,8 @@ class OutboxRelay:
             return len(rows)
         if channel is None:
             return len(rows)
-        errors = await asyncio.gather(*(self._publish(channel, row) for row in rows))
+        exchange = await channel.get_exchange(RESULT_EXCHANGE, ensure=False)
+        errors = await asyncio.gather(*(self._publish(exchange, row) for row in rows))
         delivered = [row.seq for row, error in zip(rows, errors, strict=True) if error is None]
         failures = [(row.seq, e) for row, e in zip(rows, errors, strict=True) if e is not None]
         if delivered:
@@ -93,7 +94,7 @@ class OutboxRelay:
         self.published += len(delivered)
         return len(failures)
 
-    async def _publish(self, channel: AbstractChannel, row: OutboxRow) -> str | None:
+    async def _publish(self, exchange: AbstractExchange, row: OutboxRow) -> str | None:
         """None when confirmed and not returned, else a short error text."""
         message = aio_pika.Message(
             body=row.body,
@@ -103,7 +104,6 @@ class OutboxRelay:
             type=row.event_type,
         )
         try:
-            exchange = await channel.get_exchange(RESULT_EXCHANGE, ensure=False)
             confirm = await exchange.publish(
                 message, row.routing_key, mandatory=True, timeout=CONFIRM_TIMEOUT_S
             )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from dispatcher.domain.admission import Plan
@@ -38,13 +39,20 @@ _COLUMNS = (
 )
 
 
+@lru_cache(maxsize=8192)
+def _plan(snapshot: str) -> Plan:
+    """The pinned plan of a snapshot (immutable; parsed once per snapshot text: every
+    state move reads its execution, and parsing the agent config each time dominated)."""
+    return Plan(**json.loads(snapshot))
+
+
 def _row(row: tuple[Any, ...]) -> Execution:
     execution_id, call_id, state, snapshot, event_id, boot_id, end = row
     return Execution(
         execution_id=execution_id,
         call_id=call_id,
         state=ExecutionState(state),
-        plan=Plan(**json.loads(snapshot)),
+        plan=_plan(snapshot),
         call_result_event_id=event_id,
         cell_boot_id=boot_id,
         end=json.loads(end) if end else None,
@@ -73,7 +81,7 @@ def insert(
             plan.tenant_id,
             plan.trunk_id,
             ExecutionState.ACCEPTED.value,
-            json.dumps(asdict(plan), separators=(",", ":")),
+            json.dumps(vars(plan), separators=(",", ":")),  # flat: str/int fields only
             call_result_event_id,
             at,
             at,
@@ -130,7 +138,9 @@ def move(
     end: dict[str, Any] | None = None,
     cell_boot_id: str | None = None,
 ) -> Execution:
-    """Move one execution along its lifecycle; illegal moves raise ``IllegalTransition``."""
+    """Move one execution along its lifecycle; illegal moves raise ``IllegalTransition``.
+
+    Returns the execution as stored after the move."""
     current = get(conn, execution_id)
     move_execution(current.state, target)
     at = iso(now)
@@ -140,16 +150,20 @@ def move(
     if stamp:
         sets.append(f"{stamp} = COALESCE({stamp}, ?)")
         values.append(at)
+    moved = replace(current, state=target)
     if end is not None:
+        text = json.dumps(end, separators=(",", ":"), ensure_ascii=False)
         sets.append("end_json = ?")
-        values.append(json.dumps(end, separators=(",", ":"), ensure_ascii=False))
+        values.append(text)
+        moved = replace(moved, end=json.loads(text))
     if cell_boot_id is not None:
         sets.append("cell_boot_id = ?")
         values.append(cell_boot_id)
+        moved = replace(moved, cell_boot_id=cell_boot_id)
     conn.execute(
         f"UPDATE executions SET {', '.join(sets)} WHERE execution_id = ?", (*values, execution_id)
     )
-    return get(conn, execution_id)
+    return moved
 
 
 def state_counts(conn: sqlite3.Connection) -> dict[str, int]:

@@ -1,0 +1,148 @@
+"""The dialer with a batching cell port, on a real SQLite file: one answer per execution.
+
+Every execution is marked ``dialing`` (durably) before its round is sent; each item's
+answer is settled as a single originate's would be — dialled, refused (failed with one
+call.result), unanswered (unknown, never redialled) — and nothing is ever sent twice,
+not even when the same executions are submitted again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dispatcher.calls.port import (
+    BatchingCell,
+    CallIdTaken,
+    CellCall,
+    CellError,
+    CellRejected,
+    CellUnavailable,
+)
+from dispatcher.calls.supervisor import CallSupervisor
+from dispatcher.domain.admission import Accept, decide
+from dispatcher.domain.states import ExecutionState as S
+from dispatcher.domain.states import InboxDecision
+from dispatcher.store import executions, inbox, outbox
+from dispatcher.store.db import Database
+from tests.unit.dispatcher import factories as f
+
+from .test_crash_reconciler import NOW, cell_call
+
+pytestmark = [pytest.mark.integration]
+
+
+@dataclass
+class BatchCell:
+    """Answers per call_id suffix: ``-busy`` refused, ``-lost`` unanswered, ``-taken``."""
+
+    sent: list[list[str]] = field(default_factory=list)
+    acked: list[str] = field(default_factory=list)
+
+    async def boot_id(self) -> str:
+        return "boot-1"
+
+    async def originate_many(
+        self, plans: Sequence[Mapping[str, Any]]
+    ) -> list[CellCall | CellError]:
+        self.sent.append([p["call_id"] for p in plans])
+        return [self._answer(p["call_id"]) for p in plans]
+
+    def _answer(self, call_id: str) -> CellCall | CellError:
+        if call_id.endswith("-busy"):
+            return CellRejected("busy", "the cell runs its maximum")
+        if call_id.endswith("-lost"):
+            return CellUnavailable("originate: timed out")
+        if call_id.endswith("-taken"):
+            return CallIdTaken("already_dialled", "dialled before")
+        return cell_call(call_id, "dialing", boot_id="boot-1")
+
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]:
+        self.acked.extend(call_ids)
+        return [None] * len(call_ids)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await Database.open(tmp_path / "d.sqlite")
+    yield database
+    await database.close()
+
+
+def _accept(conn: Any, execution_id: str) -> None:
+    command = f.command(command_id=f"command-{execution_id}")
+    result = decide(command, f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
+    assert isinstance(result, Accept)
+    inbox.record(
+        conn,
+        command_id=command.command_id,
+        task_id="task-a",
+        decision=InboxDecision.ACCEPTED,
+        reason_code=None,
+        execution_id=execution_id,
+        result_event_id=f"cmd-{execution_id}",
+        now=NOW,
+    )
+    executions.insert(
+        conn,
+        execution_id=execution_id,
+        call_id=execution_id,
+        call_result_event_id=f"call-result-{execution_id}",
+        plan=result.plan,
+        now=NOW,
+    )
+
+
+async def _dial(db: Database, cell: BatchCell, ids: list[str], expect_sent: int) -> CallSupervisor:
+    supervisor = CallSupervisor(
+        db,
+        cell,  # type: ignore[arg-type]
+        dispatcher_id=f.D_ID,
+        routing_key="rk",
+        clock=lambda: NOW,
+        on_outbox=lambda: None,
+    )
+    supervisor.boot_id = "boot-1"
+    supervisor.submit(ids)
+    dialer = asyncio.create_task(supervisor._dialer())
+    try:
+        async with asyncio.timeout(10):
+            while sum(map(len, cell.sent)) < expect_sent or supervisor._inflight:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+    finally:
+        dialer.cancel()
+        await asyncio.gather(dialer, return_exceptions=True)
+    return supervisor
+
+
+async def test_batch_originate_settles_each_item_and_never_redials(db: Database) -> None:
+    ok = [f"exec-{i}" for i in range(150)]
+    special = ["exec-a-busy", "exec-b-lost", "exec-c-taken"]
+    for execution_id in ok + special:
+        await db.write(_accept, execution_id)
+    cell = BatchCell()
+    assert isinstance(cell, BatchingCell)
+    supervisor = await _dial(db, cell, ok + special, len(ok) + len(special))
+    assert len(cell.sent) >= 3, "sent in rounds, several requests"
+    states = {e: (await db.read(executions.get, e)).state for e in ok + special}
+    assert {states[e] for e in ok} == {S.DIALING}
+    assert states["exec-a-busy"] is S.FINALIZED
+    assert states["exec-b-lost"] is S.UNKNOWN and states["exec-c-taken"] is S.UNKNOWN
+    rows = [r for r in await db.read(outbox.pending, 500) if r.event_type == "call.result"]
+    assert [json.loads(r.body)["payload"]["reason_code"] for r in rows] == ["cell_busy"]
+    assert supervisor.counts["originated"] == len(ok)
+    # The same executions submitted again (e.g. a restart's re-scan): nothing is re-sent.
+    await _dial(db, cell, ok + special, len(ok) + len(special))
+    sent = Counter(c for round_ in cell.sent for c in round_)
+    assert set(sent.values()) == {1}, "a call_id is sent to the cell at most once"
