@@ -1,4 +1,4 @@
-"""The dialer with a batching cell port, on a real SQLite file: one answer per execution.
+"""The dialer with a batching cell port and coalesced event application, on real SQLite.
 
 Every execution is marked ``dialing`` (durably) before its round is sent; each item's
 answer is settled as a single originate's would be — dialled, refused (failed with one
@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
+from dispatcher.calls.events import apply_batch
 from dispatcher.calls.port import (
     BatchingCell,
     CallIdTaken,
     CellCall,
     CellError,
+    CellEvent,
     CellRejected,
     CellUnavailable,
 )
@@ -146,3 +148,41 @@ async def test_batch_originate_settles_each_item_and_never_redials(db: Database)
     await _dial(db, cell, ok + special, len(ok) + len(special))
     sent = Counter(c for round_ in cell.sent for c in round_)
     assert set(sent.values()) == {1}, "a call_id is sent to the cell at most once"
+
+
+def _event(seq: int, type_: str, call_id: str, **data: Any) -> CellEvent:
+    return CellEvent(seq, "boot-1", type_, call_id, NOW, data)
+
+
+def _ended(seq: int, call_id: str) -> CellEvent:
+    return _event(
+        seq,
+        "call.ended",
+        call_id,
+        outcome="no_answer",
+        reason_code="ring_timeout",
+        started_at=NOW.isoformat(),
+        ended_at=NOW.isoformat(),
+        recording_expected=False,
+    )
+
+
+async def test_coalesced_events_finalize_once_and_replays_change_nothing(db: Database) -> None:
+    """Progress events superseded by an end in the same batch are skipped; the end still
+    finalizes once (D-RES-1); a replayed batch is a no-op; a lone ringing still moves."""
+    for execution_id in ("exec-x", "exec-y"):
+        await db.write(_accept, execution_id)
+        await db.write(executions.move, execution_id, S.DIALING, NOW, cell_boot_id="boot-1")
+    kw = {"dispatcher_id": f.D_ID, "routing_key": "rk"}
+    batch = [
+        _event(1, "call.dialing", "exec-x"),
+        _event(2, "call.ringing", "exec-x"),
+        _event(3, "call.ringing", "exec-y"),
+        _ended(4, "exec-x"),
+    ]
+    assert await db.write(apply_batch, batch, {}, NOW, kw) == ["exec-x"]
+    assert await db.write(apply_batch, batch, {}, NOW, kw) == []
+    assert (await db.read(executions.get, "exec-x")).state is S.FINALIZED
+    assert (await db.read(executions.get, "exec-y")).state is S.RINGING
+    rows = [r for r in await db.read(outbox.pending, 500) if r.event_type == "call.result"]
+    assert [r.event_id for r in rows] == ["call-result-exec-x"]
