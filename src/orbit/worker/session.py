@@ -14,6 +14,7 @@ from websockets.typing import Subprotocol
 
 from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.worker.errors import WorkerStopped
+from orbit.worker.framing import BATCH_PROTOCOL, PROTOCOL, FrameWriter
 from orbit.worker.link import LinkDown
 from orbit.worker.wire import decode
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from orbit.worker.runtime import Worker
 
 log = logging.getLogger("orbit.worker")
-PROTOCOL = "orbit.worker.v1"
 MAX_MESSAGE_BYTES = 1_048_576
 HELLO_TIMEOUT = 10.0
 FATAL_CLOSE = {
@@ -48,7 +48,7 @@ class Session:
             async with connect(
                 self.url,
                 additional_headers=headers,
-                subprotocols=[Subprotocol(PROTOCOL)],
+                subprotocols=[Subprotocol(BATCH_PROTOCOL), Subprotocol(PROTOCOL)],
                 max_size=MAX_MESSAGE_BYTES,
                 compression=None,
                 open_timeout=10,
@@ -81,12 +81,15 @@ class Session:
         log.info("connected", extra={"url": self.url, "connection_id": welcome["connection_id"]})
         for status in welcome.get("attempts", []):
             self.worker.on_attempt_status(status["attempt_id"], status["status"])
-        await self.worker.outbox.connected(ws.send)
+        batching = ws.subprotocol == BATCH_PROTOCOL
+        await self.worker.outbox.connected(FrameWriter(ws.send) if batching else ws.send)
         interval = int(welcome["heartbeat_interval_ms"]) / 1000
         beats = asyncio.create_task(self._heartbeats(interval), name="orbit-worker-heartbeat")
         try:
             async for raw in ws:
-                self._dispatch(decode(raw))
+                message = decode(raw)
+                for one in message if batching and isinstance(message, list) else [message]:
+                    self._dispatch(one)
         finally:
             beats.cancel()
         code = ws.close_code

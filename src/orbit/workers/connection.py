@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Coroutine
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -22,9 +22,12 @@ from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.times import format_time
 from orbit.domain.tokens import Permission, Principal
 from orbit.store.operations import Operations
+from orbit.worker.framing import BATCH_PROTOCOL, FrameWriter
+from orbit.workers import steps
 from orbit.workers.acks import Ack, Peer
-from orbit.workers.edge import close_quietly, close_reason, deny, msg_id_of, secret_of
+from orbit.workers.edge import close_quietly, close_reason, deny, msg_id_in, msg_id_of, secret_of
 from orbit.workers.errors import ProtocolError
+from orbit.workers.frames import read_frame
 from orbit.workers.hub import Hub, Link
 from orbit.workers.messages import (
     PROTOCOL,
@@ -37,13 +40,13 @@ from orbit.workers.messages import (
     Result,
     Started,
     parse_message,
+    parse_value,
 )
 
 log = logging.getLogger("orbit.workers")
 HELLO_TIMEOUT = 10.0
 REAUTH_SECONDS = 30.0
 MAX_CONCURRENT_MESSAGES = 256
-Step = Callable[[AsyncConnection, datetime], Awaitable[Ack]]
 
 
 class Close(Exception):
@@ -63,12 +66,14 @@ class WorkerEndpoint:
         principal = await self._authenticate(websocket)
         if principal is None:
             return
-        if PROTOCOL not in websocket.scope.get("subprotocols", []):
+        offered = websocket.scope.get("subprotocols", [])
+        if PROTOCOL not in offered and BATCH_PROTOCOL not in offered:
             await websocket.accept()
             await websocket.close(4426, f"offer the subprotocol {PROTOCOL}")
             return
-        await websocket.accept(subprotocol=PROTOCOL)
-        session = _Session(self, websocket, principal)
+        batching = BATCH_PROTOCOL in offered
+        await websocket.accept(subprotocol=BATCH_PROTOCOL if batching else PROTOCOL)
+        session = _Session(self, websocket, principal, batching)
         try:
             await session.run()
         except Close as close:
@@ -90,7 +95,9 @@ class WorkerEndpoint:
 
 
 class _Session:
-    def __init__(self, endpoint: WorkerEndpoint, websocket: WebSocket, principal: Principal):
+    def __init__(
+        self, endpoint: WorkerEndpoint, websocket: WebSocket, principal: Principal, batching: bool
+    ) -> None:
         self.endpoint = endpoint
         self.hub = endpoint.hub
         self.kernel = endpoint.hub.kernel
@@ -99,10 +106,15 @@ class _Session:
         self.secret = secret_of(websocket)
         self.checked_at = time.monotonic()
         self._send_lock = asyncio.Lock()
+        self.batching = batching
+        self._frames = FrameWriter(websocket.send_text)
         self._slots = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
         self.link: Link | None = None
 
     async def send(self, message: dict[str, JsonValue]) -> None:
+        if self.batching:
+            await self._frames(dumps(message))
+            return
         async with self._send_lock:
             await self.websocket.send_text(dumps(message))
 
@@ -169,20 +181,41 @@ class _Session:
         try:
             while True:
                 text = await self.websocket.receive_text()
-                await self._slots.acquire()
-                task = asyncio.create_task(self._handle(text))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+                try:
+                    values = read_frame(text, self.batching)
+                except InvalidArgument as exc:
+                    values, problem = [], exc.message
+                    await self._slots.acquire()
+                    self._spawn(pending, self._refuse(text, problem))
+                for value in values:
+                    await self._slots.acquire()
+                    self._spawn(pending, self._handle(value))
         finally:
             for task in pending:
                 task.cancel()
 
-    async def _handle(self, text: str) -> None:
+    @staticmethod
+    def _spawn(pending: set[asyncio.Task[None]], work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    async def _refuse(self, text: str, problem: str) -> None:
+        try:
+            await self._invalid(msg_id_of(text), problem)
+        except Close as close:
+            await close_quietly(self.websocket, close.code, close.reason)
+        except Exception:  # noqa: BLE001 - a closed socket while answering
+            log.debug("answer not delivered", exc_info=True)
+        finally:
+            self._slots.release()
+
+    async def _handle(self, value: JsonValue) -> None:
         try:
             try:
-                message = parse_message(text)
+                message = parse_value(value)
             except (InvalidArgument, ProtocolError) as exc:
-                await self._invalid(text, exc.message)
+                await self._invalid(msg_id_in(value), exc.message)
                 return
             await self.send(await self._apply(message))
         except Close as close:
@@ -217,11 +250,11 @@ class _Session:
             elif isinstance(message, Result):
                 ack = await batcher.submit("finish", (peer, message))
             elif isinstance(message, Release):
-                step = partial(_call, kernel.release, peer, message)
-                ack = await batcher.run(partial(_guard, step, message.ref.attempt_id))
+                step = partial(steps.call, kernel.release, peer, message)
+                ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
             else:
-                step = partial(_call_evidence, kernel.evidence, peer, message)
-                ack = await batcher.run(partial(_guard, step, message.ref.attempt_id))
+                step = partial(steps.call_evidence, kernel.evidence, peer, message)
+                ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
             return ack
         except Exception:
             log.exception("worker message failed", extra={"type": type(message).__name__})
@@ -230,7 +263,7 @@ class _Session:
     async def _heartbeat(self, message: Heartbeat) -> dict[str, JsonValue]:
         await self._recheck_token()
         peer = self._peer()
-        step = partial(_heartbeat, self.hub.upkeep.heartbeat, peer, message)
+        step = partial(steps.heartbeat, self.hub.upkeep.heartbeat, peer, message)
         try:
             statuses = await self.hub.batcher.run(step)
         except Exception:
@@ -252,8 +285,7 @@ class _Session:
             raise Close(4401, "the token expired or was revoked") from None
         self.checked_at = time.monotonic()
 
-    async def _invalid(self, text: str, problem: str) -> None:
-        msg_id = msg_id_of(text)
+    async def _invalid(self, msg_id: str | None, problem: str) -> None:
         if msg_id is None:
             raise Close(4400, close_reason(problem))
         await self.send(Ack(False, code="INVALID_MESSAGE", message=problem).body(msg_id))
@@ -261,30 +293,3 @@ class _Session:
     def _peer(self) -> Peer:
         assert self.link is not None
         return self.link.peer
-
-
-async def _call(method: Any, peer: Peer, message: Any, conn: AsyncConnection, now: datetime) -> Ack:
-    result: Ack = await method(conn, now, peer, message)
-    return result
-
-
-async def _call_evidence(
-    method: Any, peer: Peer, message: Evidence, conn: AsyncConnection, now: datetime
-) -> Ack:
-    result: Ack = await method(conn, now, peer, message.ref, message.items)
-    return result
-
-
-async def _heartbeat(
-    method: Any, peer: Peer, message: Heartbeat, conn: AsyncConnection, now: datetime
-) -> list[dict[str, JsonValue]]:
-    result: list[dict[str, JsonValue]] = await method(conn, now, peer, message.refs)
-    return result
-
-
-async def _guard(step: Step, attempt_id: str, conn: AsyncConnection, now: datetime) -> Ack:
-    """Protocol refusals are answers, not failures (checks precede writes in every step)."""
-    try:
-        return await step(conn, now)
-    except ProtocolError as exc:
-        return Ack.refused(exc, attempt_id)

@@ -22,6 +22,11 @@ def msg_id_of(text: str) -> str | None:
         value = json.loads(text)
     except ValueError:
         return None
+    return msg_id_in(value)
+
+
+def msg_id_in(value: object) -> str | None:
+    """The `msg_id` of a decoded message, when it has a usable one."""
     msg_id = value.get("msg_id") if isinstance(value, dict) else None
     return msg_id if isinstance(msg_id, str) and 0 < len(msg_id) <= 64 else None
 

@@ -160,8 +160,8 @@ class Hub:
             self.owner[grant.attempt_id] = link.peer.connection_id
         if grants:
             self.on_grants(len(grants))
-        for grant in grants:
-            await _quietly(link.send(grant.message()))
+        if grants:  # sent together: with batch framing they share one frame
+            await asyncio.gather(*(_quietly(link.send(grant.message())) for grant in grants))
         if grants and not link.open:  # closed while leasing: shorten these leases too
             await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
         return len(grants) == size

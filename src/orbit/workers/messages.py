@@ -113,7 +113,11 @@ def parse_message(text: str) -> ClientMessage:
     """Read one text frame. Raises InvalidArgument naming the offending field."""
     if len(text) > MAX_MESSAGE_BYTES or len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
         raise InvalidArgument(f"message larger than {MAX_MESSAGE_BYTES} bytes")
-    value = read_json_text(text)
+    return parse_value(read_json_text(text))
+
+
+def parse_value(value: JsonValue) -> ClientMessage:
+    """One message already read from a frame (a batch frame holds several)."""
     if not isinstance(value, dict):
         raise InvalidArgument("must be a JSON object", "message")
     kind = value.get("type")

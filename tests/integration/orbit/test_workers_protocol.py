@@ -332,3 +332,54 @@ async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.Async
     with sdk.Client(tenant.base_url, tenant.token) as orbit, pytest.raises(ValueError,
                                                                           match="attempt_id"):
         orbit.get_attempt(task_id, "NOT-AN-ID")  # refused before sending
+
+
+async def test_batch_framing_carries_several_messages_per_frame(
+    tenant: Tenant, http: httpx.AsyncClient
+) -> None:
+    """Subprotocol orbit.worker.v1.batch (worker-protocol.md §2.1): a frame may hold an array
+    of messages, each applied and acked as if alone (fenced, an invalid one refused alone);
+    leases and acks come back grouped into arrays; the plain v1 subprotocol never sees one."""
+    first, second = await submit(http, tenant), await submit(http, tenant)
+    ws = await connect(ws_url(tenant.base_url), proxy=None,  # type: ignore[arg-type]
+                       additional_headers={"Authorization": f"Bearer {tenant.token}"},
+                       subprotocols=["orbit.worker.v1.batch", "orbit.worker.v1"])  # type: ignore[list-item]
+    inbox: list[dict[str, Any]] = []
+
+    async def receive(count: int) -> list[int]:
+        sizes = []
+        async with asyncio.timeout(15):
+            while len(inbox) < count:
+                frame = json.loads(await ws.recv())
+                sizes.append(len(frame) if isinstance(frame, list) else 1)
+                inbox.extend(frame if isinstance(frame, list) else [frame])
+        return sizes
+
+    try:
+        assert ws.subprotocol == "orbit.worker.v1.batch"
+        await ws.send(json.dumps({**json.loads(hello([tenant.queue_id])), "capacity": 4}))
+        await receive(3)  # hello_ok and the two leases
+        leases = {m["task"]["id"]: ref(m) for m in inbox if m["type"] == "lease"}
+        assert set(leases) == {first, second}
+        mine, other = leases[first], leases[second]
+        stale = {**other, "lease_token": "f" * 32}
+        inbox.clear()
+        await ws.send(json.dumps([
+            {"type": "started", "msg_id": "a", **mine},
+            {"type": "started", "msg_id": "b", **stale},
+            {"type": "started", "msg_id": "c"},
+        ]))  # fmt: skip
+        sizes = await receive(3)
+        acks = {m["msg_id"]: m for m in inbox}
+        inbox.clear()
+        await ws.send(json.dumps([]))
+        with pytest.raises(ConnectionClosed):
+            await receive(1)
+    finally:
+        await ws.close()
+    assert acks["a"]["ok"] and acks["a"]["task_state"] == "RUNNING"
+    assert acks["b"]["error"]["code"] == "LEASE_LOST"
+    assert acks["c"]["error"]["code"] == "INVALID_MESSAGE"
+    assert max(sizes) > 1  # answers of one batch share frames
+    assert ws.close_code == 4400  # an empty batch has no msg_id to answer: the frame is refused
+    assert (await get_task(http, tenant, first))["state"] == "RUNNING"
