@@ -28,7 +28,8 @@ class GroupCommit(Generic[I, O]):
         self.lanes = lanes
         self.max_group = max_group
         self._waiting: collections.deque[tuple[I, asyncio.Future[O]]] = collections.deque()
-        self._running: set[asyncio.Task[None]] = set()
+        self._active = 0  # lanes that will still look at `_waiting` before they end
+        self._tasks: set[asyncio.Task[None]] = set()  # strong references while they run
         self.groups = 0  # groups run so far (for metrics and tests)
         self.items = 0
 
@@ -36,13 +37,20 @@ class GroupCommit(Generic[I, O]):
         """The outcome of `item`, decided and committed with the others of its group."""
         future: asyncio.Future[O] = asyncio.get_running_loop().create_future()
         self._waiting.append((item, future))
-        if len(self._running) < self.lanes:
+        if self._active < self.lanes:
+            self._active += 1
             lane = asyncio.create_task(self._lane())
-            self._running.add(lane)
-            lane.add_done_callback(self._running.discard)
+            self._tasks.add(lane)
+            lane.add_done_callback(self._tasks.discard)
         return await future
 
     async def _lane(self) -> None:
+        try:
+            await self._groups()
+        finally:  # at once, not in a done callback: a caller arriving now starts a new lane
+            self._active -= 1
+
+    async def _groups(self) -> None:
         while self._waiting:
             group = [self._waiting.popleft()
                      for _ in range(min(self.max_group, len(self._waiting)))]  # fmt: skip

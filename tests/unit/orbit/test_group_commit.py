@@ -110,6 +110,19 @@ async def test_a_caller_that_goes_away_does_not_cancel_its_group() -> None:
     assert gone.cancelled()
 
 
+@pytest.mark.parametrize("lanes", [1, 2])
+async def test_a_caller_right_after_a_lane_ends_is_served(lanes: int) -> None:
+    """A lane that found nothing more to do must not count as running any more: the next
+    caller (woken by the last answer, before the lane's task is done) starts a new lane."""
+
+    async def run(items: list[int]) -> list[int]:
+        return items
+
+    commit: GroupCommit[int, int] = GroupCommit(run, lanes=lanes)
+    for number in range(50):
+        assert await asyncio.wait_for(commit(number), 2) == number
+
+
 def test_group_commit_refuses_nonsense_settings() -> None:
     async def run(items: list[int]) -> list[int]:
         return items
