@@ -1,7 +1,8 @@
 """Benchmark: Orbit workers on MySQL/MariaDB — no-op tasks from submit to SUCCEEDED.
 
     .venv/bin/python bench/orbit_workers.py [--database mysql+asyncmy://...] [--n 10000]
-        [--workers 4] [--concurrency 32] [--submitters 16] [--idle 200] [--no-submit]
+        [--workers 4] [--concurrency 32] [--submitters 16] [--idle 200] [--batch 1-100]
+        [--no-submit]
 
 Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
   baseline  --n rows drained by a plain SKIP LOCKED claim loop over asyncmy
@@ -14,7 +15,8 @@ Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
   idle      one task at a time to an idle worker: dispatch latency submit → started, and
             where it goes (submit → leased → started → ended)
   orbit     --n no-op tasks submitted over HTTP by --submitters clients while the workers
-            run them: submit to SUCCEEDED (skipped with --no-submit)
+            run them: submit to SUCCEEDED (skipped with --no-submit); one task per request,
+            or --batch tasks per POST /v1/tasks:batch request
 Dispatch latency is measured on the database clock: attempt.started_at − task.created_at.
 CPU per task is read from /proc (user + system) and does not depend on the machine's load.
 Targets (issue 10): >= 1,000 tasks/s and idle dispatch p50 < 5 ms.
@@ -126,20 +128,29 @@ def body(queue_id: str, number: int) -> str:
             f'"recovery_safety":"IDEMPOTENT"}}')  # fmt: skip
 
 
-async def submit_all(base: str, token: str, queue_id: str, n: int, clients: int) -> None:
+async def submit_all(
+    base: str, token: str, queue_id: str, n: int, clients: int, batch: int = 1
+) -> None:
+    """`n` submits by `clients` concurrent HTTP clients: POST /v1/tasks one by one, or
+    POST /v1/tasks:batch with `batch` (2-100) tasks per request."""
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    run, numbers, sent = secrets.token_hex(4), iter(range(n)), [0]
+    run, sent = secrets.token_hex(4), [0]
+    groups = iter([list(range(start, min(n, start + batch))) for start in range(0, n, batch)])
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
 
         async def one_client() -> None:
-            for number in numbers:
-                key = {"Idempotency-Key": f"{run}-{number}"}
-                response = await client.post("/v1/tasks", content=body(queue_id, number),
-                                             headers={**headers, **key})  # fmt: skip
-                if response.status_code != 201:
+            for group in groups:
+                key = {"Idempotency-Key": f"{run}-{group[0]}"}
+                if batch == 1:
+                    path, content = "/v1/tasks", body(queue_id, group[0])
+                else:
+                    path = "/v1/tasks:batch"
+                    content = '{"tasks":[' + ",".join(body(queue_id, i) for i in group) + "]}"
+                response = await client.post(path, content=content, headers={**headers, **key})
+                if response.status_code not in (200, 201):
                     raise RuntimeError(f"submit: {response.status_code} {response.text}")
-                sent[0] += 1
+                sent[0] += len(group)
 
         async def report() -> None:
             started = time.perf_counter()
@@ -357,8 +368,10 @@ async def _orbit(
         if args.no_submit:
             return drain, idle, None
         began = time.perf_counter()
-        await submit_all(server_base, token, queues.orbit, args.n, args.submitters)
-        print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s", flush=True)
+        await submit_all(server_base, token, queues.orbit, args.n, args.submitters, args.batch)
+        how = ("POST /v1/tasks" if args.batch == 1
+               else f"POST /v1/tasks:batch, {args.batch} per request")  # fmt: skip
+        print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s ({how})", flush=True)
         await wait_done(db, queues.orbit, args.n, "orbit")
         return drain, idle, await measure(db, queues.orbit, "orbit", began)
     finally:
@@ -380,6 +393,8 @@ async def main() -> None:
     parser.add_argument("--submitters", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--idle", type=int, default=200, help="tasks of the idle phase")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    parser.add_argument("--batch", type=int, default=1, choices=range(1, 101),
+                        metavar="1-100", help="tasks per submit request (>1: POST /v1/tasks:batch)")
     parser.add_argument("--no-submit", action="store_true",
                         help="skip the submit phase (baseline, drain and idle only)")
     args = parser.parse_args()
