@@ -16,6 +16,7 @@ import contextlib
 import enum
 import operator
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from orbit.domain.errors import SetupError, Unavailable
 from orbit.domain.times import as_utc, to_naive_utc
+from orbit.store.driver_pool import DriverPool
 from orbit.store.types import UtcDateTime
 
 T = TypeVar("T")
@@ -49,6 +51,9 @@ class Database:
         self.dialect = dialect
         self._reader = reader
         self._write_lock = asyncio.Lock() if dialect is Dialect.SQLITE else None
+        self._drivers: DriverPool | None = None
+        if dialect is Dialect.MYSQL:
+            self._drivers = DriverPool(engine.url, engine.dialect)
 
     @classmethod
     def open(cls, url: str, *, pool_size: int = 20) -> Database:
@@ -67,6 +72,8 @@ class Database:
         )
 
     async def close(self) -> None:
+        if self._drivers is not None:
+            await self._drivers.close()
         await self.engine.dispose()
         if self._reader is not None:
             await self._reader.dispose()
@@ -80,6 +87,17 @@ class Database:
                     await conn.execution_options(orbit_begin="BEGIN IMMEDIATE")
                 async with conn.begin():
                     yield conn
+
+    @contextlib.asynccontextmanager
+    async def hot_write(self) -> AsyncIterator[HotConnection]:
+        """A write transaction for `hot_execute*` statements only: `write()` on SQLite; on
+        MySQL/MariaDB a dedicated driver connection (`orbit.store.driver_pool`)."""
+        if self._drivers is None:
+            async with self.write() as conn:
+                yield conn
+        else:
+            async with self._drivers.transaction() as driver:
+                yield DriverSession(driver, self._drivers.dialect)
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
@@ -105,12 +123,13 @@ class Database:
             async with self._write_lock:
                 yield
 
-    async def now(self, conn: AsyncConnection) -> datetime:
+    async def now(self, conn: HotConnection) -> datetime:
         """The database clock, aware UTC: the authority for acceptance times."""
         if self.dialect is Dialect.MYSQL:
             (value,), = await hot_execute(conn, _MYSQL_NOW, {})
             assert isinstance(value, datetime)
             return value
+        assert isinstance(conn, AsyncConnection)
         query = sa.text("SELECT strftime('%Y-%m-%dT%H:%M:%f', 'now')")
         text = (await conn.execute(query)).scalar_one()
         return datetime.fromisoformat(str(text)).replace(tzinfo=UTC)
@@ -154,17 +173,40 @@ HotStatement = sa.Insert | sa.Update | sa.Select[Any] | sa.TextClause
 _COMPILED: dict[tuple[int, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
 
 
-async def hot_execute(
-    conn: AsyncConnection, statement: HotStatement, params: Mapping[str, Any]
-) -> list[tuple[Any, ...]]:
-    """Execute a prebuilt Core statement; rows as tuples (datetimes aware UTC)."""
-    if conn.dialect.name not in ("mysql", "mariadb"):
-        result = await conn.execute(statement, dict(params))
-        return [tuple(row) for row in result.all()] if result.returns_rows else []
-    sql, names = _compiled(conn, statement, params)
-    values = tuple(_bind(params[name]) for name in names)
+@dataclass(frozen=True, slots=True)
+class DriverSession:
+    """A driver connection inside one transaction of `Database.hot_write` (MySQL/MariaDB)."""
+
+    driver: Any
+    dialect: sa.Dialect
+
+
+HotConnection = AsyncConnection | DriverSession
+
+
+async def _driver(conn: HotConnection) -> tuple[Any, sa.Dialect]:
+    if isinstance(conn, DriverSession):
+        return conn.driver, conn.dialect
     driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
+    return driver, conn.dialect
+
+
+def _on_driver(conn: HotConnection) -> bool:
+    return isinstance(conn, DriverSession) or conn.dialect.name in ("mysql", "mariadb")
+
+
+async def hot_execute(
+    conn: HotConnection, statement: HotStatement, params: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    """Execute a prebuilt Core statement; rows as tuples (datetimes aware UTC)."""
+    if not _on_driver(conn):
+        assert isinstance(conn, AsyncConnection)
+        result = await conn.execute(statement, dict(params))
+        return [tuple(row) for row in result.all()] if result.returns_rows else []
+    driver, dialect = await _driver(conn)
+    sql, names = _compiled(dialect, statement, params)
+    values = tuple(_bind(params[name]) for name in names)
     try:
         async with driver.cursor() as cursor:
             await cursor.execute(sql, values)
@@ -175,19 +217,19 @@ async def hot_execute(
 
 
 async def hot_execute_many(
-    conn: AsyncConnection, statement: sa.Insert, rows: Sequence[Mapping[str, Any]]
+    conn: HotConnection, statement: sa.Insert, rows: Sequence[Mapping[str, Any]]
 ) -> None:
     """One prebuilt INSERT for many rows (all with the same keys): on MySQL/MariaDB the
-    driver sends them as one multi-row statement (split only past ~1 MB)."""
+    driver sends them as one statement (a multi-row INSERT, or one bulk command)."""
     if not rows:
         return
-    if conn.dialect.name not in ("mysql", "mariadb"):
+    if not _on_driver(conn):
+        assert isinstance(conn, AsyncConnection)
         await conn.execute(statement, [dict(row) for row in rows])
         return
-    sql, names = _compiled(conn, statement, rows[0])
+    driver, dialect = await _driver(conn)
+    sql, names = _compiled(dialect, statement, rows[0])
     values = _bound_rows(statement, names, rows)
-    driver = (await conn.get_raw_connection()).driver_connection
-    assert driver is not None
     try:
         async with driver.cursor() as cursor:
             await cursor.executemany(sql, values)
@@ -196,12 +238,12 @@ async def hot_execute_many(
 
 
 def _compiled(
-    conn: AsyncConnection, statement: HotStatement, params: Mapping[str, Any]
+    dialect: sa.Dialect, statement: HotStatement, params: Mapping[str, Any]
 ) -> tuple[str, tuple[str, ...]]:
     key = (id(statement), tuple(params))
     found = _COMPILED.get(key)
     if found is None:
-        compiled = statement.compile(dialect=conn.dialect, column_keys=list(params))
+        compiled = statement.compile(dialect=dialect, column_keys=list(params))
         found = (str(compiled), tuple(compiled.positiontup or ()))
         _COMPILED[key] = found
     return found

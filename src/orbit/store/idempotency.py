@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.canonical import Digest
 from orbit.domain.idempotency import RETENTION, Scope, StoredReceipt
-from orbit.store.db import hot_execute, hot_execute_many
+from orbit.store.db import HotConnection, hot_execute, hot_execute_many
 from orbit.store.tables import idempotency_records
 
 c = idempotency_records.c
@@ -49,7 +49,7 @@ def _find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]:
 
 
 async def find_many(
-    conn: AsyncConnection, operation: str, target: str, scopes: Iterable[Scope]
+    conn: HotConnection, operation: str, target: str, scopes: Iterable[Scope]
 ) -> dict[Scope, StoredReceipt]:
     """The stored records of `scopes` (all of `operation` and `target`) in one statement."""
     wanted = set(scopes)
@@ -100,7 +100,7 @@ async def insert(
 
 
 async def insert_many(
-    conn: AsyncConnection,
+    conn: HotConnection,
     records: Sequence[tuple[Scope, str, StoredReceipt]],
     now: datetime,
 ) -> None:

@@ -13,7 +13,7 @@ from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.states import TaskState
 from orbit.domain.task import Task
 from orbit.domain.tokens import Principal
-from orbit.store.db import hot_execute, hot_execute_many
+from orbit.store.db import HotConnection, hot_execute, hot_execute_many
 from orbit.store.tables import audit_log, task_events
 
 _EVENT = task_events.insert()
@@ -79,7 +79,7 @@ async def append_audit(
 
 
 async def append_acceptances(
-    conn: AsyncConnection,
+    conn: HotConnection,
     accepted: Sequence[tuple[Principal, Task, str]],
     action: str,
     now: datetime,

@@ -76,7 +76,7 @@ class SubmitGroups:
     async def _transaction(self, items: list[PendingSubmit]) -> list[Decision] | None:
         """The group's decisions once committed; None when a key was taken meanwhile."""
         try:
-            async with self.db.write() as conn:
+            async with self.db.hot_write() as conn:
                 now = await self.db.now(conn)
                 scopes = [item.scope for item in items]
                 stored = await idempotency.find_many(conn, SUBMIT, "", scopes)

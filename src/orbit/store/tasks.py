@@ -13,7 +13,7 @@ from orbit.domain.cursor import Position
 from orbit.domain.states import TaskState
 from orbit.domain.submit import RecoverySafety, RetryPolicy
 from orbit.domain.task import Task, TaskSummary
-from orbit.store.db import hot_execute, hot_execute_many
+from orbit.store.db import HotConnection, hot_execute, hot_execute_many
 from orbit.store.tables import tasks
 
 c = tasks.c
@@ -94,7 +94,7 @@ async def insert_task(conn: AsyncConnection, task: Task) -> None:
     await hot_execute(conn, _INSERT, task_row(task))
 
 
-async def insert_tasks(conn: AsyncConnection, many: Sequence[Task]) -> None:
+async def insert_tasks(conn: HotConnection, many: Sequence[Task]) -> None:
     """New tasks in one statement."""
     await hot_execute_many(conn, _INSERT, [task_row(task) for task in many])
 

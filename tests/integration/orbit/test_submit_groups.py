@@ -5,6 +5,7 @@ another transaction sends its group to the single path; the token cache keeps ex
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from datetime import UTC, datetime, timedelta
@@ -14,8 +15,10 @@ import sqlalchemy as sa
 
 from orbit.domain.errors import IdempotencyConflict, InvalidArgument, Unauthenticated
 from orbit.domain.idempotency import Scope, StoredReceipt
+from orbit.domain.jsonvalue import dumps
 from orbit.domain.strictjson import read_json_text
 from orbit.domain.submit import OPERATION, SubmitRequest, parse_submit, submit_digest
+from orbit.domain.task import task_view
 from orbit.domain.tokens import Permission
 from orbit.store import idempotency
 from orbit.store.admin import Admin
@@ -73,6 +76,10 @@ async def test_o_sub_1_concurrent_mixed_submits_are_each_decided_alone(db: Datab
     assert isinstance(outcomes[52], IdempotencyConflict)
     assert isinstance(outcomes[53], InvalidArgument)
     assert await counts(db, made.namespace_id) == [41, 41, 41, 41]
+    for receipt in outcomes[:3] + [firsts[0]]:  # the stored rows read back exactly
+        assert isinstance(receipt, Receipt)
+        task_id = json.loads(receipt.task_text)["id"]
+        assert dumps(task_view(await ops.get(principal, task_id))) == receipt.task_text
     assert ops.groups is not None and ops.groups.commit.items == 54
 
 
