@@ -41,6 +41,21 @@ def digest(operation: str, request: JsonValue) -> Digest:
 
 
 def _write(value: JsonValue, out: list[str]) -> None:
+    # exact-type fast paths first (the ABC checks below cost more than the writing itself)
+    if type(value) is str:
+        out.append(_encode_str(value))
+    elif type(value) is dict:
+        out.append("{")
+        for index, key in enumerate(sorted(value)):
+            out.append("," if index else "")
+            out.append(_encode_str(key) + ":")
+            _write(value[key], out)
+        out.append("}")
+    else:
+        _write_any(value, out)
+
+
+def _write_any(value: JsonValue, out: list[str]) -> None:
     if isinstance(value, str):
         out.append(_encode_str(value))
     elif isinstance(value, Mapping):

@@ -49,6 +49,18 @@ def dumps(value: JsonValue) -> str:
 
 
 def _write(value: JsonValue, out: list[str]) -> None:
+    # exact-type fast paths first (the ABC checks below cost more than the writing itself)
+    if type(value) is str:
+        out.append(_encode_str(value))
+    elif type(value) is dict:
+        _write_object(value, out)
+    elif type(value) is JsonNumber or type(value) is RawJson:
+        out.append(value.text)
+    else:
+        _write_any(value, out)
+
+
+def _write_any(value: JsonValue, out: list[str]) -> None:
     if isinstance(value, str):
         out.append(_encode_str(value))
     elif isinstance(value, Mapping):
