@@ -228,7 +228,10 @@ async def hot_execute_many(
         await conn.execute(statement, [dict(row) for row in rows])
         return
     driver, dialect = await _driver(conn)
-    sql, names = _compiled(dialect, statement, rows[0])
+    # columns that are NULL in every row are left out (they default to NULL): the bulk
+    # command needs a concrete type for each column it sends
+    present = {key: None for key in rows[0] if any(row[key] is not None for row in rows)}
+    sql, names = _compiled(dialect, statement, present)
     values = _bound_rows(statement, names, rows)
     try:
         async with driver.cursor() as cursor:
