@@ -79,13 +79,18 @@ def end_and_finalize(
         end = CallEnd(
             end.started_at, end.ended_at, "failed", "unknown_outcome", end.transcript, end.opt_out
         )
-    if execution.state is not ExecutionState.ENDED:
-        executions.move(conn, execution_id, ExecutionState.ENDED, now, end=_end_json(end))
     if ending.recording_expected and open_recording is not None:
+        if execution.state is not ExecutionState.ENDED:
+            executions.move(conn, execution_id, ExecutionState.ENDED, now, end=_end_json(end))
         open_recording(conn, execution, ending, now)
         return False
     recording = recording_for(ending, execution.call_id)
     _store_result(conn, execution, end, recording, dispatcher_id, routing_key, now)
+    if execution.state is ExecutionState.ENDED:
+        executions.move(conn, execution_id, ExecutionState.FINALIZED, now)
+    else:  # ended and finalized at once: one row write (occupancy released with it)
+        path = (ExecutionState.ENDED, ExecutionState.FINALIZED)
+        executions.move_through(conn, execution_id, path, now, end=_end_json(end))
     return True
 
 
@@ -106,6 +111,7 @@ def finalize_recorded(
         raise IllegalTransition(f"execution {execution_id} is {execution.state}, not ended")
     end = end_from_json(execution.end)
     _store_result(conn, execution, end, recording, dispatcher_id, routing_key, now)
+    executions.move(conn, execution_id, ExecutionState.FINALIZED, now)
     return True
 
 
@@ -137,7 +143,6 @@ def _store_result(
         body=body,
         now=now,
     )
-    executions.move(conn, execution_id, ExecutionState.FINALIZED, now)
 
 
 def _end_json(end: CallEnd) -> dict[str, Any]:

@@ -143,7 +143,9 @@ class CallSupervisor:
         while not self._dial.empty() and len(batch) < DIAL_BATCH:
             batch.append(self._dial.get_nowait())
         boot = await self._dial_boot()
-        marked: list[Execution] = await self._db.write(_mark_dialing, batch, boot, self._clock())
+        marked: list[Execution] = await self._db.write_first(
+            _mark_dialing, batch, boot, self._clock()
+        )
         self._inflight.update(e.execution_id for e in marked)
         return marked
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from dispatcher.errors import DispatcherError
 
@@ -37,6 +38,9 @@ class Database:
         self.path = path
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
         self._conn: sqlite3.Connection | None = None
+        # Jobs that run before any queued one (see write_first); touched by both threads:
+        # deque append/popleft are atomic.
+        self._first: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
 
     @classmethod
     async def open(cls, path: Path) -> Database:
@@ -58,7 +62,25 @@ class Database:
         self._conn = conn
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._after_first(fn))
+
+    def _after_first(self, fn: Callable[[], T]) -> Callable[[], T]:
+        def job() -> T:
+            self._run_first()
+            return fn()
+
+        return job
+
+    def _run_first(self) -> None:
+        """On the database thread: run every job queued by ``write_first``, in order."""
+        while self._first:
+            fn, future = self._first.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the waiting caller
+                future.set_exception(exc)
 
     async def read(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
@@ -71,6 +93,17 @@ class Database:
     ) -> T:
         """Run ``fn(conn, …)`` inside one ``BEGIN IMMEDIATE … COMMIT`` transaction."""
         return await self._run(lambda: transact(self._require(), fn, *args, **kw))
+
+    async def write_first(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """Like :meth:`write`, but runs before every job still queued (right after the one
+        in progress): for short transactions on a latency-critical path, e.g. marking a
+        round of executions ``dialing`` while large admission batches wait."""
+        future: Future[T] = Future()
+        self._first.append((lambda: transact(self._require(), fn, *args, **kw), future))
+        self._pool.submit(self._run_first)
+        return await asyncio.wrap_future(future)
 
     def _require(self) -> sqlite3.Connection:
         if self._conn is None:

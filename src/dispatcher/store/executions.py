@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
@@ -141,16 +141,31 @@ def move(
     """Move one execution along its lifecycle; illegal moves raise ``IllegalTransition``.
 
     Returns the execution as stored after the move."""
+    return move_through(conn, execution_id, (target,), now, end=end, cell_boot_id=cell_boot_id)
+
+
+def move_through(
+    conn: sqlite3.Connection,
+    execution_id: str,
+    path: Sequence[ExecutionState],
+    now: datetime,
+    *,
+    end: dict[str, Any] | None = None,
+    cell_boot_id: str | None = None,
+) -> Execution:
+    """Move along ``path`` (each step checked and stamped) with one row write, e.g.
+    ``(ENDED, FINALIZED)`` for a call whose result is stored in the same transaction."""
     current = get(conn, execution_id)
-    move_execution(current.state, target)
+    state = current.state
+    for step in path:
+        state = move_execution(state, step)
     at = iso(now)
-    stamp = _STAMPS.get(target)
     sets = ["state = ?", "updated_at = ?"]
-    values: list[Any] = [target.value, at]
-    if stamp:
+    values: list[Any] = [state.value, at]
+    for stamp in dict.fromkeys(_STAMPS[s] for s in path if s in _STAMPS):
         sets.append(f"{stamp} = COALESCE({stamp}, ?)")
         values.append(at)
-    moved = replace(current, state=target)
+    moved = replace(current, state=state)
     if end is not None:
         text = json.dumps(end, separators=(",", ":"), ensure_ascii=False)
         sets.append("end_json = ?")
