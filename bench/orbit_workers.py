@@ -80,7 +80,8 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "orbit", "serve", "--database", url, "--port", str(port),
-         "--no-access-log", "--log-format", "json", "--pool-size", str(args.submitters + 8)],
+         "--no-access-log", "--log-format", "json", "--pool-size", str(args.submitters + 8),
+         "--workers", str(args.server_processes)],
         stdout=(tmp / "serve.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
@@ -103,9 +104,12 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc), in seconds."""
+    """User + system CPU time of a process and its live children (Linux /proc), seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
+                              check=False).stdout.split()  # fmt: skip
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 def cpu_use(pids: list[int], since: list[float] | None = None) -> list[float]:
@@ -411,6 +415,8 @@ async def main() -> None:
     parser.add_argument("--submitters", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--idle", type=int, default=200, help="tasks of the idle phase")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    parser.add_argument("--server-processes", type=int, default=1,
+                        help="orbit serve --workers (each process has its own dispatcher)")
     parser.add_argument("--batch", type=int, default=1, choices=range(1, 101),
                         metavar="1-100", help="tasks per submit request (>1: POST /v1/tasks:batch)")
     parser.add_argument("--no-submit", action="store_true",
