@@ -384,7 +384,8 @@ async def main() -> None:
     parser.add_argument("--database", default=DEFAULT_URL, help="mysql+asyncmy:// admin URL")
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=2, help="orbit serve processes")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="orbit serve processes (1: least CPU per submit, see docs)")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
     admin = make_url(args.database)
