@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -41,7 +41,7 @@ async def fetch(
     """Rows as named tuples with fields `names` (datetimes aware UTC)."""
     record = _record(names)
     rows = await execute(conn, sql, values)
-    return [record._make(as_utc(v) if isinstance(v, datetime) else v for v in row) for row in rows]
+    return [record._make(_result(v) for v in row) for row in rows]
 
 
 async def execute(conn: AsyncConnection, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -130,7 +130,16 @@ async def _driver(conn: AsyncConnection) -> Any:
 
 
 def _bind(value: Any) -> Any:
-    return to_naive_utc(value) if isinstance(value, datetime) else value
+    if not isinstance(value, datetime):
+        return value
+    return value.replace(tzinfo=None) if value.tzinfo is UTC else to_naive_utc(value)
+
+
+def _result(value: Any) -> Any:
+    """The driver returns naive datetimes, which the store keeps in UTC."""
+    if not isinstance(value, datetime):
+        return value
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else as_utc(value)
 
 
 def names_of(columns: Iterable[str]) -> tuple[str, ...]:

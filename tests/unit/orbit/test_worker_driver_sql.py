@@ -4,12 +4,13 @@ as written, and the same select lists as the SQLAlchemy twins."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
 from orbit.workers import store_mysql
-from orbit.workers.driver import Increment, bulk_update_sql, names_of
+from orbit.workers.driver import Increment, _bind, _result, bulk_update_sql, names_of
 from orbit.workers.store import _ATTEMPT_COLUMNS
 
 pytestmark = pytest.mark.unit
@@ -43,3 +44,21 @@ def test_the_attempt_select_list_matches_the_sqlalchemy_one() -> None:
     """Both paths build LiveAttempt from the same field names."""
     assert store_mysql.ATTEMPT_NAMES == tuple(column.name for column in _ATTEMPT_COLUMNS)
     assert names_of(["a.id", "t.state AS task_state"]) == ("id", "task_state")
+
+
+@pytest.mark.parametrize(
+    ("value", "bound"),
+    [
+        (datetime(2026, 1, 1, 12, tzinfo=UTC), datetime(2026, 1, 1, 12)),
+        (datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), datetime(2026, 1, 1, 10)),
+        ("text", "text"),
+        (None, None),
+    ],
+)  # fmt: skip
+def test_times_are_bound_as_naive_utc(value: object, bound: object) -> None:
+    assert _bind(value) == bound
+
+
+def test_driver_times_come_back_aware_utc() -> None:
+    assert _result(datetime(2026, 1, 1, 12)) == datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert _result(datetime(2026, 1, 1, 12)).tzinfo is UTC and _result(7) == 7
