@@ -21,12 +21,25 @@ RunGroup = Callable[[list[I]], Awaitable[Sequence[O | BaseException]]]
 
 
 class GroupCommit(Generic[I, O]):
-    def __init__(self, run: RunGroup[I, O], *, lanes: int, max_group: int = 64) -> None:
+    """`weight(item)` (e.g. its size in bytes) bounds a group by `max_weight` as well; a
+    single item heavier than that still forms a group of its own."""
+
+    def __init__(
+        self,
+        run: RunGroup[I, O],
+        *,
+        lanes: int,
+        max_group: int = 64,
+        weight: Callable[[I], int] | None = None,
+        max_weight: int = 0,
+    ) -> None:
         if lanes < 1 or max_group < 1:
             raise ValueError("lanes and max_group must be at least 1")
         self._run = run
         self.lanes = lanes
         self.max_group = max_group
+        self._weight = weight
+        self.max_weight = max_weight
         self._waiting: collections.deque[tuple[I, asyncio.Future[O]]] = collections.deque()
         self._active = 0  # lanes that will still look at `_waiting` before they end
         self._tasks: set[asyncio.Task[None]] = set()  # strong references while they run
@@ -52,8 +65,7 @@ class GroupCommit(Generic[I, O]):
 
     async def _groups(self) -> None:
         while self._waiting:
-            group = [self._waiting.popleft()
-                     for _ in range(min(self.max_group, len(self._waiting)))]  # fmt: skip
+            group = self._take()
             self.groups += 1
             self.items += len(group)
             try:
@@ -68,6 +80,18 @@ class GroupCommit(Generic[I, O]):
                 continue
             for (_, future), outcome in zip(group, outcomes, strict=True):
                 _settle(future, outcome)
+
+
+    def _take(self) -> list[tuple[I, asyncio.Future[O]]]:
+        group = [self._waiting.popleft()]
+        total = 0 if self._weight is None else self._weight(group[0][0])
+        while self._waiting and len(group) < self.max_group:
+            if self._weight is not None:
+                total += self._weight(self._waiting[0][0])
+                if total > self.max_weight:
+                    break
+            group.append(self._waiting.popleft())
+        return group
 
 
 def _settle(future: asyncio.Future[O], outcome: O | BaseException) -> None:

@@ -31,6 +31,9 @@ from orbit.store.receipts import Receipt
 log = logging.getLogger("orbit.store")
 Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
 MAX_GROUP = 64
+# payload text per group: each payload is written twice (task, receipt), and one statement
+# must stay well below max_allowed_packet (16 MiB by default)
+MAX_GROUP_BYTES = 4 * 1024 * 1024
 ENV_LANES, DEFAULT_LANES, MAX_LANES = "ORBIT_SUBMIT_LANES", 2, 16
 
 
@@ -53,8 +56,9 @@ class SubmitGroups:
         self.db = db
         self.alone = alone
         self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
-            self._run, lanes=lanes or lanes_for(db), max_group=MAX_GROUP
-        )
+            self._run, lanes=lanes or lanes_for(db), max_group=MAX_GROUP,
+            weight=_size, max_weight=MAX_GROUP_BYTES,
+        )  # fmt: skip
         self.fallbacks = 0  # groups that ran again submit by submit
 
     async def submit(self, item: PendingSubmit) -> Receipt:
@@ -97,6 +101,10 @@ class SubmitGroups:
                 return None
             raise
         return decisions
+
+
+def _size(item: PendingSubmit) -> int:
+    return len(item.request.payload_text)
 
 
 def _answer(decision: Decision) -> Receipt | BaseException:

@@ -147,3 +147,24 @@ async def test_o_api_1_cached_tokens_still_expire_at_their_instant(db: Database)
     await asyncio.sleep(max(0.0, loaded + 1.5 - time.monotonic()) + 0.05)
     with pytest.raises(Unauthenticated):
         await ops.authenticate(revoked.token)
+
+
+async def test_o_sub_4_large_payloads_stay_in_bounded_groups(db: Database) -> None:
+    """24 concurrent submits of ~200 KB each: groups are cut by size, so every statement stays
+    below the server's packet limit and no group has to fall back."""
+    made = await Admin(db).init(f"large-{secrets.token_hex(4)}", "q")
+    ops = Operations(db)
+    principal = await ops.authenticate(made.token)
+    blob = "x" * 200_000
+
+    def large(n: int) -> SubmitRequest:
+        return parse_submit(read_json_text(
+            f'{{"queue_id":"{made.queue_id}","handler":"h","handler_version":"v1",'
+            f'"payload_version":"v1","payload":{{"n":{n},"blob":"{blob}"}}}}'))  # fmt: skip
+
+    receipts = await asyncio.gather(*(ops.submit(principal, large(n), f"big-{n}", "0" * 32)
+                                      for n in range(24)))  # fmt: skip
+    assert all(receipt.status == 201 for receipt in receipts)
+    assert ops.groups is not None and ops.groups.fallbacks == 0
+    assert ops.groups.commit.groups >= 2  # 24 x 200 KB does not fit one 4 MiB group
+    assert await counts(db, made.namespace_id) == [24, 24, 24, 24]

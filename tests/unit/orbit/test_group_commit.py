@@ -124,6 +124,21 @@ async def test_a_caller_right_after_a_lane_ends_is_served(lanes: int) -> None:
             assert await commit(number) == number
 
 
+async def test_groups_are_bounded_by_weight() -> None:
+    """Large submits do not pile up into one oversized statement; a single heavy item still
+    runs (alone)."""
+    runner = Recorder()
+    commit: GroupCommit[int, str] = GroupCommit(runner, lanes=1, weight=lambda i: i,
+                                                max_weight=10)  # fmt: skip
+    first = asyncio.create_task(commit(0))
+    await asyncio.sleep(0)
+    rest = [asyncio.create_task(commit(i)) for i in (4, 6, 2, 20, 8)]
+    await asyncio.sleep(0)
+    runner.release.set()
+    await asyncio.gather(first, *rest)
+    assert runner.groups == [[0], [4, 6], [2], [20], [8]]
+
+
 def test_group_commit_refuses_nonsense_settings() -> None:
     async def run(items: list[int]) -> list[int]:
         return items
