@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cell.agent.config import AgentConfig, parse_agent_config
+from cell.agent.config import AgentConfig, AgentConfigCache
 from cell.errors import InvalidPlanError
 from cell.fields import Reader
 
@@ -48,6 +48,10 @@ TRUNK_FIELDS = frozenset(
     }
 )
 UPLOAD_FIELDS = frozenset({"upload_id", "url", "headers"})
+UNSIGNED_FIELDS = frozenset({"recording_upload", "tags"})
+# Same text as json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+AGENT_CONFIGS = AgentConfigCache()
 
 
 @dataclass(frozen=True)
@@ -139,32 +143,66 @@ def parse_upload_target(obj: object, path: str, error: type[InvalidPlanError]) -
     )
 
 
-def plan_digest(body: Mapping[str, Any]) -> str:
-    kept = {k: v for k, v in body.items() if k not in ("recording_upload", "tags")}
-    canonical = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def canonical_json(value: object) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: the text the plan digest hashes."""
+    return _CANONICAL.encode(value)
+
+
+def _canonical_or_none(value: object) -> str | None:
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError):  # not JSON (a caller's own Mapping, a cycle): no key
+        return None
+
+
+def plan_digest(body: Mapping[str, Any], agent_json: str | None = None) -> str:
+    """sha256 of the canonical JSON of ``body`` without the unsigned fields.
+
+    ``agent_json``, when given, is ``canonical_json(body["agent"])`` already computed:
+    the text is then assembled from it instead of encoding the agent config again.
+    """
+    kept = {k: v for k, v in body.items() if k not in UNSIGNED_FIELDS}
+    if agent_json is None or "agent" not in kept or not all(isinstance(k, str) for k in kept):
+        canonical = canonical_json(kept)
+    else:
+        members = (
+            canonical_json(k) + ":" + (agent_json if k == "agent" else canonical_json(v))
+            for k, v in sorted(kept.items())
+        )
+        canonical = "{" + ",".join(members) + "}"
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def parse_plan(body: object) -> CallPlan:
-    """Read a call plan; raises :class:`InvalidPlanError` naming the first bad field."""
+def parse_plan(body: object, agents: AgentConfigCache = AGENT_CONFIGS) -> CallPlan:
+    """Read a call plan; raises :class:`InvalidPlanError` naming the first bad field.
+
+    The agent config is read through ``agents`` (read once per distinct config).
+    """
     r = Reader(body, "", InvalidPlanError, PLAN_FIELDS)
     call_id = r.string("call_id", max_len=128)
     if not CALL_ID.fullmatch(call_id):
         raise r.fail("call_id", "must match [A-Za-z0-9_-][A-Za-z0-9_.:-]{0,127}")
     upload = r.opt_child("recording_upload")
+    trunk = _trunk(r.child("trunk", TRUNK_FIELDS))
+    caller_id = _printable(r, "caller_id")
+    callee = _printable(r, "callee")
+    ring_timeout_ms = r.integer("ring_timeout_ms", minimum=1, maximum=MAX_MS)
+    max_duration_ms = r.integer("max_duration_ms", minimum=1, maximum=MAX_MS)
+    agent_obj = r.obj.get("agent")
+    agent_json = _canonical_or_none(agent_obj)
     return CallPlan(
         call_id=call_id,
-        trunk=_trunk(r.child("trunk", TRUNK_FIELDS)),
-        caller_id=_printable(r, "caller_id"),
-        callee=_printable(r, "callee"),
-        ring_timeout_ms=r.integer("ring_timeout_ms", minimum=1, maximum=MAX_MS),
-        max_duration_ms=r.integer("max_duration_ms", minimum=1, maximum=MAX_MS),
-        agent=parse_agent_config(r.obj.get("agent"), "agent"),
+        trunk=trunk,
+        caller_id=caller_id,
+        callee=callee,
+        ring_timeout_ms=ring_timeout_ms,
+        max_duration_ms=max_duration_ms,
+        agent=agents.parse(agent_obj, agent_json, "agent"),
         recording_upload=(
             parse_upload_target(upload.obj, "recording_upload", InvalidPlanError)
             if upload
             else None
         ),
         tags=r.string_map("tags"),
-        digest=plan_digest(r.obj),
+        digest=plan_digest(r.obj, agent_json),
     )

@@ -3,10 +3,15 @@
 ``full_ai`` needs llm + prompt + tts + asr + conversation; ``asr_only`` needs asr +
 conversation and must not carry llm, prompt or tts. Absent optional fields stay
 ``None`` (the contract forbids inventing defaults); the raw object is kept as is.
+
+A config is immutable per agent version, and every plan of a task carries the same
+one, so :class:`AgentConfigCache` reads each distinct config once (keyed by its
+canonical JSON text); an invalid config is never cached and is refused every time.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -156,3 +161,36 @@ def parse_agent_config(obj: object, path: str = "agent") -> AgentConfig:
         prompt_text=prompt,
         raw=dict(r.obj),
     )
+
+
+class AgentConfigCache:
+    """Bounded LRU of configs already read, keyed by their canonical JSON text.
+
+    Equal keys mean equal JSON (types included: ``1``, ``1.0`` and ``true`` differ), so
+    a hit returns exactly what :func:`parse_agent_config` would. Only successful reads
+    are stored; a refused config raises on every call. ``key=None`` (a value that has no
+    canonical JSON) reads without the cache.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        if capacity < 1:
+            raise ValueError("AgentConfigCache capacity must be at least 1")
+        self._capacity = capacity
+        self._entries: OrderedDict[str, AgentConfig] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def parse(self, obj: object, key: str | None, path: str = "agent") -> AgentConfig:
+        """:func:`parse_agent_config` of ``obj``, whose canonical JSON text is ``key``."""
+        if key is None:
+            return parse_agent_config(obj, path)
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+            return hit
+        config = parse_agent_config(obj, path)
+        self._entries[key] = config
+        if len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+        return config
