@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.canonical import Digest
 from orbit.domain.cursor import Position
-from orbit.domain.errors import InvalidArgument, NotFound, Unavailable
+from orbit.domain.errors import InvalidArgument, Unavailable
 from orbit.domain.idempotency import Scope, StoredReceipt, check_replay
 from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import dumps
@@ -33,6 +32,7 @@ from orbit.store.db import Database
 from orbit.store.group_plan import PendingSubmit
 from orbit.store.receipts import Receipt
 from orbit.store.submit_group import SubmitGroups
+from orbit.store.task_writes import visible_task
 from orbit.store.token_cache import TokenCache
 
 __all__ = ["Operations", "Page", "Receipt"]
@@ -112,7 +112,7 @@ class Operations:
 
         async def once() -> Task:
             async with self.db.single_read() as conn:
-                return await _visible_task(conn, principal, task_id)
+                return await visible_task(conn, principal, task_id)
 
         return await self.db.retrying(once)
 
@@ -158,11 +158,3 @@ class Operations:
 def _replay(stored: StoredReceipt, digest: Digest) -> Receipt:
     check_replay(stored, digest)
     return Receipt(200, True, stored.receipt_text)
-
-
-async def _visible_task(conn: AsyncConnection, principal: Principal, task_id: str) -> Task:
-    task = await tasks.load_task(conn, task_id)
-    if task is None:
-        raise NotFound("task not found")
-    principal.require_visible(task.namespace_id, task.queue_id)
-    return task
