@@ -17,13 +17,13 @@ from datetime import datetime
 
 from orbit.domain.canonical import Digest, digest
 from orbit.domain.errors import InvalidArgument, StateConflict
+from orbit.domain.evidence import EvidenceItem, read_items, read_result
 from orbit.domain.fields import ObjectReader
 from orbit.domain.jsonvalue import JsonValue
 from orbit.domain.numbers import parse_decimal_uint64
 from orbit.domain.states import TaskState, check_transition
 from orbit.domain.task import Task
-from orbit.workers.errors import InvalidResult
-from orbit.workers.evidence import EvidenceItem, read_items, read_result
+from orbit.domain.worker_errors import InvalidResult
 
 RETRY_OPERATION = "tasks.retry"
 RESOLVE_OPERATION = "tasks.resolve"

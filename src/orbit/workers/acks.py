@@ -9,7 +9,7 @@ from datetime import datetime
 from orbit.domain.jsonvalue import JsonValue, RawJson
 from orbit.domain.task import Task
 from orbit.domain.times import format_time
-from orbit.workers.errors import ProtocolError
+from orbit.domain.worker_errors import ProtocolError
 from orbit.workers.messages import WorkerIdentity
 
 

@@ -21,12 +21,12 @@ from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.times import format_time
 from orbit.domain.tokens import Permission, Principal
+from orbit.domain.worker_errors import ProtocolError
 from orbit.store.operations import Operations
 from orbit.worker.framing import BATCH_PROTOCOL, FrameWriter
 from orbit.workers import steps
 from orbit.workers.acks import Ack, Peer
 from orbit.workers.edge import close_quietly, close_reason, deny, msg_id_in, msg_id_of, secret_of
-from orbit.workers.errors import ProtocolError
 from orbit.workers.frames import read_frame
 from orbit.workers.hub import Hub, Link
 from orbit.workers.messages import (

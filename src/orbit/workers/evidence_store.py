@@ -8,9 +8,9 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from orbit.domain.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
 from orbit.domain.ids import new_id
-from orbit.workers.errors import EvidenceConflict, EvidenceLimit
-from orbit.workers.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
+from orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from orbit.workers.store import LiveAttempt
 from orbit.workers.tables import task_attempt_evidence, task_attempts
 

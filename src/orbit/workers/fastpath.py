@@ -15,24 +15,24 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.attempts import AttemptEnd, AttemptState, Backoff, EndCause, Outcome, decide_end
 from orbit.domain.canonical import canonical_text
+from orbit.domain.evidence import EvidenceItem
 from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.leasing import extend_lease, start_refusal
 from orbit.domain.states import TaskState, check_transition
 from orbit.domain.times import format_time
-from orbit.store.db import Dialect
-from orbit.store.tables import tasks
-from orbit.workers import store
-from orbit.workers.acks import Ack, Peer
-from orbit.workers.bulk import Increment, bulk_update
-from orbit.workers.errors import (
+from orbit.domain.worker_errors import (
     AttemptNotFound,
     InvalidMessage,
     LeaseLost,
     ProtocolError,
     ResultConflict,
 )
-from orbit.workers.evidence import EvidenceItem
+from orbit.store.db import Dialect
+from orbit.store.tables import tasks
+from orbit.workers import store
+from orbit.workers.acks import Ack, Peer
+from orbit.workers.bulk import Increment, bulk_update
 from orbit.workers.evidence_store import check_evidence, insert_evidence
 from orbit.workers.messages import AttemptRef, Result, ResultOutcome
 from orbit.workers.tables import task_attempts

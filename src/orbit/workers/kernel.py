@@ -25,13 +25,13 @@ from orbit.domain.attempts import (
 from orbit.domain.ids import new_id
 from orbit.domain.leasing import HandlerKey, plan_lease
 from orbit.domain.states import TaskState
+from orbit.domain.worker_errors import InvalidMessage, LeaseLost
 from orbit.store.db import Dialect
 from orbit.store.tables import tasks
 from orbit.store.tasks import row_task
 from orbit.workers import store
 from orbit.workers.acks import Ack, Grant, Peer
 from orbit.workers.bulk import Increment, bulk_update
-from orbit.workers.errors import InvalidMessage, LeaseLost
 from orbit.workers.evidence_store import check_evidence, insert_evidence
 from orbit.workers.fastpath import (
     Finished,

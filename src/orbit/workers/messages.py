@@ -11,13 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from orbit.domain.errors import InvalidArgument
+from orbit.domain.evidence import EvidenceItem, WorkerError, read_error, read_items, read_result
 from orbit.domain.fields import ObjectReader
 from orbit.domain.ids import check_id
 from orbit.domain.jsonvalue import JsonValue
 from orbit.domain.leasing import MAX_CAPACITY, HandlerKey
 from orbit.domain.numbers import parse_uint64
 from orbit.domain.strictjson import read_json_text
-from orbit.workers.evidence import EvidenceItem, WorkerError, read_error, read_items, read_result
 
 PROTOCOL = "orbit.worker.v1"
 MAX_MESSAGE_BYTES = 1_048_576

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.errors import InvalidArgument, StateConflict
+from orbit.domain.evidence import EvidenceItem
 from orbit.domain.idempotency import Scope
 from orbit.domain.jsonvalue import JsonValue
 from orbit.domain.review import (
@@ -30,12 +31,11 @@ from orbit.domain.review import (
 )
 from orbit.domain.task import Task
 from orbit.domain.tokens import Permission, Principal
+from orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from orbit.store import journal
 from orbit.store.db import Database, Dialect
 from orbit.store.task_writes import Change, TaskWrite, Written, write_task
 from orbit.workers import store
-from orbit.workers.errors import EvidenceConflict, EvidenceLimit
-from orbit.workers.evidence import EvidenceItem
 from orbit.workers.evidence_store import check_evidence, insert_evidence
 from orbit.workers.tables import task_attempts
 

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.jsonvalue import JsonValue
+from orbit.domain.worker_errors import ProtocolError
 from orbit.workers.acks import Ack, Peer
-from orbit.workers.errors import ProtocolError
 from orbit.workers.messages import Evidence, Heartbeat
 
 Step = Callable[[AsyncConnection, datetime], Awaitable[Ack]]

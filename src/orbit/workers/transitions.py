@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.attempts import AttemptState, Outcome, TaskErrorCode
+from orbit.domain.evidence import WorkerError
 from orbit.domain.ids import new_id
 from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.states import TaskState, check_transition
-from orbit.workers.errors import LeaseLost
-from orbit.workers.evidence import WorkerError
+from orbit.domain.worker_errors import LeaseLost
 from orbit.workers.store import LiveAttempt, event_row, insert_events, update_attempt, update_task
 
 ERROR_MESSAGES = {

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from orbit.domain.errors import InvalidArgument
+from orbit.domain.evidence import EvidenceKind
 from orbit.domain.leasing import HandlerKey
-from orbit.workers.errors import InvalidResult
-from orbit.workers.evidence import EvidenceKind
+from orbit.domain.worker_errors import InvalidResult
 from orbit.workers.messages import (
     AttemptRef,
     Evidence,

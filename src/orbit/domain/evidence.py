@@ -14,7 +14,7 @@ from orbit.domain.errors import InvalidArgument
 from orbit.domain.fields import ObjectReader
 from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.numbers import parse_uint64
-from orbit.workers.errors import InvalidResult
+from orbit.domain.worker_errors import InvalidResult
 
 MAX_RESULT_BYTES = 262_144
 MAX_EVIDENCE_DATA_BYTES = 16_384
