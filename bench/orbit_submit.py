@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -349,6 +350,26 @@ async def flush_setting(url: str) -> str:
     return f"innodb_flush_log_at_trx_commit={flush} server={version}"
 
 
+@contextlib.asynccontextmanager
+async def bench_database(admin_url: str, keep: bool) -> AsyncIterator[sa.URL]:
+    """A fresh `orbit_b_<hex>` database next to `admin_url` (MySQL/MariaDB only), announced
+    with its durability setting; dropped afterwards unless `keep`."""
+    admin = make_url(admin_url)
+    if not admin.drivername.startswith("mysql"):
+        raise SystemExit("the benchmark runs on MySQL/MariaDB: --database mysql+asyncmy://...")
+    name = f"orbit_b_{secrets.token_hex(4)}"
+    url = admin.set(database=name)
+    charset = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    await admin_exec(admin_url, f"CREATE DATABASE {name} {charset}")
+    try:
+        setting = await flush_setting(url.render_as_string(hide_password=False))
+        print(f"database {name} on {admin.host}:{admin.port}: {setting}")
+        yield url
+    finally:
+        if not keep:
+            await admin_exec(admin_url, f"DROP DATABASE IF EXISTS {name}")
+
+
 async def prepare(url: str) -> tuple[str, str, str, str]:
     db = Database.open(url, pool_size=2)
     try:
@@ -388,16 +409,8 @@ async def main() -> None:
                         help="orbit serve processes (1: least CPU per submit, see docs)")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
-    admin = make_url(args.database)
-    if not admin.drivername.startswith("mysql"):
-        raise SystemExit("the benchmark runs on MySQL/MariaDB: --database mysql+asyncmy://...")
-    name = f"orbit_b_{secrets.token_hex(4)}"
-    url = admin.set(database=name)
-    url_text = url.render_as_string(hide_password=False)
-    charset = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-    await admin_exec(args.database, f"CREATE DATABASE {name} {charset}")
-    try:
-        print(f"database {name} on {admin.host}:{admin.port}: {await flush_setting(url_text)}")
+    async with bench_database(args.database, args.keep) as url:
+        url_text = url.render_as_string(hide_password=False)
         print(f"n={args.n} concurrency={args.concurrency} server workers={args.workers} "
               f"cpus={os.cpu_count()} load average at start {load()}", flush=True)
         namespace_id, queue_id, token_id, token = await prepare(url_text)
@@ -427,9 +440,6 @@ async def main() -> None:
         verdict = orbit.rate >= 1000 and orbit.quantile(0.99) < 50
         print(f"target    >= 1000 submits/s and p99 < 50 ms: {'met' if verdict else 'NOT met'}")
         print(f"load average at end {load()}")
-    finally:
-        if not args.keep:
-            await admin_exec(args.database, f"DROP DATABASE IF EXISTS {name}")
 
 
 if __name__ == "__main__":

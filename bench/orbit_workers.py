@@ -38,11 +38,10 @@ from pathlib import Path
 import asyncmy
 import httpx
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.orbit_submit import DEFAULT_URL, admin_exec, flush_setting, free_port  # noqa: E402
+from bench.orbit_submit import DEFAULT_URL, bench_database, free_port  # noqa: E402
 from orbit.store.admin import Admin  # noqa: E402
 from orbit.store.db import Database  # noqa: E402
 from orbit.store.migrate import upgrade  # noqa: E402
@@ -422,22 +421,10 @@ async def main() -> None:
     parser.add_argument("--no-submit", action="store_true",
                         help="skip the submit phase (baseline, drain and idle only)")
     args = parser.parse_args()
-    admin = make_url(args.database)
-    if not admin.drivername.startswith("mysql"):
-        raise SystemExit("the benchmark runs on MySQL/MariaDB: --database mysql+asyncmy://...")
-    name = f"orbit_b_{secrets.token_hex(4)}"
-    url = admin.set(database=name)
-    charset = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-    await admin_exec(args.database, f"CREATE DATABASE {name} {charset}")
-    try:
-        print(f"database {name}: {await flush_setting(url.render_as_string(hide_password=False))}")
+    async with bench_database(args.database, args.keep) as url:
         print(f"n={args.n} workers={args.workers}x{args.concurrency} submitters={args.submitters} "
               f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
         await run(args, url)
-    finally:
-        if not args.keep:
-            await admin_exec(args.database, f"DROP DATABASE IF EXISTS {name}")
-
 
 if __name__ == "__main__":
     asyncio.run(main())
