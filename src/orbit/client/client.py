@@ -4,10 +4,10 @@ retried by the SDK: on `TransportError` or `UnavailableError` resend with the sa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import httpx
 
@@ -26,7 +26,52 @@ from orbit.client.models import (
 )
 
 T = TypeVar("T")
+Item_co = TypeVar("Item_co", covariant=True)
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+class _Page(Protocol[Item_co]):
+    @property
+    def items(self) -> Sequence[Item_co]: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+if TYPE_CHECKING:  # DataclassInstance exists for type checkers only
+    from _typeshed import DataclassInstance
+
+    class _Paged(DataclassInstance, Protocol):
+        """A list request: a frozen dataclass with a `cursor` field."""
+
+        @property
+        def cursor(self) -> str | None: ...
+
+
+R = TypeVar("R", bound="_Paged")
+
+
+def _pages(fetch: Callable[[R], _Page[Item_co]], request: R) -> Iterator[Item_co]:
+    """Every item of a keyset listing, page after page (one loop for every listing)."""
+    while True:
+        page = fetch(request)
+        yield from page.items
+        if page.next_cursor is None:
+            return
+        request = replace(request, cursor=page.next_cursor)
+
+
+async def _apages(
+    fetch: Callable[[R], Awaitable[_Page[Item_co]]], request: R
+) -> AsyncIterator[Item_co]:
+    """`_pages` for `AsyncClient`."""
+    while True:
+        page = await fetch(request)
+        for item in page.items:
+            yield item
+        if page.next_cursor is None:
+            return
+        request = replace(request, cursor=page.next_cursor)
 
 
 def _headers(token: str) -> dict[str, str]:
@@ -69,12 +114,7 @@ class Client:
 
     def iter_tasks(self, request: ListTasksRequest) -> Iterator[TaskSummary]:
         """Every task of the listing, page after page."""
-        while True:
-            page = self.list_tasks(request)
-            yield from page.items
-            if page.next_cursor is None:
-                return
-            request = replace(request, cursor=page.next_cursor)
+        return _pages(self.list_tasks, request)
 
     def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
         """WAITING/LEASED: CANCELLED at once; RUNNING: cancel_requested_at is set and the
@@ -97,13 +137,7 @@ class Client:
 
     def iter_attempts(self, task_id: str) -> Iterator[Attempt]:
         """Every attempt of the task, page after page."""
-        request = ListAttemptsRequest(task_id, limit=100)
-        while True:
-            page = self.list_attempts(request)
-            yield from page.items
-            if page.next_cursor is None:
-                return
-            request = replace(request, cursor=page.next_cursor)
+        return _pages(self.list_attempts, ListAttemptsRequest(task_id, limit=100))
 
     def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
         """One attempt with its evidence."""
@@ -157,14 +191,8 @@ class AsyncClient:
     async def list_tasks(self, request: ListTasksRequest) -> TaskPage:
         return await self._send(_calls.list_tasks(request))
 
-    async def iter_tasks(self, request: ListTasksRequest) -> AsyncIterator[TaskSummary]:
-        while True:
-            page = await self.list_tasks(request)
-            for item in page.items:
-                yield item
-            if page.next_cursor is None:
-                return
-            request = replace(request, cursor=page.next_cursor)
+    def iter_tasks(self, request: ListTasksRequest) -> AsyncIterator[TaskSummary]:
+        return _apages(self.list_tasks, request)
 
     async def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
         return await self._send(_calls.cancel_task(task_id, key, request))
@@ -185,15 +213,8 @@ class AsyncClient:
     async def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
         return await self._send(attempts.list_attempts(request))
 
-    async def iter_attempts(self, task_id: str) -> AsyncIterator[Attempt]:
-        request = ListAttemptsRequest(task_id, limit=100)
-        while True:
-            page = await self.list_attempts(request)
-            for item in page.items:
-                yield item
-            if page.next_cursor is None:
-                return
-            request = replace(request, cursor=page.next_cursor)
+    def iter_attempts(self, task_id: str) -> AsyncIterator[Attempt]:
+        return _apages(self.list_attempts, ListAttemptsRequest(task_id, limit=100))
 
     async def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
         return await self._send(attempts.get_attempt(task_id, attempt_id))
