@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from orbit.client._calls import Call
+from orbit.client.models import page_params
 from orbit.domain.times import parse_time
 
 _ID_CHARS = frozenset("0123456789abcdef")
@@ -123,12 +124,7 @@ class ListAttemptsRequest:
     cursor: str | None = None
 
     def to_params(self) -> dict[str, str]:
-        params: dict[str, str] = {}
-        if self.limit is not None:
-            params["limit"] = str(self.limit)
-        if self.cursor is not None:
-            params["cursor"] = self.cursor
-        return params
+        return page_params(self.limit, self.cursor)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,12 @@ class CancelTaskRequest:
         return {"expected_revision": str(self.expected_revision), "reason": self.reason}
 
 
+def page_params(limit: int | None, cursor: str | None) -> dict[str, str]:
+    """The keyset paging query parameters every listing takes."""
+    params = {"limit": str(limit)} if limit is not None else {}
+    return params | ({"cursor": cursor} if cursor is not None else {})
+
+
 @dataclass(frozen=True, slots=True)
 class ListTasksRequest:
     queue_id: str
@@ -82,11 +88,7 @@ class ListTasksRequest:
         params = {"queue_id": self.queue_id}
         if self.state is not None:
             params["state"] = self.state
-        if self.limit is not None:
-            params["limit"] = str(self.limit)
-        if self.cursor is not None:
-            params["cursor"] = self.cursor
-        return params
+        return params | page_params(self.limit, self.cursor)
 
 
 @dataclass(frozen=True, slots=True)
