@@ -77,6 +77,25 @@ def scenario(saas: MockSaas, cell: Cell, workdir: Path) -> Iterator[Scenario]:
         s.stop()
 
 
+@pytest.fixture
+def own_cell(request: pytest.FixtureRequest, tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
+    """A cell of this test alone, running the test module's own `SCRIPT` (for tests that kill
+    or restart the cell)."""
+    process = Cell(tmp_path, request.module.SCRIPT).start()
+    yield process
+    if process.proc.alive:
+        process.proc.stop()
+
+
+@pytest.fixture
+def scene(saas: MockSaas, own_cell: Cell, workdir: Path) -> Iterator[Scenario]:
+    """`scenario` on `own_cell`."""
+    s = Scenario(saas, own_cell, workdir)
+    yield s
+    if s.proc is not None and s.proc.alive:
+        s.stop()
+
+
 @pytest.fixture(scope="module")
 def s3() -> Any:
     """A boto3 client of the local S3 (overrides the settings fixture of tests/conftest.py

@@ -22,15 +22,13 @@ import sqlite3
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, s3_env, wait_for
+from tests.integration.dispatcher.harness import Cell, Scenario, s3_env, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
 
@@ -73,24 +71,6 @@ ERROR_CODES = {
     "deadline_exceeded",
     "checksum_mismatch",
 }
-
-
-
-@pytest.fixture
-def chaos_cell(tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
-    process = Cell(tmp_path, SCRIPT).start()
-    yield process
-    if process.proc.alive:
-        process.proc.stop()
-
-
-@pytest.fixture
-def scene(saas: MockSaas, chaos_cell: Cell, workdir: Path) -> Iterator[Scenario]:
-    s = Scenario(saas, chaos_cell, workdir)
-    yield s
-    if s.proc is not None and s.proc.alive:
-        s.stop()
-
 
 
 def distinct(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -15,15 +15,13 @@ import hashlib
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, s3_env, wait_for
+from tests.integration.dispatcher.harness import Cell, Scenario, s3_env, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
 
@@ -53,24 +51,6 @@ SCRIPT = {
     "default": {"outcome": "no_answer", "ring_ms": 100000, "recording": False},
 }
 LONG_CALL = {"max_call_duration_ms": 300000}
-
-
-
-@pytest.fixture
-def crash_cell(tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
-    process = Cell(tmp_path, SCRIPT).start()
-    yield process
-    if process.proc.alive:
-        process.proc.stop()
-
-
-@pytest.fixture
-def scene(saas: MockSaas, crash_cell: Cell, workdir: Path) -> Iterator[Scenario]:
-    s = Scenario(saas, crash_cell, workdir)
-    yield s
-    if s.proc is not None and s.proc.alive:
-        s.stop()
-
 
 
 def cell_calls(cell: Cell, state: str) -> list[dict[str, Any]]:
