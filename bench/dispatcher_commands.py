@@ -12,7 +12,10 @@ message is in flight at once), not one round trip at a time. Its output queue is
 consumed; mocksaas (which consumes, checks and stores the D's results) runs at nice 19
 so that the SaaS side does not take the D's CPU either. Prints commands/s for both, the
 admission-decision p50/p99 and the ratio D/baseline (target: >= 1,000 commands/s and
-ratio >= 0.5 on 2 cores).
+ratio >= 0.5 on 2 cores), and the CPU per command of every process in each phase (user +
+system from /proc, so it does not depend on the machine's load): the D, the cell,
+mocksaas, RabbitMQ (``beam.smp``) and this process (publisher; in the baseline phase also
+the relay).
 
     python bench/dispatcher_commands.py [--n 5000] [--tasks 16] [--keep]
 """
@@ -58,6 +61,45 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), seconds; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pid() -> int | None:
+    found = subprocess.run(
+        ["pgrep", "-o", "-x", "beam.smp"], capture_output=True, text=True, check=False
+    ).stdout.split()
+    return int(found[0]) if found else None
+
+
+class CpuMeter:
+    """CPU seconds used by named processes (and this one) since construction."""
+
+    def __init__(self, pids: dict[str, int | None]) -> None:
+        self._pids = {name: pid for name, pid in pids.items() if pid is not None}
+        self._start = self._now()
+
+    def _now(self) -> dict[str, float]:
+        now = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+        now["bench"] = time.process_time()
+        return now
+
+    def used(self) -> dict[str, float]:
+        now = self._now()
+        return {name: now[name] - self._start[name] for name in now}
+
+
+def cpu_line(used: dict[str, float], n: int) -> str:
+    parts = [f"{name} {seconds * 1000 / n:.2f}" for name, seconds in used.items()]
+    total = sum(used.values()) * 1000 / n
+    return f"{', '.join(parts)}; total {total:.2f} ms"
+
+
 def wait(check: Any, timeout: float, what: str, every: float = 0.1) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -77,6 +119,7 @@ class Stack:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.pids: dict[str, int] = {}
         self.saas = f"http://127.0.0.1:{free_port()}"
         self.cell = f"http://127.0.0.1:{free_port()}"
         self.status = f"http://127.0.0.1:{free_port()}/status"
@@ -86,15 +129,15 @@ class Stack:
         self, name: str, argv: list[str], env: dict[str, str] | None = None, nice: int = 0
     ) -> None:
         log = (self.workdir / f"{name}.log").open("ab")
-        self.procs.append(
-            subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
-                preexec_fn=(lambda: os.nice(nice)) if nice else None,  # noqa: PLW1509
-            )
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            preexec_fn=(lambda: os.nice(nice)) if nice else None,  # noqa: PLW1509
         )
+        self.procs.append(proc)
+        self.pids[name] = proc.pid
 
     def admin(self, method: str, path: str, body: Any = None) -> Any:
         response = self.http.request(method, f"{self.saas}/admin/v1{path}", json=body)
@@ -252,12 +295,14 @@ def run_dispatcher(stack: Stack, n: int, tasks: int) -> dict[str, Any]:
         )
         for i in range(n)
     ]
+    meter = CpuMeter({**stack.pids, "rabbitmq": broker_pid()})
     started = time.monotonic()
     asyncio.run(publish(bodies))
     published = time.monotonic() - started
     # Poll sparingly: /status reads the database and would steal time from the D.
     wait(lambda: stack.d_status()["outbox"]["delivered"] >= 2 * n, 600, "all results", 0.5)
     elapsed = time.monotonic() - started
+    cpu = meter.used()
     status = stack.d_status()
 
     def stored() -> dict[str, Any] | None:
@@ -265,10 +310,16 @@ def run_dispatcher(stack: Stack, n: int, tasks: int) -> dict[str, Any]:
         return found if found["distinct_events"] >= 2 * n else None
 
     summary = wait(stored, 300, "results at mocksaas", 0.5)
-    return {"elapsed": elapsed, "published": published, "status": status, "summary": summary}
+    return {
+        "elapsed": elapsed,
+        "published": published,
+        "status": status,
+        "summary": summary,
+        "cpu": cpu,
+    }
 
 
-async def baseline(n: int, tasks: int, prefetch: int) -> float:
+async def baseline(n: int, tasks: int, prefetch: int) -> tuple[float, dict[str, float]]:
     """Bare relay: consume, republish two messages with confirms, ACK."""
     tag = uuid.uuid4().hex[:8]
     inputs = [f"bench.baseline.{tag}.in.{i}" for i in range(tasks)]
@@ -307,16 +358,18 @@ async def baseline(n: int, tasks: int, prefetch: int) -> float:
             queue = await channel.declare_queue(name, passive=True)
             consumers.append((channel, queue, await queue.consume(relay)))
         bodies = [("", inputs[i % tasks], command(tag, inputs[i % tasks], i)) for i in range(n)]
+        meter = CpuMeter({"rabbitmq": broker_pid()})
         started = time.monotonic()
         await publish(bodies)
         await asyncio.wait_for(done.wait(), 600)
         elapsed = time.monotonic() - started
+        cpu = meter.used()
         for channel, queue, tag in consumers:
             await queue.cancel(tag)
             await channel.close()
         for name in [*inputs, output]:
             await setup.queue_delete(name)
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -329,7 +382,7 @@ def main() -> int:
     stack = Stack(workdir)
     try:
         stack.start_services()
-        base_s = asyncio.run(baseline(args.n, args.tasks, 256))
+        base_s, base_cpu = asyncio.run(baseline(args.n, args.tasks, 256))
         result = run_dispatcher(stack, args.n, args.tasks)
     finally:
         stack.stop()
@@ -357,6 +410,9 @@ def main() -> int:
         f"{len(summary['duplicates'])} invalid={summary['invalid']}"
     )
     print(f"decisions                {status['commands']}")
+    print(f"CPU per command, D run   {cpu_line(result['cpu'], args.n)}")
+    print(f"CPU per command, baseline {cpu_line(base_cpu, args.n)} (bench = publisher + relay)")
+    print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     ok = d_rate >= 1000 and d_rate / base_rate >= 0.5
     print(f"target (>=1000/s, ratio>=0.5): {'met' if ok else 'NOT met'}")
     if args.keep:
