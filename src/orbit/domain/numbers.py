@@ -21,6 +21,7 @@ UINT64_MAX = 2**64 - 1
 
 _GRAMMAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE]([+-]?[0-9]+))?\Z")
 _UINT = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+_INT_LITERAL = re.compile(r"-?[0-9]+\Z")
 
 
 def check_number(text: str, field: str) -> None:
@@ -49,6 +50,8 @@ def _normalized_exponent(text: str) -> int:
 def canonical_decimal(value: JsonNumber | int | Decimal) -> str:
     """The exact normalised decimal of orbit-json-v1: `[-]digits[eN]`, no trailing zeros,
     so 1, 1.0, 10e-1 and 0.1e1 all give "1"; 100 gives "1e2"; 1.5 gives "15e-1"; -0 gives "0"."""
+    if type(value) is JsonNumber and _INT_LITERAL.match(value.text):
+        return _canonical_integer(value.text)  # the common case, without Decimal
     number = value.to_decimal() if isinstance(value, JsonNumber) else Decimal(value)
     sign, digits, exponent = number.as_tuple()
     assert isinstance(exponent, int)
@@ -58,6 +61,18 @@ def canonical_decimal(value: JsonNumber | int | Decimal) -> str:
     stripped = text.rstrip("0")
     exponent += len(text) - len(stripped)
     prefix = "-" if sign else ""
+    return f"{prefix}{stripped}" if exponent == 0 else f"{prefix}{stripped}e{exponent}"
+
+
+def _canonical_integer(text: str) -> str:
+    """`canonical_decimal` of an integer literal (`-?digits`), by string operations."""
+    negative = text.startswith("-")
+    digits = (text[1:] if negative else text).lstrip("0")
+    if not digits:
+        return "0"
+    stripped = digits.rstrip("0")
+    exponent = len(digits) - len(stripped)
+    prefix = "-" if negative else ""
     return f"{prefix}{stripped}" if exponent == 0 else f"{prefix}{stripped}e{exponent}"
 
 

@@ -5,6 +5,12 @@ order, numbers as `JsonNumber`). It rejects, with the path of the offending elem
 invalid UTF-8, a byte-order mark, NaN/Infinity, duplicate object keys, lone surrogates (also
 written as `\\ud800` escapes), nesting deeper than `MAX_DEPTH` (the top-level value is depth 1)
 and numbers outside the exact-number rules of `orbit.domain.numbers`.
+
+One pass in the common case: the decoder checks each non-integer number as it reads it, and
+the tree is walked afterwards only when the text could hold a problem the decoder does not
+see (more than `max_depth` brackets, a `\\uD8..` escape, a run of 256 digits); a failed number
+decodes again and walks. The walk finds the first problem in document order with its path,
+exactly as the walk of every body does (`read_json_text_walked`, which the tests compare with).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any, NoReturn
 
 from orbit.domain.errors import InvalidArgument
 from orbit.domain.jsonvalue import JsonNumber, JsonValue
-from orbit.domain.numbers import check_number
+from orbit.domain.numbers import MAX_NUMBER_CHARS, check_number
 
 MAX_DEPTH = 32
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -42,9 +48,35 @@ def _constant(name: str) -> NoReturn:
     raise _Rejected(f"{name} is not valid JSON")
 
 
+class _Suspect(Exception):
+    """A number failed its check: the walk of `read_json_text_walked` names it."""
+
+
+def _fraction(text: str) -> JsonNumber:
+    if not number_ok(text):
+        raise _Suspect
+    return JsonNumber(text)
+
+
+def number_ok(text: str) -> bool:
+    try:
+        check_number(text, "")
+    except InvalidArgument:
+        return False
+    return True
+
+
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_pairs, parse_float=JsonNumber, parse_int=JsonNumber, parse_constant=_constant
 )
+# integers are not hooked (a call per integer costs more than the decoding): an integer
+# literal of at most 256 characters always passes check_number (both exponents are within
+# 0..255, the magnitude below 1e256), and a longer one (sign included) has a run of at least
+# 256 digits in the text
+_CHECKING_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_float=_fraction, parse_int=JsonNumber, parse_constant=_constant
+)
+_LONG_DIGITS = re.compile(f"[0-9]{{{MAX_NUMBER_CHARS}}}")
 
 
 def read_json(raw: bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
@@ -60,15 +92,36 @@ def read_json_text(text: str, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     if text.startswith("\ufeff"):
         raise InvalidArgument("body must not start with a byte-order mark")
     try:
-        value: JsonValue = _DECODER.decode(text)
+        value: JsonValue = _decode(_CHECKING_DECODER, text, max_depth)
+    except _Suspect:  # decode again without the number checks; the walk names the number
+        return read_json_text_walked(text, max_depth=max_depth)
+    escapes = _SURROGATE_ESCAPE.search(text) is not None
+    # no container can be deeper than the number of opening brackets in the text
+    deep = text.count("{") + text.count("[") > max_depth
+    if escapes or deep or _LONG_DIGITS.search(text) is not None:
+        _Checker(max_depth, strings=escapes).check(value, 1)
+    return value
+
+
+def read_json_text_walked(text: str, *, max_depth: int = MAX_DEPTH) -> JsonValue:
+    """The reference reader: decode, then walk every value (depth, numbers, surrogates)."""
+    if text.startswith("\ufeff"):
+        raise InvalidArgument("body must not start with a byte-order mark")
+    value = _decode(_DECODER, text, max_depth)
+    checker = _Checker(max_depth, strings=_SURROGATE_ESCAPE.search(text) is not None)
+    checker.check(value, 1)
+    return value
+
+
+def _decode(decoder: json.JSONDecoder, text: str, max_depth: int) -> JsonValue:
+    try:
+        value: JsonValue = decoder.decode(text)
     except _Rejected as exc:
         raise InvalidArgument(exc.message) from None
     except json.JSONDecodeError as exc:
         raise InvalidArgument(f"body is not valid JSON: {exc.msg} at offset {exc.pos}") from None
     except RecursionError:
         raise InvalidArgument(f"nesting deeper than {max_depth} levels") from None
-    checker = _Checker(max_depth, strings=_SURROGATE_ESCAPE.search(text) is not None)
-    checker.check(value, 1)
     return value
 
 
@@ -96,7 +149,8 @@ class _Checker:
                 self.check(item, depth + 1)
                 self.path.pop()
         elif isinstance(value, JsonNumber):
-            check_number(value.text, self._where())
+            if not number_ok(value.text):  # the path is formatted only for the message
+                check_number(value.text, self._where())
         elif self.strings and isinstance(value, str):
             self._string(value)
 

@@ -58,10 +58,15 @@ def check_year(value: datetime, field: str) -> None:
 def format_time(value: datetime) -> str:
     """UTC, `Z` suffix, fraction only when non-zero and without trailing zeros."""
     utc = as_utc(value)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
-    if utc.microsecond:
-        text += "." + f"{utc.microsecond:06d}".rstrip("0")
-    return text + "Z"
+    if utc.year < 1000:  # isoformat pads such years to 4 digits, strftime does not
+        text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+        if utc.microsecond:
+            text += "." + f"{utc.microsecond:06d}".rstrip("0")
+        return text + "Z"
+    # isoformat (C) instead of strftime: the same text at a third of the cost (hot path)
+    if utc.microsecond:  # "YYYY-MM-DDTHH:MM:SS.ffffff+00:00": cut the offset, trim zeros
+        return utc.isoformat(timespec="microseconds")[:26].rstrip("0") + "Z"
+    return utc.isoformat(timespec="seconds")[:19] + "Z"
 
 
 def as_utc(value: datetime) -> datetime:

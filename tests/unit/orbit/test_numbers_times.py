@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -146,3 +147,40 @@ def test_o_api_3_times_rejected(text: str) -> None:
 )
 def test_o_api_3_time_format(value: datetime, text: str) -> None:
     assert format_time(value) == text
+
+
+def _strftime_reference(value: datetime) -> str:
+    """The former writer (strftime), which format_time must match byte for byte."""
+    utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += "." + f"{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(2000, 1, 1, tzinfo=UTC),
+        datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 9, 17, 0, 0, 0, 100000, tzinfo=UTC),
+        datetime(2026, 9, 17, 0, 0, 0, 10, tzinfo=UTC),
+        datetime(2026, 9, 17, 12, 30, 5, 123450),  # naive: UTC by convention
+        datetime(2026, 9, 17, 1, 0, 0, 5, tzinfo=timezone(timedelta(hours=2))),  # day before
+        datetime(2026, 9, 17, 23, 0, 0, tzinfo=timezone(timedelta(hours=-1, minutes=-30))),
+        datetime(999, 5, 6, 7, 8, 9, 10, tzinfo=UTC),  # not padded, as strftime writes it
+        datetime(1, 1, 1),
+    ],
+)
+def test_time_format_matches_strftime(value: datetime) -> None:
+    assert format_time(value) == _strftime_reference(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0", "-0", "7", "-7", "10", "-10", "100", "1000000", "101", "9007199254740993",
+     "18446744073709551616000", "-120", "007", "-000", "1" * 256, "1" + "0" * 255],
+)
+def test_canonical_integer_matches_decimal(text: str) -> None:
+    """The integer fast path gives what the Decimal path gives for the same value."""
+    assert canonical_decimal(JsonNumber(text)) == canonical_decimal(Decimal(text))

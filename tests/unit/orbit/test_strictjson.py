@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orbit.domain.errors import InvalidArgument
-from orbit.domain.jsonvalue import JsonNumber, dumps
-from orbit.domain.strictjson import read_json
+from orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
+from orbit.domain.strictjson import read_json, read_json_text, read_json_text_walked
 
 pytestmark = pytest.mark.unit
 
@@ -172,3 +173,75 @@ def test_property_arbitrary_bytes_never_crash(raw: bytes) -> None:
         read_json(raw)
     except InvalidArgument:
         pass
+
+
+# ---- the one-pass reader against the reference walk --------------------------------------
+
+
+def outcome(read: Callable[[str], JsonValue], text: str) -> tuple[str, object]:
+    """What a reader makes of `text`: the exact values, or the error message."""
+    try:
+        return ("value", read(text))
+    except InvalidArgument as exc:
+        return ("error", exc.message)
+
+
+def same_as_walk(text: str) -> None:
+    assert outcome(read_json_text, text) == outcome(read_json_text_walked, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"n":1' + "0" * 255 + "}",  # 256 characters: accepted
+        '{"n":-1' + "0" * 255 + "}",  # 257 characters with the sign: refused
+        '{"n":1' + "0" * 256 + "}",
+        '{"s":"' + "1" * 300 + '","n":1}',  # a digit run inside a string: still fine
+        '{"n":1e400,"n":1}',  # a bad number before a duplicate key: the key is reported
+        '{"n":1e400,}',  # ... and before a syntax error
+        '{"n":[1.5,2e-400,{"m":1e999}]}',  # the first bad number in document order
+        '{"a":"\\ud800","n":1e999}',  # a surrogate before a bad number
+        '{"n":1e999,"a":"\\ud800"}',
+        '{"\\udc00":{"n":1.0}}',
+        '"\\ud83d\\ude00"',
+        "[" * 32 + "]" * 32,
+        "[" * 33 + "]" * 33,
+        "[" * 16 + '"{{{{{{{{{{{{{{{{{{{{"' + "]" * 16,  # brackets in strings count, harmlessly
+        '{"a":' * 31 + "[1e309]" + "}" * 31,  # deep and a bad number
+        '{"a":' * 33 + "1e309" + "}" * 33,
+        "1.7976931348623157e308",
+        "-0.0e-0",
+        "0.001e-306",
+        "1000e306",
+        "NaN",
+        "[1,Infinity]",
+        "",
+        "\ufeff{}",
+        " 1 ",
+        "[1] x",
+    ],
+)
+def test_one_pass_reader_matches_the_walk(text: str) -> None:
+    same_as_walk(text)
+
+
+fragments = st.sampled_from(
+    ["{", "}", "[", "]", ",", ":", '"k"', '"j"', '"\\ud800"', '"\\udfff"', '"\\ud83d\\ude00"',
+     "1", "-0", "1.5", "1e308", "1e309", "1e-309", "1000e306", "0.001e-306", "2E+5", "1.8e308",
+     "1" * 256, "-" + "1" * 256, "true", "null", "NaN", " "]
+)
+
+
+@settings(max_examples=300, deadline=None)  # no timing flakes on busy CI
+@given(st.lists(fragments, max_size=40))
+def test_property_one_pass_reader_matches_the_walk(parts: list[str]) -> None:
+    """Token soup, mostly invalid: both readers accept the same values or give the same
+    message (and so the same path)."""
+    same_as_walk("".join(parts))
+
+
+@settings(max_examples=80, deadline=None)  # no timing flakes on busy CI
+@given(values)
+def test_property_one_pass_reader_matches_the_walk_on_documents(value: JsonValue) -> None:
+    same_as_walk(dumps(value))
+    same_as_walk("[" * 31 + dumps(value) + "]" * 31)
