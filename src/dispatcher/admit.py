@@ -4,34 +4,30 @@ For a batch of deliveries: invalid bodies become redacted facts and are dead-let
 (D-MQ-5); deliveries of a task whose consumer was cancelled meanwhile go back to their
 queue (``nack(requeue=true)``, never ACK-dropped); valid commands are decided in one
 transaction (:mod:`dispatcher.admit_tx`) and each delivery is settled only after that
-commit (D-MQ-4). Accepted executions are then handed to the call supervisor.
+commit (D-MQ-4), per channel in as few frames as that allows (:mod:`dispatcher.mq.settle`).
+Accepted executions are then handed to the call supervisor.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from datetime import datetime
 
-import aio_pika
-
 from dispatcher import contracts
 from dispatcher.admit_tx import Inputs, Invalid, Item, Settle, Valid, run_batch
 from dispatcher.domain.model import TenantQuota
-from dispatcher.logs import log
 from dispatcher.mq.consumers import Delivery
+from dispatcher.mq.settle import ChannelAcks
 from dispatcher.saas.cache import ConfigCache, TaskLookup
 from dispatcher.saas.parse import parse_command
 from dispatcher.store.db import Database
 
-LOG = logging.getLogger("dispatcher.admission")
-
 
 def classify(delivery: Delivery) -> Item:
-    raw = delivery.message.body
+    raw = delivery.body
     try:
         body = contracts.decode(contracts.Kind.CALL_EXECUTE, raw)
     except contracts.ContractError as exc:
@@ -128,14 +124,10 @@ def _quantile_ms(ordered: list[float], q: float) -> float:
 
 
 async def _settle(deliveries: list[Delivery], settles: list[Settle]) -> None:
+    """Settle committed decisions, grouped by channel (one multiple ACK where it may)."""
+    by_channel: dict[int, tuple[ChannelAcks, list[tuple[int, Settle]]]] = {}
     for delivery, settle in zip(deliveries, settles, strict=True):
-        try:
-            if settle is Settle.ACK:
-                await delivery.message.ack()
-            elif settle is Settle.DEAD_LETTER:
-                await delivery.message.nack(requeue=False)
-            else:
-                await delivery.message.nack(requeue=True)
-        except (aio_pika.exceptions.AMQPException, ConnectionError, RuntimeError) as exc:
-            # The channel is gone: the broker redelivers and the inbox dedupes (D-CMD-1).
-            log(LOG, logging.DEBUG, "settle.failed", task_id=delivery.task_id, error=repr(exc))
+        entry = by_channel.setdefault(id(delivery.acks), (delivery.acks, []))
+        entry[1].append((delivery.tag, settle))
+    for acks, items in by_channel.values():
+        await acks.settle(items)

@@ -4,7 +4,13 @@ Each task gets its own channel with ``prefetch`` as QoS. Before consuming, the q
 existence is verified with a passive declare (the SaaS owns the topology); a missing
 queue fails closed for that task only — it is logged, shown in /status and retried on the
 next reconcile, never a crash. Deliveries are handed to the intake; settling (ACK after
-the inbox commit, dead-letter, requeue) happens there.
+the inbox commit, dead-letter, requeue) happens there, through the channel's
+:class:`~dispatcher.mq.settle.ChannelAcks`.
+
+The hot path uses the channel's aiormq layer directly (``basic_consume`` with a plain
+callback; settling in :mod:`dispatcher.mq.settle`): aio-pika's per-message wrapper cost
+more CPU than the rest of the delivery. Channel management, QoS and the passive declare
+stay on aio-pika.
 """
 
 from __future__ import annotations
@@ -16,30 +22,41 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from aio_pika.abc import AbstractChannel
+from aiormq.abc import AbstractChannel as RawChannel
+from aiormq.abc import DeliveredMessage
 
 from dispatcher.control.lanes import raise_if_cancelling
 from dispatcher.logs import log
 from dispatcher.mq.link import AmqpLink
 from dispatcher.mq.names import MAX_TASK_QUEUES, task_queue
+from dispatcher.mq.settle import ChannelAcks
 
 LOG = logging.getLogger("dispatcher.consumers")
 
 
 @dataclass
 class Delivery:
-    """One prefetched message and where it came from."""
+    """One prefetched message, where it came from and how to settle it."""
 
     task_id: str
     queue: str
-    message: AbstractIncomingMessage
+    body: bytes
+    tag: int
+    acks: ChannelAcks
     received: float = field(default_factory=time.monotonic)
 
 
 @dataclass
-class _Consumer:
+class _Channel:
     channel: AbstractChannel
-    queue: AbstractQueue
+    raw: RawChannel  # its aiormq layer: consume and settle (the hot path)
+    acks: ChannelAcks
+
+
+@dataclass
+class _Consumer:
+    held: _Channel
     tag: str
 
 
@@ -56,7 +73,7 @@ class TaskConsumers:
         self._prefetch = prefetch
         self._submit = submit
         self._active: dict[str, _Consumer] = {}
-        self._idle_channels: dict[str, AbstractChannel] = {}
+        self._idle_channels: dict[str, _Channel] = {}
         self.states: dict[str, str] = {}
         self._held: set[str] = set()  # suspended by task control until released (issue 9)
         self._lock = asyncio.Lock()
@@ -86,11 +103,10 @@ class TaskConsumers:
     async def _start(self, task_id: str) -> None:
         name = task_queue(self._dispatcher_id, task_id)
         try:
-            channel = self._idle_channels.pop(task_id, None)
-            if channel is None or channel.is_closed:
-                channel = await self._link.channel()
-                await channel.set_qos(prefetch_count=self._prefetch)
-            queue = await channel.declare_queue(name, passive=True)
+            held = self._idle_channels.pop(task_id, None)
+            if held is None or held.channel.is_closed:
+                held = await self._open_channel()
+            await held.channel.declare_queue(name, passive=True)
         except aio_pika.exceptions.ChannelNotFoundEntity:
             if self.states.get(task_id) != "queue_missing":
                 log(LOG, logging.WARNING, "consumer.queue_missing", task_id=task_id, queue=name)
@@ -100,21 +116,38 @@ class TaskConsumers:
             self.states[task_id] = f"error: {type(exc).__name__}"
             return
 
-        async def on_message(message: AbstractIncomingMessage) -> None:
-            self._submit(Delivery(task_id, name, message))
+        acks = held.acks
 
-        tag = await queue.consume(on_message)
-        self._active[task_id] = _Consumer(channel, queue, tag)
+        async def on_message(message: DeliveredMessage) -> None:
+            tag = message.delivery_tag
+            assert tag is not None  # a Basic.Deliver always has one
+            acks.received(tag)
+            self._submit(Delivery(task_id, name, message.body, tag, acks))
+
+        ok = await held.raw.basic_consume(name, on_message, no_ack=False)
+        assert ok.consumer_tag is not None
+        self._active[task_id] = _Consumer(held, ok.consumer_tag)
         self.states[task_id] = "consuming"
         log(LOG, logging.INFO, "consumer.started", task_id=task_id)
+
+    async def _open_channel(self) -> _Channel:
+        channel = await self._link.channel()
+        await channel.set_qos(prefetch_count=self._prefetch)
+        raw = await channel.get_underlay_channel()
+        return _Channel(channel, raw, ChannelAcks(raw))
 
     async def _stop(self, task_id: str, state: str) -> None:
         consumer = self._active.pop(task_id)
         self.states[task_id] = state
         try:
-            await consumer.queue.cancel(consumer.tag)
-            self._idle_channels[task_id] = consumer.channel
-        except (aio_pika.exceptions.AMQPException, ConnectionError, OSError):
+            await consumer.held.raw.basic_cancel(consumer.tag)
+            self._idle_channels[task_id] = consumer.held
+        except (
+            aio_pika.exceptions.AMQPException,
+            aio_pika.exceptions.ChannelInvalidStateError,
+            ConnectionError,
+            OSError,
+        ):
             pass
         log(LOG, logging.INFO, "consumer.stopped", task_id=task_id, state=state)
 
@@ -130,10 +163,10 @@ class TaskConsumers:
             self._held.add(task_id)
             if task_id in self._active:
                 await self._stop(task_id, "closed")
-            channel = self._idle_channels.pop(task_id, None)
-            if channel is not None and not channel.is_closed:
+            held = self._idle_channels.pop(task_id, None)
+            if held is not None and not held.channel.is_closed:
                 try:
-                    await channel.close()
+                    await held.channel.close()
                 except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
                     raise_if_cancelling(exc)  # else: a dead channel already returned them
 
@@ -156,7 +189,7 @@ class TaskConsumers:
         async with self._lock:
             for task_id in list(self._active):
                 await self._stop(task_id, "closed")
-            for channel in self._idle_channels.values():
-                if not channel.is_closed:
-                    await channel.close()
+            for held in self._idle_channels.values():
+                if not held.channel.is_closed:
+                    await held.channel.close()
             self._idle_channels.clear()

@@ -7,6 +7,13 @@ confirm with no mandatory return (D-MQ-4). A nack, a return (e.g. the SaaS resul
 does not exist yet), a timeout or a lost connection leaves it ``pending``; it is
 republished later with the same event_id and the same bytes. Rows blocked as too large
 are never read here (D-ID-3).
+
+A round is published on the confirm channel's aiormq layer: the properties are the ones
+aio-pika would send (``content_type``, persistent, ``message_id``, ``type``, empty
+headers), every publish of the round is in flight at once (confirms pipelined), and a
+publish does not wait for the socket to drain before the next one is queued — only its
+confirm (or return, nack, timeout) decides the row. The channel is opened by aio-pika
+with ``on_return_raises``: a mandatory return fails the publish (``PublishError``).
 """
 
 from __future__ import annotations
@@ -16,9 +23,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-import aio_pika
 import aiormq
-from aio_pika.abc import AbstractExchange
 
 from dispatcher.logs import log
 from dispatcher.mq.link import AmqpLink
@@ -29,6 +34,20 @@ from dispatcher.store.outbox import OutboxRow
 
 LOG = logging.getLogger("dispatcher.outbox")
 CONFIRM_TIMEOUT_S = 60.0
+PERSISTENT = 2
+
+
+def properties(row: OutboxRow) -> aiormq.spec.Basic.Properties:
+    """AMQP properties of a result: those of ``aio_pika.Message(body, content_type=...,
+    delivery_mode=PERSISTENT, message_id=event_id, type=event_type)``."""
+    return aiormq.spec.Basic.Properties(
+        content_type="application/json",
+        headers={},
+        delivery_mode=PERSISTENT,
+        priority=0,
+        message_id=row.event_id,
+        message_type=row.event_type,
+    )
 
 
 class OutboxRelay:
@@ -72,16 +91,22 @@ class OutboxRelay:
         except TimeoutError:
             pass
 
-    async def _publish_all(self, rows: list[OutboxRow]) -> int:
+    async def _channel(self) -> aiormq.Channel | None:
+        """The confirm channel's aiormq layer, or None (the error is recorded)."""
         try:
             channel = await self._link.publisher_channel()
-        except (aiormq.exceptions.AMQPError, ConnectionError, OSError) as exc:
+            raw = None if channel is None else await channel.get_underlay_channel()
+        except (aiormq.exceptions.AMQPError, ConnectionError, OSError, RuntimeError) as exc:
             self.last_error = f"publisher channel: {exc!r}"[:200]
+            return None
+        assert raw is None or isinstance(raw, aiormq.Channel)  # its only implementation
+        return raw
+
+    async def _publish_all(self, rows: list[OutboxRow]) -> int:
+        raw = await self._channel()
+        if raw is None:
             return len(rows)
-        if channel is None:
-            return len(rows)
-        exchange = await channel.get_exchange(RESULT_EXCHANGE, ensure=False)
-        errors = await asyncio.gather(*(self._publish(exchange, row) for row in rows))
+        errors = await asyncio.gather(*(self._publish(raw, row) for row in rows))
         delivered = [row.seq for row, error in zip(rows, errors, strict=True) if error is None]
         failures = [(row.seq, e) for row, e in zip(rows, errors, strict=True) if e is not None]
         if delivered:
@@ -94,22 +119,21 @@ class OutboxRelay:
         self.published += len(delivered)
         return len(failures)
 
-    async def _publish(self, exchange: AbstractExchange, row: OutboxRow) -> str | None:
+    async def _publish(self, channel: aiormq.Channel, row: OutboxRow) -> str | None:
         """None when confirmed and not returned, else a short error text."""
-        message = aio_pika.Message(
-            body=row.body,
-            content_type="application/json",
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-            message_id=row.event_id,
-            type=row.event_type,
-        )
         try:
-            confirm = await exchange.publish(
-                message, row.routing_key, mandatory=True, timeout=CONFIRM_TIMEOUT_S
+            confirm = await channel.basic_publish(
+                row.body,
+                exchange=RESULT_EXCHANGE,
+                routing_key=row.routing_key,
+                properties=properties(row),
+                mandatory=True,
+                timeout=CONFIRM_TIMEOUT_S,
+                wait=False,
             )
-        except aio_pika.exceptions.PublishError:
+        except aiormq.exceptions.PublishError:
             return "returned: no queue bound for the result route (mandatory)"
-        except aio_pika.exceptions.DeliveryError:
+        except aiormq.exceptions.DeliveryError:
             return "nacked by the broker"
         except (TimeoutError, aiormq.exceptions.AMQPError, ConnectionError, RuntimeError) as exc:
             return f"{type(exc).__name__}: {exc}"[:200]
