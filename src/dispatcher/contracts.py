@@ -16,6 +16,9 @@ Locating the files (choice: no packaged copy, one source of truth):
 
 If neither holds the files, :class:`ContractSetupError` says so on first use.
 
+A kind whose schema fits :mod:`dispatcher.schema_fast` (``call.execute``) is accepted by
+that compiled check when it says valid; otherwise jsonschema decides and reports.
+
 Beyond the schemas, :func:`validate` checks what JSON Schema cannot express:
 cursors are at most 2**64-1 (D-DISC-1). :func:`decode` adds the body size limit
 (D-ID-3) and strict JSON parsing (no duplicate keys, no NaN/Infinity).
@@ -40,6 +43,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from dispatcher.errors import DispatcherError
+from dispatcher.schema_fast import Check, compile_check
 
 __all__ = [
     "ENV_DIR",
@@ -141,6 +145,10 @@ def schema(kind: str) -> Mapping[str, Any]:
 
 def validate(kind: str, body: object) -> None:
     """Raise :class:`ContractError` unless ``body`` satisfies the contract ``kind``."""
+    fast = _fast_checks(contracts_dir()).get(kind)
+    if fast is not None and fast(body):
+        _check_cursors(kind, body)
+        return
     error = best_match(_validator(kind).iter_errors(body))
     if error is not None:
         raise ContractError(kind, error.json_path, str(error.validator), _detail(error))
@@ -220,6 +228,18 @@ def _compiled(directory: Path) -> dict[str, Draft202012Validator]:
         for name, body in schemas.items()
         if name != COMMON_FILE
     }
+
+
+@cache
+def _fast_checks(directory: Path) -> dict[str, Check]:
+    """The kinds whose bundled schema compiles to a fast check (see the module docstring)."""
+    checker = Draft202012Validator.FORMAT_CHECKER
+    found = {}
+    for kind, validator in _compiled(directory).items():
+        check = compile_check(validator.schema, checker)
+        if check is not None:
+            found[kind] = check
+    return found
 
 
 def _bundled(body: dict[str, Any], schemas: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
