@@ -3,11 +3,16 @@ Drivers run an executemany UPDATE as one round trip per row; this keeps a batch 
 at a constant number of statements. `where` holds column = value conditions, `static` values
 set on every row (`Increment(n)` for `col = col + n`). On MySQL/MariaDB the statement is plain
 SQL on the driver (`orbit.workers.driver`); on SQLite it is SQLAlchemy Core, values bound with
-the column's type (UTC times)."""
+the column's type (UTC times).
+
+`write_all` applies the writes of one transition batch (CASE updates and multi-row inserts)
+together: on MySQL/MariaDB in one round trip, then checks that every UPDATE matched all its
+rows; on SQLite one statement after the other."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,7 +22,7 @@ from orbit.workers import driver
 from orbit.workers.driver import Increment
 from orbit.workers.transitions import ConcurrentChange
 
-__all__ = ["Increment", "bulk_update", "case_values"]
+__all__ = ["Increment", "Insert", "Update", "bulk_update", "case_values", "write_all"]
 
 
 def case_values(table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -66,3 +71,48 @@ async def bulk_update(
         matched = result.rowcount
     if matched != len(ids):
         raise ConcurrentChange(f"{table.name}: {matched} of {len(ids)} rows matched")
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """`bulk_update(table, rows, where=…, static=…)` as data, for `write_all`."""
+
+    table: sa.Table
+    rows: Sequence[Mapping[str, Any]]
+    where: Mapping[str, Any] = field(default_factory=dict)
+    static: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """One multi-row INSERT (rows with the same keys), for `write_all`."""
+
+    table: sa.Table
+    rows: Sequence[Mapping[str, Any]]
+
+
+async def write_all(conn: AsyncConnection, writes: Sequence[Update | Insert]) -> None:
+    """Apply `writes` in order inside the caller's transaction, or raise ConcurrentChange when
+    an UPDATE did not match all its rows (the caller rolls the whole transaction back, so the
+    writes sent with it never commit). On MySQL/MariaDB they go out as one multi-statement
+    round trip (`driver.script`) instead of one round trip each."""
+    writes = [write for write in writes if write.rows]
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        for write in writes:
+            if isinstance(write, Update):
+                await bulk_update(conn, write.table, write.rows, where=write.where,
+                                  static=write.static)  # fmt: skip
+            else:
+                await conn.execute(write.table.insert(), [dict(row) for row in write.rows])
+        return
+    counts = await driver.script(conn, [_statement(write) for write in writes])
+    for write, matched in zip(writes, counts, strict=True):
+        if isinstance(write, Update) and matched != len(write.rows):
+            raise ConcurrentChange(f"{write.table.name}: {matched} of {len(write.rows)} rows "
+                                   "matched")  # fmt: skip
+
+
+def _statement(write: Update | Insert) -> driver.Statement:
+    if isinstance(write, Update):
+        return driver.bulk_update_sql(write.table.name, write.rows, write.where, write.static)
+    return driver.insert_sql(write.table.name, write.rows)

@@ -22,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.times import as_utc, to_naive_utc
 
+Statement = tuple[str, Sequence[Any]]  # `%s` SQL and its values
+
 
 class Increment:
     """`column = column + by` in a SET clause."""
@@ -71,10 +73,38 @@ async def insert(conn: AsyncConnection, table: str, rows: Sequence[Mapping[str, 
     """One multi-row INSERT (rows with the same keys)."""
     if not rows:
         return
+    await execute(conn, *insert_sql(table, rows))
+
+
+async def script(conn: AsyncConnection, statements: Sequence[Statement]) -> list[int]:
+    """Several statements in one round trip, in order: a multi-statement query (asyncmy always
+    negotiates CLIENT_MULTI_STATEMENTS). Returns the rows each one matched (FOUND_ROWS). The
+    server stops at the first failing statement and that error is raised here; the caller's
+    transaction then rolls back what the statements before it wrote."""
+    if not statements:
+        return []
+    driver = await _driver(conn)
+    sql = ";\n".join(text for text, _ in statements)
+    bound = tuple(_bind(value) for _, values in statements for value in values)
+    try:
+        async with driver.cursor() as cursor:
+            counts = [int(await cursor.execute(sql, bound))]
+            while await cursor.nextset():
+                counts.append(int(cursor.rowcount))
+    except asyncmy_errors.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error) from exc
+    if len(counts) != len(statements):
+        raise sa.exc.InterfaceError(sql, bound, RuntimeError(
+            f"{len(counts)} results for {len(statements)} statements"))  # fmt: skip
+    return counts
+
+
+def insert_sql(table: str, rows: Sequence[Mapping[str, Any]]) -> Statement:
+    """`INSERT INTO table (…) VALUES (…), (…)` for rows with the same keys."""
     names = tuple(rows[0])
     one = "(" + ", ".join(["%s"] * len(names)) + ")"
     sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES " + ", ".join([one] * len(rows))
-    await execute(conn, sql, [row[name] for row in rows for name in names])
+    return sql, [row[name] for row in rows for name in names]
 
 
 def bulk_update_sql(
@@ -82,7 +112,7 @@ def bulk_update_sql(
     rows: Sequence[Mapping[str, Any]],
     where: Mapping[str, Any],
     static: Mapping[str, Any],
-) -> tuple[str, list[Any]]:
+) -> Statement:
     """`UPDATE table SET col = CASE id WHEN … END, static… WHERE id IN (…) AND where…`."""
     sets: list[str] = []
     values: list[Any] = []

@@ -29,10 +29,10 @@ from orbit.domain.worker_errors import (
     ResultConflict,
 )
 from orbit.store.db import Dialect
-from orbit.store.tables import tasks
+from orbit.store.tables import task_events, tasks
 from orbit.workers import store
 from orbit.workers.acks import Ack, Peer
-from orbit.workers.bulk import Increment, bulk_update
+from orbit.workers.bulk import Increment, Insert, Update, write_all
 from orbit.workers.evidence_store import check_evidence, insert_evidence
 from orbit.workers.messages import AttemptRef, Result, ResultOutcome
 from orbit.workers.tables import task_attempts
@@ -112,21 +112,21 @@ async def start_many(
 async def _write_starts(conn: AsyncConnection, now: datetime, starts: list[_Start]) -> None:
     if not starts:
         return
-    await bulk_update(
-        conn, task_attempts, [{"id": s.live.id, "lease_expires_at": s.expires} for s in starts],
-        where={"state": AttemptState.LEASED.value},
-        static={"state": AttemptState.RUNNING.value, "started_at": now, "last_heartbeat_at": now},
-    )  # fmt: skip
-    await bulk_update(
-        conn, tasks, [{"id": s.live.task_id} for s in starts],
-        where={"state": TaskState.LEASED.value},
-        static={"state": TaskState.RUNNING.value, "revision": Increment(),
-                "attempt_count": Increment(), "updated_at": now},
-    )  # fmt: skip
-    await store.insert_events(conn, [
-        store.event_row(s.live.task_id, s.live.task_revision + 1, "STARTED", TaskState.LEASED,
-                        TaskState.RUNNING, f'{{"attempt_id":"{s.live.id}"}}', now, new_id())
-        for s in starts])  # fmt: skip
+    await write_all(conn, [
+        Update(task_attempts, [{"id": s.live.id, "lease_expires_at": s.expires} for s in starts],
+               where={"state": AttemptState.LEASED.value},
+               static={"state": AttemptState.RUNNING.value, "started_at": now,
+                       "last_heartbeat_at": now}),
+        Update(tasks, [{"id": s.live.task_id} for s in starts],
+               where={"state": TaskState.LEASED.value},
+               static={"state": TaskState.RUNNING.value, "revision": Increment(),
+                       "attempt_count": Increment(), "updated_at": now}),
+        Insert(task_events, [
+            store.event_row(s.live.task_id, s.live.task_revision + 1, "STARTED",
+                            TaskState.LEASED, TaskState.RUNNING,
+                            f'{{"attempt_id":"{s.live.id}"}}', now, new_id())
+            for s in starts]),
+    ])  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,21 +180,20 @@ def _decide(live: store.LiveAttempt, msg: Result, now: datetime, backoff: Backof
 async def write_ends(
     conn: AsyncConnection, now: datetime, ends: list[tuple[store.LiveAttempt, Outcome, EndFacts]]
 ) -> None:
-    """End RUNNING attempts and move their tasks, in three statements."""
+    """End RUNNING attempts and move their tasks: three statements, one round trip."""
     if not ends:
         return
     for live, outcome, _ in ends:
         check_transition(live.task_state, outcome.task_state)
-    await bulk_update(
-        conn, task_attempts, [_attempt_end(live, outcome, facts) for live, outcome, facts in ends],
-        where={"state": AttemptState.RUNNING.value}, static={"ended_at": now},
-    )  # fmt: skip
-    await bulk_update(
-        conn, tasks, [_task_end(now, live, outcome, facts) for live, outcome, facts in ends],
-        where={"state": TaskState.RUNNING.value},
-        static={"revision": Increment(), "updated_at": now, "current_attempt_id": None},
-    )  # fmt: skip
-    await store.insert_events(conn, [_event(now, live, outcome) for live, outcome, _ in ends])
+    await write_all(conn, [
+        Update(task_attempts,
+               [_attempt_end(live, outcome, facts) for live, outcome, facts in ends],
+               where={"state": AttemptState.RUNNING.value}, static={"ended_at": now}),
+        Update(tasks, [_task_end(now, live, outcome, facts) for live, outcome, facts in ends],
+               where={"state": TaskState.RUNNING.value},
+               static={"revision": Increment(), "updated_at": now, "current_attempt_id": None}),
+        Insert(task_events, [_event(now, live, outcome) for live, outcome, _ in ends]),
+    ])  # fmt: skip
 
 
 def _attempt_end(live: store.LiveAttempt, outcome: Outcome, facts: EndFacts) -> dict[str, Any]:

@@ -27,11 +27,11 @@ from orbit.domain.leasing import HandlerKey, plan_lease
 from orbit.domain.states import TaskState
 from orbit.domain.worker_errors import InvalidMessage, LeaseLost
 from orbit.store.db import Dialect
-from orbit.store.tables import tasks
+from orbit.store.tables import task_events, tasks
 from orbit.store.tasks import row_task
 from orbit.workers import store
 from orbit.workers.acks import Ack, Grant, Peer
-from orbit.workers.bulk import Increment, bulk_update
+from orbit.workers.bulk import Increment, Insert, Update, write_all
 from orbit.workers.evidence_store import check_evidence, insert_evidence
 from orbit.workers.fastpath import (
     Finished,
@@ -109,12 +109,15 @@ class Kernel:
             return
         task_rows = [{"id": g.task.id, "current_attempt_id": g.attempt_id} for _, g in pairs]
         waiting = {"state": TaskState.WAITING.value}
-        await bulk_update(conn, tasks, task_rows, where=waiting, static=_leased(now))
-        await store.insert_rows(conn, task_attempts, [_attempt_row(g, p, now) for p, g in pairs])
-        await store.insert_events(conn, [
-            store.event_row(g.task.id, g.task.revision + 1, "LEASED", TaskState.WAITING,
-                            TaskState.LEASED, f'{{"attempt_id":"{g.attempt_id}"}}', now, new_id())
-            for _, g in pairs])  # fmt: skip
+        await write_all(conn, [
+            Update(tasks, task_rows, waiting, _leased(now)),
+            Insert(task_attempts, [_attempt_row(g, p, now) for p, g in pairs]),
+            Insert(task_events, [
+                store.event_row(g.task.id, g.task.revision + 1, "LEASED", TaskState.WAITING,
+                                TaskState.LEASED, f'{{"attempt_id":"{g.attempt_id}"}}', now,
+                                new_id())
+                for _, g in pairs]),
+        ])  # fmt: skip
 
     # ------------------------------------------------------------------ worker messages
     async def start(self, conn: AsyncConnection, now: datetime, peer: Peer, ref: AttemptRef) -> Ack:
