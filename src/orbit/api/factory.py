@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 
-from starlette.applications import Starlette
-
 from orbit import logs
-from orbit.api.app import create_app
+from orbit.api.app import OrbitApp, create_app
 from orbit.config import ENV_DATABASE, ENV_LOG_FORMAT
 from orbit.store.db import Database
 
@@ -16,7 +14,7 @@ ENV_POOL = "ORBIT_POOL_SIZE"
 ENV_ACCESS_LOG = "ORBIT_ACCESS_LOG"
 
 
-def from_environment() -> Starlette:
+def from_environment() -> OrbitApp:
     logs.configure(fmt=os.environ.get(ENV_LOG_FORMAT, "auto"))
     db = Database.open(os.environ[ENV_DATABASE], pool_size=int(os.environ.get(ENV_POOL, "20")))
     return create_app(db, access_log=os.environ.get(ENV_ACCESS_LOG, "1") == "1")

@@ -51,6 +51,8 @@ def _write(value: JsonValue, out: list[str]) -> None:
             out.append(_encode_str(key) + ":")
             _write(value[key], out)
         out.append("}")
+    elif type(value) is JsonNumber or type(value) is int:  # a bool's type is bool, not int
+        out.append(canonical_decimal(value))
     else:
         _write_any(value, out)
 

@@ -56,6 +56,12 @@ def _write(value: JsonValue, out: list[str]) -> None:
         _write_object(value, out)
     elif type(value) is JsonNumber or type(value) is RawJson:
         out.append(value.text)
+    elif type(value) is int:
+        out.append(str(value))
+    elif value is None or value is True or value is False:
+        out.append("null" if value is None else ("true" if value else "false"))
+    elif type(value) is list:
+        _write_array(value, out)
     else:
         _write_any(value, out)
 

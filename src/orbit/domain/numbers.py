@@ -50,8 +50,10 @@ def _normalized_exponent(text: str) -> int:
 def canonical_decimal(value: JsonNumber | int | Decimal) -> str:
     """The exact normalised decimal of orbit-json-v1: `[-]digits[eN]`, no trailing zeros,
     so 1, 1.0, 10e-1 and 0.1e1 all give "1"; 100 gives "1e2"; 1.5 gives "15e-1"; -0 gives "0"."""
+    if type(value) is int:
+        return _canonical_integer(str(value))  # the common cases, without Decimal
     if type(value) is JsonNumber and _INT_LITERAL.match(value.text):
-        return _canonical_integer(value.text)  # the common case, without Decimal
+        return _canonical_integer(value.text)
     number = value.to_decimal() if isinstance(value, JsonNumber) else Decimal(value)
     sign, digits, exponent = number.as_tuple()
     assert isinstance(exponent, int)

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.canonical import Digest
 from orbit.domain.idempotency import RETENTION, Scope, StoredReceipt
-from orbit.store.db import HotConnection, hot_execute, hot_execute_many
+from orbit.store.db import Database, Dialect, HotConnection, hot_execute, hot_execute_many
 from orbit.store.tables import idempotency_records
 
 c = idempotency_records.c
@@ -48,6 +48,23 @@ def _find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _clock_and_find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]:
+    """`_find_many_statement` with the database clock in front: one row with NULLs when no
+    record matches (a one-row table outer-joined with the records)."""
+    one = sa.select(sa.literal_column("1").label("one")).subquery("clock")
+    matching = sa.and_(
+        c.operation == sa.bindparam("operation"),
+        c.target == sa.bindparam("target"),
+        c.namespace_id.in_([sa.bindparam(f"n{i}") for i in range(namespaces)]),
+        c.idem_key.in_([sa.bindparam(f"k{i}") for i in range(keys)]),
+    )
+    return sa.select(
+        sa.literal_column("UTC_TIMESTAMP(6)"), c.namespace_id, c.idem_key, c.digest_alg, c.digest,
+        c.status_code, c.receipt,
+    ).select_from(one.outerjoin(idempotency_records, matching))  # fmt: skip
+
+
 async def find_many(
     conn: HotConnection, operation: str, target: str, scopes: Iterable[Scope]
 ) -> dict[Scope, StoredReceipt]:
@@ -55,12 +72,43 @@ async def find_many(
     wanted = set(scopes)
     if not wanted:
         return {}
+    params = _find_params(operation, target, wanted)
+    rows = await hot_execute(conn, _find_many_statement(*_counts(wanted)), params)
+    return _found(rows, operation, target, wanted)
+
+
+async def now_and_find_many(
+    db: Database, conn: HotConnection, operation: str, target: str, scopes: Iterable[Scope]
+) -> tuple[datetime, dict[Scope, StoredReceipt]]:
+    """`db.now(conn)` and `find_many(...)`; on MySQL/MariaDB in one statement (one round trip
+    less per submit group; the clock is still read once, inside the transaction)."""
+    wanted = set(scopes)
+    if db.dialect is not Dialect.MYSQL or not wanted:
+        return await db.now(conn), await find_many(conn, operation, target, wanted)
+    params = _find_params(operation, target, wanted)
+    rows = await hot_execute(conn, _clock_and_find_many_statement(*_counts(wanted)), params)
+    now = rows[0][0]
+    assert isinstance(now, datetime)
+    records = [row[1:] for row in rows if row[1] is not None]
+    return now, _found(records, operation, target, wanted)
+
+
+def _counts(wanted: set[Scope]) -> tuple[int, int]:
+    return len({scope.namespace_id for scope in wanted}), len({scope.key for scope in wanted})
+
+
+def _find_params(operation: str, target: str, wanted: set[Scope]) -> dict[str, str]:
     namespaces = sorted({scope.namespace_id for scope in wanted})
     keys = sorted({scope.key for scope in wanted})
     params: dict[str, str] = {"operation": operation, "target": target}
     params.update({f"n{i}": value for i, value in enumerate(namespaces)})
     params.update({f"k{i}": value for i, value in enumerate(keys)})
-    rows = await hot_execute(conn, _find_many_statement(len(namespaces), len(keys)), params)
+    return params
+
+
+def _found(
+    rows: Iterable[Sequence[Any]], operation: str, target: str, wanted: set[Scope]
+) -> dict[Scope, StoredReceipt]:
     found: dict[Scope, StoredReceipt] = {}
     for namespace_id, key, algorithm, digest_hex, status, receipt in rows:
         scope = Scope(namespace_id, operation, target, key)

@@ -3,11 +3,11 @@ commit are written together in ONE transaction, and every caller is answered onl
 transaction committed. One durable commit then serves many submits, as a database's own group
 commit does for its log flushes.
 
-A group transaction: database time, one SELECT for the group's known keys, the decisions of
-`group_plan`, then one multi-row INSERT per table (idempotency records first, tasks, events,
-audit). If it fails (a key was taken meanwhile by another transaction, the database is
-unavailable, ...) it is rolled back and each submit runs again alone on the single path, so
-one submit never fails its neighbours and a taken key replays as on the single path.
+A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
+the decisions of `group_plan`, then one multi-row INSERT per table (idempotency records first,
+tasks, events, audit). If it fails (a key was taken meanwhile by another transaction, the
+database is unavailable, ...) it is rolled back and each submit runs again alone on the single
+path, so one submit never fails its neighbours and a taken key replays as on the single path.
 """
 
 from __future__ import annotations
@@ -81,9 +81,10 @@ class SubmitGroups:
         """The group's decisions once committed; None when a key was taken meanwhile."""
         try:
             async with self.db.hot_write() as conn:
-                now = await self.db.now(conn)
                 scopes = [item.scope for item in items]
-                stored = await idempotency.find_many(conn, SUBMIT, "", scopes)
+                now, stored = await idempotency.now_and_find_many(
+                    self.db, conn, SUBMIT, "", scopes
+                )
                 decisions = plan_group(items, stored, now, new_id)
                 pairs = zip(items, decisions, strict=True)
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]

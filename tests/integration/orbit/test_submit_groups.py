@@ -168,3 +168,35 @@ async def test_o_sub_4_large_payloads_stay_in_bounded_groups(db: Database) -> No
     assert ops.groups is not None and ops.groups.fallbacks == 0
     assert ops.groups.commit.groups >= 2  # 24 x 200 KB does not fit one 4 MiB group
     assert await counts(db, made.namespace_id) == [24, 24, 24, 24]
+
+
+async def test_clock_and_known_keys_in_one_lookup(db: Database) -> None:
+    """`now_and_find_many` (one statement on MySQL/MariaDB) finds exactly what `find_many`
+    finds, stored receipts byte-exact, and reads the database clock inside the transaction:
+    with keys known, unknown, of another namespace, or none known at all."""
+    made = await Admin(db).init(f"clock-{secrets.token_hex(4)}", "q")
+    other = await Admin(db).init(f"clock-{secrets.token_hex(4)}", "q")
+    ops = Operations(db)
+    principal = await ops.authenticate(made.token)
+    stored = [await ops.submit(principal, request(made.queue_id, n), f"c{n}", "0" * 32)
+              for n in range(3)]  # fmt: skip
+    scope = Scope(made.namespace_id, OPERATION, "", "c0")
+    cases = [
+        [scope, Scope(made.namespace_id, OPERATION, "", "c2"),
+         Scope(made.namespace_id, OPERATION, "", "unknown")],
+        [Scope(other.namespace_id, OPERATION, "", "c1")],  # the key, but not its namespace
+        [Scope(made.namespace_id, OPERATION, "", "none-known")],
+        [scope],
+    ]  # fmt: skip
+    for scopes in cases:
+        async with db.hot_write() as conn:
+            before = await db.now(conn)
+            now, found = await idempotency.now_and_find_many(db, conn, OPERATION, "", scopes)
+            expected = await idempotency.find_many(conn, OPERATION, "", scopes)
+            after = await db.now(conn)
+        assert found == expected
+        assert now.tzinfo is not None and before <= now <= after
+    async with db.hot_write() as conn:
+        _, found = await idempotency.now_and_find_many(db, conn, OPERATION, "", cases[0][:2])
+    assert [found[s].receipt_text for s in cases[0][:2]] == [stored[0].task_text,
+                                                              stored[2].task_text]  # fmt: skip

@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from orbit.domain.canonical import ALGORITHM, canonical_text, digest
-from orbit.domain.jsonvalue import JsonNumber, JsonValue
+from orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
 from orbit.domain.strictjson import read_json_text
 from orbit.domain.submit import parse_submit, submit_digest
 
@@ -172,3 +172,23 @@ def test_canonical_form_is_documented_shape() -> None:
     text = canonical_text({"b": JsonNumber("1.50"), "a": [True, None, "é"]})
     assert text == '{"a":[true,null,"é"],"b":15e-1}'
     assert digest("x", {}).algorithm == ALGORITHM == "orbit-json-v1"
+
+
+@pytest.mark.parametrize(
+    ("value", "canonical", "compact"),
+    [
+        (True, "true", "true"),
+        (False, "false", "false"),
+        (None, "null", "null"),
+        (0, "0", "0"),
+        (-5, "-5", "-5"),
+        (100, "1e2", "100"),
+        ([1, True, None, [False]], "[1,true,null,[false]]", "[1,true,null,[false]]"),
+        ({"b": 10, "a": [2, 30]}, '{"a":[2,3e1],"b":1e1}', '{"b":10,"a":[2,30]}'),
+        ((1, 2), "[1,2]", "[1,2]"),  # a tuple takes the generic path
+    ],
+)
+def test_exact_type_fast_paths(value: JsonValue, canonical: str, compact: str) -> None:
+    """Python ints, bools (never written as numbers), None and lists in both writers."""
+    assert canonical_text(value) == canonical
+    assert dumps(value) == compact
