@@ -76,7 +76,7 @@ async def endings(cell: CellPort, batch: Sequence[CellEvent]) -> dict[str, CellC
 
 def _advance(conn: sqlite3.Connection, execution: Execution, target: S, now: datetime) -> None:
     try:
-        executions.move(conn, execution.execution_id, target, now)
+        executions.move(conn, execution.execution_id, target, now, current=execution)
     except IllegalTransition:
         pass  # a replayed or late event: the execution is already further along
 
@@ -139,6 +139,9 @@ def apply_batch(
             record = full.get(event.call_id)
             transcript = record.transcript if record else ()
             ending = ending_from_event(event.data, transcript, now)
-            if end_and_finalize(conn, execution.execution_id, ending, now=now, **finalize_kw):
+            finalized_now = end_and_finalize(
+                conn, execution.execution_id, ending, now=now, execution=execution, **finalize_kw
+            )
+            if finalized_now:
                 finalized.append(event.call_id)
     return finalized

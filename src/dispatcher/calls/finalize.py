@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -68,10 +68,13 @@ def end_and_finalize(
     routing_key: str,
     now: datetime,
     open_recording: RecordingOpener | None = None,
+    execution: Execution | None = None,
 ) -> bool:
     """True if this call produced the result now; False if it was already finalized or
-    its result waits for the recording opened here."""
-    execution = executions.get(conn, execution_id)
+    its result waits for the recording opened here. ``execution`` is the row if it was
+    already read in this transaction."""
+    if execution is None or execution.execution_id != execution_id:
+        execution = executions.get(conn, execution_id)
     if execution.state is ExecutionState.FINALIZED:
         return False
     end = ending.end
@@ -81,16 +84,20 @@ def end_and_finalize(
         )
     if ending.recording_expected and open_recording is not None:
         if execution.state is not ExecutionState.ENDED:
-            executions.move(conn, execution_id, ExecutionState.ENDED, now, end=_end_json(end))
+            executions.move(
+                conn, execution_id, ExecutionState.ENDED, now, end=_end_json(end), current=execution
+            )
         open_recording(conn, execution, ending, now)
         return False
     recording = recording_for(ending, execution.call_id)
     _store_result(conn, execution, end, recording, dispatcher_id, routing_key, now)
     if execution.state is ExecutionState.ENDED:
-        executions.move(conn, execution_id, ExecutionState.FINALIZED, now)
+        executions.move(conn, execution_id, ExecutionState.FINALIZED, now, current=execution)
     else:  # ended and finalized at once: one row write (occupancy released with it)
         path = (ExecutionState.ENDED, ExecutionState.FINALIZED)
-        executions.move_through(conn, execution_id, path, now, end=_end_json(end))
+        executions.move_through(
+            conn, execution_id, path, now, end=_end_json(end), current=execution
+        )
     return True
 
 
@@ -146,10 +153,16 @@ def _store_result(
 
 
 def _end_json(end: CallEnd) -> dict[str, Any]:
-    body = asdict(end)
-    body["started_at"] = end.started_at.isoformat()
-    body["ended_at"] = end.ended_at.isoformat()
-    return body
+    """``dataclasses.asdict(end)`` with ISO times, written out (asdict deep-copies every
+    field, which cost more than the rest of finalizing a call)."""
+    return {
+        "started_at": end.started_at.isoformat(),
+        "ended_at": end.ended_at.isoformat(),
+        "outcome": end.outcome,
+        "reason_code": end.reason_code,
+        "transcript": [dict(vars(segment)) for segment in end.transcript],
+        "opt_out": end.opt_out,
+    }
 
 
 def end_from_json(body: Mapping[str, Any]) -> CallEnd:

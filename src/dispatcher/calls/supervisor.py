@@ -337,9 +337,5 @@ class CallSupervisor:
 def _mark_dialing(
     conn: sqlite3.Connection, ids: list[str], boot: str | None, now: datetime
 ) -> list[Execution]:
-    marked = []
-    for execution_id in ids:
-        execution = executions.get(conn, execution_id)
-        if execution.state is S.ACCEPTED:
-            marked.append(executions.move(conn, execution_id, S.DIALING, now, cell_boot_id=boot))
-    return marked
+    """The still ``accepted`` executions of ``ids``, now ``dialing`` (one statement)."""
+    return executions.mark_dialing(conn, ids, boot, now)

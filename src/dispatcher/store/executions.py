@@ -137,11 +137,15 @@ def move(
     *,
     end: dict[str, Any] | None = None,
     cell_boot_id: str | None = None,
+    current: Execution | None = None,
 ) -> Execution:
     """Move one execution along its lifecycle; illegal moves raise ``IllegalTransition``.
 
+    ``current`` is the row as already read in this transaction (saves reading it again).
     Returns the execution as stored after the move."""
-    return move_through(conn, execution_id, (target,), now, end=end, cell_boot_id=cell_boot_id)
+    return move_through(
+        conn, execution_id, (target,), now, end=end, cell_boot_id=cell_boot_id, current=current
+    )
 
 
 def move_through(
@@ -152,10 +156,14 @@ def move_through(
     *,
     end: dict[str, Any] | None = None,
     cell_boot_id: str | None = None,
+    current: Execution | None = None,
 ) -> Execution:
     """Move along ``path`` (each step checked and stamped) with one row write, e.g.
     ``(ENDED, FINALIZED)`` for a call whose result is stored in the same transaction."""
-    current = get(conn, execution_id)
+    if current is None:
+        current = get(conn, execution_id)
+    elif current.execution_id != execution_id:
+        raise UnknownExecution(f"row of {current.execution_id} passed for {execution_id}")
     state = current.state
     for step in path:
         state = move_execution(state, step)
@@ -179,6 +187,33 @@ def move_through(
         f"UPDATE executions SET {', '.join(sets)} WHERE execution_id = ?", (*values, execution_id)
     )
     return moved
+
+
+def mark_dialing(
+    conn: sqlite3.Connection, execution_ids: Sequence[str], cell_boot_id: str | None, now: datetime
+) -> list[Execution]:
+    """Move the ``accepted`` ones of ``execution_ids`` to ``dialing`` in one statement
+    (stamped like :func:`move`); returns them as stored, in the order given. Others (no
+    longer accepted) are left alone."""
+    move_execution(ExecutionState.ACCEPTED, ExecutionState.DIALING)  # the move is legal
+    at = iso(now)
+    marks = ",".join("?" * len(execution_ids))
+    rows = conn.execute(
+        "UPDATE executions SET state = ?, updated_at = ?,"
+        " dial_started_at = COALESCE(dial_started_at, ?),"
+        " cell_boot_id = COALESCE(?, cell_boot_id)"
+        f" WHERE state = ? AND execution_id IN ({marks}) RETURNING {_COLUMNS}",
+        (
+            ExecutionState.DIALING.value,
+            at,
+            at,
+            cell_boot_id,
+            ExecutionState.ACCEPTED.value,
+            *execution_ids,
+        ),
+    ).fetchall()
+    moved = {e.execution_id: e for e in map(_row, rows)}
+    return [moved[i] for i in dict.fromkeys(execution_ids) if i in moved]
 
 
 def state_counts(conn: sqlite3.Connection) -> dict[str, int]:

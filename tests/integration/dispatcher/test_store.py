@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -175,3 +176,47 @@ async def test_rejected_log_is_redacted_d_mq_5(db: Database) -> None:
     [entry] = await db.read(rejected.latest)
     assert entry["size_bytes"] == len(raw) and len(entry["sha256"]) == 64
     assert "15003164745" not in str(entry) and "hunter2" not in str(entry)
+
+
+async def test_mark_dialing_moves_accepted_ones_once_d_cmd_1(db: Database) -> None:
+    """One statement marks a round ``dialing`` (stamped, boot kept); an execution that is
+    no longer ``accepted`` is never marked again, so it is never sent twice."""
+    result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
+    assert isinstance(result, Accept)
+    ids = [f"x{i}" for i in range(4)]
+
+    def accept(conn: sqlite3.Connection) -> None:
+        for i, execution_id in enumerate(ids):
+            inbox.record(
+                conn,
+                command_id=f"command-{i}",
+                task_id="task-a",
+                decision=InboxDecision.ACCEPTED,
+                reason_code=None,
+                execution_id=execution_id,
+                result_event_id=f"r{i}",
+                now=NOW,
+            )
+            executions.insert(
+                conn,
+                execution_id=execution_id,
+                call_id=f"call-{i}",
+                call_result_event_id=f"cr{i}",
+                plan=replace(result.plan, command_id=f"command-{i}"),
+                now=NOW,
+            )
+
+    await db.write(accept)
+    await db.write(executions.move, "x2", ExecutionState.DIALING, NOW)  # an earlier round
+    later = datetime(2026, 9, 21, 2, 0, 5, tzinfo=UTC)
+    marked = await db.write(executions.mark_dialing, ["x3", "x2", "x0", "nope"], "boot-1", later)
+    assert [e.execution_id for e in marked] == ["x3", "x0"], "accepted only, in the given order"
+    assert all(e.state is ExecutionState.DIALING and e.cell_boot_id == "boot-1" for e in marked)
+    assert marked[0].plan == replace(result.plan, command_id="command-3")
+    stored = await db.read(executions.get, "x0")
+    assert stored == marked[1]
+    assert await db.write(executions.mark_dialing, ["x0", "x3"], "boot-1", later) == []
+    with sqlite3.connect(db.path) as conn:
+        stamps = dict(conn.execute("SELECT execution_id, dial_started_at FROM executions"))
+    assert stamps["x0"] == stamps["x3"] == "2026-09-21T02:00:05.000000+00:00"
+    assert stamps["x1"] is None and stamps["x2"] == "2026-09-21T02:00:00.000000+00:00"
