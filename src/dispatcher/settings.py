@@ -73,7 +73,7 @@ class Settings:
     quota_ttl_s: float = 60.0
     http_timeout_s: float = 5.0
     prefetch: int = 64
-    intake_batch: int = 256
+    intake_batch: int = 64  # bounds how long a dialing mark waits behind an admission batch
     outbox_retry_s: float = 1.0
     outbox_batch: int = 500
     grace_s: float = 10.0
