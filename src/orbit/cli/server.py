@@ -12,6 +12,7 @@ import uvicorn
 from orbit import logs
 from orbit.api.app import create_app
 from orbit.api.factory import ENV_ACCESS_LOG, ENV_POOL
+from orbit.api.transport import CoalescingHttpToolsProtocol
 from orbit.cli.common import database_option, emit, json_option, with_database
 from orbit.config import (
     DEFAULT_HOST,
@@ -56,6 +57,7 @@ def serve(
     options: dict[str, Any] = dict(
         host=host, port=port, log_config=None, access_log=False, server_header=False,
         lifespan="on", timeout_graceful_shutdown=10,
+        http=CoalescingHttpToolsProtocol,  # one write per response (orbit.api.transport)
     )  # fmt: skip
     if workers == 1:
         app = create_app(Database.open(database, pool_size=pool_size), access_log=access_log)
