@@ -1,6 +1,7 @@
 """Connected workers of this server process and the two loops that serve them: the dispatcher
 (push leases within each connection's credit, fair across its queues, woken on submit, requeue
-and freed capacity, with a fallback tick) and the sweeper (expired leases, attempt and task
+and capacity freed on a connection that may have left work waiting, with a fallback tick) and
+the sweeper (expired leases, attempt and task
 deadlines, on the database clock). worker-protocol.md §5-§6."""
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ class Link:
     in_flight: set[str] = field(default_factory=set)
     rotation: int = 0
     open: bool = True
+    # False once a dispatch round asked on every queue of this link and got fewer tasks than
+    # asked everywhere: nothing was left for it, so a freed slot needs no round of its own
+    # (new work comes with a notify). True while it may be leaving work waiting.
+    saturated: bool = True
 
     @property
     def free(self) -> int:
@@ -114,11 +119,15 @@ class Hub:
         self._wake.set()
 
     def ended(self, attempt_id: str) -> None:
+        """An attempt of this process ended: its slot is free. Dispatch now only if its
+        connection may have left work waiting (see `Link.saturated`); otherwise the freed
+        slot waits for the next notify or tick, and no empty lease transaction is run."""
         connection_id = self.owner.pop(attempt_id, None)
         link = self.links.get(connection_id) if connection_id else None
         if link is not None:
             link.in_flight.discard(attempt_id)
-            self.notify()
+            if link.saturated:
+                self._wake.set()
 
     def tell_cancel(self, attempt_id: str) -> None:
         """A cancel was committed for this attempt: push `cancel_requested` to its connection
@@ -141,6 +150,9 @@ class Hub:
                 self._wake.set()  # a full share was granted: there may be more
 
     async def dispatch_round(self) -> bool:
+        for link in self.links.values():
+            if not link.free:
+                link.saturated = True  # not asked this round
         links = sorted((x for x in self.links.values() if x.free), key=lambda x: -x.free)
         plans = []
         for link in links:
@@ -150,6 +162,7 @@ class Hub:
         if not plans:
             return False
         results = await asyncio.gather(*(self._fill(*plan) for plan in plans))
+        _mark_saturated(plans, results)
         return any(results)
 
     async def _fill(self, link: Link, queue_id: str, size: int) -> bool:
@@ -196,6 +209,18 @@ class Hub:
                 asyncio.get_running_loop().create_task(_quietly(link.send(cancel)))
         if report.wake:
             self.notify()
+
+
+def _mark_saturated(plans: list[tuple[Link, str, int]], results: list[bool]) -> None:
+    """A link stays saturated if one of its fills was full (more may wait) or a queue of it
+    was not asked (its share was 0); a short fill means the queue had nothing more for it."""
+    full: dict[Link, bool] = {}
+    asked: dict[Link, set[str]] = {}
+    for (link, queue_id, _), got_all in zip(plans, results, strict=True):
+        asked.setdefault(link, set()).add(queue_id)
+        full[link] = full.get(link, False) or got_all
+    for link, queues in asked.items():
+        link.saturated = full[link] or queues != set(link.queue_order)
 
 
 async def _quietly(sending: Awaitable[Any]) -> None:

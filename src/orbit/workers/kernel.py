@@ -85,8 +85,10 @@ class Kernel:
         taken: set[str] = set()  # overlapping handler sets must not lease a row twice
         for (queue_id, handlers), indexes in groups.items():
             total = sum(asks[i].size for i in indexes)
-            found = await store.lease_candidates(conn, self.dialect, queue_id, handlers, now, total)
-            rows = [r for r in found if r.id not in taken]
+            found = await store.lease_candidates(conn, self.dialect, queue_id, handlers, now,
+                                                 total + len(taken))  # fmt: skip
+            # fewer than `total` rows now means the queue had no more for these handlers
+            rows = [r for r in found if r.id not in taken][:total]
             taken.update(r.id for r in rows)
             for row, index in zip(rows, _deal([asks[i].size for i in indexes]), strict=False):
                 grants[indexes[index]].append(self._grant(row, now))

@@ -26,7 +26,10 @@ from orbit.store.db import Database
 from orbit.store.tables import tasks
 from orbit.store.tasks import row_task, task_row
 from orbit.workers import store
+from orbit.workers.acks import Peer
 from orbit.workers.batch import Batcher
+from orbit.workers.kernel import Kernel, KernelSettings, LeaseAsk
+from orbit.workers.messages import WorkerIdentity
 from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
@@ -122,3 +125,34 @@ async def test_batcher_isolates_a_failing_step_and_groups_kinds(db: Database) ->
     assert grouped == [0, 2, 4, 6, 8] and seen[0] == 5  # one handler call for the five
     assert mixed[0] == "ok" and mixed[2] == 14
     assert isinstance(mixed[1], RuntimeError)
+
+
+async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Database) -> None:
+    """Two connections of one queue with overlapping handler sets ask in the same batch: the
+    second group's read must look past the rows the first group took (they are locked by this
+    same transaction, so SKIP LOCKED returns them), or it comes back short although a row is
+    still waiting — and a short fill tells the dispatcher the queue is drained."""
+    made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
+    body = {"queue_id": made.queue_id, "handler": "demo.work", "handler_version": "v1",
+            "payload_version": "v1", "payload": {}}  # fmt: skip
+    request = parse_submit(read_json(json.dumps(body).encode()))
+    async with db.write() as conn:
+        now = await db.now(conn)
+        rows = [task_row(new_task(new_id(), made.namespace_id, request,
+                                  plan_times(request, now), now)) for _ in range(3)]  # fmt: skip
+        await conn.execute(tasks.insert(), rows)
+    work, other = HandlerKey("demo.work", "v1"), HandlerKey("other", "v1")
+    worker = WorkerIdentity("w", "i" * 32, None, None, None)
+
+    def ask(handlers: frozenset[HandlerKey]) -> LeaseAsk:
+        peer = Peer(new_id(), "t", made.namespace_id, frozenset({made.queue_id}), worker)
+        return LeaseAsk(peer, handlers, made.queue_id, 2)
+
+    kernel = Kernel(db.dialect, KernelSettings())
+    async with db.write() as conn:
+        now = await db.now(conn)
+        first, second = await kernel.lease_many(
+            conn, now, [ask(frozenset({work})), ask(frozenset({work, other}))])
+    leased = [g.task.id for g in first + second]
+    assert len(first) == 2 and len(second) == 1, "the third task was left waiting"
+    assert sorted(leased) == sorted(row["id"] for row in rows)
