@@ -3,6 +3,7 @@ headers and query parameters, the `{"request_id","data"}` envelope and `X-Reques
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from starlette.requests import Request
@@ -14,6 +15,7 @@ from orbit.domain.strictjson import read_json
 
 MAX_BODY_BYTES = 524_288
 JSON_MEDIA_TYPE = "application/json"
+_encode_str = json.encoder.encode_basestring
 
 
 def require_json_content_type(request: Request) -> None:
@@ -79,8 +81,21 @@ def envelope(
         body["data"] = data
     else:
         body["error"] = dict(error)
+    return _json_response(request_id, status, dumps(body))
+
+
+def receipt_envelope(request_id: str, status: int, deduplicated: bool, task_text: str) -> Response:
+    """`envelope(request_id, status, data={"deduplicated": ..., "task": RawJson(task_text)})`
+    written without the generic encoder (every submit answers with it)."""
+    flag = "true" if deduplicated else "false"
+    text = (f'{{"request_id":{_encode_str(request_id)},"data":{{"deduplicated":{flag},'
+            f'"task":{task_text}}}}}')  # fmt: skip
+    return _json_response(request_id, status, text)
+
+
+def _json_response(request_id: str, status: int, text: str) -> Response:
     return Response(
-        dumps(body).encode("utf-8"),
+        text.encode("utf-8"),
         status_code=status,
         media_type=JSON_MEDIA_TYPE,
         headers={"X-Request-ID": request_id},

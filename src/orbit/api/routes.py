@@ -7,12 +7,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from orbit.api.http import envelope, query, read_json_body, single_header
+from orbit.api.http import envelope, query, read_json_body, receipt_envelope, single_header
 from orbit.domain.cursor import decode_cursor, encode_cursor
 from orbit.domain.errors import InvalidArgument
 from orbit.domain.idempotency import check_key
 from orbit.domain.ids import check_id, task_id_from_path
-from orbit.domain.jsonvalue import JsonValue, RawJson
+from orbit.domain.jsonvalue import JsonValue
 from orbit.domain.states import TaskState
 from orbit.domain.submit import parse_submit
 from orbit.domain.task import summary_view, task_view
@@ -40,11 +40,10 @@ class Context:
         return principal
 
     def receipt(self, receipt: Receipt) -> Response:
-        data: dict[str, JsonValue] = {
-            "deduplicated": receipt.deduplicated,
-            "task": RawJson(receipt.task_text),
-        }
-        return envelope(self.request_id, receipt.status, data=data)
+        """`{"deduplicated": ..., "task": ...}` (`http.receipt_envelope`)."""
+        return receipt_envelope(
+            self.request_id, receipt.status, receipt.deduplicated, receipt.task_text
+        )
 
 
 def _authorization(request: Request) -> str | None:

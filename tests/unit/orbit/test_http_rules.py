@@ -7,8 +7,15 @@ import pytest
 from starlette.requests import Request
 
 from orbit.api.errors import ERROR_CODES, wire_error
-from orbit.api.http import query, require_json_content_type, single_header
+from orbit.api.http import (
+    envelope,
+    query,
+    receipt_envelope,
+    require_json_content_type,
+    single_header,
+)
 from orbit.domain import errors as e
+from orbit.domain.jsonvalue import JsonValue, RawJson
 
 pytestmark = pytest.mark.unit
 
@@ -80,3 +87,23 @@ def test_o_err_1_error_table(exc: BaseException, status: int, code: str) -> None
     wire = wire_error(exc)
     assert (wire.status, wire.code) == (status, code)
     assert code in ERROR_CODES
+
+
+@pytest.mark.parametrize(
+    ("request_id", "status", "deduplicated", "task_text"),
+    [
+        ("0" * 32, 201, False, '{"id":"t","payload":{"n":9007199254740993}}'),
+        ("f" * 32, 200, True, '{"id":"t","business_key":"é\\"x"}'),
+        ('odd"id\\é', 200, True, "{}"),  # never from new_id, but encoded all the same
+    ],
+)
+def test_receipt_envelope_is_the_generic_envelope(
+    request_id: str, status: int, deduplicated: bool, task_text: str
+) -> None:
+    """The submit answer written directly is byte for byte the generic envelope."""
+    data: dict[str, JsonValue] = {"deduplicated": deduplicated, "task": RawJson(task_text)}
+    fast = receipt_envelope(request_id, status, deduplicated, task_text)
+    generic = envelope(request_id, status, data=data)
+    assert (fast.status_code, fast.raw_headers, fast.body) == (
+        generic.status_code, generic.raw_headers, generic.body,
+    )  # fmt: skip
