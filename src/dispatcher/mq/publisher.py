@@ -8,12 +8,12 @@ does not exist yet), a timeout or a lost connection leaves it ``pending``; it is
 republished later with the same event_id and the same bytes. Rows blocked as too large
 are never read here (D-ID-3).
 
-A round is published on the confirm channel's aiormq layer: the properties are the ones
-aio-pika would send (``content_type``, persistent, ``message_id``, ``type``, empty
-headers), every publish of the round is in flight at once (confirms pipelined), and a
-publish does not wait for the socket to drain before the next one is queued — only its
-confirm (or return, nack, timeout) decides the row. The channel is opened by aio-pika
-with ``on_return_raises``: a mandatory return fails the publish (``PublishError``).
+A round is published on the confirm channel's aiormq layer in one write
+(:func:`dispatcher.mq.confirms.publish_round`): the properties are the ones aio-pika
+would send (``content_type``, persistent, ``message_id``, ``type``, empty headers), every
+message of the round is in flight at once (confirms pipelined), and only its own confirm
+(or return, nack, timeout) decides each row. The channel is opened by aio-pika with
+``on_return_raises``: a mandatory return fails that message (``PublishError``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from datetime import datetime
 import aiormq
 
 from dispatcher.logs import log
+from dispatcher.mq.confirms import Outgoing, publish_round
 from dispatcher.mq.link import AmqpLink
 from dispatcher.mq.names import RESULT_EXCHANGE
 from dispatcher.store import outbox
@@ -106,7 +107,7 @@ class OutboxRelay:
         raw = await self._channel()
         if raw is None:
             return len(rows)
-        errors = await asyncio.gather(*(self._publish(raw, row) for row in rows))
+        errors = await self._publish(raw, rows)
         delivered = [row.seq for row, error in zip(rows, errors, strict=True) if error is None]
         failures = [(row.seq, e) for row, e in zip(rows, errors, strict=True) if e is not None]
         if delivered:
@@ -119,24 +120,11 @@ class OutboxRelay:
         self.published += len(delivered)
         return len(failures)
 
-    async def _publish(self, channel: aiormq.Channel, row: OutboxRow) -> str | None:
-        """None when confirmed and not returned, else a short error text."""
+    async def _publish(self, channel: aiormq.Channel, rows: list[OutboxRow]) -> list[str | None]:
+        """Per row None when confirmed and not returned, else a short error text."""
+        messages = [Outgoing(row.body, row.routing_key, properties(row)) for row in rows]
         try:
-            confirm = await channel.basic_publish(
-                row.body,
-                exchange=RESULT_EXCHANGE,
-                routing_key=row.routing_key,
-                properties=properties(row),
-                mandatory=True,
-                timeout=CONFIRM_TIMEOUT_S,
-                wait=False,
-            )
-        except aiormq.exceptions.PublishError:
-            return "returned: no queue bound for the result route (mandatory)"
-        except aiormq.exceptions.DeliveryError:
-            return "nacked by the broker"
-        except (TimeoutError, aiormq.exceptions.AMQPError, ConnectionError, RuntimeError) as exc:
-            return f"{type(exc).__name__}: {exc}"[:200]
-        if isinstance(confirm, aiormq.spec.Basic.Ack):
-            return None
-        return "returned: not confirmed"
+            return await publish_round(channel, RESULT_EXCHANGE, messages, CONFIRM_TIMEOUT_S)
+        except (aiormq.exceptions.AMQPError, ConnectionError, RuntimeError) as exc:
+            error = f"{type(exc).__name__}: {exc}"[:200]  # e.g. the channel closed meanwhile
+            return [error] * len(rows)

@@ -9,13 +9,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import aio_pika
+import aiormq
 import pytest
 
+from dispatcher.mq.confirms import Outgoing, publish_round
 from dispatcher.mq.link import AmqpLink
 from dispatcher.mq.names import RESULT_EXCHANGE
-from dispatcher.mq.publisher import OutboxRelay
+from dispatcher.mq.publisher import OutboxRelay, properties
 from dispatcher.store import outbox
 from dispatcher.store.db import Database
+from dispatcher.store.outbox import OutboxRow
 from tests.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
@@ -98,3 +101,45 @@ async def _failures(relay: OutboxRelay, at_least: int) -> bool:
 
 async def _delivered(db: Database, n: int) -> bool:
     return (await db.read(outbox.counts))["delivered"] >= n
+
+
+async def test_one_write_round_confirms_each_message_and_fails_returned_ones_d_mq_4(
+    broker: aio_pika.abc.AbstractConnection,
+) -> None:
+    """publish_round: every message has its own verdict — routable ones confirmed, an
+    unroutable one (mandatory) returned — and arrives with the relay's properties, bodies
+    above the frame size included."""
+    bound, unbound = f"d.{uuid.uuid4()}.out", f"d.{uuid.uuid4()}.out"
+    channel = await broker.channel()
+    queue = await channel.declare_queue(f"it.round.{uuid.uuid4()}", auto_delete=True)
+    await queue.bind(RESULT_EXCHANGE, bound)
+    publisher = await broker.channel(publisher_confirms=True, on_return_raises=True)
+    raw = await publisher.get_underlay_channel()
+    assert isinstance(raw, aiormq.Channel)
+    big = b"x" * (3 * raw.max_content_size + 17)
+    rows = [
+        OutboxRow(1, "r-1", "command.result", bound, b'{"n":1}'),
+        OutboxRow(2, "r-2", "call.result", unbound, b'{"n":2}'),
+        OutboxRow(3, "r-3", "call.result", bound, big),
+        OutboxRow(4, "r-4", "command.result", bound, b'{"n":4}'),
+    ]
+    messages = [Outgoing(r.body, r.routing_key, properties(r)) for r in rows]
+    verdicts = await publish_round(raw, RESULT_EXCHANGE, messages, 10)
+    assert verdicts[0] is None and verdicts[2] is None and verdicts[3] is None
+    assert verdicts[1] is not None and verdicts[1].startswith("returned")
+    assert raw.confirmations == {} and raw.message_id_delivery_tag == {}
+    again = await publish_round(raw, RESULT_EXCHANGE, messages[:1], 10)  # tags stay in step
+    assert again == [None]
+    got = []
+    while (message := await queue.get(fail=False, timeout=5)) is not None:
+        got.append(message)
+        await message.ack()
+    assert [(m.message_id, m.type, m.body) for m in got] == [
+        ("r-1", "command.result", b'{"n":1}'),
+        ("r-3", "call.result", big),
+        ("r-4", "command.result", b'{"n":4}'),
+        ("r-1", "command.result", b'{"n":1}'),
+    ]
+    assert {(m.content_type, m.delivery_mode) for m in got} == {
+        ("application/json", aio_pika.DeliveryMode.PERSISTENT)
+    }
