@@ -144,7 +144,8 @@ class Hub:
     async def _dispatch_forever(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.tick_s)
+                async with asyncio.timeout(self.tick_s):  # no extra task per wait (wait_for)
+                    await self._wake.wait()
             self._wake.clear()
             if await self.dispatch_round():
                 self._wake.set()  # a full share was granted: there may be more
