@@ -64,6 +64,8 @@ def single_header(request: Request, name: str) -> str | None:
 def query(request: Request, allowed: frozenset[str]) -> dict[str, str]:
     """Each parameter at most once; unknown parameters are refused."""
     result: dict[str, str] = {}
+    if not request.scope["query_string"]:  # no parameters: nothing to parse
+        return result
     for name, value in request.query_params.multi_items():
         if name not in allowed:
             raise InvalidArgument("unknown query parameter", name)

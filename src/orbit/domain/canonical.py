@@ -40,6 +40,13 @@ def digest(operation: str, request: JsonValue) -> Digest:
     return Digest(ALGORITHM, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
+def digest_canonical(operation: str, request_text: str) -> Digest:
+    """`digest(operation, request)` for a request already written as `canonical_text`."""
+    text = (f'{{"algorithm":{_encode_str(ALGORITHM)},"operation":{_encode_str(operation)},'
+            f'"request":{request_text}}}')  # fmt: skip
+    return Digest(ALGORITHM, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
 def _write(value: JsonValue, out: list[str]) -> None:
     # exact-type fast paths first (the ABC checks below cost more than the writing itself)
     if type(value) is str:

@@ -8,14 +8,16 @@ defaults; `plan_times(request, now)` checks the time rules against the acceptanc
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from orbit.domain.canonical import Digest, digest
+from orbit.domain.canonical import Digest, canonical_text, digest_canonical
 from orbit.domain.errors import InvalidArgument
 from orbit.domain.fields import ObjectReader
 from orbit.domain.ids import check_id
 from orbit.domain.jsonvalue import JsonValue, dumps
+from orbit.domain.numbers import canonical_decimal
 from orbit.domain.times import format_time, milliseconds
 
 DEFAULT_TASK_TIMEOUT_MS = 86_400_000
@@ -28,6 +30,7 @@ MAX_DELAY_MS = 9_223_372_036_854
 MAX_PAYLOAD_BYTES = 262_144
 MAX_BUSINESS_KEY_CHARS = 191
 PAST_TOLERANCE_MS = 1_000
+_encode_str = json.encoder.encode_basestring
 
 SUBMIT_FIELDS = frozenset(
     {
@@ -195,4 +198,31 @@ def submit_document(request: SubmitRequest) -> dict[str, JsonValue]:
 
 
 def submit_digest(request: SubmitRequest) -> Digest:
-    return digest(OPERATION, submit_document(request))
+    """`digest(OPERATION, submit_document(request))`, with the document written straight in
+    canonical key order (every submit computes it; a test compares both)."""
+    return digest_canonical(OPERATION, _canonical_submit(request))
+
+
+def _canonical_submit(request: SubmitRequest) -> str:
+    """`canonical_text(submit_document(request))`: the keys in code point order."""
+    text, number, retry = _encode_str, canonical_decimal, request.retry
+    parts = []
+    if request.available_at is not None:
+        parts.append('"available_at":' + text(format_time(request.available_at)))
+    if request.business_key is not None:
+        parts.append('"business_key":' + text(request.business_key))
+    parts += [
+        '"handler":' + text(request.handler),
+        '"handler_version":' + text(request.handler_version),
+        '"payload":' + canonical_text(request.payload),
+        '"payload_version":' + text(request.payload_version),
+        '"queue_id":' + text(request.queue_id),
+        '"recovery_safety":' + text(request.recovery_safety.value),
+        f'"retry":{{"attempt_timeout_ms":{number(retry.attempt_timeout_ms)},'
+        f'"initial_delay_ms":{number(retry.initial_delay_ms)},'
+        f'"max_attempts":{number(retry.max_attempts)},"max_delay_ms":{number(retry.max_delay_ms)}}}',
+    ]
+    if request.start_deadline_at is not None:
+        parts.append('"start_deadline_at":' + text(format_time(request.start_deadline_at)))
+    parts.append('"task_timeout_ms":' + number(request.task_timeout_ms))
+    return "{" + ",".join(parts) + "}"

@@ -71,12 +71,16 @@ def format_time(value: datetime) -> str:
 
 def as_utc(value: datetime) -> datetime:
     """Naive datetimes are UTC by convention (how the store keeps them)."""
+    if value.tzinfo is UTC:  # the common case: nothing to convert
+        return value
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
 
 def to_naive_utc(value: datetime) -> datetime:
+    if value.tzinfo is UTC:
+        return value.replace(tzinfo=None)
     return as_utc(value).replace(tzinfo=None)
 
 

@@ -230,7 +230,9 @@ async def hot_execute_many(
     driver, dialect = await _driver(conn)
     # columns that are NULL in every row are left out (they default to NULL): the bulk
     # command needs a concrete type for each column it sends
-    present = {key: None for key in rows[0] if any(row[key] is not None for row in rows)}
+    first = rows[0]
+    present = {key: None for key, value in first.items()
+               if value is not None or any(row[key] is not None for row in rows)}  # fmt: skip
     sql, names = _compiled(dialect, statement, present)
     values = _bound_rows(statement, names, rows)
     try:
@@ -268,11 +270,16 @@ def _bound_rows(
         _TIMES[key] = times
     pick = operator.itemgetter(*names)
     bound = []
+    naive: dict[datetime, datetime] = {}  # a group's rows share most of their times
     for row in rows:
         values = list(pick(row))
         for index in times:
-            if values[index] is not None:
-                values[index] = to_naive_utc(values[index])
+            value = values[index]
+            if value is not None:
+                converted = naive.get(value)
+                if converted is None:
+                    converted = naive[value] = to_naive_utc(value)
+                values[index] = converted
         bound.append(values)
     return bound
 

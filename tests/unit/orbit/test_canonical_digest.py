@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from orbit.domain.canonical import ALGORITHM, canonical_text, digest
 from orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
 from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import parse_submit, submit_digest
+from orbit.domain.submit import parse_submit, submit_digest, submit_document
 
 pytestmark = pytest.mark.unit
 
@@ -192,3 +192,28 @@ def test_exact_type_fast_paths(value: JsonValue, canonical: str, compact: str) -
     """Python ints, bools (never written as numbers), None and lists in both writers."""
     assert canonical_text(value) == canonical
     assert dumps(value) == compact
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "",
+        ',"business_key":"b\\"\\u00e9\\\\\\ud83d\\ude00"',
+        ',"available_at":"2026-09-17T08:00:00.5+08:00"',
+        ',"start_deadline_at":"2026-09-18T00:00:00Z","available_at":null',
+        ',"task_timeout_ms":1000,"retry":{"max_attempts":100,"initial_delay_ms":10,'
+        '"max_delay_ms":9223372036854,"attempt_timeout_ms":1000}',
+        ',"recovery_safety":"IDEMPOTENT","business_key":"k","available_at":"2026-09-17T00:00:00Z",'
+        '"start_deadline_at":"2026-09-17T00:00:01Z","retry":{"max_attempts":2}',
+    ],
+)
+@pytest.mark.parametrize(
+    "payload",
+    [None, '{"z":1,"\\u00e9":[1.50,-0,1E2],"A":{"y":null,"x":true}}', '"text"', "[]", "100"],
+)
+def test_submit_digest_is_the_digest_of_the_document(extra: str, payload: str | None) -> None:
+    """The submit digest written straight in key order equals the generic canonical digest
+    of `submit_document`, with and without every optional field."""
+    text = BASE if payload is None else BASE.replace('{"a":1,"b":[1,2]}', payload)
+    request = parse_submit(read_json_text(text + extra + "}"))
+    assert submit_digest(request) == digest("tasks.submit", submit_document(request))
