@@ -53,10 +53,16 @@ async def test_o_api_1_expired_and_revoked_tokens_are_401(
     ok(await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(revoked)))
     await Admin(db).revoke_token(revoked_id)
     revoked_at = time.monotonic()
-    while (response := await http.get(f"/v1/tasks/{task_id}",
-                                      headers=tenant.headers(revoked))).status_code == 200:
-        assert time.monotonic() - revoked_at < 1.0, "a revoked token still works after 1 s"
-        await asyncio.sleep(0.05)  # fmt: skip
+    # The bound holds for the moment a request is sent: the server reads the record at or
+    # after that moment, and a record loaded before the revocation is cached < 1 s. The
+    # answer itself may arrive later on a busy machine, so its arrival is not measured.
+    while True:
+        sent = time.monotonic()
+        response = await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(revoked))
+        if response.status_code != 200:
+            break
+        assert sent - revoked_at < 1.0, "a revoked token still works 1 s after its revocation"
+        await asyncio.sleep(0.05)
     error(response, 401, "UNAUTHENTICATED")
     while (soon - datetime.now(UTC)).total_seconds() > 0.4:  # its record stays cached
         ok(await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(expiring)))
