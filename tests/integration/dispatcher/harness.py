@@ -248,6 +248,30 @@ class Scenario:
 
         return list(wait_for(enough, timeout, f"{count} results {filters}"))
 
+    def wait_distinct_results(
+        self, count: int, timeout: float = 20.0, **filters: Any
+    ) -> list[dict[str, Any]]:
+        """The first delivery of each event_id, once ``count`` distinct ones arrived (a D
+        killed between a confirm and its delivered mark republishes the same event)."""
+
+        def enough() -> list[dict[str, Any]] | None:
+            first: dict[str, dict[str, Any]] = {}
+            for result in self.results(**filters):
+                first.setdefault(result["event_id"], result)
+            return list(first.values()) if len(first) >= count else None
+
+        return list(wait_for(enough, timeout, f"{count} distinct results {filters}"))
+
+    def republished_differently(self) -> list[str]:
+        """The event_ids delivered more than once with different bodies (D-MQ-4: a
+        republish carries the same event_id and body; redelivery itself is allowed)."""
+        bodies: dict[str, set[str]] = {}
+        for result in self.results():
+            text = json.dumps(result["body"], sort_keys=True) if result["body"] is not None \
+                else str(result["raw"])
+            bodies.setdefault(result["event_id"], set()).add(text)
+        return sorted(event for event, seen in bodies.items() if len(seen) > 1)
+
     # --- the D -------------------------------------------------------------------
     def env(self, **overrides: str) -> dict[str, str]:
         return {
