@@ -43,7 +43,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.orbit_submit import DEFAULT_URL, bench_database, free_port  # noqa: E402
+from bench.orbit_submit import DEFAULT_URL, Connection, bench_database, free_port  # noqa: E402
 from orbit.store.admin import Admin  # noqa: E402
 from orbit.store.db import Database  # noqa: E402
 from orbit.store.migrate import upgrade  # noqa: E402
@@ -114,19 +114,21 @@ def cpu_seconds(pid: int) -> float:
 
 
 def cpu_use(pids: list[int], since: list[float] | None = None) -> list[float]:
-    """CPU seconds of [server, workers…, MariaDB] (MariaDB last, 0 when not local), minus
-    `since`."""
+    """CPU seconds of [server, workers…, MariaDB, this process] (MariaDB 0 when not local),
+    minus `since`. This process is the load generator (HTTP clients, progress polling)."""
     found = subprocess.run(["pgrep", "-o", "-x", "mariadbd|mysqld"], capture_output=True,
                            text=True, check=False).stdout.split()  # fmt: skip
     now = [cpu_seconds(pid) for pid in pids] + [cpu_seconds(int(found[0])) if found else 0.0]
+    now.append(time.process_time())
     return now if since is None else [a - b for a, b in zip(now, since, strict=True)]
 
 
 def cpu_line(phase: str, used: list[float], n: int) -> str:
-    server, workers, mariadb = used[0], sum(used[1:-1]), used[-1]
+    server, workers, mariadb, client = used[0], sum(used[1:-2]), used[-2], used[-1]
     return (f"  {phase} CPU per task: server {server * 1000 / n:.2f} ms, workers "
             f"{workers * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms "
-            "(MariaDB is shared with other work on this machine)")
+            "(MariaDB is shared with other work on this machine), bench client "
+            f"{client * 1000 / n:.2f} ms")
 
 
 def _wait(ready: object, process: subprocess.Popen[bytes], what: str) -> None:
@@ -152,39 +154,43 @@ def body(queue_id: str, number: int) -> str:
 async def submit_all(
     base: str, token: str, queue_id: str, n: int, clients: int, batch: int = 1
 ) -> None:
-    """`n` submits by `clients` concurrent HTTP clients: POST /v1/tasks one by one, or
-    POST /v1/tasks:batch with `batch` (2-100) tasks per request."""
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    """`n` submits by `clients` concurrent keep-alive HTTP connections: POST /v1/tasks one by
+    one, or POST /v1/tasks:batch with `batch` (2-100) tasks per request. The minimal client of
+    bench/orbit_submit.py: httpx cost about as much CPU per request as the server (2 ms per
+    single submit here), which on two cores starved the system under test."""
+    port = int(base.rsplit(":", 1)[1])
+    headers = f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
     run, sent = secrets.token_hex(4), [0]
     groups = iter([list(range(start, min(n, start + batch))) for start in range(0, n, batch)])
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+    connections = [await Connection.open(port) for _ in range(clients)]
 
-        async def one_client() -> None:
-            for group in groups:
-                key = {"Idempotency-Key": f"{run}-{group[0]}"}
-                if batch == 1:
-                    path, content = "/v1/tasks", body(queue_id, group[0])
-                else:
-                    path = "/v1/tasks:batch"
-                    content = '{"tasks":[' + ",".join(body(queue_id, i) for i in group) + "]}"
-                response = await client.post(path, content=content, headers={**headers, **key})
-                if response.status_code not in (200, 201):
-                    raise RuntimeError(f"submit: {response.status_code} {response.text}")
-                sent[0] += len(group)
+    async def one_client(connection: Connection) -> None:
+        for group in groups:
+            key = f"Idempotency-Key: {run}-{group[0]}\r\n"
+            if batch == 1:
+                path, content = "/v1/tasks", body(queue_id, group[0])
+            else:
+                path = "/v1/tasks:batch"
+                content = '{"tasks":[' + ",".join(body(queue_id, i) for i in group) + "]}"
+            status, answer = await connection.post(path, headers + key, content.encode())
+            if status not in (200, 201):
+                raise RuntimeError(f"submit: {status} {answer[:300]!r}")
+            sent[0] += len(group)
 
-        async def report() -> None:
-            started = time.perf_counter()
-            while True:
-                await asyncio.sleep(2)
-                rate = sent[0] / (time.perf_counter() - started)
-                print(f"  submitting: {sent[0]}/{n} ({rate:.0f}/s)", flush=True)
+    async def report() -> None:
+        started = time.perf_counter()
+        while True:
+            await asyncio.sleep(2)
+            rate = sent[0] / (time.perf_counter() - started)
+            print(f"  submitting: {sent[0]}/{n} ({rate:.0f}/s)", flush=True)
 
-        reporter = asyncio.create_task(report())
-        try:
-            await asyncio.gather(*(one_client() for _ in range(clients)))
-        finally:
-            reporter.cancel()
+    reporter = asyncio.create_task(report())
+    try:
+        await asyncio.gather(*(one_client(c) for c in connections))
+    finally:
+        reporter.cancel()
+        for connection in connections:
+            connection.close()
 
 
 async def wait_done(db: Database, queue_id: str, expected: int, label: str) -> None:
