@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
+from orbit.domain.times import format_time
 from orbit.domain.tokens import Permission
 from orbit.store.db import Database
 from orbit.store.tables import audit_log, task_events
@@ -39,6 +41,9 @@ async def test_p3_batch_accepts_all_replays_and_conflicts_o_sub_1(
     bodies = [tenant.body(business_key=f"b-{i}", payload={"n": i, "exact": 1.10})
               for i in range(3)]  # fmt: skip
     bodies[2]["recovery_safety"] = "IDEMPOTENT"
+    # a column set in one row only: the multi-row INSERT must keep it there and nowhere else
+    start_by = format_time(datetime.now(UTC) + timedelta(hours=1))
+    bodies[1]["start_deadline_at"] = start_by
     first = await post(http, tenant, "/v1/tasks:batch", {"tasks": bodies}, "p3b-1")
     data = ok(first, 201)
     items = data["items"]
@@ -48,6 +53,7 @@ async def test_p3_batch_accepts_all_replays_and_conflicts_o_sub_1(
     for index, item in enumerate(items):
         task = ok(await http.get(f"/v1/tasks/{item['task_id']}", headers=tenant.headers()))
         assert task["business_key"] == f"b-{index}" and task["payload"]["n"] == index
+        assert task.get("start_deadline_at") == (start_by if index == 1 else None), task
     assert '"exact":1.1' in (await http.get(f"/v1/tasks/{items[0]['task_id']}",
                                             headers=tenant.headers())).text  # fmt: skip
     assert task["recovery_safety"] == "IDEMPOTENT"
