@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
@@ -143,8 +142,9 @@ class CallSupervisor:
         while not self._dial.empty() and len(batch) < DIAL_BATCH:
             batch.append(self._dial.get_nowait())
         boot = await self._dial_boot()
+        # the still accepted ones, now dialing (one statement)
         marked: list[Execution] = await self._db.write_first(
-            _mark_dialing, batch, boot, self._clock()
+            executions.mark_dialing, batch, boot, self._clock()
         )
         self._inflight.update(e.execution_id for e in marked)
         return marked
@@ -332,10 +332,3 @@ class CallSupervisor:
             held=result.held,
             acked=len(acks),
         )
-
-
-def _mark_dialing(
-    conn: sqlite3.Connection, ids: list[str], boot: str | None, now: datetime
-) -> list[Execution]:
-    """The still ``accepted`` executions of ``ids``, now ``dialing`` (one statement)."""
-    return executions.mark_dialing(conn, ids, boot, now)

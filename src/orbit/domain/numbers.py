@@ -50,30 +50,27 @@ def _normalized_exponent(text: str) -> int:
 def canonical_decimal(value: JsonNumber | int | Decimal) -> str:
     """The exact normalised decimal of orbit-json-v1: `[-]digits[eN]`, no trailing zeros,
     so 1, 1.0, 10e-1 and 0.1e1 all give "1"; 100 gives "1e2"; 1.5 gives "15e-1"; -0 gives "0"."""
-    if type(value) is int:
-        return _canonical_integer(str(value))  # the common cases, without Decimal
-    if type(value) is JsonNumber and _INT_LITERAL.match(value.text):
-        return _canonical_integer(value.text)
-    number = value.to_decimal() if isinstance(value, JsonNumber) else Decimal(value)
-    sign, digits, exponent = number.as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits)).lstrip("0")
-    if not text:
-        return "0"
-    stripped = text.rstrip("0")
-    exponent += len(text) - len(stripped)
-    prefix = "-" if sign else ""
-    return f"{prefix}{stripped}" if exponent == 0 else f"{prefix}{stripped}e{exponent}"
-
-
-def _canonical_integer(text: str) -> str:
-    """`canonical_decimal` of an integer literal (`-?digits`), by string operations."""
+    if type(value) is int:  # the common cases, without Decimal
+        text = str(value)
+    elif type(value) is JsonNumber and _INT_LITERAL.match(value.text):
+        text = value.text
+    else:
+        number = value.to_decimal() if isinstance(value, JsonNumber) else Decimal(value)
+        sign, digits, exponent = number.as_tuple()
+        assert isinstance(exponent, int)
+        return _normalised(bool(sign), "".join(map(str, digits)), exponent)
     negative = text.startswith("-")
-    digits = (text[1:] if negative else text).lstrip("0")
+    return _normalised(negative, text[1:] if negative else text, 0)
+
+
+def _normalised(negative: bool, digits: str, exponent: int) -> str:
+    """`[-]digits[eN]` of a sign, a digit string and an exponent: leading and trailing zeros
+    dropped (the trailing ones into the exponent); zero, of either sign, is "0"."""
+    digits = digits.lstrip("0")
     if not digits:
         return "0"
     stripped = digits.rstrip("0")
-    exponent = len(digits) - len(stripped)
+    exponent += len(digits) - len(stripped)
     prefix = "-" if negative else ""
     return f"{prefix}{stripped}" if exponent == 0 else f"{prefix}{stripped}e{exponent}"
 

@@ -79,8 +79,6 @@ def as_utc(value: datetime) -> datetime:
 
 
 def to_naive_utc(value: datetime) -> datetime:
-    if value.tzinfo is UTC:
-        return value.replace(tzinfo=None)
     return as_utc(value).replace(tzinfo=None)
 
 

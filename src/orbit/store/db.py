@@ -35,7 +35,8 @@ from orbit.store.types import UtcDateTime
 T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
 _MYSQL_DUPLICATE, _MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT = 1062, 1213, 1205
-_MYSQL_NOW = sa.text("SELECT UTC_TIMESTAMP(6)")
+MYSQL_CLOCK = "UTC_TIMESTAMP(6)"  # the database clock on MySQL/MariaDB
+_MYSQL_NOW = sa.text(f"SELECT {MYSQL_CLOCK}")
 
 
 class Dialect(enum.StrEnum):

@@ -12,7 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.canonical import Digest
 from orbit.domain.idempotency import RETENTION, Scope, StoredReceipt
-from orbit.store.db import Database, Dialect, HotConnection, hot_execute, hot_execute_many
+from orbit.store.db import (
+    MYSQL_CLOCK,
+    Database,
+    Dialect,
+    HotConnection,
+    hot_execute,
+    hot_execute_many,
+)
 from orbit.store.tables import idempotency_records
 
 c = idempotency_records.c
@@ -36,16 +43,23 @@ async def find(conn: AsyncConnection, scope: Scope) -> StoredReceipt | None:
     return StoredReceipt(Digest(row.digest_alg, row.digest), row.status_code, row.receipt)
 
 
-@functools.lru_cache(maxsize=256)
-def _find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]:
-    return sa.select(
-        c.namespace_id, c.idem_key, c.digest_alg, c.digest, c.status_code, c.receipt
-    ).where(
+_RECORD_COLUMNS = (c.namespace_id, c.idem_key, c.digest_alg, c.digest, c.status_code, c.receipt)
+
+
+def _matching(namespaces: int, keys: int) -> sa.ColumnElement[bool]:
+    """The records of one operation and target whose namespace and key are among the
+    bound `n0..` and `k0..` (see `_find_params`)."""
+    return sa.and_(
         c.operation == sa.bindparam("operation"),
         c.target == sa.bindparam("target"),
         c.namespace_id.in_([sa.bindparam(f"n{i}") for i in range(namespaces)]),
         c.idem_key.in_([sa.bindparam(f"k{i}") for i in range(keys)]),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]:
+    return sa.select(*_RECORD_COLUMNS).where(_matching(namespaces, keys))
 
 
 @functools.lru_cache(maxsize=256)
@@ -53,16 +67,9 @@ def _clock_and_find_many_statement(namespaces: int, keys: int) -> sa.Select[Any]
     """`_find_many_statement` with the database clock in front: one row with NULLs when no
     record matches (a one-row table outer-joined with the records)."""
     one = sa.select(sa.literal_column("1").label("one")).subquery("clock")
-    matching = sa.and_(
-        c.operation == sa.bindparam("operation"),
-        c.target == sa.bindparam("target"),
-        c.namespace_id.in_([sa.bindparam(f"n{i}") for i in range(namespaces)]),
-        c.idem_key.in_([sa.bindparam(f"k{i}") for i in range(keys)]),
+    return sa.select(sa.literal_column(MYSQL_CLOCK), *_RECORD_COLUMNS).select_from(
+        one.outerjoin(idempotency_records, _matching(namespaces, keys))
     )
-    return sa.select(
-        sa.literal_column("UTC_TIMESTAMP(6)"), c.namespace_id, c.idem_key, c.digest_alg, c.digest,
-        c.status_code, c.receipt,
-    ).select_from(one.outerjoin(idempotency_records, matching))  # fmt: skip
 
 
 async def find_many(

@@ -69,8 +69,13 @@ async def bulk_update(
         result = await conn.execute(table.update().where(table.c.id.in_(ids), *conditions)
                                     .values(sets))  # fmt: skip
         matched = result.rowcount
-    if matched != len(ids):
-        raise ConcurrentChange(f"{table.name}: {matched} of {len(ids)} rows matched")
+    _require_matched(table, matched, len(ids))
+
+
+def _require_matched(table: sa.Table, matched: int, expected: int) -> None:
+    """An UPDATE's rows are conditional on their state: fewer matches is a concurrent change."""
+    if matched != expected:
+        raise ConcurrentChange(f"{table.name}: {matched} of {expected} rows matched")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +112,8 @@ async def write_all(conn: AsyncConnection, writes: Sequence[Update | Insert]) ->
         return
     counts = await driver.script(conn, [_statement(write) for write in writes])
     for write, matched in zip(writes, counts, strict=True):
-        if isinstance(write, Update) and matched != len(write.rows):
-            raise ConcurrentChange(f"{write.table.name}: {matched} of {len(write.rows)} rows "
-                                   "matched")  # fmt: skip
+        if isinstance(write, Update):
+            _require_matched(write.table, matched, len(write.rows))
 
 
 def _statement(write: Update | Insert) -> driver.Statement:
