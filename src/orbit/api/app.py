@@ -143,7 +143,7 @@ def create_app(db: Database, *, access_log: bool = True, fast_submit: bool = Tru
         await execution.stop()
         await db.close()
 
-    submit = endpoint("submit", execution.notifying(routes.submit_task))
+    submit = endpoint("submit", routes.submit_task)
     app = OrbitApp(
         routes=[
             Route(SUBMIT_PATH, submit, methods=["POST"]),

@@ -25,10 +25,11 @@ from orbit.workers.review import resolve_task, retry_task
 
 
 class ControlRoutes:
-    """`tell_cancel(attempt_id)` pushes a committed cancel to the worker; `wake()` tells the
-    dispatcher that tasks became WAITING (retry, batch)."""
+    """`tell_cancel(attempt_id)` pushes a committed cancel to the worker; `wake(*queue_ids)`
+    tells the dispatcher that tasks became WAITING in these queues (a batch) or somewhere (a
+    retry: no queue named, the next round asks every queue)."""
 
-    def __init__(self, tell_cancel: Callable[[str], None], wake: Callable[[], None]) -> None:
+    def __init__(self, tell_cancel: Callable[[str], None], wake: Callable[..., None]) -> None:
         self.tell_cancel = tell_cancel
         self.wake = wake
 
@@ -70,7 +71,7 @@ class ControlRoutes:
         except BatchInvalid as exc:
             return _invalid_batch(ctx, exc)
         if not receipt.deduplicated:
-            self.wake()
+            self.wake(*{item.queue_id for item in batch.items})
         data: dict[str, JsonValue] = {"deduplicated": receipt.deduplicated,
                                       "items": RawJson(receipt.items_text)}  # fmt: skip
         return envelope(ctx.request_id, receipt.status, data=data)

@@ -46,7 +46,9 @@ class Page:
 
 class Operations:
     """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
-    submit is its own transaction. `token_cache`: see `orbit.store.token_cache`."""
+    submit is its own transaction. `token_cache`: see `orbit.store.token_cache`.
+    `on_accepted(queue_id)` is called once a submit committed a new task (the execution
+    service's dispatcher wakes for that queue)."""
 
     def __init__(
         self, db: Database, *, group_commit: bool = True, token_cache: TokenCache | None = None
@@ -54,6 +56,7 @@ class Operations:
         self.db = db
         self.groups = SubmitGroups(db, self._submit_alone) if group_commit else None
         self.tokens = TokenCache.from_env() if token_cache is None else token_cache
+        self.on_accepted: Callable[[str], None] = _ignore
 
     async def authenticate(self, secret: str) -> Principal:
         secret_sha256 = hash_secret(secret)
@@ -78,8 +81,12 @@ class Operations:
         scope = Scope(principal.namespace_id, SUBMIT, "", key)
         item = PendingSubmit(principal, request, scope, submit_digest(request), request_id)
         if self.groups is None:
-            return await self._submit_alone(item)
-        return await self.groups.submit(item)
+            receipt = await self._submit_alone(item)
+        else:
+            receipt = await self.groups.submit(item)
+        if receipt.status == 201:
+            self.on_accepted(request.queue_id)
+        return receipt
 
     async def _submit_alone(self, item: PendingSubmit) -> Receipt:
         """The single path: one transaction for this submit."""
@@ -158,3 +165,7 @@ class Operations:
 def _replay(stored: StoredReceipt, digest: Digest) -> Receipt:
     check_replay(stored, digest)
     return Receipt(200, True, stored.receipt_text)
+
+
+def _ignore(queue_id: str) -> None:
+    """No dispatcher in this process (the CLI, tests of the API alone)."""

@@ -239,7 +239,7 @@ class _Session:
         if ack.ended:
             self.hub.ended(ack.ended)
         if ack.wake:
-            self.hub.notify()
+            self.hub.notify(ack.wake)
         return ack.body(message.msg_id)
 
     async def _step(self, message: Started | Result | Release | Evidence) -> Ack:

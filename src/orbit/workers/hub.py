@@ -18,8 +18,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from orbit.domain.dispatch import EVERY, Hinted, Offer, pending_after, shares, wants_more
 from orbit.domain.jsonvalue import JsonValue
-from orbit.domain.leasing import HandlerKey, free_slots, share_slots
+from orbit.domain.leasing import HandlerKey, free_slots
 from orbit.workers.acks import Grant, Peer
 from orbit.workers.batch import Batcher
 from orbit.workers.kernel import Kernel, LeaseAsk
@@ -43,14 +44,24 @@ class Link:
     in_flight: set[str] = field(default_factory=set)
     rotation: int = 0
     open: bool = True
-    # False once a dispatch round asked on every queue of this link and got fewer tasks than
-    # asked everywhere: nothing was left for it, so a freed slot needs no round of its own
-    # (new work comes with a notify). True while it may be leaving work waiting.
-    saturated: bool = True
+    # the queues that may still hold work for this link (`orbit.domain.dispatch`): all of
+    # them until a round asked; a freed slot runs a round only while this is not empty
+    pending: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        self.pending = frozenset(self.queue_order)
 
     @property
     def free(self) -> int:
         return free_slots(self.capacity, len(self.in_flight)) if self.open else 0
+
+    @property
+    def saturated(self) -> bool:
+        """It may be leaving work waiting: a freed slot should run a round."""
+        return bool(self.pending)
+
+    def offer(self) -> Offer:
+        return Offer(self.free, self.queue_order, self.rotation, self.pending)
 
 
 class Hub:
@@ -73,6 +84,8 @@ class Hub:
         self.links: dict[str, Link] = {}
         self.owner: dict[str, str] = {}
         self._wake = asyncio.Event()
+        self._hinted: set[str] = set()  # queues named by notifies since the last round
+        self._every = False  # a notify named no queue: the next round asks every queue
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -106,7 +119,7 @@ class Hub:
         for attempt_id in held:
             self.owner[attempt_id] = link.peer.connection_id
         self.links[link.peer.connection_id] = link
-        self.notify()
+        self._wake.set()  # its queues are pending: the next round asks them all
 
     def remove(self, link: Link) -> None:
         link.open = False
@@ -114,8 +127,13 @@ class Hub:
         for attempt_id in link.in_flight:
             self.owner.pop(attempt_id, None)
 
-    def notify(self) -> None:
-        """New work may be ready (submit, requeue) or capacity freed: dispatch now."""
+    def notify(self, *queue_ids: str) -> None:
+        """New work may be ready in these queues (submit, requeue, retry), or anywhere when
+        none is named (a capacity change): dispatch now."""
+        if queue_ids:
+            self._hinted.update(queue_ids)
+        else:
+            self._every = True
         self._wake.set()
 
     def ended(self, attempt_id: str) -> None:
@@ -126,7 +144,7 @@ class Hub:
         link = self.links.get(connection_id) if connection_id else None
         if link is not None:
             link.in_flight.discard(attempt_id)
-            if link.saturated:
+            if link.pending:
                 self._wake.set()
 
     def tell_cancel(self, attempt_id: str) -> None:
@@ -142,29 +160,42 @@ class Hub:
 
     # ------------------------------------------------------------------ dispatcher
     async def _dispatch_forever(self) -> None:
+        """Rounds on every wake; at least every tick a full round (`EVERY`), even while wakes
+        keep coming: it finds what no notify names (ready by time, other processes' work)."""
+        loop = asyncio.get_running_loop()
+        full_at = loop.time()
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.tick_s):  # no extra task per wait (wait_for)
+                async with asyncio.timeout_at(full_at):  # no extra task per wait (wait_for)
                     await self._wake.wait()
             self._wake.clear()
-            if await self.dispatch_round():
-                self._wake.set()  # a full share was granted: there may be more
+            if loop.time() >= full_at:
+                self._every, full_at = True, loop.time() + self.tick_s
+            if await self.dispatch_round(self._take_hints()):
+                self._wake.set()  # a link still has free slots and pending queues
 
-    async def dispatch_round(self) -> bool:
-        for link in self.links.values():
-            if not link.free:
-                link.saturated = True  # not asked this round
-        links = sorted((x for x in self.links.values() if x.free), key=lambda x: -x.free)
-        plans = []
-        for link in links:
-            for queue_id, size in share_slots(link.free, link.queue_order, link.rotation):
-                plans.append((link, queue_id, size))
-            link.rotation += 1
-        if not plans:
-            return False
+    def _take_hints(self) -> Hinted:
+        hinted: Hinted = EVERY if self._every else frozenset(self._hinted)
+        self._every = False
+        self._hinted = set()
+        return hinted
+
+    async def dispatch_round(self, hinted: Hinted = EVERY) -> bool:
+        """Ask each link with free slots on its candidate queues (`orbit.domain.dispatch`);
+        True when some link should be asked again at once."""
+        offers = {link: link.offer() for link in self.links.values()}
+        plans: list[tuple[Link, str, int]] = []
+        for link, offer in sorted(offers.items(), key=lambda pair: -pair[1].free):
+            if offer.free:
+                plans.extend((link, queue_id, size) for queue_id, size in shares(offer, hinted))
+                link.rotation += 1
         results = await asyncio.gather(*(self._fill(*plan) for plan in plans))
-        _mark_saturated(plans, results)
-        return any(results)
+        full: dict[Link, dict[str, bool]] = {link: {} for link in offers}
+        for (link, queue_id, _), got_all in zip(plans, results, strict=True):
+            full[link][queue_id] = got_all
+        for link, offer in offers.items():
+            link.pending = pending_after(offer, hinted, full[link])
+        return any(wants_more(link.offer()) for link in self.links.values())
 
     async def _fill(self, link: Link, queue_id: str, size: int) -> bool:
         ask = LeaseAsk(link.peer, link.handlers, queue_id, size)
@@ -209,19 +240,7 @@ class Hub:
                 }  # fmt: skip
                 asyncio.get_running_loop().create_task(_quietly(link.send(cancel)))
         if report.wake:
-            self.notify()
-
-
-def _mark_saturated(plans: list[tuple[Link, str, int]], results: list[bool]) -> None:
-    """A link stays saturated if one of its fills was full (more may wait) or a queue of it
-    was not asked (its share was 0); a short fill means the queue had nothing more for it."""
-    full: dict[Link, bool] = {}
-    asked: dict[Link, set[str]] = {}
-    for (link, queue_id, _), got_all in zip(plans, results, strict=True):
-        asked.setdefault(link, set()).add(queue_id)
-        full[link] = full.get(link, False) or got_all
-    for link, queues in asked.items():
-        link.saturated = full[link] or queues != set(link.queue_order)
+            self.notify(*report.wake)
 
 
 async def _quietly(sending: Awaitable[Any]) -> None:

@@ -93,6 +93,7 @@ class ExecutionService:
             on_grants=leases.inc,
         )
         self.endpoint = WorkerEndpoint(ops, self.hub, self.settings)
+        ops.on_accepted = self.hub.notify  # a committed submit wakes the dispatcher for its queue
 
     def routes(self, wrap: Wrap) -> list[BaseRoute]:
         return [
@@ -102,17 +103,6 @@ class ExecutionService:
             Route("/v1/tasks/{task_id}/attempts/{attempt_id}", wrap("attempt", routes.get_attempt),
                   methods=["GET"]),  # fmt: skip
         ]
-
-    def notifying(self, handler: Handler) -> Handler:
-        """Wrap the submit handler: a first acceptance (201) wakes the dispatcher at once."""
-
-        async def submit(request: Request, ctx: Context) -> Response:
-            response = await handler(request, ctx)
-            if response.status_code == 201:
-                self.hub.notify()
-            return response
-
-        return submit
 
     async def start(self) -> None:
         self.batcher.start()

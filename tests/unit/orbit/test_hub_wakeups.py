@@ -1,15 +1,19 @@
-"""When a freed slot wakes the dispatcher (orbit.workers.hub): only if its connection may have
-left work waiting — its last fill was full, or it was not asked on every queue — never after a
-round in which every queue of it came back short (that would be an empty lease transaction per
-finished task). A notify (submit, requeue, flow) always wakes it."""
+"""When the dispatcher runs a round and which queues it asks (orbit.workers.hub over
+orbit.domain.dispatch, worker-protocol.md §5 "Push and notify"): a freed slot wakes it only if
+its connection may have left work waiting — its last fill was full, or a queue of it was not
+asked — never after a round in which every queue of it came back short (that would be an empty
+lease transaction per finished task). A submit's notify asks only its queue; a notify naming no
+queue and the periodic full round ask every queue."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pytest
 
+from orbit.domain.dispatch import EVERY, Hinted
 from orbit.workers.acks import Peer
 from orbit.workers.batch import Batcher
 from orbit.workers.hub import Hub, Link
@@ -65,9 +69,15 @@ def _link(hub: Hub, queues: tuple[str, ...], capacity: int) -> Link:
     return link
 
 
-async def _round(hub: Hub) -> bool:
+async def _round(hub: Hub, hinted: Hinted = EVERY) -> bool:
     hub._wake.clear()
-    return await hub.dispatch_round()
+    return await hub.dispatch_round(hinted)
+
+
+async def _notified_round(hub: Hub) -> bool:
+    """The round `_dispatch_forever` runs after a wake: the hints since the last round."""
+    hub._wake.clear()
+    return await hub.dispatch_round(hub._take_hints())
 
 
 async def test_a_slot_freed_after_a_short_fill_does_not_wake() -> None:
@@ -84,11 +94,11 @@ async def test_a_slot_freed_after_a_short_fill_does_not_wake() -> None:
 async def test_a_slot_freed_after_a_full_fill_wakes() -> None:
     hub, fake = _hub({"q1": 10})
     link = _link(hub, ("q1",), 2)
-    assert await _round(hub) is True  # got all 2 asked: more may wait
+    assert await _round(hub) is False  # got all 2 asked (more may wait), but no slot is left
     assert link.saturated and link.free == 0
     hub.ended("a0")
     assert hub._wake.is_set()
-    await _round(hub)
+    await _notified_round(hub)
     assert fake.asked[-1] == ("q1", 1) and link.in_flight == {"a1", "a2"}
 
 
@@ -114,3 +124,66 @@ async def test_a_queue_left_out_of_the_share_keeps_the_link_saturated() -> None:
     assert fake.asked == [("q1", 1)] and link.saturated
     hub.ended("held")
     assert hub._wake.is_set()
+
+
+async def test_a_submit_asks_only_its_queue() -> None:
+    """An idle server runs one lease query per submit, not one per queue of every link."""
+    hub, fake = _hub({"q1": 0, "q2": 0, "q3": 0})
+    drained = _link(hub, ("q1", "q2"), 8)
+    other = _link(hub, ("q3",), 8)
+    await _round(hub)  # the first round asks everything and finds it empty
+    assert not drained.saturated and not other.saturated
+    fake.asked.clear()
+    fake.stock["q2"] = 1
+    hub.notify("q2")
+    assert await _notified_round(hub) is False
+    assert fake.asked == [("q2", 8)] and drained.in_flight == {"a0"}
+    hub.ended("a0")  # its fill was short: the freed slot needs no round
+    assert not hub._wake.is_set()
+
+
+async def test_a_hinted_queue_of_a_full_link_waits_for_its_free_slot() -> None:
+    hub, fake = _hub({"q1": 0})
+    link = _link(hub, ("q1",), 1)
+    await _round(hub)
+    link.in_flight.add("held")
+    hub.owner["held"] = link.peer.connection_id
+    fake.stock["q1"] = 1
+    hub.notify("q1")
+    await _notified_round(hub)
+    assert fake.asked == [("q1", 1)], "a link without a free slot was asked"
+    assert link.saturated
+    hub.ended("held")
+    assert hub._wake.is_set()
+    await _notified_round(hub)
+    assert fake.asked[-1] == ("q1", 1) and link.in_flight == {"a0"}
+
+
+async def test_a_notify_naming_no_queue_asks_every_queue() -> None:
+    hub, fake = _hub({"q1": 0, "q2": 0})
+    _link(hub, ("q1", "q2"), 2)
+    await _round(hub)
+    fake.asked.clear()
+    hub.notify()
+    await _notified_round(hub)
+    assert sorted(fake.asked) == [("q1", 1), ("q2", 1)]
+
+
+async def test_a_full_round_runs_every_tick_even_while_wakes_keep_coming() -> None:
+    """Work no notify names (ready by time, submitted to another process) is found within a
+    tick although submits to another queue wake the dispatcher all the time."""
+    fake = _Batcher({"busy": 0, "quiet": 0})
+    hub = Hub(cast(Batcher, fake), cast(Kernel, None), cast(Upkeep, None), tick_s=0.05,
+              sweep_s=1)  # fmt: skip
+    _link(hub, ("busy", "quiet"), 4)
+    loop = asyncio.create_task(hub._dispatch_forever())
+    try:
+        for _ in range(40):  # 0.2 s of wakes every 5 ms, all naming "busy"
+            hub.notify("busy")
+            await asyncio.sleep(0.005)
+    finally:
+        loop.cancel()
+    quiet = [ask for ask in fake.asked if ask[0] == "quiet"]
+    busy = [ask for ask in fake.asked if ask[0] == "busy"]
+    assert len(busy) >= 10, busy
+    assert 2 <= len(quiet) <= 6, f"full rounds in 0.2 s at a 0.05 s tick: {len(quiet)}"
