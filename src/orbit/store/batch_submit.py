@@ -15,7 +15,7 @@ from orbit.domain.jsonvalue import dumps
 from orbit.domain.task import new_task
 from orbit.domain.tokens import Permission, Principal
 from orbit.store import idempotency, journal, tasks
-from orbit.store.db import Database
+from orbit.store.db import Database, hot_insert_all
 from orbit.store.task_writes import replaying
 
 
@@ -54,10 +54,8 @@ async def submit_batch(
             await idempotency.insert(conn, scope, digest, made[0].id, receipt, now)
             # one multi-row INSERT per table (a bulk command on MySQL/MariaDB), as a
             # submit group writes them: 3 statements per batch instead of 3 per task
-            await tasks.insert_tasks(conn, made)
-            await journal.append_acceptances(
-                conn, [(principal, task, request_id) for task in made], OPERATION, now
-            )
+            await hot_insert_all(conn, [tasks.new_task_rows(made), *journal.acceptance_rows(
+                [(principal, task, request_id) for task in made], OPERATION, now)])  # fmt: skip
         return BatchReceipt(201, False, receipt.receipt_text)
 
     return await replaying(db, once, scope, replay)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import asyncmy
@@ -22,6 +23,18 @@ import sqlalchemy as sa
 from asyncmy import errors as asyncmy_errors
 
 STATEMENT_CACHE = 32
+
+
+@dataclass(slots=True)
+class DriverSession:
+    """A driver connection inside one transaction of `Database.hot_write` (MySQL/MariaDB).
+    `ended`: the transaction was committed with its last writes (`db.hot_insert_all(...,
+    commit=True)`); any further statement is refused."""
+
+    driver: Any
+    dialect: sa.Dialect
+    ended: bool = False
+
 RECYCLE_S = 3600
 
 
@@ -44,13 +57,16 @@ class DriverPool:
         return connection
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
-        """One transaction on an idle (or new) connection; commits when the block succeeds."""
+    async def transaction(self) -> AsyncIterator[DriverSession]:
+        """One transaction on an idle (or new) connection; commits when the block succeeds
+        (unless its last writes already carried the COMMIT)."""
         connection = None
         try:
             connection, opened = await self._checkout()
-            yield connection
-            await connection.commit()
+            session = DriverSession(connection, self.dialect)
+            yield session
+            if not session.ended:
+                await connection.commit()
         except asyncmy_errors.Error as exc:
             await _discard(connection)
             raise sa.exc.DBAPIError.instance(None, None, exc, asyncmy_errors.Error) from exc

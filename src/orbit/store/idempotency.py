@@ -17,8 +17,8 @@ from orbit.store.db import (
     Database,
     Dialect,
     HotConnection,
+    InsertRows,
     hot_execute,
-    hot_execute_many,
 )
 from orbit.store.tables import idempotency_records
 
@@ -154,12 +154,8 @@ async def insert(
     await hot_execute(conn, _INSERT, _row(scope, digest, task_id, receipt, now))
 
 
-async def insert_many(
-    conn: HotConnection,
-    records: Sequence[tuple[Scope, str, StoredReceipt]],
-    now: datetime,
-) -> None:
-    """(scope, task ID, receipt) records in one statement; a duplicate fails them all."""
-    rows = [_row(scope, receipt.digest, task_id, receipt, now)
-            for scope, task_id, receipt in records]  # fmt: skip
-    await hot_execute_many(conn, _INSERT, rows)
+def receipt_rows(records: Sequence[tuple[Scope, str, StoredReceipt]], now: datetime) -> InsertRows:
+    """(scope, task ID, receipt) records as one INSERT (`db.hot_insert_all`); a duplicate
+    fails them all."""
+    return InsertRows(_INSERT, [_row(scope, receipt.digest, task_id, receipt, now)
+                                for scope, task_id, receipt in records])  # fmt: skip

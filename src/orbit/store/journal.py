@@ -13,7 +13,7 @@ from orbit.domain.jsonvalue import JsonValue, dumps
 from orbit.domain.states import TaskState
 from orbit.domain.task import Task
 from orbit.domain.tokens import Principal
-from orbit.store.db import HotConnection, hot_execute, hot_execute_many
+from orbit.store.db import InsertRows, hot_execute
 from orbit.store.tables import audit_log, task_events
 
 _EVENT = task_events.insert()
@@ -78,16 +78,12 @@ async def append_audit(
     await hot_execute(conn, _AUDIT, _audit_row(principal, action, task, request_id, now))
 
 
-async def append_acceptances(
-    conn: HotConnection,
-    accepted: Sequence[tuple[Principal, Task, str]],
-    action: str,
-    now: datetime,
-) -> None:
-    """The ACCEPTED event and the audit line of each new (principal, task, request ID):
-    one statement per table."""
+def acceptance_rows(
+    accepted: Sequence[tuple[Principal, Task, str]], action: str, now: datetime
+) -> list[InsertRows]:
+    """The ACCEPTED event and the audit line of each new (principal, task, request ID): one
+    INSERT per table (`db.hot_insert_all`)."""
     events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
     audits = [_audit_row(principal, action, task, request_id, now)
               for principal, task, request_id in accepted]  # fmt: skip
-    await hot_execute_many(conn, _EVENT, events)
-    await hot_execute_many(conn, _AUDIT, audits)
+    return [InsertRows(_EVENT, events), InsertRows(_AUDIT, audits)]

@@ -23,7 +23,7 @@ from orbit.domain.errors import SetupError
 from orbit.domain.ids import new_id
 from orbit.domain.submit import OPERATION as SUBMIT
 from orbit.store import idempotency, journal, tasks
-from orbit.store.db import Database, Dialect
+from orbit.store.db import Database, Dialect, hot_insert_all
 from orbit.store.group_commit import GroupCommit
 from orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from orbit.store.receipts import Receipt
@@ -88,15 +88,15 @@ class SubmitGroups:
                 decisions = plan_group(items, stored, now, new_id)
                 pairs = zip(items, decisions, strict=True)
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
-                if accepted:
-                    await idempotency.insert_many(
-                        conn, [(i.scope, d.task.id, d.receipt) for i, d in accepted], now
-                    )
-                    await tasks.insert_tasks(conn, [d.task for _, d in accepted])
-                    await journal.append_acceptances(
-                        conn, [(i.principal, d.task, i.request_id) for i, d in accepted],
-                        SUBMIT, now,
-                    )  # fmt: skip
+                if accepted:  # the group's last writes: its COMMIT may go with them
+                    await hot_insert_all(conn, [
+                        idempotency.receipt_rows(
+                            [(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
+                        tasks.new_task_rows([d.task for _, d in accepted]),
+                        *journal.acceptance_rows(
+                            [(i.principal, d.task, i.request_id) for i, d in accepted],
+                            SUBMIT, now),
+                    ], commit=True)  # fmt: skip
         except sa.exc.IntegrityError as exc:
             if self.db.is_duplicate(exc):
                 return None

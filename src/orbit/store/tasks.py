@@ -13,7 +13,7 @@ from orbit.domain.cursor import Position
 from orbit.domain.states import TaskState
 from orbit.domain.submit import RecoverySafety, RetryPolicy
 from orbit.domain.task import Task, TaskSummary
-from orbit.store.db import HotConnection, hot_execute, hot_execute_many
+from orbit.store.db import InsertRows, hot_execute
 from orbit.store.tables import tasks
 
 c = tasks.c
@@ -94,9 +94,9 @@ async def insert_task(conn: AsyncConnection, task: Task) -> None:
     await hot_execute(conn, _INSERT, task_row(task))
 
 
-async def insert_tasks(conn: HotConnection, many: Sequence[Task]) -> None:
-    """New tasks in one statement."""
-    await hot_execute_many(conn, _INSERT, [task_row(task) for task in many])
+def new_task_rows(many: Sequence[Task]) -> InsertRows:
+    """New tasks as one INSERT (`db.hot_insert_all`)."""
+    return InsertRows(_INSERT, [task_row(task) for task in many])
 
 
 async def load_task(conn: AsyncConnection, task_id: str) -> Task | None:

@@ -4,19 +4,26 @@ operator operations and the transaction rules that do not need HTTP."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from orbit.domain.errors import InvalidArgument, NotFound, NotMigrated, Unauthenticated
+from orbit.domain.errors import (
+    InvalidArgument,
+    NotFound,
+    NotMigrated,
+    Unauthenticated,
+    Unavailable,
+)
 from orbit.domain.strictjson import read_json_text
 from orbit.domain.submit import parse_submit
 from orbit.domain.tokens import Permission
 from orbit.store import journal
 from orbit.store.admin import Admin
-from orbit.store.db import Database
+from orbit.store.db import Database, InsertRows
 from orbit.store.migrate import current, head, require_current, upgrade
 from orbit.store.operations import Operations
 from orbit.store.tables import idempotency_records, metadata, task_events, tasks
@@ -106,7 +113,9 @@ async def test_o_sub_4_failure_rolls_everything_back(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """O-SUB-4 / O-NOTE-6: a failure after the task row is written (here: the audit insert)
-    rolls back task, event, idempotency record and receipt; the key stays unused."""
+    rolls back task, event, idempotency record and receipt; the key stays unused. On the group
+    path the database itself refuses the audit row (NULL token), after the idempotency, task
+    and event INSERTs of the same round trip ran: none of them may commit."""
     db = Database.open(db_url)
     try:
         made = await Admin(db).init(f"rb-{datetime.now(UTC).timestamp()}", "q")
@@ -120,9 +129,16 @@ async def test_o_sub_4_failure_rolls_everything_back(
         async def broken(*args: object, **kwargs: object) -> None:
             raise RuntimeError("disk full while writing the audit row")
 
+        original = journal.acceptance_rows
+
+        def refused_audit(*args: Any) -> list[InsertRows]:
+            events, audits = original(*args)
+            nulls = [{**row, "token_id": None} for row in audits.rows]
+            return [events, InsertRows(audits.statement, nulls)]
+
         monkeypatch.setattr(journal, "append_audit", broken)  # the single path
-        monkeypatch.setattr(journal, "append_acceptances", broken)  # the group commit path
-        with pytest.raises(RuntimeError):
+        monkeypatch.setattr(journal, "acceptance_rows", refused_audit)  # the group commit path
+        with pytest.raises((RuntimeError, Unavailable)):
             await Operations(db).submit(principal, request, "rb-key", "0" * 32)
         async with db.read() as conn:
             for table in (tasks, idempotency_records):

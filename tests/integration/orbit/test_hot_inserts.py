@@ -1,0 +1,75 @@
+"""`db.hot_insert_all` on real databases (O-SUB-4): small INSERTs as one round trip, optionally
+carrying the transaction's COMMIT, large ones as bulk commands; every value stored exactly, and
+a session whose COMMIT went with its writes refuses anything after it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+
+from orbit.domain.ids import new_id
+from orbit.store.db import (
+    SCRIPT_MAX_ROWS,
+    Database,
+    Dialect,
+    InsertRows,
+    hot_execute,
+    hot_insert_all,
+)
+from orbit.store.tables import audit_log
+
+pytestmark = pytest.mark.integration
+_INSERT = audit_log.insert()
+
+
+def _rows(namespace: str, count: int) -> list[dict[str, object]]:
+    at = datetime(2026, 12, 1, 9, 30, 15, 123456, tzinfo=UTC)
+    return [
+        {"id": new_id(), "namespace_id": namespace, "token_id": new_id(),
+         "action": f"test 100% «{index}»; COMMIT", "task_id": None, "queue_id": new_id(),
+         "handler": "h'\\\"", "request_id": None, "created_at": at}
+        for index in range(count)
+    ]  # fmt: skip
+
+
+async def _stored(db: Database, namespace: str) -> list[dict[str, object]]:
+    async with db.read() as conn:
+        result = await conn.execute(
+            sa.select(audit_log).where(audit_log.c.namespace_id == namespace)
+        )
+        return [dict(row._mapping) for row in result]
+
+
+@pytest.mark.parametrize("count", [1, SCRIPT_MAX_ROWS, SCRIPT_MAX_ROWS + 1, 40])
+async def test_o_sub_4_every_row_is_stored_exactly(db: Database, count: int) -> None:
+    namespace = new_id()
+    first, second = _rows(namespace, count), _rows(namespace, 2)
+    async with db.hot_write() as conn:
+        await hot_insert_all(conn, [InsertRows(_INSERT, first), InsertRows(_INSERT, second)],
+                             commit=True)  # fmt: skip
+    stored = sorted(await _stored(db, namespace), key=lambda row: str(row["id"]))
+    assert stored == sorted(first + second, key=lambda row: str(row["id"]))
+
+
+async def test_o_sub_4_nothing_may_follow_a_commit_sent_with_the_writes(db: Database) -> None:
+    if db.dialect is not Dialect.MYSQL:
+        pytest.skip("SQLite runs the INSERTs one by one; its commit is db.write()'s")
+    namespace = new_id()
+    with pytest.raises(RuntimeError, match="committed with its last writes"):
+        async with db.hot_write() as conn:
+            await hot_insert_all(conn, [InsertRows(_INSERT, _rows(namespace, 1))], commit=True)
+            await hot_execute(conn, sa.text("SELECT 1"), {})
+    assert len(await _stored(db, namespace)) == 1, "the COMMIT went with the INSERT"
+
+
+async def test_o_sub_4_a_failing_statement_commits_nothing_sent_with_it(db: Database) -> None:
+    namespace = new_id()
+    good, bad = _rows(namespace, 2), _rows(namespace, 1)
+    bad[0]["token_id"] = None  # NOT NULL: the database refuses the second INSERT
+    with pytest.raises(sa.exc.DBAPIError):
+        async with db.hot_write() as conn:
+            await hot_insert_all(conn, [InsertRows(_INSERT, good), InsertRows(_INSERT, bad)],
+                                 commit=True)  # fmt: skip
+    assert await _stored(db, namespace) == []
