@@ -12,14 +12,18 @@ A connection asks only queues that may hold work for it:
 A fill that came back short removes its queue from the pending set: the queue had nothing more
 for this connection's handlers, and new work there comes with a hint. So an idle server asks
 one queue per submit, not every queue of every connection, and a freed slot asks nothing
-unless its connection may have left work waiting."""
+unless its connection may have left work waiting.
+
+Eager dispatch (`eager_seat`): a task accepted while a connection of this process could take
+it at once is leased in its own submit transaction, with no lease round at all (as Temporal's
+eager activity dispatch skips its matching service when a worker is at hand)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from orbit.domain.leasing import share_slots
+from orbit.domain.leasing import HandlerKey, share_slots
 
 EVERY = None  # `hinted` of a full round: every queue of every connection is asked
 Hinted = frozenset[str] | None
@@ -58,3 +62,26 @@ def pending_after(offer: Offer, hinted: Hinted, full: Mapping[str, bool]) -> fro
 def wants_more(offer: Offer) -> bool:
     """A connection with a free slot and a pending queue needs another round at once."""
     return offer.free > 0 and bool(offer.pending)
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """One connection as eager dispatch sees it."""
+
+    free: int
+    queues: frozenset[str]
+    handlers: frozenset[HandlerKey]
+    pending: frozenset[str]
+
+
+def eager_seat(seats: Sequence[Seat], queue_id: str, handler: HandlerKey) -> int | None:
+    """The connection a just-accepted, ready task goes to in its submit transaction: among
+    those that serve its queue and handler, the one with the most free slots. None when none
+    has a free slot, or when the queue is pending for one of them: older ready tasks may wait
+    there, and they go first (the dispatcher leases in readiness order)."""
+    serving = [(index, seat) for index, seat in enumerate(seats)
+               if queue_id in seat.queues and handler in seat.handlers]  # fmt: skip
+    if any(queue_id in seat.pending for _, seat in serving):
+        return None
+    free = [(seat.free, -index) for index, seat in serving if seat.free > 0]
+    return -max(free)[1] if free else None

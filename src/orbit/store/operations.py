@@ -84,7 +84,7 @@ class Operations:
             receipt = await self._submit_alone(item)
         else:
             receipt = await self.groups.submit(item)
-        if receipt.status == 201:
+        if receipt.status == 201 and not receipt.leased:
             self.on_accepted(request.queue_id)
         return receipt
 

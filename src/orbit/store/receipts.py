@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """What a write answers: HTTP status, whether it was a replay, the task JSON text."""
+    """What a write answers: HTTP status, whether it was a replay, the task JSON text; and
+    whether the task was leased in the same transaction (eager dispatch: no round needed)."""
 
     status: int
     deduplicated: bool
     task_text: str
+    leased: bool = False

@@ -16,20 +16,39 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Protocol
 
 import sqlalchemy as sa
 
 from orbit.domain.errors import SetupError
 from orbit.domain.ids import new_id
 from orbit.domain.submit import OPERATION as SUBMIT
+from orbit.domain.task import Task
 from orbit.store import idempotency, journal, tasks
-from orbit.store.db import Database, Dialect, hot_insert_all
+from orbit.store.db import Database, Dialect, InsertRows, hot_insert_all
 from orbit.store.group_commit import GroupCommit
 from orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from orbit.store.receipts import Receipt
 
 log = logging.getLogger("orbit.store")
 Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
+
+
+class Claims(Protocol):
+    """Tasks of a group leased eagerly in its transaction (`orbit.workers.eager`)."""
+
+    @property
+    def task_ids(self) -> frozenset[str]: ...
+
+    def inserts(self) -> list[InsertRows]: ...
+
+    def deliver(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+Handoff = Callable[[Sequence[Task], datetime], Claims]
 MAX_GROUP = 64
 # payload text per group: each payload is written twice (task, receipt), and one statement
 # must stay well below max_allowed_packet (16 MiB by default)
@@ -52,9 +71,13 @@ def lanes_for(db: Database) -> int:
 
 
 class SubmitGroups:
+    """`handoff`, when the execution service set it, leases accepted tasks to connections of
+    this process inside the group's transaction (eager dispatch)."""
+
     def __init__(self, db: Database, alone: Alone, lanes: int | None = None) -> None:
         self.db = db
         self.alone = alone
+        self.handoff: Handoff | None = None
         self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
             self._run, lanes=lanes or lanes_for(db), max_group=MAX_GROUP,
             weight=_size, max_weight=MAX_GROUP_BYTES,
@@ -66,19 +89,28 @@ class SubmitGroups:
 
     async def _run(self, items: list[PendingSubmit]) -> Sequence[Receipt | BaseException]:
         try:
-            decisions = await self.db.retrying(lambda: self._transaction(items))
+            done = await self.db.retrying(lambda: self._transaction(items))
         except Exception as exc:  # noqa: BLE001 - isolated below
             if len(items) == 1:
                 return [exc]
             log.warning("a group of %d submits failed (%s); each runs alone", len(items), exc)
-            decisions = None
-        if decisions is None:  # each alone: one failing submit never fails the others
+            done = None
+        if done is None:  # each alone: one failing submit never fails the others
             self.fallbacks += 1
             return await asyncio.gather(*map(self.alone, items), return_exceptions=True)
-        return [_answer(decision) for decision in decisions]
+        decisions, claims = done
+        leased = frozenset[str]()
+        if claims is not None:
+            claims.deliver()
+            leased = claims.task_ids
+        return [_answer(decision, leased) for decision in decisions]
 
-    async def _transaction(self, items: list[PendingSubmit]) -> list[Decision] | None:
-        """The group's decisions once committed; None when a key was taken meanwhile."""
+    async def _transaction(
+        self, items: list[PendingSubmit]
+    ) -> tuple[list[Decision], Claims | None] | None:
+        """The group's decisions and eager leases once committed; None when a key was taken
+        meanwhile. Slots reserved by a transaction that did not commit are released."""
+        claims: Claims | None = None
         try:
             async with self.db.hot_write() as conn:
                 scopes = [item.scope for item in items]
@@ -88,29 +120,50 @@ class SubmitGroups:
                 decisions = plan_group(items, stored, now, new_id)
                 pairs = zip(items, decisions, strict=True)
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
-                if accepted:  # the group's last writes: its COMMIT may go with them
-                    await hot_insert_all(conn, [
-                        idempotency.receipt_rows(
-                            [(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
-                        tasks.new_task_rows([d.task for _, d in accepted]),
-                        *journal.acceptance_rows(
-                            [(i.principal, d.task, i.request_id) for i, d in accepted],
-                            SUBMIT, now),
-                    ], commit=True)  # fmt: skip
+                if accepted:
+                    claims = self._claim([d.task for _, d in accepted], now)
+                    await hot_insert_all(conn, self._inserts(accepted, claims, now), commit=True)
         except sa.exc.IntegrityError as exc:
+            _release(claims)
             if self.db.is_duplicate(exc):
                 return None
             raise
-        return decisions
+        except BaseException:
+            _release(claims)
+            raise
+        return decisions, claims
+
+    def _claim(self, accepted: list[Task], now: datetime) -> Claims | None:
+        return None if self.handoff is None else self.handoff(accepted, now)
+
+    @staticmethod
+    def _inserts(
+        accepted: list[tuple[PendingSubmit, Accept]], claims: Claims | None, now: datetime
+    ) -> list[InsertRows]:
+        """The group's rows, parents first; its last writes, so the COMMIT may go with them."""
+        leased = claims.task_ids if claims is not None else frozenset[str]()
+        return [
+            idempotency.receipt_rows([(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
+            tasks.new_task_rows([d.task for _, d in accepted if d.task.id not in leased]),
+            *(claims.inserts() if claims is not None else []),
+            *journal.acceptance_rows(
+                [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now),
+        ]  # fmt: skip
 
 
 def _size(item: PendingSubmit) -> int:
     return len(item.request.payload_text)
 
 
-def _answer(decision: Decision) -> Receipt | BaseException:
+def _release(claims: Claims | None) -> None:
+    if claims is not None:
+        claims.release()
+
+
+def _answer(decision: Decision, leased: frozenset[str]) -> Receipt | BaseException:
     if isinstance(decision, Accept):
-        return Receipt(201, False, decision.receipt.receipt_text)
+        handed = decision.task.id in leased
+        return Receipt(201, False, decision.receipt.receipt_text, leased=handed)
     if isinstance(decision, Refuse):
         return decision.error
     return Receipt(200, True, decision.stored.receipt_text)

@@ -41,7 +41,9 @@ def _frame(chunk: list[str]) -> str:
 class FrameWriter:
     """`await writer(text)` returns once the frame holding `text` was written (or raises what
     writing it raised). The first message of a turn waits one loop iteration so that the other
-    messages of the same turn join its frame."""
+    messages of the same turn join its frame; `linger=False` skips that wait for a message that
+    must not wait behind the rest of the turn (an eager lease: the submit's HTTP answer would
+    be written first), still joining a frame already gathering."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
@@ -49,7 +51,7 @@ class FrameWriter:
         self._written: asyncio.Future[None] | None = None
         self._lock = asyncio.Lock()
 
-    async def __call__(self, text: str) -> None:
+    async def __call__(self, text: str, *, linger: bool = True) -> None:
         self._texts.append(text)
         if len(self._texts) > 1:
             assert self._written is not None
@@ -57,7 +59,8 @@ class FrameWriter:
             return
         written = self._written = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.sleep(0)
+            if linger:
+                await asyncio.sleep(0)
             async with self._lock:
                 texts, self._texts = self._texts, []
                 for frame in frame_chunks(texts):

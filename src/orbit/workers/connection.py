@@ -111,9 +111,9 @@ class _Session:
         self._slots = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
         self.link: Link | None = None
 
-    async def send(self, message: dict[str, JsonValue]) -> None:
+    async def send(self, message: dict[str, JsonValue], *, linger: bool = True) -> None:
         if self.batching:
-            await self._frames(dumps(message))
+            await self._frames(dumps(message), linger=linger)
             return
         async with self._send_lock:
             await self.websocket.send_text(dumps(message))
@@ -123,7 +123,8 @@ class _Session:
         peer = Peer(new_id(), self.principal.token_id, self.principal.namespace_id,
                     frozenset(hello.queues), hello.worker)  # fmt: skip
         statuses, now = await self.hub.batcher.run(partial(self._rebind, peer, hello))
-        link = Link(peer, hello.handlers, hello.queues, hello.capacity, self.send)
+        link = Link(peer, hello.handlers, hello.queues, hello.capacity, self.send,
+                    urgent=partial(self.send, linger=False))  # fmt: skip
         self.link = link
         held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}
         await self.send(self._hello_ok(peer, statuses, now))

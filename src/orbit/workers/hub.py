@@ -41,6 +41,7 @@ class Link:
     queue_order: tuple[str, ...]
     capacity: int
     send: Send
+    urgent: Send | None = None  # `send` without waiting for the rest of the loop turn
     in_flight: set[str] = field(default_factory=set)
     rotation: int = 0
     open: bool = True
@@ -87,6 +88,7 @@ class Hub:
         self._hinted: set[str] = set()  # queues named by notifies since the last round
         self._every = False  # a notify named no queue: the next round asks every queue
         self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -127,6 +129,13 @@ class Hub:
         for attempt_id in link.in_flight:
             self.owner.pop(attempt_id, None)
 
+    def spawn(self, work: Awaitable[Any]) -> None:
+        """Run `work` (a send, a disconnect) in the background, quietly; referenced until done
+        (the event loop keeps only weak references to tasks)."""
+        task = asyncio.get_running_loop().create_task(quietly(work))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def notify(self, *queue_ids: str) -> None:
         """New work may be ready in these queues (submit, requeue, retry), or anywhere when
         none is named (a capacity change): dispatch now."""
@@ -156,7 +165,7 @@ class Hub:
             cancel: dict[str, JsonValue] = {
                 "type": "cancel", "attempt_id": attempt_id, "reason": "cancel_requested",
             }  # fmt: skip
-            asyncio.get_running_loop().create_task(_quietly(link.send(cancel)))
+            self.spawn(link.send(cancel))
 
     # ------------------------------------------------------------------ dispatcher
     async def _dispatch_forever(self) -> None:
@@ -206,7 +215,7 @@ class Hub:
         if grants:
             self.on_grants(len(grants))
         if grants:  # sent together: with batch framing they share one frame
-            await asyncio.gather(*(_quietly(link.send(grant.message())) for grant in grants))
+            await asyncio.gather(*(quietly(link.send(grant.message())) for grant in grants))
         if grants and not link.open:  # closed while leasing: shorten these leases too
             await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
         return len(grants) == size
@@ -238,12 +247,12 @@ class Hub:
                 cancel: dict[str, JsonValue] = {
                     "type": "cancel", "attempt_id": attempt_id, "reason": reason,
                 }  # fmt: skip
-                asyncio.get_running_loop().create_task(_quietly(link.send(cancel)))
+                self.spawn(link.send(cancel))
         if report.wake:
             self.notify(*report.wake)
 
 
-async def _quietly(sending: Awaitable[Any]) -> None:
+async def quietly(sending: Awaitable[Any]) -> None:
     """A send to a connection that just closed is not an error: its leases expire."""
     try:
         await sending

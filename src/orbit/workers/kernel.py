@@ -25,6 +25,7 @@ from orbit.domain.attempts import (
 from orbit.domain.ids import new_id
 from orbit.domain.leasing import HandlerKey, plan_lease
 from orbit.domain.states import TaskState
+from orbit.domain.task import Task
 from orbit.domain.worker_errors import InvalidMessage, LeaseLost
 from orbit.store.db import Dialect
 from orbit.store.tables import task_events, tasks
@@ -96,11 +97,7 @@ class Kernel:
         return grants
 
     def _grant(self, row: Any, now: datetime) -> Grant:
-        task = row_task(row)
-        times = plan_lease(now, task.retry.attempt_timeout_ms, task.deadline_at,
-                           self.settings.lease_ttl_ms)  # fmt: skip
-        return Grant(task, new_id(), row.lease_count + 1, new_id(), times.leased_at,
-                     times.lease_expires_at, times.attempt_deadline_at)  # fmt: skip
+        return new_grant(row_task(row), row.lease_count + 1, now, self.settings.lease_ttl_ms)
 
     async def _write_leases(
         self, conn: AsyncConnection, now: datetime, asks: Sequence[LeaseAsk],
@@ -113,12 +110,8 @@ class Kernel:
         waiting = {"state": TaskState.WAITING.value}
         await write_all(conn, [
             Update(tasks, task_rows, waiting, _leased(now)),
-            Insert(task_attempts, [_attempt_row(g, p, now) for p, g in pairs]),
-            Insert(task_events, [
-                store.event_row(g.task.id, g.task.revision + 1, "LEASED", TaskState.WAITING,
-                                TaskState.LEASED, f'{{"attempt_id":"{g.attempt_id}"}}', now,
-                                new_id())
-                for _, g in pairs]),
+            Insert(task_attempts, [attempt_row(g, p, now) for p, g in pairs]),
+            Insert(task_events, [leased_event_row(g, now) for _, g in pairs]),
         ])  # fmt: skip
 
     # ------------------------------------------------------------------ worker messages
@@ -202,7 +195,22 @@ def _leased(now: datetime) -> dict[str, Any]:
             "lease_count": Increment(), "updated_at": now}  # fmt: skip
 
 
-def _attempt_row(grant: Grant, peer: Peer, now: datetime) -> dict[str, Any]:
+def new_grant(task: Task, number: int, now: datetime, lease_ttl_ms: int) -> Grant:
+    """Lease number `number` of a WAITING task at `now`: fresh attempt id and lease token."""
+    times = plan_lease(now, task.retry.attempt_timeout_ms, task.deadline_at, lease_ttl_ms)
+    return Grant(task, new_id(), number, new_id(), times.leased_at, times.lease_expires_at,
+                 times.attempt_deadline_at)  # fmt: skip
+
+
+def leased_event_row(grant: Grant, now: datetime) -> dict[str, Any]:
+    """The WAITING → LEASED event of a grant (revision + 1)."""
+    return store.event_row(grant.task.id, grant.task.revision + 1, "LEASED", TaskState.WAITING,
+                           TaskState.LEASED, f'{{"attempt_id":"{grant.attempt_id}"}}', now,
+                           new_id())  # fmt: skip
+
+
+def attempt_row(grant: Grant, peer: Peer, now: datetime) -> dict[str, Any]:
+    """The new LEASED attempt of a grant, with the identity of the connection it went to."""
     worker = peer.worker
     return {
         "id": grant.attempt_id, "task_id": grant.task.id, "namespace_id": grant.task.namespace_id,

@@ -23,6 +23,7 @@ from orbit.store.operations import Operations
 from orbit.workers import routes
 from orbit.workers.batch import Batcher, Many
 from orbit.workers.connection import WorkerEndpoint
+from orbit.workers.eager import EagerDispatch
 from orbit.workers.hub import Hub
 from orbit.workers.kernel import Kernel, KernelSettings
 from orbit.workers.upkeep import Upkeep
@@ -38,11 +39,13 @@ class ExecutionSettings:
     sweep_interval_ms: int = 200
     dispatch_tick_ms: int = 250
     lanes: int = 0  # 0: 1 on SQLite (single writer), 4 on MySQL/MariaDB
+    eager: bool = True  # lease a submit to an idle connection in its own transaction
 
     @classmethod
     def from_env(cls) -> ExecutionSettings:
         """ORBIT_LEASE_TTL_MS, ORBIT_RECONNECT_GRACE_MS, ORBIT_SWEEP_INTERVAL_MS,
-        ORBIT_DISPATCH_TICK_MS, ORBIT_WRITE_LANES (see docs/orbit/worker-protocol.md §8)."""
+        ORBIT_DISPATCH_TICK_MS, ORBIT_WRITE_LANES, ORBIT_EAGER_DISPATCH (1 or 0; see
+        docs/orbit/worker-protocol.md §8)."""
         return cls(
             lease_ttl_ms=_env("ORBIT_LEASE_TTL_MS", DEFAULT_LEASE_TTL_MS, 300, 3_600_000),
             reconnect_grace_ms=_env("ORBIT_RECONNECT_GRACE_MS", DEFAULT_RECONNECT_GRACE_MS, 0,
@@ -50,6 +53,7 @@ class ExecutionSettings:
             sweep_interval_ms=_env("ORBIT_SWEEP_INTERVAL_MS", 200, 10, 60_000),
             dispatch_tick_ms=_env("ORBIT_DISPATCH_TICK_MS", 250, 10, 60_000),
             lanes=_env("ORBIT_WRITE_LANES", 0, 0, 32),
+            eager=_env("ORBIT_EAGER_DISPATCH", 1, 0, 1) == 1,
         )
 
 
@@ -94,6 +98,8 @@ class ExecutionService:
         )
         self.endpoint = WorkerEndpoint(ops, self.hub, self.settings)
         ops.on_accepted = self.hub.notify  # a committed submit wakes the dispatcher for its queue
+        if ops.groups is not None and self.settings.eager:
+            ops.groups.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms).claim
 
     def routes(self, wrap: Wrap) -> list[BaseRoute]:
         return [

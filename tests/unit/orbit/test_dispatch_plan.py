@@ -1,5 +1,6 @@
-"""Which queues a dispatch round asks, and what it learns (orbit.domain.dispatch,
-worker-protocol.md §5 "Push and notify"): table-driven over plain data."""
+"""Which queues a dispatch round asks, what it learns, and which connection an accepted task
+is leased to eagerly (orbit.domain.dispatch, worker-protocol.md §5 "Push and notify", "Eager
+dispatch"): table-driven over plain data."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from orbit.domain.dispatch import (
     EVERY,
     Hinted,
     Offer,
+    Seat,
     candidates,
+    eager_seat,
     pending_after,
     shares,
     wants_more,
 )
+from orbit.domain.leasing import HandlerKey
 
 pytestmark = pytest.mark.unit
 Q = ("q1", "q2", "q3")
@@ -102,3 +106,37 @@ def test_rounds_converge_for_one_connection() -> None:
                         pending_after(current, frozenset(), full))  # fmt: skip
     assert not wants_more(current)
     assert current.free == 0 and stock == {"q1": 0, "q2": 0, "q3": 4}
+
+
+H = HandlerKey("h", "v1")
+OTHER = HandlerKey("h", "v2")
+
+
+def seat(free: int, queues: set[str], pending: frozenset[str] = frozenset(),
+         handlers: frozenset[HandlerKey] = frozenset({H})) -> Seat:  # fmt: skip
+    return Seat(free, frozenset(queues), handlers, frozenset(pending))
+
+
+@pytest.mark.parametrize(
+    ("case", "seats", "expected"),
+    [
+        ("no connection", [], None),
+        ("the only free one", [seat(1, {"q1"})], 0),
+        ("no free slot", [seat(0, {"q1"})], None),
+        ("the most free first", [seat(1, {"q1"}), seat(3, {"q1"}), seat(2, {"q1"})], 1),
+        ("ties: the first", [seat(2, {"q1"}), seat(2, {"q1"})], 0),
+        ("not its queue", [seat(4, {"q2"}), seat(1, {"q1"})], 1),
+        ("not its handler version", [seat(4, {"q1"}, handlers=frozenset({OTHER}))], None),
+        ("older ready work may wait in the queue",
+         [seat(4, {"q1"}, pending=frozenset({"q1"}))], None),
+        ("pending for another serving connection: FIFO first",
+         [seat(4, {"q1"}), seat(0, {"q1"}, pending=frozenset({"q1"}))], None),
+        ("pending elsewhere on another queue does not matter",
+         [seat(4, {"q1", "q2"}, pending=frozenset({"q2"}))], 0),
+        ("pending on a connection of another handler does not matter",
+         [seat(4, {"q1"}),
+          seat(0, {"q1"}, pending=frozenset({"q1"}), handlers=frozenset({OTHER}))], 0),
+    ],
+)  # fmt: skip
+def test_eager_seat(case: str, seats: list[Seat], expected: int | None) -> None:
+    assert eager_seat(seats, "q1", H) == expected, case

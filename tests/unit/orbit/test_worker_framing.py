@@ -73,3 +73,18 @@ async def test_a_failed_write_fails_every_sender_of_the_frame_and_the_next_frame
     assert [type(o) for o in outcomes] == [ConnectionError, ConnectionError]
     await writer("3")
     assert calls == ["[1,2]", "3"]
+
+
+async def test_a_message_sent_without_linger_is_written_before_the_turn_goes_on() -> None:
+    frames: list[str] = []
+
+    async def send(frame: str) -> None:
+        frames.append(frame)
+
+    writer = FrameWriter(send)
+    urgent = asyncio.ensure_future(writer('{"lease":1}', linger=False))
+    await asyncio.sleep(0)  # one step of the task: with a linger it would still be waiting
+    assert frames == ['{"lease":1}']
+    await urgent
+    await asyncio.gather(writer("1"), writer("2", linger=False))  # joins the gathering frame
+    assert frames[1:] == ["[1,2]"]
