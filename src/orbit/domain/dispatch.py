@@ -14,9 +14,11 @@ for this connection's handlers, and new work there comes with a hint. So an idle
 one queue per submit, not every queue of every connection, and a freed slot asks nothing
 unless its connection may have left work waiting.
 
-Eager dispatch (`eager_seat`): a task accepted while a connection of this process could take
-it at once is leased in its own submit transaction, with no lease round at all (as Temporal's
-eager activity dispatch skips its matching service when a worker is at hand)."""
+Eager dispatch (`eager_seat`): a task accepted while a connection of this process sits idle
+is leased in its own submit transaction, with no lease round at all (as Temporal's eager
+activity dispatch skips its matching service when a worker is at hand). Only idle connections
+(nothing in flight) take eager work, one task each per transaction: a busy one is fed by
+rounds, which lease many tasks per transaction and frame, at a lower cost per task."""
 
 from __future__ import annotations
 
@@ -72,16 +74,18 @@ class Seat:
     queues: frozenset[str]
     handlers: frozenset[HandlerKey]
     pending: frozenset[str]
+    idle: bool  # nothing in flight (and nothing taken yet in this transaction)
 
 
 def eager_seat(seats: Sequence[Seat], queue_id: str, handler: HandlerKey) -> int | None:
     """The connection a just-accepted, ready task goes to in its submit transaction: among
-    those that serve its queue and handler, the one with the most free slots. None when none
-    has a free slot, or when the queue is pending for one of them: older ready tasks may wait
-    there, and they go first (the dispatcher leases in readiness order)."""
+    the idle ones that serve its queue and handler, the one with the most free slots. None
+    when none is idle with a free slot, or when the queue is pending for a connection serving
+    it: older ready tasks may wait there, and they go first (rounds lease in readiness
+    order)."""
     serving = [(index, seat) for index, seat in enumerate(seats)
                if queue_id in seat.queues and handler in seat.handlers]  # fmt: skip
     if any(queue_id in seat.pending for _, seat in serving):
         return None
-    free = [(seat.free, -index) for index, seat in serving if seat.free > 0]
+    free = [(seat.free, -index) for index, seat in serving if seat.idle and seat.free > 0]
     return -max(free)[1] if free else None

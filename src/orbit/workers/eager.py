@@ -3,8 +3,9 @@ of this process can take at once is leased in its own submit transaction, so tha
 worker gets it without a lease round (notify, lease transaction, durable commit) in between.
 Temporal's eager activity dispatch makes the same trade for the same reason.
 
-Which connection, and whether at all, is `orbit.domain.dispatch.eager_seat` (free slot, queue
-and handler served, no older ready work pending in the queue) plus the lease eligibility of
+Which connection, and whether at all, is `orbit.domain.dispatch.eager_seat` (an idle
+connection with a free slot, queue and handler served, no older ready work pending in the
+queue; one task per connection and transaction) plus the lease eligibility of
 `orbit.domain.leasing` (ready now, within its deadlines, attempts left). The submit group
 (`orbit.store.submit_group`) asks `claim(tasks, now)` inside its transaction, writes what the
 claims add (the tasks as LEASED revision 2, their attempts, the LEASED events: the same rows
@@ -88,7 +89,8 @@ class EagerDispatch:
         links = [link for link in self.hub.links.values() if link.open]
         if not links:
             return claims
-        seats = [Seat(link.free, link.peer.queues, link.handlers, link.pending) for link in links]
+        seats = [Seat(link.free, link.peer.queues, link.handlers, link.pending,
+                      idle=not link.in_flight) for link in links]  # fmt: skip
         for task in accepted:
             key = HandlerKey(task.handler, task.handler_version)
             index = eager_seat(seats, task.queue_id, key) if _ready(task, key, now) else None
@@ -98,7 +100,7 @@ class EagerDispatch:
             grant = new_grant(task, 1, now, self.lease_ttl_ms)
             link.in_flight.add(grant.attempt_id)
             self.hub.owner[grant.attempt_id] = link.peer.connection_id
-            seats[index] = replace(seats[index], free=link.free)
+            seats[index] = replace(seats[index], free=link.free, idle=False)
             claims.grants.append((link, grant))
         return claims
 

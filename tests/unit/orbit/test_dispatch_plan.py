@@ -113,8 +113,8 @@ OTHER = HandlerKey("h", "v2")
 
 
 def seat(free: int, queues: set[str], pending: frozenset[str] = frozenset(),
-         handlers: frozenset[HandlerKey] = frozenset({H})) -> Seat:  # fmt: skip
-    return Seat(free, frozenset(queues), handlers, frozenset(pending))
+         handlers: frozenset[HandlerKey] = frozenset({H}), idle: bool = True) -> Seat:  # fmt: skip
+    return Seat(free, frozenset(queues), handlers, frozenset(pending), idle)
 
 
 @pytest.mark.parametrize(
@@ -123,6 +123,8 @@ def seat(free: int, queues: set[str], pending: frozenset[str] = frozenset(),
         ("no connection", [], None),
         ("the only free one", [seat(1, {"q1"})], 0),
         ("no free slot", [seat(0, {"q1"})], None),
+        ("busy: fed by rounds", [seat(7, {"q1"}, idle=False)], None),
+        ("the idle one, not the freest", [seat(7, {"q1"}, idle=False), seat(1, {"q1"})], 1),
         ("the most free first", [seat(1, {"q1"}), seat(3, {"q1"}), seat(2, {"q1"})], 1),
         ("ties: the first", [seat(2, {"q1"}), seat(2, {"q1"})], 0),
         ("not its queue", [seat(4, {"q2"}), seat(1, {"q1"})], 1),
