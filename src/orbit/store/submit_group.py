@@ -4,10 +4,14 @@ transaction committed. One durable commit then serves many submits, as a databas
 commit does for its log flushes.
 
 A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
-the decisions of `group_plan`, then one multi-row INSERT per table (idempotency records first,
-tasks, events, audit). If it fails (a key was taken meanwhile by another transaction, the
-database is unavailable, ...) it is rolled back and each submit runs again alone on the single
-path, so one submit never fails its neighbours and a taken key replays as on the single path.
+the decisions of `group_plan`, the eager leases of the execution service if it is there
+(`handoff`, `orbit.workers.eager`), then one multi-row INSERT per table (idempotency records
+first, tasks, attempts and their events, acceptance events, audit: `db.hot_insert_all`, which
+sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
+after the commit, and released if the transaction fails. If it fails (a key was taken
+meanwhile by another transaction, the database is unavailable, ...) it is rolled back and
+each submit runs again alone on the single path, so one submit never fails its neighbours and
+a taken key replays as on the single path.
 """
 
 from __future__ import annotations
