@@ -10,8 +10,9 @@ boot_id) and continues from the first event of the new boot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -62,9 +63,13 @@ class EventStream:
         backoff = self._min
         while True:
             try:
-                async for event in self._connection():
-                    backoff = self._min
-                    yield event
+                # aclosing: closing this generator closes the connection's at once (an async
+                # for alone leaves it to the garbage collector, which closes it on another
+                # turn, after the socket may already be gone)
+                async with contextlib.aclosing(self._connection()) as events:
+                    async for event in events:
+                        backoff = self._min
+                        yield event
             except RETRYABLE:
                 pass
             self.connected = False
@@ -72,7 +77,7 @@ class EventStream:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self._max)
 
-    async def _connection(self) -> AsyncIterator[Event]:
+    async def _connection(self) -> AsyncGenerator[Event, None]:
         # No per-message deflate: the stream is local and compressing every frame cost more
         # CPU on both ends than it saved.
         async with websockets.connect(
