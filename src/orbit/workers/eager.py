@@ -18,7 +18,7 @@ itself is LEASED by the time the receipt is sent."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -43,6 +43,7 @@ class Claims:
 
     hub: Hub
     now: datetime
+    on_delivered: Callable[[int], None]
     grants: list[tuple[Link, Grant]] = field(default_factory=list)
 
     @property
@@ -66,6 +67,7 @@ class Claims:
         for link, grant in self.grants:
             self.hub.spawn((link.urgent or link.send)(grant.message()))
         self.hub.on_grants(len(self.grants))
+        self.on_delivered(len(self.grants))
         for connection_id in {link.peer.connection_id for link, _ in self.grants
                               if not link.open}:  # fmt: skip
             self.hub.spawn(self.hub.disconnect(connection_id))  # closed meanwhile: shorten
@@ -79,13 +81,18 @@ class Claims:
 
 
 class EagerDispatch:
-    def __init__(self, hub: Hub, lease_ttl_ms: int) -> None:
+    """`on_delivered(n)`: n eager leases were committed and sent (a metric)."""
+
+    def __init__(
+        self, hub: Hub, lease_ttl_ms: int, on_delivered: Callable[[int], None] = lambda n: None
+    ) -> None:
         self.hub = hub
         self.lease_ttl_ms = lease_ttl_ms
+        self.on_delivered = on_delivered
 
     def claim(self, accepted: Sequence[Task], now: datetime) -> Claims:
         """Reserve a slot for each task a connection can take now (see the module text)."""
-        claims = Claims(self.hub, now)
+        claims = Claims(self.hub, now, self.on_delivered)
         links = [link for link in self.hub.links.values() if link.open]
         if not links:
             return claims

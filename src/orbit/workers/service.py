@@ -99,7 +99,10 @@ class ExecutionService:
         self.endpoint = WorkerEndpoint(ops, self.hub, self.settings)
         ops.on_accepted = self.hub.notify  # a committed submit wakes the dispatcher for its queue
         if ops.groups is not None and self.settings.eager:
-            ops.groups.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms).claim
+            eager = Counter("orbit_eager_leases", "Leases granted in the submit's transaction "
+                            "(eager dispatch), also counted in orbit_leases", registry=registry)
+            ops.groups.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms,
+                                               eager.inc).claim  # fmt: skip
 
     def routes(self, wrap: Wrap) -> list[BaseRoute]:
         return [

@@ -71,7 +71,8 @@ class _Setup:
         hub.add(self.link, set())
         self.link.pending = frozenset()  # as after a round that found its queue empty
         assert self.ops.groups is not None
-        self.ops.groups.handoff = EagerDispatch(hub, 15_000).claim
+        self.delivered: list[int] = []
+        self.ops.groups.handoff = EagerDispatch(hub, 15_000, self.delivered.append).claim
 
     async def submit(self, **fields: str) -> Any:
         text = (f'{{"queue_id":"{self.made.queue_id}","handler":"demo.work",'
@@ -110,7 +111,7 @@ async def test_eager_lease_is_written_with_the_acceptance(setup: _Setup) -> None
     assert attempt.leased_at == task.created_at == events[0].created_at == events[1].created_at
     await asyncio.sleep(0.05)  # the lease goes out after the commit
     assert [m["attempt"]["id"] for m in setup.sent] == [attempt.id]
-    assert setup.link.in_flight == {attempt.id}
+    assert setup.link.in_flight == {attempt.id} and setup.delivered == [1]
 
 
 async def test_eager_not_without_a_free_slot_nor_for_a_task_not_yet_ready(setup: _Setup) -> None:
@@ -139,7 +140,7 @@ async def test_eager_a_failed_transaction_leases_nothing_and_frees_the_slot(
         await setup.submit()
     monkeypatch.undo()
     await asyncio.sleep(0.05)
-    assert setup.sent == [] and setup.link.in_flight == set()
+    assert setup.sent == [] and setup.link.in_flight == set() and setup.delivered == []
     async with setup.db.read() as conn:
         count = await conn.execute(sa.select(sa.func.count()).select_from(tasks)
                                    .where(tasks.c.queue_id == setup.made.queue_id))  # fmt: skip
@@ -189,5 +190,7 @@ async def test_eager_an_idle_worker_runs_a_task_leased_with_its_submit(
         leased_at = datetime.fromisoformat(lease["attempt"]["leased_at"].replace("Z", "+00:00"))
         created_at = datetime.fromisoformat(task["created_at"].replace("Z", "+00:00"))
         assert abs(leased_at - created_at) < timedelta(milliseconds=1)
+        metrics = (await http.get("/metrics")).text
+        assert "orbit_eager_leases_total 1.0" in metrics, "the eager lease was not counted"
     finally:
         await worker.close()
