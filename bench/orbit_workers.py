@@ -104,6 +104,22 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
     return base, [server, *workers]
 
 
+def leases_granted(base: str) -> tuple[float, float]:
+    """(leases, of them eager) so far, from the server's /metrics."""
+    found = {"orbit_leases_total": 0.0, "orbit_eager_leases_total": 0.0}
+    for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in found:
+            found[name] = float(value)
+    return found["orbit_leases_total"], found["orbit_eager_leases_total"]
+
+
+def leases_line(phase: str, before: tuple[float, float], after: tuple[float, float]) -> str:
+    total, eager = (after[0] - before[0]), (after[1] - before[1])
+    return (f"  {phase} leases: {total:.0f}, of them {eager:.0f} eager (in the submit's "
+            "transaction, worker-protocol.md §5)")
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process and its live children (Linux /proc), seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -392,11 +408,14 @@ async def _orbit(
         )  # fmt: skip
         processes.append(extra)
         _wait(lambda: '"connected"' in (tmp / "idle.log").read_text(), extra, "idle worker")
+        before = leases_granted(server_base)
         idle = await idle_phase(db, server_base, token, queues.idle, args.idle)
+        print(leases_line("idle", before, leases_granted(server_base)), flush=True)
         if args.no_submit:
             return drain, idle, None
         pids = [p.pid for p in processes]
         cpu = cpu_use(pids)
+        before = leases_granted(server_base)
         began = time.perf_counter()
         await submit_all(server_base, token, queues.orbit, args.n, args.submitters, args.batch)
         how = ("POST /v1/tasks" if args.batch == 1
@@ -404,6 +423,7 @@ async def _orbit(
         print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s ({how})", flush=True)
         await wait_done(db, queues.orbit, args.n, "orbit")
         print(cpu_line("orbit", cpu_use(pids, cpu), args.n), flush=True)
+        print(leases_line("orbit", before, leases_granted(server_base)), flush=True)
         return drain, idle, await measure(db, queues.orbit, "orbit", began)
     finally:
         for process in processes:
