@@ -182,9 +182,21 @@ async def _driver(conn: HotConnection) -> tuple[Any, sa.Dialect]:
         if conn.ended:
             raise RuntimeError("this transaction was committed with its last writes")
         return conn.driver, conn.dialect
-    driver = (await conn.get_raw_connection()).driver_connection
+    driver = checked_out_driver(conn)
+    if driver is None:
+        driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
     return driver, conn.dialect
+
+
+def checked_out_driver(conn: AsyncConnection) -> Any | None:
+    """The driver connection of a connection that holds one (inside a transaction): read
+    directly, without the greenlet hop of `get_raw_connection()` (~30 µs per statement on
+    this machine); None when only that call can tell (not started, closed, invalidated)."""
+    sync = conn.sync_connection
+    if sync is None or sync.closed or sync.invalidated or not sync.in_transaction():
+        return None
+    return sync.connection.driver_connection
 
 
 def _on_driver(conn: HotConnection) -> bool:

@@ -21,6 +21,7 @@ from asyncmy import errors as asyncmy_errors
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.times import as_utc, to_naive_utc
+from orbit.store.db import checked_out_driver
 
 Statement = tuple[str, Sequence[Any]]  # `%s` SQL and its values
 
@@ -154,7 +155,11 @@ def _record(names: tuple[str, ...]) -> Any:
 
 
 async def _driver(conn: AsyncConnection) -> Any:
-    driver = (await conn.get_raw_connection()).driver_connection
+    """The asyncmy connection under `conn`: read from the connection already checked out (no
+    greenlet hop: `get_raw_connection()` costs ~30 µs per statement here), else awaited."""
+    driver = checked_out_driver(conn)
+    if driver is None:
+        driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
     return driver
 

@@ -15,6 +15,7 @@ from orbit.store.db import (
     Database,
     Dialect,
     InsertRows,
+    checked_out_driver,
     hot_execute,
     hot_insert_all,
 )
@@ -73,3 +74,13 @@ async def test_o_sub_4_a_failing_statement_commits_nothing_sent_with_it(db: Data
             await hot_insert_all(conn, [InsertRows(_INSERT, good), InsertRows(_INSERT, bad)],
                                  commit=True)  # fmt: skip
     assert await _stored(db, namespace) == []
+
+
+async def test_the_checked_out_driver_is_the_raw_connection(db: Database) -> None:
+    """The hot statements read the driver connection without a greenlet hop, inside a
+    transaction only; outside one they await `get_raw_connection()`."""
+    async with db.engine.connect() as conn:
+        assert checked_out_driver(conn) is None
+        async with conn.begin():
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None and checked_out_driver(conn) is raw
