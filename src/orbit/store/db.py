@@ -249,9 +249,6 @@ async def hot_execute_many(
         raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
 
 
-SCRIPT_MAX_ROWS = 1  # INSERTs of at most this many rows each go as one text round trip
-
-
 @dataclass(frozen=True, slots=True)
 class InsertRows:
     """A prebuilt INSERT and its rows (all with the same keys), for `hot_insert_all`."""
@@ -261,25 +258,25 @@ class InsertRows:
 
 
 async def hot_insert_all(
-    conn: HotConnection, inserts: Sequence[InsertRows], *, commit: bool = False
-) -> None:
+    conn: HotConnection, inserts: Sequence[InsertRows], *, one_trip: bool = False,
+    commit: bool = False,
+) -> None:  # fmt: skip
     """The INSERTs in order, inside the caller's transaction.
 
-    On MySQL/MariaDB small ones (every INSERT at most SCRIPT_MAX_ROWS rows: the lone submit of
-    a quiet server) go out as ONE multi-statement round trip instead of one each, and with
+    On MySQL/MariaDB with `one_trip` (the caller's few rows: the lone submit of a quiet
+    server) they go out as ONE multi-statement round trip instead of one each, and with
     `commit=True` on a `hot_write` session the transaction's COMMIT goes in the same round
     trip: the server runs the statements in order and stops at the first failure, so COMMIT
     runs only after all of them succeeded; a failure leaves the transaction open and the
     session's connection is closed, which rolls it back. On an idle 2-core machine every round
     trip also wakes two processes, so this is most of a single submit's latency after its
-    clock read. Larger INSERTs go one bulk command each (binary protocol, no escaping of
-    payload texts) and the commit stays the session's own: measured with `bench/orbit_submit.py`
-    (groups of ~5), the text script for groups of up to 4 rows cost 0.41-0.54 ms of server CPU
-    per submit against 0.37-0.41 ms in bulk, and fewer submits/s. SQLite: one after the
-    other."""
+    clock read. Otherwise each INSERT goes as one bulk command (binary protocol, no escaping
+    of payload texts) and the commit stays the session's own: measured with
+    `bench/orbit_submit.py` (groups of ~5), the text script for groups of up to 4 submits cost
+    0.41-0.54 ms of server CPU per submit against 0.37-0.41 ms in bulk, and fewer submits/s.
+    SQLite: one after the other."""
     inserts = [insert for insert in inserts if insert.rows]
-    small = all(len(insert.rows) <= SCRIPT_MAX_ROWS for insert in inserts)
-    if not inserts or not _on_driver(conn) or not small:
+    if not inserts or not _on_driver(conn) or not one_trip:
         for insert in inserts:
             await hot_execute_many(conn, insert.statement, insert.rows)
         return

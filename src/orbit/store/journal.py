@@ -80,10 +80,10 @@ async def append_audit(
 
 def acceptance_rows(
     accepted: Sequence[tuple[Principal, Task, str]], action: str, now: datetime
-) -> list[InsertRows]:
+) -> tuple[InsertRows, InsertRows]:
     """The ACCEPTED event and the audit line of each new (principal, task, request ID): one
     INSERT per table (`db.hot_insert_all`)."""
     events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
     audits = [_audit_row(principal, action, task, request_id, now)
               for principal, task, request_id in accepted]  # fmt: skip
-    return [InsertRows(_EVENT, events), InsertRows(_AUDIT, audits)]
+    return InsertRows(_EVENT, events), InsertRows(_AUDIT, audits)

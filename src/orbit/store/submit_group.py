@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -46,6 +46,8 @@ class Claims(Protocol):
     def task_ids(self) -> frozenset[str]: ...
 
     def inserts(self) -> list[InsertRows]: ...
+
+    def event_rows(self) -> list[dict[str, Any]]: ...
 
     def deliver(self) -> None: ...
 
@@ -126,7 +128,8 @@ class SubmitGroups:
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
                 if accepted:
                     claims = self._claim([d.task for _, d in accepted], now)
-                    await hot_insert_all(conn, self._inserts(accepted, claims, now), commit=True)
+                    await hot_insert_all(conn, self._inserts(accepted, claims, now),
+                                         one_trip=len(accepted) == 1, commit=True)  # fmt: skip
         except sa.exc.IntegrityError as exc:
             _release(claims)
             if self.db.is_duplicate(exc):
@@ -144,15 +147,19 @@ class SubmitGroups:
     def _inserts(
         accepted: list[tuple[PendingSubmit, Accept]], claims: Claims | None, now: datetime
     ) -> list[InsertRows]:
-        """The group's rows, parents first; its last writes, so the COMMIT may go with them."""
+        """The group's rows, parents first; its last writes, so the COMMIT may go with them.
+        The LEASED events of eager leases join the ACCEPTED events' INSERT (same table)."""
         leased = claims.task_ids if claims is not None else frozenset[str]()
+        events, audits = journal.acceptance_rows(
+            [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now)  # fmt: skip
+        leased_events = claims.event_rows() if claims is not None else []
         return [
             idempotency.receipt_rows([(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
             tasks.new_task_rows([d.task for _, d in accepted if d.task.id not in leased]),
             *(claims.inserts() if claims is not None else []),
-            *journal.acceptance_rows(
-                [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now),
-        ]  # fmt: skip
+            InsertRows(events.statement, [*events.rows, *leased_events]),
+            audits,
+        ]
 
 
 def _size(item: PendingSubmit) -> int:

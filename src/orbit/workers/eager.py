@@ -21,20 +21,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from orbit.domain.dispatch import Seat, eager_seat
 from orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
 from orbit.domain.states import TaskState, check_transition
 from orbit.domain.task import Task
 from orbit.store.db import InsertRows
-from orbit.store.tables import task_events, tasks
+from orbit.store.tables import tasks
 from orbit.store.tasks import task_row
 from orbit.workers.acks import Grant
 from orbit.workers.hub import Hub, Link
 from orbit.workers.kernel import attempt_row, leased_event_row, new_grant
 from orbit.workers.tables import task_attempts
 
-_TASKS, _ATTEMPTS, _EVENTS = tasks.insert(), task_attempts.insert(), task_events.insert()
+_TASKS, _ATTEMPTS = tasks.insert(), task_attempts.insert()
 
 
 @dataclass(slots=True)
@@ -51,14 +52,16 @@ class Claims:
         return frozenset(grant.task.id for _, grant in self.grants)
 
     def inserts(self) -> list[InsertRows]:
-        """The claimed tasks' rows (LEASED), attempts and LEASED events, in that order."""
+        """The claimed tasks' rows (LEASED) and their attempts, in that order."""
         if not self.grants:
             return []
         leased = [_leased_row(grant, self.now) for _, grant in self.grants]
         attempts = [attempt_row(grant, link.peer, self.now) for link, grant in self.grants]
-        events = [leased_event_row(grant, self.now) for _, grant in self.grants]
-        return [InsertRows(_TASKS, leased), InsertRows(_ATTEMPTS, attempts),
-                InsertRows(_EVENTS, events)]  # fmt: skip
+        return [InsertRows(_TASKS, leased), InsertRows(_ATTEMPTS, attempts)]
+
+    def event_rows(self) -> list[dict[str, Any]]:
+        """The LEASED events (task_events rows), written with the acceptance events."""
+        return [leased_event_row(grant, self.now) for _, grant in self.grants]
 
     def deliver(self) -> None:
         """After the commit: send each lease (one frame per connection with batch framing)."""
