@@ -13,7 +13,9 @@ Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
             `python -m orbit.worker` processes (--concurrency each): the execution path
             alone (first lease → last completion), with server and worker CPU per task
   idle      one task at a time to an idle worker: dispatch latency submit → started, and
-            where it goes (submit → leased → started → ended)
+            where it goes (submit → leased → started → ended); then the floor of the same
+            path on this machine at this moment (bench/idle_floor.py: a bare INSERT+COMMIT,
+            a socket to a bare worker process, SKIP LOCKED + UPDATE) and the ratio
   orbit     --n no-op tasks submitted over HTTP by --submitters clients while the workers
             run them: submit to SUCCEEDED (skipped with --no-submit); one task per request,
             or --batch tasks per POST /v1/tasks:batch request
@@ -34,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncmy
@@ -43,6 +45,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.idle_floor import idle_floor, quantile  # noqa: E402
 from bench.orbit_submit import DEFAULT_URL, Connection, bench_database, free_port  # noqa: E402
 from orbit.store.admin import Admin  # noqa: E402
 from orbit.store.db import Database  # noqa: E402
@@ -59,6 +62,7 @@ class Figures:
     count: int
     seconds: float
     dispatch_ms: list[float]
+    floor_ms: list[float] = field(default_factory=list)  # bench/idle_floor.py, same run
 
     @property
     def rate(self) -> float:
@@ -102,6 +106,16 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
         log = tmp / f"worker{index}.log"
         _wait(lambda log=log: '"connected"' in log.read_text(), process, f"worker {index}")
     return base, [server, *workers]
+
+
+def floor_lines(idle: Figures) -> str:
+    """The bare pipeline of bench/idle_floor.py, measured right after the idle phase."""
+    floor = sorted(idle.floor_ms)
+    p50 = floor[len(floor) // 2]
+    return (f"floor     {len(floor)} tasks through a bare INSERT+COMMIT → socket → SKIP LOCKED "
+            f"UPDATE (bench/idle_floor.py): p50 {p50:.2f} ms  p99 {quantile(floor, 0.99):.2f} ms\n"
+            f"ratio     idle dispatch p50 orbit/floor {idle.q(0.5) / p50:.2f} (this machine's "
+            "hop costs change by 2x from hour to hour; the ratio does not)")
 
 
 def leases_granted(base: str) -> tuple[float, float]:
@@ -368,6 +382,7 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
         print(drain.line())
         print(idle.line())
         print(await breakdown(db, idle_queue))
+        print(floor_lines(idle))
         print(f"ratio     drain/baseline throughput {drain.rate / base.rate:.2f}")
         if orbit is None:
             return
@@ -411,6 +426,7 @@ async def _orbit(
         before = leases_granted(server_base)
         idle = await idle_phase(db, server_base, token, queues.idle, args.idle)
         print(leases_line("idle", before, leases_granted(server_base)), flush=True)
+        idle.floor_ms = await idle_floor(sa.make_url(url), args.idle)
         if args.no_submit:
             return drain, idle, None
         pids = [p.pid for p in processes]
