@@ -13,13 +13,14 @@ commit plus the lease's way to the worker and back (`started` is acknowledged, f
 On this shared 2-core VM the time of a hop doubles from one hour to the next; the ratio
 Orbit / floor is what does not.
 
-    .venv/bin/python bench/idle_floor.py --database mysql+asyncmy://... [--n 200]
+    .venv/bin/python bench/idle_floor.py [--database mysql+asyncmy://...] [--n 200]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +30,9 @@ import asyncmy
 import sqlalchemy as sa
 
 TABLE = "bench_idle_floor"
+DEFAULT_URL = os.environ.get(
+    "ORBIT_TEST_MYSQL_URL", "mysql+asyncmy://orbit:orbit@127.0.0.1:3306/orbit"
+)
 
 
 async def _connect(url: sa.URL) -> asyncmy.Connection:
@@ -103,7 +107,8 @@ def quantile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", required=True, help="mysql+asyncmy:// URL of a database")
+    parser.add_argument("--database", default=DEFAULT_URL,
+                        help="mysql+asyncmy:// URL of a database (a scratch table is made in it)")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
