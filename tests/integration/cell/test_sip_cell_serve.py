@@ -109,7 +109,7 @@ async def test_sip_mode_answered_call_reports_transcript_and_recording(
             upload = await cell.upload_recording(call_id, target)
         sipp = await peer.wait()
     finally:
-        peer.kill()
+        await peer.kill()
     assert sipp.returncode == 0, sipp.errors or sipp.stderr
     types = [e.type for e in events]
     assert types[:4] == [

@@ -108,7 +108,7 @@ async def place(
     try:
         report = await asyncio.wait_for(call.run(), 20)
     except BaseException:
-        peer.kill()
+        await peer.kill()
         raise
     finally:
         await endpoint.close()
@@ -212,7 +212,7 @@ async def test_wrong_password_fails_with_the_carriers_status(
     )
     await peer.start()
     report, _, _ = await place(peer, tmp_path, credentials=Credentials("trunkuser", "wrong"))
-    peer.kill()
+    await peer.kill()
     assert (report.end.outcome, report.end.reason_code) == (CallOutcome.FAILED, "sip_403")
 
 

@@ -133,7 +133,7 @@ async def test_real_sip_call_result_has_transcript_and_uploaded_recording_d_res_
         (result,) = await asyncio.to_thread(s.wait_results, 1, 30, event_type="call.result")
         sipp = await peer.wait(timeout=10)
     finally:
-        peer.kill()
+        await peer.kill()
     assert sipp.returncode == 0, sipp.errors or sipp.stderr
     commands = s.results(event_type="command.result")
     assert [(r["command_id"], r["status"]) for r in commands] == [(command_id, "accepted")]

@@ -119,6 +119,9 @@ class SippPeer:
         errors = "".join(p.read_text() for p in self.workdir.glob("*_errors.log"))
         return SippResult(self._proc.returncode or 0, out.decode(), err.decode(), errors)
 
-    def kill(self) -> None:
+    async def kill(self) -> None:
+        """SIGKILL and reap it: an unreaped child's transport outlives the test's event loop
+        and fails when the garbage collector closes it."""
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
+            await self._proc.wait()
