@@ -68,9 +68,8 @@ class Figures:
     def rate(self) -> float:
         return self.count / self.seconds
 
-    def q(self, quantile: float) -> float:
-        ordered = sorted(self.dispatch_ms) or [float("nan")]
-        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+    def q(self, q: float) -> float:
+        return quantile(self.dispatch_ms or [float("nan")], q)
 
     def line(self) -> str:
         text = f"{self.name:9} {self.count} tasks in {self.seconds:6.2f} s = "
@@ -110,8 +109,8 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
 
 def floor_lines(idle: Figures) -> str:
     """The bare pipeline of bench/idle_floor.py, measured right after the idle phase."""
-    floor = sorted(idle.floor_ms)
-    p50 = floor[len(floor) // 2]
+    floor = idle.floor_ms
+    p50 = quantile(floor, 0.5)
     return (f"floor     {len(floor)} tasks through a bare INSERT+COMMIT → socket → SKIP LOCKED "
             f"UPDATE (bench/idle_floor.py): p50 {p50:.2f} ms  p99 {quantile(floor, 0.99):.2f} ms\n"
             f"ratio     idle dispatch p50 orbit/floor {idle.q(0.5) / p50:.2f} (this machine's "

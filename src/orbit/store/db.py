@@ -182,11 +182,16 @@ async def _driver(conn: HotConnection) -> tuple[Any, sa.Dialect]:
         if conn.ended:
             raise RuntimeError("this transaction was committed with its last writes")
         return conn.driver, conn.dialect
+    return await raw_driver(conn), conn.dialect
+
+
+async def raw_driver(conn: AsyncConnection) -> Any:
+    """The asyncmy connection under `conn` (`checked_out_driver`, else awaited)."""
     driver = checked_out_driver(conn)
     if driver is None:
         driver = (await conn.get_raw_connection()).driver_connection
     assert driver is not None
-    return driver, conn.dialect
+    return driver
 
 
 def checked_out_driver(conn: AsyncConnection) -> Any | None:
@@ -197,6 +202,38 @@ def checked_out_driver(conn: AsyncConnection) -> Any | None:
     if sync is None or sync.closed or sync.invalidated or not sync.in_transaction():
         return None
     return sync.connection.driver_connection
+
+
+Statement = tuple[str, Sequence[Any]]  # `%s` SQL and its values, bound for the driver
+
+
+def insert_sql(table: str, rows: Sequence[Mapping[str, Any]]) -> Statement:
+    """`INSERT INTO table (…) VALUES (…), (…)` for rows with the same keys."""
+    names = tuple(rows[0])
+    one = "(" + ", ".join(["%s"] * len(names)) + ")"
+    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES " + ", ".join([one] * len(rows))
+    return sql, [row[name] for row in rows for name in names]
+
+
+async def run_script(driver: Any, statements: Sequence[Statement]) -> list[int]:
+    """Several statements in one round trip, in order: a multi-statement query (asyncmy always
+    negotiates CLIENT_MULTI_STATEMENTS). Returns the rows each one matched (FOUND_ROWS). The
+    server stops at the first failing statement and that error is raised here, as
+    SQLAlchemy's; the caller's transaction then rolls back what the statements before it
+    wrote."""
+    sql = ";\n".join(text for text, _ in statements)
+    bound = tuple(value for _, values in statements for value in values)
+    try:
+        async with driver.cursor() as cursor:
+            counts = [int(await cursor.execute(sql, bound))]
+            while await cursor.nextset():
+                counts.append(int(cursor.rowcount))
+    except asyncmy_errors.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error) from exc
+    if len(counts) != len(statements):
+        raise sa.exc.InterfaceError(sql, bound, RuntimeError(
+            f"{len(counts)} results for {len(statements)} statements"))  # fmt: skip
+    return counts
 
 
 def _on_driver(conn: HotConnection) -> bool:
@@ -280,27 +317,15 @@ async def hot_insert_all(
         for insert in inserts:
             await hot_execute_many(conn, insert.statement, insert.rows)
         return
-    driver, dialect = await _driver(conn)
-    texts: list[str] = []
-    values: list[Any] = []
+    driver, _ = await _driver(conn)
+    statements: list[Statement] = []
     for insert in inserts:
-        names = tuple(insert.rows[0])
-        sql, order = _compiled(dialect, insert.statement, dict.fromkeys(names))
-        head, row = sql.rsplit(" VALUES ", 1)
-        texts.append(f"{head} VALUES " + ", ".join([row] * len(insert.rows)))
-        values.extend(value for bound in _bound_rows(insert.statement, order, insert.rows)
-                      for value in bound)  # fmt: skip
+        sql, values = insert_sql(insert.statement.table.name, insert.rows)
+        statements.append((sql, [_bind(value) for value in values]))
     ends = commit and isinstance(conn, DriverSession)
     if ends:
-        texts.append("COMMIT")
-    sql = ";\n".join(texts)
-    try:
-        async with driver.cursor() as cursor:
-            await cursor.execute(sql, values)
-            while await cursor.nextset():
-                pass
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
+        statements.append(("COMMIT", []))
+    await run_script(driver, statements)
     if ends:
         assert isinstance(conn, DriverSession)
         conn.ended = True

@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from orbit.store.db import Statement, insert_sql
 from orbit.workers import driver
 from orbit.workers.driver import Increment
 from orbit.workers.transitions import ConcurrentChange
@@ -116,7 +117,7 @@ async def write_all(conn: AsyncConnection, writes: Sequence[Update | Insert]) ->
             _require_matched(write.table, matched, len(write.rows))
 
 
-def _statement(write: Update | Insert) -> driver.Statement:
+def _statement(write: Update | Insert) -> Statement:
     if isinstance(write, Update):
         return driver.bulk_update_sql(write.table.name, write.rows, write.where, write.static)
-    return driver.insert_sql(write.table.name, write.rows)
+    return insert_sql(write.table.name, write.rows)

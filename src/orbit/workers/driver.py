@@ -21,9 +21,7 @@ from asyncmy import errors as asyncmy_errors
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from orbit.domain.times import as_utc, to_naive_utc
-from orbit.store.db import checked_out_driver
-
-Statement = tuple[str, Sequence[Any]]  # `%s` SQL and its values
+from orbit.store.db import Statement, insert_sql, raw_driver, run_script
 
 
 class Increment:
@@ -49,7 +47,7 @@ async def fetch(
 
 async def execute(conn: AsyncConnection, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Run one statement; returns its rows (empty for writes); `rowcount` via `update`."""
-    driver = await _driver(conn)
+    driver = await raw_driver(conn)
     bound = tuple(_bind(value) for value in values)
     try:
         async with driver.cursor() as cursor:
@@ -61,7 +59,7 @@ async def execute(conn: AsyncConnection, sql: str, values: Sequence[Any]) -> lis
 
 async def update(conn: AsyncConnection, sql: str, values: Sequence[Any]) -> int:
     """Run one UPDATE; the number of rows it matched (the MySQL dialect sets FOUND_ROWS)."""
-    driver = await _driver(conn)
+    driver = await raw_driver(conn)
     bound = tuple(_bind(value) for value in values)
     try:
         async with driver.cursor() as cursor:
@@ -84,28 +82,8 @@ async def script(conn: AsyncConnection, statements: Sequence[Statement]) -> list
     transaction then rolls back what the statements before it wrote."""
     if not statements:
         return []
-    driver = await _driver(conn)
-    sql = ";\n".join(text for text, _ in statements)
-    bound = tuple(_bind(value) for _, values in statements for value in values)
-    try:
-        async with driver.cursor() as cursor:
-            counts = [int(await cursor.execute(sql, bound))]
-            while await cursor.nextset():
-                counts.append(int(cursor.rowcount))
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error) from exc
-    if len(counts) != len(statements):
-        raise sa.exc.InterfaceError(sql, bound, RuntimeError(
-            f"{len(counts)} results for {len(statements)} statements"))  # fmt: skip
-    return counts
-
-
-def insert_sql(table: str, rows: Sequence[Mapping[str, Any]]) -> Statement:
-    """`INSERT INTO table (…) VALUES (…), (…)` for rows with the same keys."""
-    names = tuple(rows[0])
-    one = "(" + ", ".join(["%s"] * len(names)) + ")"
-    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES " + ", ".join([one] * len(rows))
-    return sql, [row[name] for row in rows for name in names]
+    bound = [(sql, [_bind(value) for value in values]) for sql, values in statements]
+    return await run_script(await raw_driver(conn), bound)
 
 
 def bulk_update_sql(
@@ -152,16 +130,6 @@ def columns_of(table: sa.Table, prefix: str = "") -> tuple[str, ...]:
 @cache
 def _record(names: tuple[str, ...]) -> Any:
     return namedtuple("Record", names)  # noqa: PYI024 - fields come from the schema
-
-
-async def _driver(conn: AsyncConnection) -> Any:
-    """The asyncmy connection under `conn`: read from the connection already checked out (no
-    greenlet hop: `get_raw_connection()` costs ~30 µs per statement here), else awaited."""
-    driver = checked_out_driver(conn)
-    if driver is None:
-        driver = (await conn.get_raw_connection()).driver_connection
-    assert driver is not None
-    return driver
 
 
 def _bind(value: Any) -> Any:

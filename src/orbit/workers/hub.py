@@ -47,7 +47,7 @@ class Link:
     open: bool = True
     # the queues that may still hold work for this link (`orbit.domain.dispatch`): all of
     # them until a round asked; a freed slot runs a round only while this is not empty
-    pending: frozenset[str] = frozenset()
+    pending: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.pending = frozenset(self.queue_order)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.domain.admission import Accept, decide
+from dispatcher.domain.admission import Accept, Plan, decide
 from dispatcher.domain.discovery import DiscoveredTask
 from dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
 from dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
@@ -121,31 +121,32 @@ async def test_inbox_dedupes_command_ids_d_cmd_1(db: Database) -> None:
         await db.write(inbox.record, command_id="c1", decision=InboxDecision.REJECTED, **kw)  # type: ignore[arg-type]
 
 
+def _accept(conn: sqlite3.Connection, plan: Plan, n: int) -> None:
+    """Command `command-<n>` accepted as execution `x<n>` (call `call-<n>`), with `plan`."""
+    inbox.record(
+        conn,
+        command_id=f"command-{n}",
+        task_id="task-a",
+        decision=InboxDecision.ACCEPTED,
+        reason_code=None,
+        execution_id=f"x{n}",
+        result_event_id=f"r{n}",
+        now=NOW,
+    )
+    executions.insert(
+        conn,
+        execution_id=f"x{n}",
+        call_id=f"call-{n}",
+        call_result_event_id=f"cr{n}",
+        plan=plan,
+        now=NOW,
+    )
+
+
 async def test_occupancy_derived_from_executions_d_cmd_4(db: Database) -> None:
     result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
-
-    def accept(conn: sqlite3.Connection) -> None:
-        inbox.record(
-            conn,
-            command_id="command-1",
-            task_id="task-a",
-            decision=InboxDecision.ACCEPTED,
-            reason_code=None,
-            execution_id="x1",
-            result_event_id="r1",
-            now=NOW,
-        )
-        executions.insert(
-            conn,
-            execution_id="x1",
-            call_id="call-1",
-            call_result_event_id="cr1",
-            plan=result.plan,
-            now=NOW,
-        )
-
-    await db.write(accept)
+    await db.write(_accept, result.plan, 1)
     index = await db.read(executions.occupancy)
     assert index.view("tenant-1", "task-a").task == 1
     for state in (ExecutionState.DIALING, ExecutionState.UNKNOWN):
@@ -183,30 +184,8 @@ async def test_mark_dialing_moves_accepted_ones_once_d_cmd_1(db: Database) -> No
     no longer ``accepted`` is never marked again, so it is never sent twice."""
     result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
-    ids = [f"x{i}" for i in range(4)]
-
-    def accept(conn: sqlite3.Connection) -> None:
-        for i, execution_id in enumerate(ids):
-            inbox.record(
-                conn,
-                command_id=f"command-{i}",
-                task_id="task-a",
-                decision=InboxDecision.ACCEPTED,
-                reason_code=None,
-                execution_id=execution_id,
-                result_event_id=f"r{i}",
-                now=NOW,
-            )
-            executions.insert(
-                conn,
-                execution_id=execution_id,
-                call_id=f"call-{i}",
-                call_result_event_id=f"cr{i}",
-                plan=replace(result.plan, command_id=f"command-{i}"),
-                now=NOW,
-            )
-
-    await db.write(accept)
+    for i in range(4):
+        await db.write(_accept, replace(result.plan, command_id=f"command-{i}"), i)
     await db.write(executions.move, "x2", ExecutionState.DIALING, NOW)  # an earlier round
     later = datetime(2026, 9, 21, 2, 0, 5, tzinfo=UTC)
     marked = await db.write(executions.mark_dialing, ["x3", "x2", "x0", "nope"], "boot-1", later)
