@@ -13,10 +13,11 @@ from dispatcher.calls.port import CellRejected
 from dispatcher.control.adapters import CacheTaskReader, CellActiveCalls
 from dispatcher.domain.admission import Accept, decide
 from dispatcher.domain.control import ReadFailure
-from dispatcher.domain.states import ExecutionState, InboxDecision
+from dispatcher.domain.states import ExecutionState
 from dispatcher.saas.cache import TaskLookup
-from dispatcher.store import executions, inbox
+from dispatcher.store import executions
 from dispatcher.store.db import Database
+from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 
 pytestmark = pytest.mark.integration
@@ -42,24 +43,9 @@ async def _execution(db: Database, n: str, task_id: str, state: ExecutionState) 
     plan = dataclasses.replace(result.plan, task_id=task_id, command_id=f"c-{n}")
 
     def write(conn: Any) -> None:
-        inbox.record(
-            conn,
-            command_id=f"c-{n}",
-            task_id=task_id,
-            decision=InboxDecision.ACCEPTED,
-            reason_code=None,
-            execution_id=f"x-{n}",
-            result_event_id=f"r-{n}",
-            now=f.NOW,
-        )
-        executions.insert(
-            conn,
-            execution_id=f"x-{n}",
-            call_id=f"call-{n}",
-            call_result_event_id=f"cr-{n}",
-            plan=plan,
-            now=f.NOW,
-        )
+        accept_execution(conn, plan, execution_id=f"x-{n}", call_id=f"call-{n}",
+                         result_event_id=f"r-{n}", call_result_event_id=f"cr-{n}",
+                         now=f.NOW)  # fmt: skip
         path = {
             ExecutionState.ACCEPTED: [],
             ExecutionState.DIALING: [ExecutionState.DIALING],

@@ -20,12 +20,12 @@ from dispatcher.calls.port import CellCall, CellOrphan
 from dispatcher.calls.recovery import Reconciler
 from dispatcher.domain.admission import Accept, decide
 from dispatcher.domain.states import ExecutionState as S
-from dispatcher.domain.states import InboxDecision
 from dispatcher.recording import store as recording_store
 from dispatcher.recording.lifecycle import Opener
 from dispatcher.recording.model import RecordingState
-from dispatcher.store import executions, inbox, outbox
+from dispatcher.store import executions, outbox
 from dispatcher.store.db import Database
+from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 
 pytestmark = [pytest.mark.integration]
@@ -95,24 +95,9 @@ def _insert(conn: Any, n: int, state: S, boot: str, dialled_s_ago: float) -> Non
     result = decide(command, f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
     at = NOW - timedelta(seconds=dialled_s_ago)
-    inbox.record(
-        conn,
-        command_id=command.command_id,
-        task_id="task-a",
-        decision=InboxDecision.ACCEPTED,
-        reason_code=None,
-        execution_id=f"exec-{n}",
-        result_event_id=f"cmd-result-{n}",
-        now=at,
-    )
-    executions.insert(
-        conn,
-        execution_id=f"exec-{n}",
-        call_id=f"exec-{n}",
-        call_result_event_id=f"call-result-{n}",
-        plan=result.plan,
-        now=at,
-    )
+    accept_execution(conn, result.plan, execution_id=f"exec-{n}", call_id=f"exec-{n}",
+                     result_event_id=f"cmd-result-{n}", call_result_event_id=f"call-result-{n}",
+                     now=at)  # fmt: skip
     executions.move(conn, f"exec-{n}", S.DIALING, at, cell_boot_id=boot)
     if state is not S.DIALING:
         executions.move(conn, f"exec-{n}", state, at)

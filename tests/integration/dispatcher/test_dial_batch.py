@@ -31,9 +31,9 @@ from dispatcher.calls.port import (
 from dispatcher.calls.supervisor import CallSupervisor
 from dispatcher.domain.admission import Accept, decide
 from dispatcher.domain.states import ExecutionState as S
-from dispatcher.domain.states import InboxDecision
-from dispatcher.store import executions, inbox, outbox
+from dispatcher.store import executions, outbox
 from dispatcher.store.db import Database
+from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 
 from .test_crash_reconciler import NOW, cell_call
@@ -85,24 +85,9 @@ def _accept(conn: Any, execution_id: str) -> None:
     command = f.command(command_id=f"command-{execution_id}")
     result = decide(command, f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
-    inbox.record(
-        conn,
-        command_id=command.command_id,
-        task_id="task-a",
-        decision=InboxDecision.ACCEPTED,
-        reason_code=None,
-        execution_id=execution_id,
-        result_event_id=f"cmd-{execution_id}",
-        now=NOW,
-    )
-    executions.insert(
-        conn,
-        execution_id=execution_id,
-        call_id=execution_id,
-        call_result_event_id=f"call-result-{execution_id}",
-        plan=result.plan,
-        now=NOW,
-    )
+    accept_execution(conn, result.plan, execution_id=execution_id, call_id=execution_id,
+                     result_event_id=f"cmd-{execution_id}",
+                     call_result_event_id=f"call-result-{execution_id}", now=NOW)  # fmt: skip
 
 
 async def _dial(db: Database, cell: BatchCell, ids: list[str], expect_sent: int) -> CallSupervisor:

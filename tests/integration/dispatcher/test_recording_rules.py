@@ -27,14 +27,15 @@ from dispatcher.calls.finalize import Ending, end_and_finalize
 from dispatcher.calls.port import CellRejected, CellUnavailable, CellUpload
 from dispatcher.domain.admission import Accept, decide
 from dispatcher.domain.results import CallEnd
-from dispatcher.domain.states import ExecutionState, InboxDecision
+from dispatcher.domain.states import ExecutionState
 from dispatcher.recording import store as recording_store
 from dispatcher.recording.lifecycle import Route
 from dispatcher.recording.service import RecordingService
 from dispatcher.recording.storage import S3Store, StorageConfig
 from dispatcher.settings import Secret
-from dispatcher.store import executions, inbox, outbox
+from dispatcher.store import executions, outbox
 from dispatcher.store.db import Database
+from tests.integration.dispatcher.rows import accept_execution
 from tests.services import s3_settings
 from tests.unit.dispatcher import factories as f
 
@@ -196,24 +197,9 @@ async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Aw
 def _accept(conn: Any) -> None:
     result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
-    inbox.record(
-        conn,
-        command_id=result.plan.command_id,
-        task_id=result.plan.task_id,
-        decision=InboxDecision.ACCEPTED,
-        reason_code=None,
-        execution_id="exec-1",
-        result_event_id="cmd-result-1",
-        now=utcnow(),
-    )
-    executions.insert(
-        conn,
-        execution_id="exec-1",
-        call_id="exec-1",
-        call_result_event_id="call-result-exec-1",
-        plan=result.plan,
-        now=utcnow(),
-    )
+    accept_execution(conn, result.plan, execution_id="exec-1", call_id="exec-1",
+                     result_event_id="cmd-result-1", call_result_event_id="call-result-exec-1",
+                     now=utcnow())  # fmt: skip
     executions.move(conn, "exec-1", ExecutionState.DIALING, utcnow(), cell_boot_id="boot-1")
 
 

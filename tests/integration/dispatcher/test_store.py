@@ -14,6 +14,7 @@ from dispatcher.domain.discovery import DiscoveredTask
 from dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
 from dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
 from dispatcher.store.db import Database, _migration_files, migrate
+from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 
 pytestmark = pytest.mark.integration
@@ -122,25 +123,9 @@ async def test_inbox_dedupes_command_ids_d_cmd_1(db: Database) -> None:
 
 
 def _accept(conn: sqlite3.Connection, plan: Plan, n: int) -> None:
-    """Command `command-<n>` accepted as execution `x<n>` (call `call-<n>`), with `plan`."""
-    inbox.record(
-        conn,
-        command_id=f"command-{n}",
-        task_id="task-a",
-        decision=InboxDecision.ACCEPTED,
-        reason_code=None,
-        execution_id=f"x{n}",
-        result_event_id=f"r{n}",
-        now=NOW,
-    )
-    executions.insert(
-        conn,
-        execution_id=f"x{n}",
-        call_id=f"call-{n}",
-        call_result_event_id=f"cr{n}",
-        plan=plan,
-        now=NOW,
-    )
+    """Command `command-<n>` (its plan) accepted as execution `x<n>` (call `call-<n>`)."""
+    accept_execution(conn, plan, execution_id=f"x{n}", call_id=f"call-{n}",
+                     result_event_id=f"r{n}", call_result_event_id=f"cr{n}", now=NOW)  # fmt: skip
 
 
 async def test_occupancy_derived_from_executions_d_cmd_4(db: Database) -> None:
