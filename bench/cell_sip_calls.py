@@ -36,17 +36,17 @@ sys.path.insert(0, str(ROOT))
 from tests.integration.cell.sipp.peer import SippPeer  # noqa: E402
 from tests.unit.cell.agent_configs import FULL_AI  # noqa: E402
 
-from cell.agent.config import TTSConfig, parse_agent_config  # noqa: E402
-from cell.agent.mock import MockASR, mock_registry  # noqa: E402
-from cell.agent.optout import OptOutDetector  # noqa: E402
-from cell.agent.providers import ASRProvider, ProviderRegistry  # noqa: E402
-from cell.agent.providers_espeak import EspeakTTS  # noqa: E402
-from cell.agent.providers_sphinx import PocketsphinxASR  # noqa: E402
-from cell.media import g711  # noqa: E402
-from cell.media.session import MediaClock  # noqa: E402
-from cell.media.voice import AgentSink, VoiceAgent  # noqa: E402
-from cell.sip.transport import SipEndpoint  # noqa: E402
-from cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers  # noqa: E402
+from agentcall.cell.agent.config import TTSConfig, parse_agent_config  # noqa: E402
+from agentcall.cell.agent.mock import MockASR, mock_registry  # noqa: E402
+from agentcall.cell.agent.optout import OptOutDetector  # noqa: E402
+from agentcall.cell.agent.providers import ASRProvider, ProviderRegistry  # noqa: E402
+from agentcall.cell.agent.providers_espeak import EspeakTTS  # noqa: E402
+from agentcall.cell.agent.providers_sphinx import PocketsphinxASR  # noqa: E402
+from agentcall.cell.media import g711  # noqa: E402
+from agentcall.cell.media.session import MediaClock  # noqa: E402
+from agentcall.cell.media.voice import AgentSink, VoiceAgent  # noqa: E402
+from agentcall.cell.sip.transport import SipEndpoint  # noqa: E402
+from agentcall.cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers  # noqa: E402
 
 
 class Quiet:

@@ -37,9 +37,9 @@ import sqlalchemy as sa
 import uvloop
 from sqlalchemy.engine import make_url
 
-from orbit.store.admin import Admin
-from orbit.store.db import Database
-from orbit.store.migrate import upgrade
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.migrate import upgrade
 
 DEFAULT_URL = os.environ.get(
     "ORBIT_TEST_MYSQL_URL", "mysql+asyncmy://orbit:orbit@127.0.0.1:3306/orbit"
@@ -383,9 +383,9 @@ async def prepare(url: str) -> tuple[str, str, str, str]:
 def start_server(
     url: str, port: int, log: Path, pool_size: int, workers: int
 ) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "orbit", "serve", "--database", url, "--port", str(port),
-               "--no-access-log", "--log-format", "json", "--pool-size", str(pool_size),
-               "--workers", str(workers)]  # fmt: skip
+    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
+               "--port", str(port), "--no-access-log", "--log-format", "json",
+               "--pool-size", str(pool_size), "--workers", str(workers)]  # fmt: skip
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

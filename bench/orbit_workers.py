@@ -45,13 +45,13 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agentcall.orbit.store.admin import Admin  # noqa: E402
+from agentcall.orbit.store.db import Database  # noqa: E402
+from agentcall.orbit.store.migrate import upgrade  # noqa: E402
+from agentcall.orbit.store.tables import tasks  # noqa: E402
+from agentcall.orbit.workers.tables import task_attempts  # noqa: E402
 from bench.idle_floor import idle_floor, quantile  # noqa: E402
 from bench.orbit_submit import DEFAULT_URL, Connection, bench_database, free_port  # noqa: E402
-from orbit.store.admin import Admin  # noqa: E402
-from orbit.store.db import Database  # noqa: E402
-from orbit.store.migrate import upgrade  # noqa: E402
-from orbit.store.tables import tasks  # noqa: E402
-from orbit.workers.tables import task_attempts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,7 +83,7 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
                     tmp: Path) -> tuple[str, list[subprocess.Popen[bytes]]]:  # fmt: skip
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "orbit", "serve", "--database", url, "--port", str(port),
+        [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url, "--port", str(port),
          "--no-access-log", "--log-format", "json", "--pool-size", str(args.submitters + 8),
          "--workers", str(args.server_processes)],
         stdout=(tmp / "serve.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
@@ -95,7 +95,8 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
     for index in range(args.workers):
         log = tmp / f"worker{index}.log"
         workers.append(subprocess.Popen(
-            [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
+            [sys.executable, "-m", "agentcall.orbit.worker",
+             "--app", "examples.orbit_workers:registry",
              *[arg for queue_id in queues for arg in ("--queue", queue_id)],
              "--concurrency", str(args.concurrency), "--log-format", "json",
              "--name", f"bench-{index}"],
@@ -340,11 +341,11 @@ async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures
 
 
 async def insert_waiting(db: Database, namespace_id: str, queue_id: str, n: int) -> None:
-    from orbit.domain.ids import new_id
-    from orbit.domain.strictjson import read_json
-    from orbit.domain.submit import parse_submit, plan_times
-    from orbit.domain.task import new_task
-    from orbit.store.tasks import task_row
+    from agentcall.orbit.domain.ids import new_id
+    from agentcall.orbit.domain.strictjson import read_json
+    from agentcall.orbit.domain.submit import parse_submit, plan_times
+    from agentcall.orbit.domain.task import new_task
+    from agentcall.orbit.store.tasks import task_row
 
     request = parse_submit(read_json(body(queue_id, 0).encode()))
     for start in range(0, n, 500):
@@ -366,7 +367,7 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
         idle_queue = await admin.create_queue(made.namespace_id, "idle")
         base_queue = await admin.create_queue(made.namespace_id, "baseline")
         drain_queue = await admin.create_queue(made.namespace_id, "drain")
-        from orbit.domain.tokens import ALL_PERMISSIONS
+        from agentcall.orbit.domain.tokens import ALL_PERMISSIONS
 
         issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
                                           [made.queue_id, idle_queue, drain_queue],
@@ -415,7 +416,8 @@ async def _orbit(
         drain = await measure(db, queues.drain, "drain", 0, since_lease=True)
         print(cpu_line("drain", cpu_use(pids, cpu), args.n), flush=True)
         extra = subprocess.Popen(  # a worker on the idle queue only
-            [sys.executable, "-m", "orbit.worker", "--app", "examples.orbit_workers:registry",
+            [sys.executable, "-m", "agentcall.orbit.worker",
+             "--app", "examples.orbit_workers:registry",
              "--queue", queues.idle, "--concurrency", "1", "--log-format", "json"],
             stdout=(tmp / "idle.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
             env={**os.environ, "ORBIT_URL": server_base, "ORBIT_TOKEN": token},

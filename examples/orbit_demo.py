@@ -26,9 +26,9 @@ from typing import Any
 
 import httpx
 
-from orbit.store.admin import Admin
-from orbit.store.db import Database
-from orbit.store.migrate import upgrade
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = ("WAITING", "LEASED", "RUNNING", "SUCCEEDED", "FAILED", "NEEDS_REVIEW", "CANCELLED")
@@ -77,8 +77,8 @@ class Processes:
         return child
 
     def worker(self, name: str, base: str, token: str, queue_id: str) -> subprocess.Popen[bytes]:
-        args = ["-m", "orbit.worker", "--app", "examples.orbit_workers:registry", "--queue",
-                queue_id, "--concurrency", "8", "--name", name, "--log-format", "json"]
+        args = ["-m", "agentcall.orbit.worker", "--app", "examples.orbit_workers:registry",
+                "--queue", queue_id, "--concurrency", "8", "--name", name, "--log-format", "json"]
         return self.start(name, args, {"ORBIT_URL": base, "ORBIT_TOKEN": token})
 
     def stop(self) -> None:
@@ -136,7 +136,7 @@ async def run(tmp: Path) -> int:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     procs = Processes(tmp)
-    procs.start("server", ["-m", "orbit", "serve", "--database", url, "--port", str(port),
+    procs.start("server", ["-m", "agentcall.orbit", "serve", "--database", url, "--port", str(port),
                            "--no-access-log", "--log-format", "json"], FAST)  # fmt: skip
     workers = {n: procs.worker(n, base, made.token, made.queue_id) for n in ("alpha", "beta")}
     headers = {"Authorization": f"Bearer {made.token}"}

@@ -12,7 +12,7 @@ import os
 import uuid
 from decimal import Decimal
 
-from orbit.client import (
+from agentcall.orbit.client import (
     CancelTaskRequest,
     Client,
     ListTasksRequest,

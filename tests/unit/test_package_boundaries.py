@@ -1,5 +1,5 @@
 """Architecture rule: the four packages never import each other, except that the
-dispatcher may import the cell's public client module (`cell.client`).
+dispatcher may import the cell's public client module (`agentcall.cell.client`).
 
 The test parses every module under src/ and fails naming each forbidden import.
 """
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src" / "agentcall"
 PACKAGES = ("dispatcher", "cell", "mocksaas", "orbit")
-ALLOWED = {("dispatcher", "cell.client")}
+ALLOWED = {("dispatcher", "agentcall.cell.client")}
 
 
 def _imports(path: Path) -> list[str]:
@@ -31,7 +31,10 @@ def _violations(package: str) -> list[str]:
     found = []
     for path in sorted((SRC / package).rglob("*.py")):
         for name in _imports(path):
-            top = name.split(".")[0]
+            parts = name.split(".")
+            if parts[0] != "agentcall" or len(parts) < 2:
+                continue
+            top = parts[1]
             if top == package or top not in PACKAGES:
                 continue
             if any(package == src and (name == dst or name.startswith(dst + "."))
@@ -48,5 +51,5 @@ def test_packages_do_not_import_each_other(package: str) -> None:
 
 def test_the_check_detects_a_forbidden_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("from orbit.store import x\nimport cell.client\n", encoding="utf-8")
-    assert _imports(module) == ["orbit.store", "cell.client"]
+    module.write_text("from agentcall.orbit.store import x\nimport agentcall.cell.client\n", encoding="utf-8")
+    assert _imports(module) == ["agentcall.orbit.store", "agentcall.cell.client"]

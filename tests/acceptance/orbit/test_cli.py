@@ -15,8 +15,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from orbit.cli import main
-from orbit.store.migrate import head
+from agentcall.orbit.cli import main
+from agentcall.orbit.store.migrate import head
 from tests.integration.orbit.server import free_port, running_server
 
 pytestmark = [pytest.mark.acceptance]
@@ -55,7 +55,8 @@ def test_tasks_commands_need_url_and_token() -> None:
 def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
     done = subprocess.run(
-        [sys.executable, "-m", "orbit", "serve", "--database", url, "--port", str(free_port())],
+        [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
+         "--port", str(free_port())],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode != 0

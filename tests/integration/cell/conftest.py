@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from cell.client import CellClient
+from agentcall.cell.client import CellClient
 from tests.services import S3Settings
 
 from .harness import CellProcess

@@ -7,7 +7,7 @@ import copy
 import uuid
 from typing import Any
 
-from cell.client import CellClient, Event, EventType, Plan, Trunk, UploadTarget
+from agentcall.cell.client import CellClient, Event, EventType, Plan, Trunk, UploadTarget
 from tests.unit.cell.agent_configs import FULL_AI
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 import httpx
 import pytest
 
-from cell.client import (
+from agentcall.cell.client import (
     AlreadyDialledError,
     CallIdConflictError,
     CallInfo,

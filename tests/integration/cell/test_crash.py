@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cell.client import (
+from agentcall.cell.client import (
     AlreadyDialledError,
     CallNotFoundError,
     CellClient,

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cell.client import (
+from agentcall.cell.client import (
     AlreadyDialledError,
     CallIdConflictError,
     CallNotEndedError,
@@ -20,7 +20,7 @@ from cell.client import (
     EventType,
     InvalidPlanError,
 )
-from cell.client._models import Plan
+from agentcall.cell.client._models import Plan
 
 from .harness import CELL, CellProcess
 from .helpers import Watch, agent, plan, unique

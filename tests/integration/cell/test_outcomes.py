@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cell.client import CellClient, EventType
+from agentcall.cell.client import CellClient, EventType
 from tests.unit.cell.agent_configs import asr_only
 
 from .helpers import Watch, plan, unique

@@ -12,15 +12,15 @@ import time
 
 import pytest
 
-from cell.agent.config import TTSConfig, parse_agent_config
-from cell.agent.mock import MockLLM, MockTTS
-from cell.agent.providers import ProviderRegistry
-from cell.agent.providers_espeak import EspeakTTS
-from cell.agent.providers_sphinx import PocketsphinxASR
-from cell.media import g711
-from cell.media.rtp import PCM_BYTES_PER_FRAME
-from cell.media.voice import AgentSink, VoiceAgent, frames_of
-from cell.model import Turn
+from agentcall.cell.agent.config import TTSConfig, parse_agent_config
+from agentcall.cell.agent.mock import MockLLM, MockTTS
+from agentcall.cell.agent.providers import ProviderRegistry
+from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
+from agentcall.cell.media import g711
+from agentcall.cell.media.rtp import PCM_BYTES_PER_FRAME
+from agentcall.cell.media.voice import AgentSink, VoiceAgent, frames_of
+from agentcall.cell.model import Turn
 from tests.unit.cell.agent_configs import ASR_ONLY
 
 pytestmark = pytest.mark.integration

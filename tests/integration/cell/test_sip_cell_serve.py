@@ -25,10 +25,10 @@ from typing import Any
 import httpx
 import pytest
 
-from cell.agent.config import TTSConfig
-from cell.agent.providers_espeak import EspeakTTS
-from cell.client import CellClient, EventType, Plan, Trunk, UploadTarget
-from cell.media import g711
+from agentcall.cell.agent.config import TTSConfig
+from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.client import CellClient, EventType, Plan, Trunk, UploadTarget
+from agentcall.cell.media import g711
 from tests.integration.cell.helpers import Watch, presign
 from tests.integration.cell.sipp.peer import SippPeer, require_sipp
 from tests.services import S3Settings

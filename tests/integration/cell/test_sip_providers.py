@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from cell.agent.config import ASRConfig, LLMConfig, TTSConfig
-from cell.agent.providers import ChatMessage, Utterance
-from cell.agent.providers_errors import ProviderError, ProviderTimeoutError
-from cell.agent.providers_espeak import EspeakTTS
-from cell.agent.providers_openai import OpenAIChatLLM, OpenAISettings
-from cell.agent.providers_sphinx import PocketsphinxASR
-from cell.media import g711
+from agentcall.cell.agent.config import ASRConfig, LLMConfig, TTSConfig
+from agentcall.cell.agent.providers import ChatMessage, Utterance
+from agentcall.cell.agent.providers_errors import ProviderError, ProviderTimeoutError
+from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.agent.providers_openai import OpenAIChatLLM, OpenAISettings
+from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
+from agentcall.cell.media import g711
 
 pytestmark = pytest.mark.integration
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from cell.agent.config import TTSConfig
-from cell.agent.providers_espeak import EspeakTTS
-from cell.agent.providers_sphinx import PocketsphinxASR
-from cell.media.session import MediaClock
-from cell.sip.outcome import CallOutcome
-from cell.sip.transport import SipEndpoint
-from cell.sip.ua import SipCall, SipCallPlan, SipTimers
+from agentcall.cell.agent.config import TTSConfig
+from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
+from agentcall.cell.media.session import MediaClock
+from agentcall.cell.sip.outcome import CallOutcome
+from agentcall.cell.sip.transport import SipEndpoint
+from agentcall.cell.sip.ua import SipCall, SipCallPlan, SipTimers
 from tests.integration.cell.sipp.peer import free_port_pair
 from tests.integration.cell.test_sip_ua_sipp import Collector, Events, peak
 

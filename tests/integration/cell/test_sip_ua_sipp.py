@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from cell.agent.config import TTSConfig
-from cell.agent.providers_espeak import EspeakTTS
-from cell.media import g711
-from cell.media.session import MediaClock
-from cell.recording.wav import WavWriter
-from cell.sip.digest import Credentials
-from cell.sip.outcome import CallOutcome
-from cell.sip.transport import SipEndpoint
-from cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers
+from agentcall.cell.agent.config import TTSConfig
+from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.media import g711
+from agentcall.cell.media.session import MediaClock
+from agentcall.cell.recording.wav import WavWriter
+from agentcall.cell.sip.digest import Credentials
+from agentcall.cell.sip.outcome import CallOutcome
+from agentcall.cell.sip.transport import SipEndpoint
+from agentcall.cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers
 from tests.integration.cell.sipp.peer import SippPeer, require_sipp
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from cell.client import CellClient, Event, EventType
+from agentcall.cell.client import CellClient, Event, EventType
 
 from .harness import CellProcess, TcpProxy
 from .helpers import plan, unique

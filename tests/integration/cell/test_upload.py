@@ -10,7 +10,7 @@ from typing import Any
 import botocore.auth
 import pytest
 
-from cell.client import (
+from agentcall.cell.client import (
     CellClient,
     EventType,
     RecordingNotFoundError,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dispatcher.domain.admission import Plan
-from dispatcher.domain.states import InboxDecision
-from dispatcher.store import executions, inbox
+from agentcall.dispatcher.domain.admission import Plan
+from agentcall.dispatcher.domain.states import InboxDecision
+from agentcall.dispatcher.store import executions, inbox
 
 
 def accept_execution(

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dispatcher.saas.cache import ConfigCache
-from dispatcher.saas.client import SaasClient, SaasError
-from dispatcher.settings import Secret
-from dispatcher.store.db import Database
+from agentcall.dispatcher.saas.cache import ConfigCache
+from agentcall.dispatcher.saas.client import SaasClient, SaasError
+from agentcall.dispatcher.settings import Secret
+from agentcall.dispatcher.store.db import Database
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[3] / "contracts" / "dispatcher" / "examples" / "valid"

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from dispatcher.calls.port import CellRejected
-from dispatcher.control.adapters import CacheTaskReader, CellActiveCalls
-from dispatcher.domain.admission import Accept, decide
-from dispatcher.domain.control import ReadFailure
-from dispatcher.domain.states import ExecutionState
-from dispatcher.saas.cache import TaskLookup
-from dispatcher.store import executions
-from dispatcher.store.db import Database
+from agentcall.dispatcher.calls.port import CellRejected
+from agentcall.dispatcher.control.adapters import CacheTaskReader, CellActiveCalls
+from agentcall.dispatcher.domain.admission import Accept, decide
+from agentcall.dispatcher.domain.control import ReadFailure
+from agentcall.dispatcher.domain.states import ExecutionState
+from agentcall.dispatcher.saas.cache import TaskLookup
+from agentcall.dispatcher.store import executions
+from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 

@@ -10,7 +10,7 @@ import aio_pika
 import pytest
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 
-from dispatcher.control.drain import AmqpDrainer, task_queue_name
+from agentcall.dispatcher.control.drain import AmqpDrainer, task_queue_name
 from tests.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]

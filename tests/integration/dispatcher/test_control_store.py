@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.control.procedures import chooser
-from dispatcher.control.store import SqliteControlStore, set_barrier
-from dispatcher.domain.control import JobPhase, ReadFailure
-from dispatcher.domain.discovery import DiscoveredTask
-from dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
-from dispatcher.store import outbox, tasks
-from dispatcher.store.db import Database
+from agentcall.dispatcher.control.procedures import chooser
+from agentcall.dispatcher.control.store import SqliteControlStore, set_barrier
+from agentcall.dispatcher.domain.control import JobPhase, ReadFailure
+from agentcall.dispatcher.domain.discovery import DiscoveredTask
+from agentcall.dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
+from agentcall.dispatcher.store import outbox, tasks
+from agentcall.dispatcher.store.db import Database
 from tests.unit.dispatcher.control_fakes import NOW, command, config
 
 pytestmark = pytest.mark.integration

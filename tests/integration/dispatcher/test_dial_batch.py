@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from dispatcher.calls.events import apply_batch
-from dispatcher.calls.port import (
+from agentcall.dispatcher.calls.events import apply_batch
+from agentcall.dispatcher.calls.port import (
     BatchingCell,
     CallIdTaken,
     CellCall,
@@ -28,11 +28,11 @@ from dispatcher.calls.port import (
     CellRejected,
     CellUnavailable,
 )
-from dispatcher.calls.supervisor import CallSupervisor
-from dispatcher.domain.admission import Accept, decide
-from dispatcher.domain.states import ExecutionState as S
-from dispatcher.store import executions, outbox
-from dispatcher.store.db import Database
+from agentcall.dispatcher.calls.supervisor import CallSupervisor
+from agentcall.dispatcher.domain.admission import Accept, decide
+from agentcall.dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.store import executions, outbox
+from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 

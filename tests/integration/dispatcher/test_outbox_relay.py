@@ -12,13 +12,13 @@ import aio_pika
 import aiormq
 import pytest
 
-from dispatcher.mq.confirms import Outgoing, publish_round
-from dispatcher.mq.link import AmqpLink
-from dispatcher.mq.names import RESULT_EXCHANGE
-from dispatcher.mq.publisher import OutboxRelay, properties
-from dispatcher.store import outbox
-from dispatcher.store.db import Database
-from dispatcher.store.outbox import OutboxRow
+from agentcall.dispatcher.mq.confirms import Outgoing, publish_round
+from agentcall.dispatcher.mq.link import AmqpLink
+from agentcall.dispatcher.mq.names import RESULT_EXCHANGE
+from agentcall.dispatcher.mq.publisher import OutboxRelay, properties
+from agentcall.dispatcher.store import outbox
+from agentcall.dispatcher.store.db import Database
+from agentcall.dispatcher.store.outbox import OutboxRow
 from tests.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]

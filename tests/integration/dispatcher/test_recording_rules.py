@@ -22,19 +22,19 @@ from typing import Any
 import httpx
 import pytest
 
-from dispatcher import contracts
-from dispatcher.calls.finalize import Ending, end_and_finalize
-from dispatcher.calls.port import CellRejected, CellUnavailable, CellUpload
-from dispatcher.domain.admission import Accept, decide
-from dispatcher.domain.results import CallEnd
-from dispatcher.domain.states import ExecutionState
-from dispatcher.recording import store as recording_store
-from dispatcher.recording.lifecycle import Route
-from dispatcher.recording.service import RecordingService
-from dispatcher.recording.storage import S3Store, StorageConfig
-from dispatcher.settings import Secret
-from dispatcher.store import executions, outbox
-from dispatcher.store.db import Database
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.calls.finalize import Ending, end_and_finalize
+from agentcall.dispatcher.calls.port import CellRejected, CellUnavailable, CellUpload
+from agentcall.dispatcher.domain.admission import Accept, decide
+from agentcall.dispatcher.domain.results import CallEnd
+from agentcall.dispatcher.domain.states import ExecutionState
+from agentcall.dispatcher.recording import store as recording_store
+from agentcall.dispatcher.recording.lifecycle import Route
+from agentcall.dispatcher.recording.service import RecordingService
+from agentcall.dispatcher.recording.storage import S3Store, StorageConfig
+from agentcall.dispatcher.settings import Secret
+from agentcall.dispatcher.store import executions, outbox
+from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
 from tests.services import s3_settings
 from tests.unit.dispatcher import factories as f

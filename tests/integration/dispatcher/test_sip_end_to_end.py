@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
-from cell.agent.config import TTSConfig
-from cell.agent.providers_espeak import EspeakTTS
-from cell.media import g711
-from mocksaas.domain.sip import SipOptions, build_sip_snapshot
-from mocksaas.domain.task_config import AgentMode, default_agent_config
+from agentcall.cell.agent.config import TTSConfig
+from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.media import g711
+from agentcall.mocksaas.domain.sip import SipOptions, build_sip_snapshot
+from agentcall.mocksaas.domain.task_config import AgentMode, default_agent_config
 from tests.integration.cell.sipp.peer import SippPeer
 from tests.integration.dispatcher.harness import (
     BIN,

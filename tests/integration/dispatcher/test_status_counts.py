@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.store import outbox
-from dispatcher.store.db import migrate
+from agentcall.dispatcher.store import outbox
+from agentcall.dispatcher.store.db import migrate
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 9, 21, 2, tzinfo=UTC)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.domain.admission import Accept, Plan, decide
-from dispatcher.domain.discovery import DiscoveredTask
-from dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
-from dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
-from dispatcher.store.db import Database, _migration_files, migrate
+from agentcall.dispatcher.domain.admission import Accept, Plan, decide
+from agentcall.dispatcher.domain.discovery import DiscoveredTask
+from agentcall.dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
+from agentcall.dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
+from agentcall.dispatcher.store.db import Database, _migration_files, migrate
 from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 

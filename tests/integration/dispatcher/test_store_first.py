@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.store.db import Database
+from agentcall.dispatcher.store.db import Database
 
 pytestmark = [pytest.mark.integration]
 

@@ -31,7 +31,7 @@ def mocksaas_command() -> list[str]:
     script = Path(sys.executable).parent / "mocksaas"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from mocksaas.cli import main; main()"]
+    return [sys.executable, "-c", "from agentcall.mocksaas.cli import main; main()"]
 
 
 class Server:

@@ -11,7 +11,7 @@ import pytest
 from aio_pika.abc import AbstractRobustConnection
 from click.testing import CliRunner
 
-from mocksaas.cli import main
+from agentcall.mocksaas.cli import main
 from tests.integration.mocksaas.amqp_helpers import message_count
 from tests.integration.mocksaas.harness import Server, mocksaas_command
 

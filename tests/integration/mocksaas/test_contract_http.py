@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from mocksaas.contracts import Contracts, find_contracts_dir
+from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from tests.integration.mocksaas.harness import Dispatcher, Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aio_pika.abc import AbstractRobustConnection
 
-from mocksaas.contracts import Contracts, find_contracts_dir
+from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import publish_result
 from tests.integration.mocksaas.harness import Dispatcher, stop_applied, wait_for
 

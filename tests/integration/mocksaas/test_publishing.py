@@ -12,7 +12,7 @@ import aio_pika
 import pytest
 from aio_pika.abc import AbstractRobustConnection
 
-from mocksaas.contracts import Contracts, find_contracts_dir
+from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import drain, message_count
 from tests.integration.mocksaas.harness import Dispatcher
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aio_pika.abc import AbstractRobustConnection
 
-from mocksaas.contracts import find_contracts_dir
+from agentcall.mocksaas.contracts import find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import publish_result
 from tests.integration.mocksaas.harness import Dispatcher, wait_for
 

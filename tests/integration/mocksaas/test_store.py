@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mocksaas.domain.discovery import select_latest
-from mocksaas.domain.faults import ConfigResource, Fault, FaultScope
-from mocksaas.domain.task_config import TaskSpec
-from mocksaas.domain.tasks import QueueState, TaskStatus
-from mocksaas.store import dispatchers, faults, tasks
-from mocksaas.store.db import connect, in_transaction
-from mocksaas.store.dispatchers import Dispatcher
-from mocksaas.store.tasks import TaskRow
+from agentcall.mocksaas.domain.discovery import select_latest
+from agentcall.mocksaas.domain.faults import ConfigResource, Fault, FaultScope
+from agentcall.mocksaas.domain.task_config import TaskSpec
+from agentcall.mocksaas.domain.tasks import QueueState, TaskStatus
+from agentcall.mocksaas.store import dispatchers, faults, tasks
+from agentcall.mocksaas.store.db import connect, in_transaction
+from agentcall.mocksaas.store.dispatchers import Dispatcher
+from agentcall.mocksaas.store.tasks import TaskRow
 
 pytestmark = pytest.mark.integration
 D1 = "11111111-1111-4111-8111-111111111111"

@@ -13,7 +13,7 @@ import aiormq
 import pytest
 from aio_pika.abc import AbstractRobustConnection
 
-from mocksaas.contracts import find_contracts_dir
+from agentcall.mocksaas.contracts import find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import message_count, publish_result
 from tests.integration.mocksaas.harness import Dispatcher, stop_applied, wait_for
 

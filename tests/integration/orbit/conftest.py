@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orbit.store.db import Database
+from agentcall.orbit.store.db import Database
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant, running_server
 

@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from orbit.store.db import Database
-from orbit.store.migrate import upgrade
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.migrate import upgrade
 from tests.services import mysql_url
 
 KINDS = ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)]

@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 
-from orbit.domain.tokens import Permission
-from orbit.store.admin import Admin
-from orbit.store.db import Database
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
 
 
 def free_port() -> int:
@@ -33,7 +33,7 @@ def free_port() -> int:
 def running_server(db_url: str, log_path: Path, *extra: str) -> Iterator[str]:
     """Start `orbit serve` and yield its base URL once /healthz answers."""
     port = free_port()
-    command = [sys.executable, "-m", "orbit", "serve", "--database", db_url,
+    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
                "--port", str(port), "--log-format", "json", *extra]  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from orbit.domain.tokens import Permission
-from orbit.store.admin import Admin
-from orbit.store.db import Database
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
 

@@ -11,9 +11,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.times import parse_time
-from orbit.store.db import Database
-from orbit.store.tables import audit_log, task_events, tasks
+from agentcall.orbit.domain.times import parse_time
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import audit_log, task_events, tasks
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
 

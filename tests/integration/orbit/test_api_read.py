@@ -10,14 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from orbit.domain.ids import new_id
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import parse_submit, plan_times
-from orbit.domain.task import new_task
-from orbit.domain.times import parse_time
-from orbit.domain.tokens import Permission
-from orbit.store.tables import tasks as task_table
-from orbit.store.tasks import task_row
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import parse_submit, plan_times
+from agentcall.orbit.domain.task import new_task
+from agentcall.orbit.domain.times import parse_time
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.tables import tasks as task_table
+from agentcall.orbit.store.tasks import task_row
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from orbit.api.app import openapi_text
+from agentcall.orbit.api.app import openapi_text
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
 

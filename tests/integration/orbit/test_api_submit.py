@@ -9,10 +9,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.times import format_time, parse_time
-from orbit.domain.tokens import Permission
-from orbit.store.db import Database
-from orbit.store.tables import audit_log, idempotency_records, task_events, tasks
+from agentcall.orbit.domain.times import format_time, parse_time
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import audit_log, idempotency_records, task_events, tasks
 from tests.integration.orbit.server import DROP, Tenant
 from tests.integration.orbit.wire import ID, TIME, dumps, error, ok
 

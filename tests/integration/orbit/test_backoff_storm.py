@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from orbit.domain.backoff import floor_ms
-from orbit.domain.submit import RetryPolicy
-from orbit.store.db import Database
+from agentcall.orbit.domain.backoff import floor_ms
+from agentcall.orbit.domain.submit import RetryPolicy
+from agentcall.orbit.store.db import Database
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.workers_harness import (

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.ids import new_id
-from orbit.store.db import (
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.store.db import (
     Database,
     Dialect,
     InsertRows,
@@ -18,7 +18,7 @@ from orbit.store.db import (
     hot_execute,
     hot_insert_all,
 )
-from orbit.store.tables import audit_log
+from agentcall.orbit.store.tables import audit_log
 
 pytestmark = pytest.mark.integration
 _INSERT = audit_log.insert()

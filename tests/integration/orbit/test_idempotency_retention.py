@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.idempotency import RETENTION
-from orbit.store.db import Database
-from orbit.store.retention import cleanup
-from orbit.store.tables import idempotency_records
+from agentcall.orbit.domain.idempotency import RETENTION
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.retention import cleanup
+from agentcall.orbit.store.tables import idempotency_records
 
 pytestmark = [pytest.mark.integration]
 c = idempotency_records.c
@@ -90,7 +90,7 @@ async def test_deletes_in_batches_until_done(db: Database) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "orbit", "idempotency", "cleanup", *args]
+    command = [sys.executable, "-m", "agentcall.orbit", "idempotency", "cleanup", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -14,10 +14,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.times import format_time
-from orbit.domain.tokens import Permission
-from orbit.store.db import Database
-from orbit.store.tables import audit_log, task_events
+from agentcall.orbit.domain.times import format_time
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import audit_log, task_events
 from tests.integration.orbit.p3_harness import key, post
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import error, ok

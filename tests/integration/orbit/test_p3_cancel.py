@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orbit.store.db import Database
+from agentcall.orbit.store.db import Database
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.p3_harness import cancel, run_leased
 from tests.integration.orbit.server import Tenant

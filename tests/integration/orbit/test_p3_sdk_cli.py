@@ -12,8 +12,8 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from orbit.cli import main
-from orbit.client import (
+from agentcall.orbit.cli import main
+from agentcall.orbit.client import (
     AsyncClient,
     CancelTaskRequest,
     ResolveTaskRequest,

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-import orbit.client as sdk
+import agentcall.orbit.client as sdk
 from tests.integration.orbit.server import Tenant
 
 pytestmark = [pytest.mark.integration]

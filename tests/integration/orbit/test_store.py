@@ -11,23 +11,23 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from orbit.domain.errors import (
+from agentcall.orbit.domain.errors import (
     InvalidArgument,
     NotFound,
     NotMigrated,
     Unauthenticated,
     Unavailable,
 )
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import parse_submit
-from orbit.domain.tokens import Permission
-from orbit.store import journal
-from orbit.store.admin import Admin
-from orbit.store.db import Database, InsertRows
-from orbit.store.migrate import current, head, require_current, upgrade
-from orbit.store.operations import Operations
-from orbit.store.tables import idempotency_records, metadata, task_events, tasks
-from orbit.store.token_cache import TokenCache
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import parse_submit
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store import journal
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database, InsertRows
+from agentcall.orbit.store.migrate import current, head, require_current, upgrade
+from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.tables import idempotency_records, metadata, task_events, tasks
+from agentcall.orbit.store.token_cache import TokenCache
 
 pytestmark = [pytest.mark.integration]
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from orbit.api.app import OrbitApp, create_app
-from orbit.api.http import MAX_BODY_BYTES
-from orbit.domain.tokens import Permission
-from orbit.store.admin import Admin
-from orbit.store.db import Database, HotConnection
-from orbit.store.migrate import upgrade
+from agentcall.orbit.api.app import OrbitApp, create_app
+from agentcall.orbit.api.http import MAX_BODY_BYTES
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database, HotConnection
+from agentcall.orbit.store.migrate import upgrade
 
 pytestmark = [pytest.mark.integration]
 

@@ -13,20 +13,20 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.errors import IdempotencyConflict, InvalidArgument, Unauthenticated
-from orbit.domain.idempotency import Scope, StoredReceipt
-from orbit.domain.jsonvalue import dumps
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import OPERATION, SubmitRequest, parse_submit, submit_digest
-from orbit.domain.task import task_view
-from orbit.domain.tokens import Permission
-from orbit.store import idempotency
-from orbit.store.admin import Admin
-from orbit.store.db import Database, Dialect
-from orbit.store.operations import Operations
-from orbit.store.receipts import Receipt
-from orbit.store.tables import audit_log, idempotency_records, task_events, tasks
-from orbit.store.token_cache import TokenCache
+from agentcall.orbit.domain.errors import IdempotencyConflict, InvalidArgument, Unauthenticated
+from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
+from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import OPERATION, SubmitRequest, parse_submit, submit_digest
+from agentcall.orbit.domain.task import task_view
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store import idempotency
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.receipts import Receipt
+from agentcall.orbit.store.tables import audit_log, idempotency_records, task_events, tasks
+from agentcall.orbit.store.token_cache import TokenCache
 
 pytestmark = [pytest.mark.integration]
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orbit.store.db import Database
+from agentcall.orbit.store.db import Database
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.workers_harness import (
@@ -71,7 +71,7 @@ async def test_happy_path_mixed_outcomes_o_state_1(
     tenant: Tenant, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     """LEASED → RUNNING → SUCCEEDED / FAILED / NEEDS_REVIEW / retried, results exact."""
-    cli = ("-m", "orbit", "worker")  # the documented `orbit worker --app module:registry`
+    cli = ("-m", "agentcall.orbit", "worker")  # the documented `orbit worker --app module:registry`
     with workers(worker(tenant, tmp_path, concurrency=4, entry=cli)) as (proc,):
         await proc.connected()
         ids = {

@@ -18,24 +18,24 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.errors import Unavailable
-from orbit.domain.leasing import HandlerKey
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import parse_submit
-from orbit.domain.tokens import Principal
-from orbit.store import journal
-from orbit.store.admin import Admin, Initialized
-from orbit.store.db import Database, InsertRows
-from orbit.store.operations import Operations
-from orbit.store.tables import task_events, tasks
-from orbit.workers.acks import Peer
-from orbit.workers.batch import Batcher
-from orbit.workers.eager import EagerDispatch
-from orbit.workers.hub import Hub, Link
-from orbit.workers.kernel import Kernel
-from orbit.workers.messages import WorkerIdentity
-from orbit.workers.tables import task_attempts
-from orbit.workers.upkeep import Upkeep
+from agentcall.orbit.domain.errors import Unavailable
+from agentcall.orbit.domain.leasing import HandlerKey
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import parse_submit
+from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.store import journal
+from agentcall.orbit.store.admin import Admin, Initialized
+from agentcall.orbit.store.db import Database, InsertRows
+from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.workers.acks import Peer
+from agentcall.orbit.workers.batch import Batcher
+from agentcall.orbit.workers.eager import EagerDispatch
+from agentcall.orbit.workers.hub import Hub, Link
+from agentcall.orbit.workers.kernel import Kernel
+from agentcall.orbit.workers.messages import WorkerIdentity
+from agentcall.orbit.workers.tables import task_attempts
+from agentcall.orbit.workers.upkeep import Upkeep
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.workers_harness import (

@@ -15,21 +15,21 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from orbit.domain.ids import new_id
-from orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
-from orbit.domain.states import TaskState
-from orbit.domain.strictjson import read_json
-from orbit.domain.submit import parse_submit, plan_times
-from orbit.domain.task import new_task
-from orbit.store.admin import Admin
-from orbit.store.db import Database
-from orbit.store.tables import tasks
-from orbit.store.tasks import row_task, task_row
-from orbit.workers import store
-from orbit.workers.acks import Peer
-from orbit.workers.batch import Batcher
-from orbit.workers.kernel import Kernel, KernelSettings, LeaseAsk
-from orbit.workers.messages import WorkerIdentity
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.strictjson import read_json
+from agentcall.orbit.domain.submit import parse_submit, plan_times
+from agentcall.orbit.domain.task import new_task
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import tasks
+from agentcall.orbit.store.tasks import row_task, task_row
+from agentcall.orbit.workers import store
+from agentcall.orbit.workers.acks import Peer
+from agentcall.orbit.workers.batch import Batcher
+from agentcall.orbit.workers.kernel import Kernel, KernelSettings, LeaseAsk
+from agentcall.orbit.workers.messages import WorkerIdentity
 from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration

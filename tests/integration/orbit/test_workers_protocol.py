@@ -14,8 +14,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from orbit.domain.tokens import Permission
-from orbit.store.db import Database
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.db import Database
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.workers_harness import (
@@ -274,7 +274,7 @@ async def test_history_pages_and_scope(tenant: Tenant, http: httpx.AsyncClient) 
 async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.AsyncClient) -> None:
     """orbit.client list_attempts/iter_attempts/get_attempt (sync and async) over the real
     history API: keyset pages, worker identity, error, outcome and evidence (O-STATE-1)."""
-    import orbit.client as sdk
+    import agentcall.orbit.client as sdk
 
     task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
                            retry={"max_attempts": 2, "initial_delay_ms": 1})  # fmt: skip

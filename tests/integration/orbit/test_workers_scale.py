@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.ids import new_id
-from orbit.domain.strictjson import read_json
-from orbit.domain.submit import parse_submit, plan_times
-from orbit.domain.task import new_task
-from orbit.domain.tokens import Permission
-from orbit.store.admin import Admin
-from orbit.store.db import Database
-from orbit.store.tables import task_events, tasks
-from orbit.store.tasks import task_row
-from orbit.workers.tables import task_attempts
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.strictjson import read_json
+from agentcall.orbit.domain.submit import parse_submit, plan_times
+from agentcall.orbit.domain.task import new_task
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.store.tasks import task_row
+from agentcall.orbit.workers.tables import task_attempts
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.workers_harness import WorkerProcess, execution_server, workers
 

@@ -14,10 +14,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from orbit.store.db import Database, Dialect
-from orbit.workers.batch import Batcher
-from orbit.workers.bulk import Increment, Insert, Update, write_all
-from orbit.workers.transitions import ConcurrentChange
+from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.workers.batch import Batcher
+from agentcall.orbit.workers.bulk import Increment, Insert, Update, write_all
+from agentcall.orbit.workers.transitions import ConcurrentChange
 from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration

@@ -34,8 +34,8 @@ FAST = {
 def execution_server(db_url: str, log_path: Path, **env: str) -> Iterator[str]:
     """`orbit serve` with the FAST lease settings (overridable); yields the base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "orbit", "serve", "--database", db_url, "--port", str(port),
-               "--log-format", "json", "--no-access-log"]  # fmt: skip
+    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
+               "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
     environment = {**os.environ, **FAST, **env}
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
@@ -62,8 +62,8 @@ class WorkerProcess:
 
     def __init__(self, url: str, token: str, queues: list[str], log_path: Path,
                  concurrency: int = 4, grace: float = 30.0, name: str = "w",
-                 entry: tuple[str, ...] = ("-m", "orbit.worker")) -> None:  # fmt: skip
-        """`entry` ("-m", "orbit", "worker") runs the same command through the full CLI."""
+                 entry: tuple[str, ...] = ("-m", "agentcall.orbit.worker")) -> None:  # fmt: skip
+        """`entry` ("-m", "agentcall.orbit", "worker") runs the same command through the CLI."""
         self.log_path = log_path
         command = [sys.executable, *entry, "--app", APP, "--log-format", "json",
                    "--concurrency", str(concurrency), "--grace-period", str(grace),

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from cell.agent.config import AgentMode, parse_agent_config
-from cell.agent.mock import mock_registry
-from cell.agent.providers import ProviderRegistry
-from cell.errors import InvalidPlanError, UnknownProviderError
+from agentcall.cell.agent.config import AgentMode, parse_agent_config
+from agentcall.cell.agent.mock import mock_registry
+from agentcall.cell.agent.providers import ProviderRegistry
+from agentcall.cell.errors import InvalidPlanError, UnknownProviderError
 
 from .agent_configs import ASR_ONLY, FULL_AI, asr_only, full_ai
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from cell.agent.config import AgentConfigCache, parse_agent_config
-from cell.errors import InvalidPlanError
-from cell.plan import canonical_json, parse_plan, plan_digest
+from agentcall.cell.agent.config import AgentConfigCache, parse_agent_config
+from agentcall.cell.errors import InvalidPlanError
+from agentcall.cell.plan import canonical_json, parse_plan, plan_digest
 
 from .agent_configs import ASR_ONLY, FULL_AI, full_ai
 from .plans import plan_body

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from cell.agent.providers_errors import ProviderConfigError, ProviderError
-from cell.agent.providers_sphinx import DecoderPool
+from agentcall.cell.agent.providers_errors import ProviderConfigError, ProviderError
+from agentcall.cell.agent.providers_sphinx import DecoderPool
 
 
 class Factory:

@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from cell.agent.config import ASRConfig
-from cell.agent.mock import MOCK_MS_PER_WORD, MockASR, MockRecognizer, mock_partial
-from cell.agent.providers import StreamingASRProvider
-from cell.agent.providers_errors import ProviderTimeoutError
-from cell.agent.streaming import InterimGate, UtteranceStream, due_bytes, step_bytes
+from agentcall.cell.agent.config import ASRConfig
+from agentcall.cell.agent.mock import MOCK_MS_PER_WORD, MockASR, MockRecognizer, mock_partial
+from agentcall.cell.agent.providers import StreamingASRProvider
+from agentcall.cell.agent.providers_errors import ProviderTimeoutError
+from agentcall.cell.agent.streaming import InterimGate, UtteranceStream, due_bytes, step_bytes
 
 FRAME = bytes(320)  # 20 ms at 8 kHz
 CONFIG = ASRConfig("mock", None, "en-US", True, 5000)

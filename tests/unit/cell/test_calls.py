@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cell import calls
-from cell.calls import CallRecord, Ending, RecordingRef
-from cell.errors import IllegalTransitionError
-from cell.model import CallState, EndCause, Outcome, Role, Turn
-from cell.plan import parse_plan
+from agentcall.cell import calls
+from agentcall.cell.calls import CallRecord, Ending, RecordingRef
+from agentcall.cell.errors import IllegalTransitionError
+from agentcall.cell.model import CallState, EndCause, Outcome, Role, Turn
+from agentcall.cell.plan import parse_plan
 
 from .plans import plan_body
 

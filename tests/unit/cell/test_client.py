@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-import cell.client as client
-from cell.client import (
+import agentcall.cell.client as client
+from agentcall.cell.client import (
     AlreadyDialledError,
     CallInfo,
     CallNotEndedError,
@@ -25,8 +25,8 @@ from cell.client import (
     Trunk,
     UploadTarget,
 )
-from cell.client._errors import BY_CODE, UNAVAILABLE_BY_CODE
-from cell.errors import WIRE_ERRORS
+from agentcall.cell.client._errors import BY_CODE, UNAVAILABLE_BY_CODE
+from agentcall.cell.errors import WIRE_ERRORS
 
 CLIENT_DIR = Path(client.__file__).parent
 
@@ -43,8 +43,9 @@ def test_client_depends_on_the_wire_only() -> None:
     for path in CLIENT_DIR.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cell"):
-                assert node.module.startswith("cell.client"), f"{path.name}: {node.module}"
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module and module.startswith("agentcall.cell"):
+                assert module.startswith("agentcall.cell.client"), f"{path.name}: {module}"
 
 
 def test_every_server_error_code_is_known_to_the_client() -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cell.agent.config import parse_agent_config
-from cell.agent.conversation import (
+from agentcall.cell.agent.config import parse_agent_config
+from agentcall.cell.agent.conversation import (
     GAP_MS,
     GOODBYE,
     CalleeTurn,
@@ -17,10 +17,10 @@ from cell.agent.conversation import (
     render_pcm,
     user_speech_ms,
 )
-from cell.agent.mock import mock_registry, speech_ms
-from cell.agent.optout import OptOutDetector
-from cell.audio import peak
-from cell.model import Role
+from agentcall.cell.agent.mock import mock_registry, speech_ms
+from agentcall.cell.agent.optout import OptOutDetector
+from agentcall.cell.audio import peak
+from agentcall.cell.model import Role
 
 from .agent_configs import asr_only, full_ai
 

@@ -6,7 +6,7 @@ from array import array
 
 import pytest
 
-from cell.agent.providers_sphinx import trim_silence
+from agentcall.cell.agent.providers_sphinx import trim_silence
 
 
 def pcm(*parts: tuple[int, int]) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cell.media.jitter import JitterBuffer, ReceiveStats, extend_sequence, on_packet
+from agentcall.cell.media.jitter import JitterBuffer, ReceiveStats, extend_sequence, on_packet
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cell.media.recording import CallRecorder, mix
-from cell.recording.wav import WavWriter
+from agentcall.cell.media.recording import CallRecorder, mix
+from agentcall.cell.recording.wav import WavWriter
 
 
 def pcm(*samples: int) -> bytes:

@@ -6,8 +6,8 @@ from array import array
 
 import pytest
 
-from cell.media import turns
-from cell.media.turns import Listening, listen
+from agentcall.cell.media import turns
+from agentcall.cell.media.turns import Listening, listen
 
 
 def test_rms_of_silence_and_tone() -> None:

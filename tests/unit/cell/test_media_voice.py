@@ -8,11 +8,11 @@ import copy
 from array import array
 from typing import Any
 
-from cell.agent.config import ASRConfig, parse_agent_config
-from cell.agent.mock import MockLLM, MockTTS
-from cell.agent.providers import ProviderRegistry, Transcription, Utterance
-from cell.media.voice import AgentSink, VoiceAgent
-from cell.model import Role, Turn
+from agentcall.cell.agent.config import ASRConfig, parse_agent_config
+from agentcall.cell.agent.mock import MockLLM, MockTTS
+from agentcall.cell.agent.providers import ProviderRegistry, Transcription, Utterance
+from agentcall.cell.media.voice import AgentSink, VoiceAgent
+from agentcall.cell.model import Role, Turn
 from tests.unit.cell.agent_configs import FULL_AI
 
 VOICED = array("h", [6000, -6000] * 80).tobytes()

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from cell.agent.config import ASRConfig, parse_agent_config
-from cell.agent.mock import MockASR, MockLLM, MockRecognizer, MockTTS
-from cell.agent.providers import ProviderRegistry, Recognizer
-from cell.media import turns
-from cell.media.voice import AgentSink, VoiceAgent
-from cell.model import Role, Turn
+from agentcall.cell.agent.config import ASRConfig, parse_agent_config
+from agentcall.cell.agent.mock import MockASR, MockLLM, MockRecognizer, MockTTS
+from agentcall.cell.agent.providers import ProviderRegistry, Recognizer
+from agentcall.cell.media import turns
+from agentcall.cell.media.voice import AgentSink, VoiceAgent
+from agentcall.cell.model import Role, Turn
 from tests.unit.cell.agent_configs import FULL_AI
 from tests.unit.cell.test_media_voice import ticks
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cell.agent.optout import OptOutDetector
+from agentcall.cell.agent.optout import OptOutDetector
 
 
 @pytest.mark.parametrize(

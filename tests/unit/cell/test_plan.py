@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cell.errors import InvalidPlanError
-from cell.plan import parse_plan
+from agentcall.cell.errors import InvalidPlanError
+from agentcall.cell.plan import parse_plan
 
 from .plans import plan_body
 

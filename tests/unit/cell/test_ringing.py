@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cell.model import EndCause, Outcome
-from cell.sim.ringing import SetupResult, setup
-from cell.sim.script import Behaviour
+from agentcall.cell.model import EndCause, Outcome
+from agentcall.cell.sim.ringing import SetupResult, setup
+from agentcall.cell.sim.script import Behaviour
 
 
 def _b(outcome: Outcome, ring_ms: int | None, reason: str | None = None) -> Behaviour:

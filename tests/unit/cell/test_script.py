@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from cell.agent.conversation import CalleeTurn
-from cell.agent.optout import DEFAULT_OPT_OUT_PHRASES
-from cell.errors import ScriptError
-from cell.model import Outcome
-from cell.sim.script import DEFAULT_BEHAVIOUR, load_script, parse_script
+from agentcall.cell.agent.conversation import CalleeTurn
+from agentcall.cell.agent.optout import DEFAULT_OPT_OUT_PHRASES
+from agentcall.cell.errors import ScriptError
+from agentcall.cell.model import Outcome
+from agentcall.cell.sim.script import DEFAULT_BEHAVIOUR, load_script, parse_script
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "cell-script.json"
 

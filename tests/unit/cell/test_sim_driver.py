@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from cell.agent.conversation import ConversationPlan, EndReason
-from cell.agent.mock import mock_registry
-from cell.calls import Ending
-from cell.model import EndCause, Outcome, ReasonCode, Turn
-from cell.plan import CallPlan, parse_plan
-from cell.recording.wav import WavWriter
-from cell.sim.driver import AUDIO_STEP_MS, SimDriver, steps
-from cell.sim.script import parse_script
+from agentcall.cell.agent.conversation import ConversationPlan, EndReason
+from agentcall.cell.agent.mock import mock_registry
+from agentcall.cell.calls import Ending
+from agentcall.cell.model import EndCause, Outcome, ReasonCode, Turn
+from agentcall.cell.plan import CallPlan, parse_plan
+from agentcall.cell.recording.wav import WavWriter
+from agentcall.cell.sim.driver import AUDIO_STEP_MS, SimDriver, steps
+from agentcall.cell.sim.script import parse_script
 
 from .agent_configs import full_ai
 from .plans import plan_body

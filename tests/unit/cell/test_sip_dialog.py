@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
-from cell.sip.errors import IllegalCallTransitionError
-from cell.sip.outcome import CallEnd, CallOutcome, CancelCause
+from agentcall.cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
+from agentcall.cell.sip.errors import IllegalCallTransitionError
+from agentcall.cell.sip.outcome import CallEnd, CallOutcome, CancelCause
 
 A = Action
 K = EventKind

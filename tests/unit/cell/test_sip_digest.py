@@ -6,14 +6,14 @@ import hashlib
 
 import pytest
 
-from cell.sip.digest import (
+from agentcall.cell.sip.digest import (
     Challenge,
     Credentials,
     authorization,
     digest_response,
     parse_challenge,
 )
-from cell.sip.errors import SipAuthError
+from agentcall.cell.sip.errors import SipAuthError
 
 CREDS = Credentials("Mufasa", "Circle Of Life")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cell.sip.errors import SipParseError
-from cell.sip.message import (
+from agentcall.cell.sip.errors import SipParseError
+from agentcall.cell.sip.message import (
     SipRequest,
     SipResponse,
     canonical_name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cell.sip.outcome import (
+from agentcall.cell.sip.outcome import (
     CallOutcome,
     CancelCause,
     outcome_for_final,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cell.sip.builder import (
+from agentcall.cell.sip.builder import (
     Leg,
     dialog_from_success,
     make_ack_for_failure,
@@ -14,9 +14,9 @@ from cell.sip.builder import (
     make_response,
     sip_user,
 )
-from cell.sip.errors import SipParseError
-from cell.sip.message import SipRequest, parse_message, serialize, tag_of
-from cell.sip.sdp import MediaOffer, RemoteMedia, build_offer, parse_answer
+from agentcall.cell.sip.errors import SipParseError
+from agentcall.cell.sip.message import SipRequest, parse_message, serialize, tag_of
+from agentcall.cell.sip.sdp import MediaOffer, RemoteMedia, build_offer, parse_answer
 
 LEG = Leg(
     call_id="c1@cell",

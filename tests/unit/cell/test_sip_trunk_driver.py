@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from cell.model import EndCause, Outcome
-from cell.plan import TrunkSpec
-from cell.sip.digest import Credentials
-from cell.sip.driver import ending_for
-from cell.sip.errors import SipConfigError
-from cell.sip.outcome import CallEnd, CallOutcome
-from cell.sip.setup import llm_settings, sip_registry
-from cell.sip.trunk import load_credentials, resolve_target
+from agentcall.cell.model import EndCause, Outcome
+from agentcall.cell.plan import TrunkSpec
+from agentcall.cell.sip.digest import Credentials
+from agentcall.cell.sip.driver import ending_for
+from agentcall.cell.sip.errors import SipConfigError
+from agentcall.cell.sip.outcome import CallEnd, CallOutcome
+from agentcall.cell.sip.setup import llm_settings, sip_registry
+from agentcall.cell.sip.trunk import load_credentials, resolve_target
 
 CREDS = {"t1": Credentials("u", "p")}
 

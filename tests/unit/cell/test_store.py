@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cell.audio import tone_speech
-from cell.errors import RecordingNotFoundError, UploadNotAllowedError
-from cell.originate_log import OriginateLog, read_entries
-from cell.recording.store import RecordingStore, UploadState, UploadStatus
+from agentcall.cell.audio import tone_speech
+from agentcall.cell.errors import RecordingNotFoundError, UploadNotAllowedError
+from agentcall.cell.originate_log import OriginateLog, read_entries
+from agentcall.cell.recording.store import RecordingStore, UploadState, UploadStatus
 
 
 def _recorded(store: RecordingStore, call_id: str, ms: int = 500, finish: bool = True) -> None:

@@ -6,8 +6,8 @@ import hashlib
 import wave
 from pathlib import Path
 
-from cell.audio import noise_speech, peak, silence, tone_speech
-from cell.recording.wav import WavWriter, repair_wav, wav_info
+from agentcall.cell.audio import noise_speech, peak, silence, tone_speech
+from agentcall.cell.recording.wav import WavWriter, repair_wav, wav_info
 
 
 def test_writer_produces_8khz_mono_16bit(tmp_path: Path) -> None:

@@ -12,17 +12,17 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from dispatcher.control.lanes import TaskLanes
-from dispatcher.control.ports import (
+from agentcall.dispatcher.control.lanes import TaskLanes
+from agentcall.dispatcher.control.ports import (
     Choose,
     ControlJob,
     DrainReport,
     Progress,
     TaskFacts,
 )
-from dispatcher.control.procedures import ControlProcessor
-from dispatcher.control.service import ControlService
-from dispatcher.domain.control import (
+from agentcall.dispatcher.control.procedures import ControlProcessor
+from agentcall.dispatcher.control.service import ControlService
+from agentcall.dispatcher.domain.control import (
     ActiveCallPolicy,
     ControlAction,
     ControlCommand,
@@ -32,8 +32,8 @@ from dispatcher.domain.control import (
     move_barrier,
     move_phase,
 )
-from dispatcher.domain.model import TaskConfig
-from dispatcher.domain.states import Barrier, TaskStatus
+from agentcall.dispatcher.domain.model import TaskConfig
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 from tests.unit.dispatcher import factories as f
 
 D = "c046b893-8628-4589-ae50-619d049248a6"

@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any
 
-from dispatcher.domain.admission import TaskView
-from dispatcher.domain.model import (
+from agentcall.dispatcher.domain.admission import TaskView
+from agentcall.dispatcher.domain.model import (
     Agent,
     ExecuteCommand,
     LocalTask,
@@ -19,7 +19,7 @@ from dispatcher.domain.model import (
     Trunk,
     Window,
 )
-from dispatcher.domain.states import TaskStatus
+from agentcall.dispatcher.domain.states import TaskStatus
 
 D_ID = "c046b893-8628-4589-ae50-619d049248a6"
 # Monday 2026-09-21 10:00 in Asia/Shanghai.

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from dispatcher import contracts
-from dispatcher.domain.admission import Accept, Reject, TaskView, decide
-from dispatcher.domain.model import Occupancy, Schedule
-from dispatcher.domain.reasons import RejectReason as R
-from dispatcher.domain.states import Barrier, TaskStatus
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.domain.admission import Accept, Reject, TaskView, decide
+from agentcall.dispatcher.domain.model import Occupancy, Schedule
+from agentcall.dispatcher.domain.reasons import RejectReason as R
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 
 from . import factories as f
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from dispatcher.cli import main, render
+from agentcall.dispatcher.cli import main, render
 
 from .factories import D_ID
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dispatcher.domain.consumption import queues_to_consume
-from dispatcher.domain.states import Barrier, TaskStatus
+from agentcall.dispatcher.domain.consumption import queues_to_consume
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 
 from .factories import local_task
 

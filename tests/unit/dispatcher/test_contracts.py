@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from dispatcher import contracts
-from dispatcher.contracts import ContractError, ContractSetupError, Kind
-from dispatcher.errors import DispatcherError
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.contracts import ContractError, ContractSetupError, Kind
+from agentcall.dispatcher.errors import DispatcherError
 
 ROOT = contracts.contracts_dir()
 VALID = ROOT / "examples" / "valid"

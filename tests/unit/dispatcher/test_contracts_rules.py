@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dispatcher import contracts
-from dispatcher.contracts import ContractError, Kind
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.contracts import ContractError, Kind
 
 ROOT = contracts.contracts_dir()
 VALID = ROOT / "examples" / "valid"

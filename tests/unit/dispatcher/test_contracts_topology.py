@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dispatcher import contracts
+from agentcall.dispatcher import contracts
 
 TOPOLOGY: dict[str, Any] = json.loads((contracts.contracts_dir() / "mq-topology.json").read_text())
 COMMON: dict[str, Any] = json.loads((contracts.contracts_dir() / "common.schema.json").read_text())

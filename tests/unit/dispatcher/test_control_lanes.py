@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from dispatcher.control.lanes import TaskLanes
+from agentcall.dispatcher.control.lanes import TaskLanes
 
 
 async def test_one_task_runs_strictly_in_submission_order_d_ctl_1() -> None:

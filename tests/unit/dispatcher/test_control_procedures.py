@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from dispatcher.domain.control import ControlCommand, JobPhase, ReadFailure
-from dispatcher.domain.states import Barrier, TaskStatus
+from agentcall.dispatcher.domain.control import ControlCommand, JobPhase, ReadFailure
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 from tests.unit.dispatcher.control_fakes import NOW, Rig, command, config, rig
 from tests.unit.dispatcher.control_fakes import raw as _raw
 

@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from dispatcher import contracts
-from dispatcher.control.receipts import control_result
-from dispatcher.domain.control import ControlAction, ReadFailure, decide
-from dispatcher.domain.states import Barrier, TaskStatus
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.control.receipts import control_result
+from agentcall.dispatcher.domain.control import ControlAction, ReadFailure, decide
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 from tests.unit.dispatcher.control_fakes import NOW, command
 
 READS = (*TaskStatus, *ReadFailure)

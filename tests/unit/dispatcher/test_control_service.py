@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from dispatcher.control.service import ControlSettle, parse_control
-from dispatcher.domain.control import ActiveCallPolicy, ControlAction
-from dispatcher.domain.states import Barrier
+from agentcall.dispatcher.control.service import ControlSettle, parse_control
+from agentcall.dispatcher.domain.control import ActiveCallPolicy, ControlAction
+from agentcall.dispatcher.domain.states import Barrier
 from tests.unit.dispatcher.control_fakes import NOW, config, raw, rig
 
 

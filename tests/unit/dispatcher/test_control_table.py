@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from dispatcher.domain.control import (
+from agentcall.dispatcher.domain.control import (
     ActiveCallPolicy,
     AuthoritativeRead,
     ConsumerAction,
@@ -30,7 +30,7 @@ from dispatcher.domain.control import (
     move_barrier,
     move_phase,
 )
-from dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
+from agentcall.dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
 
 TABLE = """
 none    pause  running  -> closed  rejected state_mismatch   closed  suspend

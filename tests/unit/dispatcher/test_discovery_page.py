@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from dispatcher import contracts
-from dispatcher.domain.discovery import (
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.domain.discovery import (
     UINT64_MAX,
     PageAccepted,
     PageRejected,
@@ -15,8 +15,8 @@ from dispatcher.domain.discovery import (
     check_page,
     parse_cursor,
 )
-from dispatcher.domain.model import LocalTask
-from dispatcher.domain.states import TaskStatus
+from agentcall.dispatcher.domain.model import LocalTask
+from agentcall.dispatcher.domain.states import TaskStatus
 
 from .factories import D_ID
 

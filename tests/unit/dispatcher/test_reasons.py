@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dispatcher import contracts
-from dispatcher.domain.reasons import ControlRejectReason, RejectReason
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.domain.reasons import ControlRejectReason, RejectReason
 
 
 def test_execute_reasons_match_schema() -> None:

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dispatcher.domain.states import IllegalTransition
-from dispatcher.recording import decide, model
-from dispatcher.recording.decide import Step, next_step
-from dispatcher.recording.keys import recording_keys
-from dispatcher.recording.model import (
+from agentcall.dispatcher.domain.states import IllegalTransition
+from agentcall.dispatcher.recording import decide, model
+from agentcall.dispatcher.recording.decide import Step, next_step
+from agentcall.dispatcher.recording.keys import recording_keys
+from agentcall.dispatcher.recording.model import (
     ErrorCode,
     Media,
     Missing,
@@ -283,10 +283,10 @@ def test_keys_are_fixed_per_call_d_rec_1(tenant: str, task: str, call: str, key:
 )
 def test_closed_recording_makes_a_schema_valid_call_result_d_rec_2(closed: Recording) -> None:
     """uploaded carries bucket/key/size/sha256; unavailable nulls them and names the stage."""
-    from dispatcher import contracts
-    from dispatcher.domain.admission import Accept, decide
-    from dispatcher.domain.results import CallEnd, call_result
-    from dispatcher.recording.lifecycle import result_recording
+    from agentcall.dispatcher import contracts
+    from agentcall.dispatcher.domain.admission import Accept, decide
+    from agentcall.dispatcher.domain.results import CallEnd, call_result
+    from agentcall.dispatcher.recording.lifecycle import result_recording
 
     from .factories import D_ID, command, occupancy, quota, sip, view
     from .factories import NOW as F_NOW

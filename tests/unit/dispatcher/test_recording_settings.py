@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dispatcher.recording.storage import StorageConfig
-from dispatcher.settings import SettingsError, load_settings
+from agentcall.dispatcher.recording.storage import StorageConfig
+from agentcall.dispatcher.settings import SettingsError, load_settings
 
 from .factories import D_ID
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from cell.client import CellClient
-from dispatcher.calls.cell_adapter import CellAdapter
-from dispatcher.calls.port import CallIdTaken, CellRejected, CellUnavailable
+from agentcall.cell.client import CellClient
+from agentcall.dispatcher.calls.cell_adapter import CellAdapter
+from agentcall.dispatcher.calls.port import CallIdTaken, CellRejected, CellUnavailable
 
 PLAN = {
     "call_id": "exec-1",

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dispatcher.calls.finalize import Ending
-from dispatcher.calls.port import CellCall, CellOrphan
-from dispatcher.calls.recovery import (
+from agentcall.dispatcher.calls.finalize import Ending
+from agentcall.dispatcher.calls.port import CellCall, CellOrphan
+from agentcall.dispatcher.calls.recovery import (
     LOST_NO_CALL,
     LOST_RESTARTED,
     Finish,
@@ -20,7 +20,7 @@ from dispatcher.calls.recovery import (
     Pending,
     judge,
 )
-from dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.domain.states import ExecutionState as S
 
 NOW = datetime(2026, 9, 18, 10, 0, tzinfo=UTC)
 GRACE = 5.0

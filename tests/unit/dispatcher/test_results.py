@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from dispatcher import contracts
-from dispatcher.calls.plan import cell_plan
-from dispatcher.domain.admission import Accept, decide
-from dispatcher.domain.occupancy import OccupancyIndex
-from dispatcher.domain.results import (
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.calls.plan import cell_plan
+from agentcall.dispatcher.domain.admission import Accept, decide
+from agentcall.dispatcher.domain.occupancy import OccupancyIndex
+from agentcall.dispatcher.domain.results import (
     CallEnd,
     TranscriptSegment,
     call_result,

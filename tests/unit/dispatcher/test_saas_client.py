@@ -7,8 +7,8 @@ import json
 import httpx
 import pytest
 
-from dispatcher.saas.client import SaasClient, SaasRefused, SaasUnavailable
-from dispatcher.settings import Secret
+from agentcall.dispatcher.saas.client import SaasClient, SaasRefused, SaasUnavailable
+from agentcall.dispatcher.settings import Secret
 
 D_ID = "c046b893-8628-4589-ae50-619d049248a6"
 SECRET = "top-secret-value"

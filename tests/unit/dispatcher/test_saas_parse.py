@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from dispatcher.domain.states import TaskStatus
-from dispatcher.saas.client import SaasInvalid
-from dispatcher.saas.parse import parse_quota, parse_sip, parse_task
+from agentcall.dispatcher.domain.states import TaskStatus
+from agentcall.dispatcher.saas.client import SaasInvalid
+from agentcall.dispatcher.saas.parse import parse_quota, parse_sip, parse_task
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "contracts" / "dispatcher" / "examples" / "valid"
 D_ID = "c046b893-8628-4589-ae50-619d049248a6"

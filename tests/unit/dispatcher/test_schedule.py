@@ -6,8 +6,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from dispatcher.domain.model import Schedule, Window
-from dispatcher.domain.schedule import Closed, closed_reason, parse_hhmm
+from agentcall.dispatcher.domain.model import Schedule, Window
+from agentcall.dispatcher.domain.schedule import Closed, closed_reason, parse_hhmm
 
 from .factories import schedule
 

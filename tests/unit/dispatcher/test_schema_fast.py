@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from dispatcher import contracts
-from dispatcher.schema_fast import compile_check
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.schema_fast import compile_check
 
 KIND = contracts.Kind.CALL_EXECUTE
 FORMATS = Draft202012Validator.FORMAT_CHECKER

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.settings import Secret, SettingsError, load_settings
+from agentcall.dispatcher.settings import Secret, SettingsError, load_settings
 
 from .factories import D_ID
 

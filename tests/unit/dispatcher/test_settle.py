@@ -7,8 +7,8 @@ from typing import Any
 import aiormq
 import pytest
 
-from dispatcher.admit_tx import Settle
-from dispatcher.mq.settle import ChannelAcks, ack_plan
+from agentcall.dispatcher.admit_tx import Settle
+from agentcall.dispatcher.mq.settle import ChannelAcks, ack_plan
 
 # (name, ACK tags, other unsettled tags, expected multiple-ACK tag, expected single ACKs)
 PLANS = [

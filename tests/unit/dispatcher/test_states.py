@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from dispatcher.domain.states import (
+from agentcall.dispatcher.domain.states import (
     Barrier,
     IllegalTransition,
     TaskStatus,
     barrier_after_discovery,
     move_execution,
 )
-from dispatcher.domain.states import (
+from agentcall.dispatcher.domain.states import (
     ExecutionState as S,
 )
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mocksaas.contracts import Contracts, find_contracts_dir
-from mocksaas.topology import Topology
+from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
+from agentcall.mocksaas.topology import Topology
 
 D = "c046b893-8628-4589-ae50-619d049248a6"
 NOW = datetime(2026, 9, 21, 8, 0, tzinfo=UTC)

@@ -6,13 +6,23 @@ from datetime import timedelta
 
 import pytest
 
-from mocksaas.contracts import Contracts
-from mocksaas.domain.commands import Envelope, call_execute, generated_callees, task_control
-from mocksaas.domain.quota import Quota, quota_body
-from mocksaas.domain.sip import SipOptions, adopt_snapshot, build_sip_snapshot
-from mocksaas.domain.task_config import AgentMode, TaskIdentity, TaskSpec, build_task_config
-from mocksaas.domain.tasks import ControlAction
-from mocksaas.errors import TenantQuotaUnavailable
+from agentcall.mocksaas.contracts import Contracts
+from agentcall.mocksaas.domain.commands import (
+    Envelope,
+    call_execute,
+    generated_callees,
+    task_control,
+)
+from agentcall.mocksaas.domain.quota import Quota, quota_body
+from agentcall.mocksaas.domain.sip import SipOptions, adopt_snapshot, build_sip_snapshot
+from agentcall.mocksaas.domain.task_config import (
+    AgentMode,
+    TaskIdentity,
+    TaskSpec,
+    build_task_config,
+)
+from agentcall.mocksaas.domain.tasks import ControlAction
+from agentcall.mocksaas.errors import TenantQuotaUnavailable
 from tests.unit.mocksaas.conftest import NOW, D
 
 IDENT = TaskIdentity(D, "task-a", "tenant-id-a", "tenant-a")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mocksaas.contracts import Contracts, find_contracts_dir
+from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 
 EXAMPLES = find_contracts_dir() / "examples"
 

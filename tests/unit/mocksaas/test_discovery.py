@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mocksaas.contracts import Contracts
-from mocksaas.domain.discovery import (
+from agentcall.mocksaas.contracts import Contracts
+from agentcall.mocksaas.domain.discovery import (
     MAX_PAGE_SIZE,
     TaskRecord,
     build_page,
@@ -13,7 +13,7 @@ from mocksaas.domain.discovery import (
     parse_cursor,
     select_latest,
 )
-from mocksaas.errors import InvalidCursor, InvalidRequest
+from agentcall.mocksaas.errors import InvalidCursor, InvalidRequest
 from tests.unit.mocksaas.conftest import D
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from mocksaas import errors as e
-from mocksaas.ops import fields
+from agentcall.mocksaas import errors as e
+from agentcall.mocksaas.ops import fields
 
 
 @pytest.mark.parametrize(

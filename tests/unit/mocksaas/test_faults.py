@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from mocksaas.contracts import Contracts
-from mocksaas.domain.discovery import TaskRecord, build_page
-from mocksaas.domain.faults import (
+from agentcall.mocksaas.contracts import Contracts
+from agentcall.mocksaas.domain.discovery import TaskRecord, build_page
+from agentcall.mocksaas.domain.faults import (
     ConfigFault,
     ConfigResource,
     DiscoveryFault,
@@ -19,8 +19,8 @@ from mocksaas.domain.faults import (
     discovery_fault,
     encode,
 )
-from mocksaas.domain.quota import Quota, quota_body
-from mocksaas.domain.sip import SipOptions, build_sip_snapshot
+from agentcall.mocksaas.domain.quota import Quota, quota_body
+from agentcall.mocksaas.domain.sip import SipOptions, build_sip_snapshot
 from tests.unit.mocksaas.conftest import NOW, D
 
 A = TaskRecord(5, "task-a", "ten", "ten", "running", 2)

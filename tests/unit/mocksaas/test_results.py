@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mocksaas.contracts import Contracts, find_contracts_dir
-from mocksaas.domain.results import (
+from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
+from agentcall.mocksaas.domain.results import (
     MAX_BODY_BYTES,
     ResultFacts,
     check_result,

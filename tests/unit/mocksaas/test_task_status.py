@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mocksaas.domain.tasks import (
+from agentcall.mocksaas.domain.tasks import (
     ControlAction,
     QueueState,
     TaskStatus,
@@ -12,7 +12,7 @@ from mocksaas.domain.tasks import (
     plan_status_change,
     should_retire,
 )
-from mocksaas.errors import IllegalTransition
+from agentcall.mocksaas.errors import IllegalTransition
 
 R, P, S, F, X = (TaskStatus.RUNNING, TaskStatus.PAUSED, TaskStatus.STOPPED, TaskStatus.FINISHED,
                  TaskStatus.REMOVED)

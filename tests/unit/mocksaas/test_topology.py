@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from mocksaas.contracts import find_contracts_dir
-from mocksaas.errors import ContractFileError, InvalidRequest
-from mocksaas.topology import Topology
+from agentcall.mocksaas.contracts import find_contracts_dir
+from agentcall.mocksaas.errors import ContractFileError, InvalidRequest
+from agentcall.mocksaas.topology import Topology
 from tests.unit.mocksaas.conftest import D
 
 RAW = json.loads((find_contracts_dir() / "mq-topology.json").read_text())

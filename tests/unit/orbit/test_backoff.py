@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orbit.domain.backoff import (
+from agentcall.orbit.domain.backoff import (
     JitteredBackoff,
     Verdict,
     ceiling_ms,
@@ -17,7 +17,7 @@ from orbit.domain.backoff import (
     floor_ms,
     plan_retry,
 )
-from orbit.domain.submit import RetryPolicy
+from agentcall.orbit.domain.submit import RetryPolicy
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

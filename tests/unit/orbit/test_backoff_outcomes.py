@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orbit.domain.attempts import (
+from agentcall.orbit.domain.attempts import (
     AttemptEnd,
     AttemptState,
     EndCause,
@@ -16,9 +16,9 @@ from orbit.domain.attempts import (
     TaskFacts,
     decide_end,
 )
-from orbit.domain.backoff import JitteredBackoff, ceiling_ms, floor_ms
-from orbit.domain.states import TaskState
-from orbit.domain.submit import RecoverySafety, RetryPolicy
+from agentcall.orbit.domain.backoff import JitteredBackoff, ceiling_ms, floor_ms
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 
 pytestmark = pytest.mark.unit
 

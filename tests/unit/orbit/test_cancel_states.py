@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.cancel import (
+from agentcall.orbit.domain.cancel import (
     CancelMode,
     CancelPlan,
     CancelRequest,
@@ -14,9 +14,9 @@ from orbit.domain.cancel import (
     parse_cancel,
     plan_cancel,
 )
-from orbit.domain.errors import IllegalTransition, InvalidArgument, StateConflict
-from orbit.domain.jsonvalue import JsonNumber
-from orbit.domain.states import TERMINAL, TRANSITIONS, TaskState, check_transition
+from agentcall.orbit.domain.errors import IllegalTransition, InvalidArgument, StateConflict
+from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.states import TERMINAL, TRANSITIONS, TaskState, check_transition
 
 pytestmark = pytest.mark.unit
 

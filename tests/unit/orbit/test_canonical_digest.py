@@ -10,10 +10,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from orbit.domain.canonical import ALGORITHM, canonical_text, digest
-from orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import parse_submit, submit_digest, submit_document
+from agentcall.orbit.domain.canonical import ALGORITHM, canonical_text, digest
+from agentcall.orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import parse_submit, submit_digest, submit_document
 
 pytestmark = pytest.mark.unit
 

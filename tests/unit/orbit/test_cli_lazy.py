@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from orbit.cli import COMMANDS, main
+from agentcall.orbit.cli import COMMANDS, main
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -34,9 +34,10 @@ def test_help_lists_every_command() -> None:
 
 def test_worker_command_does_not_import_the_server_stack() -> None:
     probe = (
-        "import sys; from orbit.cli import main; import click;"
+        "import sys; from agentcall.orbit.cli import main; import click;"
         "main.get_command(click.Context(main), 'worker');"
-        "print(sorted(m for m in ('sqlalchemy', 'alembic', 'orbit.api.app') if m in sys.modules))"
+        "names = ('sqlalchemy', 'alembic', 'agentcall.orbit.api.app');"
+        "print(sorted(m for m in names if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True

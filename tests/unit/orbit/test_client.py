@@ -9,8 +9,8 @@ from decimal import Decimal
 import httpx
 import pytest
 
-import orbit.client as sdk
-from orbit.client import _calls
+import agentcall.orbit.client as sdk
+from agentcall.orbit.client import _calls
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from orbit.api.transport import CoalescingTransport
+from agentcall.orbit.api.transport import CoalescingTransport
 
 pytestmark = pytest.mark.unit
 

@@ -6,19 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orbit.domain.canonical import Digest
-from orbit.domain.cursor import Position, decode_cursor, encode_cursor
-from orbit.domain.errors import (
+from agentcall.orbit.domain.canonical import Digest
+from agentcall.orbit.domain.cursor import Position, decode_cursor, encode_cursor
+from agentcall.orbit.domain.errors import (
     IdempotencyConflict,
     InvalidArgument,
     NotFound,
     PermissionDenied,
     Unauthenticated,
 )
-from orbit.domain.idempotency import StoredReceipt, check_key, check_replay
-from orbit.domain.ids import check_id, new_id, task_id_from_path
-from orbit.domain.states import TaskState
-from orbit.domain.tokens import (
+from agentcall.orbit.domain.idempotency import StoredReceipt, check_key, check_replay
+from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.tokens import (
     ALL_PERMISSIONS,
     Permission,
     TokenRecord,

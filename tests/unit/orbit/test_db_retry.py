@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from orbit.domain.errors import SetupError, Unavailable
-from orbit.store.db import Database, Dialect
+from agentcall.orbit.domain.errors import SetupError, Unavailable
+from agentcall.orbit.store.db import Database, Dialect
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbit.domain.dispatch import (
+from agentcall.orbit.domain.dispatch import (
     EVERY,
     Hinted,
     Offer,
@@ -17,7 +17,7 @@ from orbit.domain.dispatch import (
     shares,
     wants_more,
 )
-from orbit.domain.leasing import HandlerKey
+from agentcall.orbit.domain.leasing import HandlerKey
 
 pytestmark = pytest.mark.unit
 Q = ("q1", "q2", "q3")

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument, Unavailable
-from orbit.domain.idempotency import Scope
-from orbit.domain.tokens import Permission, Principal
-from orbit.store.db import Database
-from orbit.store.group_commit import GroupCommit
-from orbit.store.group_plan import PendingSubmit
-from orbit.store.receipts import Receipt
-from orbit.store.submit_group import SubmitGroups
+from agentcall.orbit.domain.errors import InvalidArgument, Unavailable
+from agentcall.orbit.domain.idempotency import Scope
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.group_commit import GroupCommit
+from agentcall.orbit.store.group_plan import PendingSubmit
+from agentcall.orbit.store.receipts import Receipt
+from agentcall.orbit.store.submit_group import SubmitGroups
 
 pytestmark = pytest.mark.unit
 

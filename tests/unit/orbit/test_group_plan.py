@@ -8,12 +8,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from orbit.domain.errors import IdempotencyConflict, InvalidArgument
-from orbit.domain.idempotency import Scope, StoredReceipt
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import OPERATION, parse_submit, submit_digest
-from orbit.domain.tokens import Permission, Principal
-from orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, Replay, plan_group
+from agentcall.orbit.domain.errors import IdempotencyConflict, InvalidArgument
+from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import OPERATION, parse_submit, submit_digest
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.store.group_plan import (
+    Accept,
+    Decision,
+    PendingSubmit,
+    Refuse,
+    Replay,
+    plan_group,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.times import as_utc, to_naive_utc
-from orbit.store.db import _bound_rows
-from orbit.store.tables import task_events
+from agentcall.orbit.domain.times import as_utc, to_naive_utc
+from agentcall.orbit.store.db import _bound_rows
+from agentcall.orbit.store.tables import task_events
 
 pytestmark = pytest.mark.unit
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from orbit.api.errors import ERROR_CODES, wire_error
-from orbit.api.http import (
+from agentcall.orbit.api.errors import ERROR_CODES, wire_error
+from agentcall.orbit.api.http import (
     envelope,
     query,
     receipt_envelope,
     require_json_content_type,
     single_header,
 )
-from orbit.domain import errors as e
-from orbit.domain.jsonvalue import JsonValue, RawJson
+from agentcall.orbit.domain import errors as e
+from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson
 
 pytestmark = pytest.mark.unit
 

@@ -13,13 +13,13 @@ from typing import Any, cast
 
 import pytest
 
-from orbit.domain.dispatch import EVERY, Hinted
-from orbit.workers.acks import Peer
-from orbit.workers.batch import Batcher
-from orbit.workers.hub import Hub, Link
-from orbit.workers.kernel import Kernel, LeaseAsk
-from orbit.workers.messages import WorkerIdentity
-from orbit.workers.upkeep import Upkeep
+from agentcall.orbit.domain.dispatch import EVERY, Hinted
+from agentcall.orbit.workers.acks import Peer
+from agentcall.orbit.workers.batch import Batcher
+from agentcall.orbit.workers.hub import Hub, Link
+from agentcall.orbit.workers.kernel import Kernel, LeaseAsk
+from agentcall.orbit.workers.messages import WorkerIdentity
+from agentcall.orbit.workers.upkeep import Upkeep
 
 pytestmark = pytest.mark.unit
 

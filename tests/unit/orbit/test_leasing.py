@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orbit.domain.attempts import EndCause, TaskErrorCode
-from orbit.domain.leasing import (
+from agentcall.orbit.domain.attempts import EndCause, TaskErrorCode
+from agentcall.orbit.domain.leasing import (
     HandlerKey,
     Ineligible,
     LeaseCandidate,
@@ -26,7 +26,7 @@ from orbit.domain.leasing import (
     start_refusal,
     waiting_expiry,
 )
-from orbit.domain.states import TaskState
+from agentcall.orbit.domain.states import TaskState
 
 pytestmark = pytest.mark.unit
 
@@ -177,6 +177,6 @@ def test_free_slots(capacity: int, in_flight: int, expected: int) -> None:
 )
 def test_rows_of_one_lease_query_are_dealt_round_robin(sizes: list[int], order: list[int]) -> None:
     """Several connections asking for the same queue share one query fairly (§5)."""
-    from orbit.workers.kernel import _deal
+    from agentcall.orbit.workers.kernel import _deal
 
     assert list(_deal(sizes)) == order

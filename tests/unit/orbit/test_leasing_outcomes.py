@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orbit.domain.attempts import (
+from agentcall.orbit.domain.attempts import (
     ATTEMPT_TRANSITIONS,
     AttemptEnd,
     AttemptState,
@@ -19,9 +19,9 @@ from orbit.domain.attempts import (
     deadline_error,
     decide_end,
 )
-from orbit.domain.errors import IllegalTransition
-from orbit.domain.states import TRANSITIONS, TaskState
-from orbit.domain.submit import RecoverySafety, RetryPolicy
+from agentcall.orbit.domain.errors import IllegalTransition
+from agentcall.orbit.domain.states import TRANSITIONS, TaskState
+from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 
 pytestmark = pytest.mark.unit
 

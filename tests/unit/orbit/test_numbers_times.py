@@ -7,15 +7,15 @@ from decimal import Decimal
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument
-from orbit.domain.jsonvalue import JsonNumber
-from orbit.domain.numbers import (
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.numbers import (
     canonical_decimal,
     check_number,
     parse_decimal_uint64,
     parse_uint64,
 )
-from orbit.domain.times import format_time, parse_time
+from agentcall.orbit.domain.times import format_time, parse_time
 
 pytestmark = pytest.mark.unit
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from starlette.routing import Route
 
-from orbit.api.app import create_app, openapi_text
-from orbit.api.errors import ERROR_CODES, ERROR_TABLE
-from orbit.domain.jsonvalue import JsonNumber
-from orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
-from orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
-from orbit.store.db import Database
+from agentcall.orbit.api.app import create_app, openapi_text
+from agentcall.orbit.api.errors import ERROR_CODES, ERROR_TABLE
+from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
+from agentcall.orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
+from agentcall.orbit.store.db import Database
 
 pytestmark = pytest.mark.unit
 DOC: dict[str, Any] = json.loads(openapi_text())

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.batch import (
+from agentcall.orbit.domain.batch import (
     MAX_BATCH,
     BatchInvalid,
     ItemError,
@@ -17,9 +17,9 @@ from orbit.domain.batch import (
     plan_batch,
     receipt_items,
 )
-from orbit.domain.errors import InvalidArgument
-from orbit.domain.jsonvalue import JsonNumber
-from orbit.domain.task import new_task
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.task import new_task
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 9, 17, 12, 0, 0, tzinfo=UTC)

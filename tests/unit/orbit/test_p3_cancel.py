@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orbit.domain.attempts import (
+from agentcall.orbit.domain.attempts import (
     AttemptEnd,
     AttemptState,
     EndCause,
@@ -20,12 +20,12 @@ from orbit.domain.attempts import (
     TaskFacts,
     decide_end,
 )
-from orbit.domain.cancel import CancelMode, CancelPlan, apply_cancel
-from orbit.domain.errors import IllegalTransition, InvalidArgument
-from orbit.domain.states import TRANSITIONS, TaskState
-from orbit.domain.submit import RecoverySafety, RetryPolicy
-from orbit.domain.task import Task
-from orbit.workers.messages import Result, ResultOutcome, parse_message
+from agentcall.orbit.domain.cancel import CancelMode, CancelPlan, apply_cancel
+from agentcall.orbit.domain.errors import IllegalTransition, InvalidArgument
+from agentcall.orbit.domain.states import TRANSITIONS, TaskState
+from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
+from agentcall.orbit.domain.task import Task
+from agentcall.orbit.workers.messages import Result, ResultOutcome, parse_message
 
 pytestmark = pytest.mark.unit
 

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from orbit.api.app import openapi_text
-from orbit.client import (
+from agentcall.orbit.api.app import openapi_text
+from agentcall.orbit.client import (
     BatchItem,
     InvalidArgumentError,
     ResolveTaskRequest,
     RetryTaskRequest,
     SubmitTaskRequest,
 )
-from orbit.client._calls import read_response
-from orbit.client.control import resolve_task, retry_task, submit_batch
+from agentcall.orbit.client._calls import read_response
+from agentcall.orbit.client.control import resolve_task, retry_task, submit_batch
 
 pytestmark = pytest.mark.unit
 TASK = "a" * 32

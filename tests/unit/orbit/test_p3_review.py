@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument, StateConflict
-from orbit.domain.jsonvalue import JsonNumber
-from orbit.domain.review import (
+from agentcall.orbit.domain.errors import InvalidArgument, StateConflict
+from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.review import (
     Resolution,
     ResolveRequest,
     RetryRequest,
@@ -21,10 +21,10 @@ from orbit.domain.review import (
     resolve_digest,
     retry_digest,
 )
-from orbit.domain.states import TaskState
-from orbit.domain.submit import RecoverySafety, RetryPolicy
-from orbit.domain.task import Task
-from orbit.domain.tokens import ALL_PERMISSIONS, Permission, parse_permission
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
+from agentcall.orbit.domain.task import Task
+from agentcall.orbit.domain.tokens import ALL_PERMISSIONS, Permission, parse_permission
 
 pytestmark = pytest.mark.unit
 

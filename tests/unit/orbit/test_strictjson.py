@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orbit.domain.errors import InvalidArgument
-from orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
-from orbit.domain.strictjson import read_json, read_json_text, read_json_text_walked
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.jsonvalue import JsonNumber, JsonValue, dumps
+from agentcall.orbit.domain.strictjson import read_json, read_json_text, read_json_text_walked
 
 pytestmark = pytest.mark.unit
 

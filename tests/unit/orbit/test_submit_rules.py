@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument
-from orbit.domain.jsonvalue import JsonNumber
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import RecoverySafety, RetryPolicy, parse_submit, plan_times
-from orbit.domain.times import format_time
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy, parse_submit, plan_times
+from agentcall.orbit.domain.times import format_time
 
 pytestmark = pytest.mark.unit
 

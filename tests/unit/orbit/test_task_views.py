@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orbit.domain.jsonvalue import dumps
-from orbit.domain.strictjson import read_json_text
-from orbit.domain.submit import parse_submit, plan_times
-from orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
+from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.strictjson import read_json_text
+from agentcall.orbit.domain.submit import parse_submit, plan_times
+from agentcall.orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
 
 pytestmark = pytest.mark.unit
 

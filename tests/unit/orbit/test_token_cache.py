@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from orbit.domain.errors import SetupError
-from orbit.domain.tokens import Permission, TokenRecord
-from orbit.store.token_cache import ENV_TTL_MS, TokenCache
+from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.domain.tokens import Permission, TokenRecord
+from agentcall.orbit.store.token_cache import ENV_TTL_MS, TokenCache
 
 pytestmark = pytest.mark.unit
 

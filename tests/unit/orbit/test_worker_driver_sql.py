@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from orbit.workers import store_mysql
-from orbit.workers.driver import Increment, _bind, _result, bulk_update_sql, names_of
-from orbit.workers.store import _ATTEMPT_COLUMNS
+from agentcall.orbit.workers import store_mysql
+from agentcall.orbit.workers.driver import Increment, _bind, _result, bulk_update_sql, names_of
+from agentcall.orbit.workers.store import _ATTEMPT_COLUMNS
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument
-from orbit.worker.framing import MAX_BATCH, MAX_FRAME_CHARS, FrameWriter, frame_chunks
-from orbit.workers.frames import read_frame
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.worker.framing import MAX_BATCH, MAX_FRAME_CHARS, FrameWriter, frame_chunks
+from agentcall.orbit.workers.frames import read_frame
 
 pytestmark = pytest.mark.unit
 

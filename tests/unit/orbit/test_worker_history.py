@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument
-from orbit.domain.jsonvalue import dumps
-from orbit.workers.history import attempt_view, decode_cursor, encode_cursor, evidence_view
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.workers.history import (
+    attempt_view,
+    decode_cursor,
+    encode_cursor,
+    evidence_view,
+)
 
 pytestmark = pytest.mark.unit
 T1, T2 = "1" * 32, "2" * 32

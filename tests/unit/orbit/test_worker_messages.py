@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from orbit.domain.errors import InvalidArgument
-from orbit.domain.evidence import EvidenceKind
-from orbit.domain.leasing import HandlerKey
-from orbit.domain.worker_errors import InvalidResult
-from orbit.workers.messages import (
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.evidence import EvidenceKind
+from agentcall.orbit.domain.leasing import HandlerKey
+from agentcall.orbit.domain.worker_errors import InvalidResult
+from agentcall.orbit.workers.messages import (
     AttemptRef,
     Evidence,
     Flow,

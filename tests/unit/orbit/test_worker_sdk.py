@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-import orbit.worker as sdk
-from orbit.domain.jsonvalue import RawJson, dumps
-from orbit.worker.context import AttemptInfo, CancellationToken, Context, TaskInfo
-from orbit.worker.errors import Cancelled, HandlerFailed, NeedsReview, RegistryError
-from orbit.worker.execution import AttemptRun, invoke
-from orbit.worker.link import LinkDown, Outbox, backoff_delay, endpoint
-from orbit.worker.outcomes import from_exception, succeeded
-from orbit.worker.registry import Registry, load_registry
-from orbit.worker.wire import decode, encode
+import agentcall.orbit.worker as sdk
+from agentcall.orbit.domain.jsonvalue import RawJson, dumps
+from agentcall.orbit.worker.context import AttemptInfo, CancellationToken, Context, TaskInfo
+from agentcall.orbit.worker.errors import Cancelled, HandlerFailed, NeedsReview, RegistryError
+from agentcall.orbit.worker.execution import AttemptRun, invoke
+from agentcall.orbit.worker.link import LinkDown, Outbox, backoff_delay, endpoint
+from agentcall.orbit.worker.outcomes import from_exception, succeeded
+from agentcall.orbit.worker.registry import Registry, load_registry
+from agentcall.orbit.worker.wire import decode, encode
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,185 @@
+"""``cell`` command line: ``cell serve`` runs one cell process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from pathlib import Path
+
+import click
+import uvicorn
+
+from agentcall.cell import __version__, logs
+from agentcall.cell.agent.mock import mock_registry
+from agentcall.cell.errors import CellConfigError
+from agentcall.cell.server.app import build_app
+from agentcall.cell.service import CellConfig, CellService
+from agentcall.cell.sim.driver import SimDriver
+from agentcall.cell.sim.script import Script, load_script
+
+log = logging.getLogger("cell.cli")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cell")
+def main() -> None:
+    """The telephony cell the Dispatcher drives (see docs/cell.md)."""
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only then
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _service(
+    mode: str, script: Script, data_dir: Path, scale: float, max_calls: int
+) -> CellService:
+    if mode == "sip":  # real SIP calls to the pinned trunk (docs/cell-sip.md)
+        from agentcall.cell.sip.setup import sip_driver
+
+        try:
+            driver, registry = sip_driver()
+        except CellConfigError as exc:
+            raise click.UsageError(exc.message) from None
+        config = CellConfig(data_dir=data_dir, mode=mode, max_calls=max_calls)
+        return CellService(config, driver, registry)
+    providers = mock_registry()
+    config = CellConfig(data_dir=data_dir, mode=mode, time_scale=scale, max_calls=max_calls)
+    return CellService(config, SimDriver(script, providers, scale), providers)
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+@main.command()
+@click.option(
+    "--mode",
+    type=click.Choice(["sim", "sip"]),
+    default="sim",
+    show_default=True,
+    envvar="CELL_MODE",
+    help="How calls are placed.",
+)
+@click.option(
+    "--script",
+    "script_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="CELL_SCRIPT",
+    help="Simulation script (JSON); sim mode. Default: everyone answers and says two lines.",
+)
+@click.option(
+    "--http-host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="CELL_HTTP_HOST",
+    help="Address of the HTTP/WebSocket API.",
+)
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=8470,
+    show_default=True,
+    envvar="CELL_HTTP_PORT",
+    help="Port of the API (0: any free port, written to <data-dir>/cell.url).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    envvar="CELL_DATA_DIR",
+    help="Recordings, originate log and lock of this cell.",
+)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0.0001, max=100.0),
+    default=None,
+    envvar="CELL_TIME_SCALE",
+    help="Simulated time runs this many times real time "
+    "(0.01: a 30 s call takes 0.3 s). Default: the script's, else 1.",
+)
+@click.option(
+    "--max-calls",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    envvar="CELL_MAX_CALLS",
+    help="Calls in progress at most; more are refused (503).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    envvar="CELL_LOG_LEVEL",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["auto", "json", "text"]),
+    default="auto",
+    show_default=True,
+    envvar="CELL_LOG_FORMAT",
+    help="auto: text on a terminal, JSON lines otherwise.",
+)
+def serve(
+    mode: str,
+    script_path: Path | None,
+    http_host: str,
+    http_port: int,
+    data_dir: Path,
+    time_scale: float | None,
+    max_calls: int,
+    log_level: str,
+    log_format: str,
+) -> None:
+    """Run a cell: HTTP + WebSocket API for the Dispatcher (sim or sip mode)."""
+    logs.configure(log_level, log_format)
+    try:
+        script = load_script(script_path) if script_path else Script()
+    except CellConfigError as exc:
+        raise click.UsageError(f"--script: {exc.message}") from None
+    scale = time_scale or script.time_scale or 1.0
+    service = _service(mode, script, data_dir, scale, max_calls)
+    try:
+        service.lock()
+    except CellConfigError as exc:
+        raise click.UsageError(f"--data-dir: {exc.message}") from None
+    sock = _bind(http_host, http_port)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{host}:{port}"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "cell.url").write_text(url + "\n")
+    log.info(
+        "listening",
+        extra={"url": url, "boot_id": service.boot_id, "mode": mode, "time_scale": scale},
+    )
+    config = uvicorn.Config(
+        build_app(service),
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        ws_ping_interval=20,
+        ws_ping_timeout=20,
+    )
+    # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal: exit 0 then.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
+    try:
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    except CellConfigError as exc:
+        raise click.UsageError(exc.message) from None
+
+
+if __name__ == "__main__":
+    main()

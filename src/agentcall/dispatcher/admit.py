@@ -1,0 +1,133 @@
+"""The admission service: decode deliveries, gather verified config, decide, settle.
+
+For a batch of deliveries: invalid bodies become redacted facts and are dead-lettered
+(D-MQ-5); deliveries of a task whose consumer was cancelled meanwhile go back to their
+queue (``nack(requeue=true)``, never ACK-dropped); valid commands are decided in one
+transaction (:mod:`dispatcher.admit_tx`) and each delivery is settled only after that
+commit (D-MQ-4), per channel in as few frames as that allows (:mod:`dispatcher.mq.settle`).
+Accepted executions are then handed to the call supervisor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from datetime import datetime
+
+from agentcall.dispatcher import contracts
+from agentcall.dispatcher.admit_tx import Inputs, Invalid, Item, Settle, Valid, run_batch
+from agentcall.dispatcher.domain.model import TenantQuota
+from agentcall.dispatcher.mq.consumers import Delivery
+from agentcall.dispatcher.mq.settle import ChannelAcks
+from agentcall.dispatcher.saas.cache import ConfigCache, TaskLookup
+from agentcall.dispatcher.saas.parse import parse_command
+from agentcall.dispatcher.store.db import Database
+
+
+def classify(delivery: Delivery) -> Item:
+    raw = delivery.body
+    try:
+        body = contracts.decode(contracts.Kind.CALL_EXECUTE, raw)
+    except contracts.ContractError as exc:
+        reason = "invalid_json" if exc.keyword in ("json", "maxBytes") else "schema_violation"
+        return Invalid(f"mq:{delivery.queue}", reason, str(exc), raw)
+    assert isinstance(body, dict)
+    return Valid(parse_command(body), delivery.task_id)
+
+
+class AdmissionService:
+    def __init__(
+        self,
+        db: Database,
+        cache: ConfigCache,
+        *,
+        dispatcher_id: str,
+        routing_key: str,
+        clock: Callable[[], datetime],
+        is_consuming: Callable[[str], bool],
+        on_accepted: Callable[[list[str]], None],
+        on_outbox: Callable[[], None],
+    ) -> None:
+        self._db = db
+        self._cache = cache
+        self._dispatcher_id = dispatcher_id
+        self._routing_key = routing_key
+        self._clock = clock
+        self._is_consuming = is_consuming
+        self._on_accepted = on_accepted
+        self._on_outbox = on_outbox
+        self.counts: Counter[str] = Counter()
+        self.latencies: deque[float] = deque(maxlen=20_000)
+        self.decide_times: deque[float] = deque(maxlen=20_000)
+
+    async def process(self, batch: list[Delivery]) -> None:
+        live = [d for d in batch if self._is_consuming(d.task_id)]
+        gone = [d for d in batch if not self._is_consuming(d.task_id)]
+        await _settle(gone, [Settle.REQUEUE] * len(gone))
+        if not live:
+            return
+        items = [classify(d) for d in live]
+        inputs = await self._inputs(items)
+        outcome = await self._db.write(run_batch, items, inputs)
+        done = time.monotonic()
+        self.latencies.extend(done - d.received for d in live)
+        self.decide_times.extend(outcome.decide_s)
+        for decision, reason in outcome.decisions:
+            self.counts[f"{decision}:{reason}"] += 1
+        self.counts["dead_lettered"] += outcome.settles.count(Settle.DEAD_LETTER)
+        await _settle(live, outcome.settles)
+        self._on_outbox()
+        if outcome.accepted:
+            self._on_accepted(outcome.accepted)
+
+    async def _inputs(self, items: list[Item]) -> Inputs:
+        task_ids = sorted({i.command.task_id for i in items if isinstance(i, Valid)})
+        if not task_ids:
+            return Inputs(self._dispatcher_id, self._routing_key, None, {}, {}, self._clock())
+        sip = await self._cache.sip()
+        lookups = await asyncio.gather(*(self._cache.task(t) for t in task_ids))
+        configs: dict[str, TaskLookup] = dict(zip(task_ids, lookups, strict=True))
+        tenants = sorted({(c.config.tenant_id, c.config.tenant_key) for c in lookups if c.config})
+        quotas = await asyncio.gather(*(self._cache.quota(t, k) for t, k in tenants))
+        by_tenant: dict[tuple[str, str], TenantQuota | None] = dict(
+            zip(tenants, quotas, strict=True)
+        )
+        return Inputs(
+            self._dispatcher_id, self._routing_key, sip, configs, by_tenant, self._clock()
+        )
+
+    def decide_percentiles(self) -> dict[str, float | None]:
+        """Time of the pure admission decision itself, in microseconds."""
+        samples = sorted(self.decide_times)
+        if not samples:
+            return {"p50_us": None, "p99_us": None}
+        return {
+            "p50_us": _quantile_ms(samples, 0.50) * 1000,
+            "p99_us": _quantile_ms(samples, 0.99) * 1000,
+        }
+
+    def percentiles(self) -> dict[str, float | None]:
+        samples = sorted(self.latencies)
+        if not samples:
+            return {"p50_ms": None, "p99_ms": None, "samples": 0}
+        return {
+            "p50_ms": _quantile_ms(samples, 0.50),
+            "p99_ms": _quantile_ms(samples, 0.99),
+            "samples": len(samples),
+        }
+
+
+def _quantile_ms(ordered: list[float], q: float) -> float:
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3)
+
+
+async def _settle(deliveries: list[Delivery], settles: list[Settle]) -> None:
+    """Settle committed decisions, grouped by channel (one multiple ACK where it may)."""
+    by_channel: dict[int, tuple[ChannelAcks, list[tuple[int, Settle]]]] = {}
+    for delivery, settle in zip(deliveries, settles, strict=True):
+        entry = by_channel.setdefault(id(delivery.acks), (delivery.acks, []))
+        entry[1].append((delivery.tag, settle))
+    for acks, items in by_channel.values():
+        await acks.settle(items)

@@ -1,0 +1,235 @@
+"""The admission transaction: decide a batch of commands and persist every effect at once.
+
+Runs on the database thread inside one transaction (D-CMD-2: the occupancy reservation,
+the inbox record, the execution with its pinned snapshot and the command.result in the
+outbox commit together). Only after the commit are deliveries settled (D-MQ-4).
+
+Per command, before admission (the task's local state wins over the queue):
+
+* already in the inbox (redelivery) → ACK, nothing else (D-CMD-1);
+* task has a ``stopped`` barrier → ACK silently, no result (D-CTL-4; issue 9 drains);
+* task paused (barrier or discovered status), or removed → requeue, keep the backlog;
+* otherwise :func:`dispatcher.domain.admission.decide`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from agentcall.dispatcher.domain.admission import Accept, Reject, TaskView, decide
+from agentcall.dispatcher.domain.model import ExecuteCommand, LocalTask, SipSnapshot, TenantQuota
+from agentcall.dispatcher.domain.occupancy import OccupancyIndex
+from agentcall.dispatcher.domain.reasons import RejectReason
+from agentcall.dispatcher.domain.results import execute_result
+from agentcall.dispatcher.domain.states import Barrier, InboxDecision, TaskStatus
+from agentcall.dispatcher.saas.cache import TaskLookup
+from agentcall.dispatcher.store import executions, inbox, outbox, rejected, tasks
+
+
+class Settle(StrEnum):
+    ACK = "ack"
+    DEAD_LETTER = "dead_letter"
+    REQUEUE = "requeue"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A delivery that is not valid JSON or fails its schema (D-MQ-5)."""
+
+    source: str
+    reason: str
+    detail: str
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class Valid:
+    command: ExecuteCommand
+    queue_task_id: str
+
+
+Item = Invalid | Valid
+
+
+@dataclass(frozen=True)
+class Inputs:
+    dispatcher_id: str
+    routing_key: str
+    sip: SipSnapshot | None
+    configs: Mapping[str, TaskLookup]
+    quotas: Mapping[tuple[str, str], TenantQuota | None]
+    now: datetime
+
+
+@dataclass
+class Outcome:
+    settles: list[Settle] = field(default_factory=list)
+    accepted: list[str] = field(default_factory=list)
+    decisions: list[tuple[str, str]] = field(default_factory=list)
+    decide_s: list[float] = field(default_factory=list)
+
+
+def _hold(local: LocalTask | None) -> Settle | None:
+    """Disposition decided by the task's local state before admission, if any."""
+    if local is None:
+        return None
+    if local.barrier is Barrier.STOPPED:
+        return Settle.ACK
+    if local.barrier is not Barrier.NONE or local.status in (TaskStatus.PAUSED, TaskStatus.STOPPED):
+        return Settle.REQUEUE
+    return None
+
+
+def run_batch(conn: sqlite3.Connection, items: Sequence[Item], inp: Inputs) -> Outcome:
+    """Decide ``items`` in delivery order; call inside one transaction."""
+    out = Outcome()
+    ids = [i.command.command_id for i in items if isinstance(i, Valid)]
+    seen = inbox.known_commands(conn, ids)
+    occupancy = executions.occupancy(conn)
+    local_tasks = tasks.load_tasks(conn)
+    for item in items:
+        if isinstance(item, Invalid):
+            rejected.record(
+                conn,
+                source=item.source,
+                reason=item.reason,
+                detail=item.detail,
+                raw=item.raw,
+                now=inp.now,
+            )
+            out.settles.append(Settle.DEAD_LETTER)
+            continue
+        command_id = item.command.command_id
+        if command_id in seen:
+            out.settles.append(Settle.ACK)
+            out.decisions.append(("duplicate", "duplicate"))
+            continue
+        out.settles.append(_one(conn, item, local_tasks, occupancy, inp, out))
+        if out.settles[-1] is not Settle.REQUEUE:
+            seen.add(command_id)
+    return out
+
+
+def _one(
+    conn: sqlite3.Connection,
+    item: Valid,
+    local_tasks: Mapping[str, LocalTask],
+    occupancy: OccupancyIndex,
+    inp: Inputs,
+    out: Outcome,
+) -> Settle:
+    command = item.command
+    local = local_tasks.get(item.queue_task_id)
+    held = _hold(local)
+    if held is Settle.ACK:
+        _record(conn, command, InboxDecision.DISCARDED_STOPPED, None, None, None, inp.now)
+        out.decisions.append(("discarded_stopped", "stopped"))
+        return Settle.ACK
+    if held is Settle.REQUEUE:
+        out.decisions.append(("requeued", "barrier"))
+        return Settle.REQUEUE
+    started = time.perf_counter()
+    result = _decide(item, local, occupancy, inp)
+    out.decide_s.append(time.perf_counter() - started)
+    if isinstance(result, Accept):
+        out.accepted.append(_accept(conn, command, result, inp))
+        plan = result.plan
+        occupancy.add(plan.tenant_id, plan.task_id, plan.trunk_id)
+        out.decisions.append(("accepted", "accepted"))
+    else:
+        _reject(conn, command, result.reason, inp)
+        out.decisions.append(("rejected", result.reason.value))
+    return Settle.ACK
+
+
+def _decide(
+    item: Valid, local: LocalTask | None, occupancy: OccupancyIndex, inp: Inputs
+) -> Accept | Reject:
+    command = item.command
+    if command.task_id != item.queue_task_id:
+        return Reject(RejectReason.IDENTITY_MISMATCH, "payload.task_id differs from the queue")
+    lookup = inp.configs.get(command.task_id, TaskLookup(None, error="not_read"))
+    config = lookup.config
+    quota = inp.quotas.get((config.tenant_id, config.tenant_key)) if config else None
+    view = TaskView(inp.dispatcher_id, local, config, config_missing=lookup.missing)
+    tenant = config.tenant_id if config else command.tenant_id
+    return decide(command, view, inp.sip, quota, occupancy.view(tenant, command.task_id), inp.now)
+
+
+def _accept(conn: sqlite3.Connection, command: ExecuteCommand, result: Accept, inp: Inputs) -> str:
+    execution_id = str(uuid.uuid4())
+    event_id = str(uuid.uuid4())
+    _record(conn, command, InboxDecision.ACCEPTED, None, execution_id, event_id, inp.now)
+    executions.insert(
+        conn,
+        execution_id=execution_id,
+        call_id=execution_id,
+        call_result_event_id=str(uuid.uuid4()),
+        plan=result.plan,
+        now=inp.now,
+    )
+    body = execute_result(
+        event_id=event_id,
+        command=command,
+        occurred_at=inp.now,
+        execution_id=execution_id,
+        reason_code=None,
+    )
+    outbox.enqueue(
+        conn,
+        event_id=event_id,
+        event_type="command.result",
+        routing_key=inp.routing_key,
+        body=body,
+        now=inp.now,
+    )
+    return execution_id
+
+
+def _reject(
+    conn: sqlite3.Connection, command: ExecuteCommand, reason: RejectReason, inp: Inputs
+) -> None:
+    event_id = str(uuid.uuid4())
+    _record(conn, command, InboxDecision.REJECTED, reason.value, None, event_id, inp.now)
+    body = execute_result(
+        event_id=event_id,
+        command=command,
+        occurred_at=inp.now,
+        execution_id=None,
+        reason_code=reason.value,
+    )
+    outbox.enqueue(
+        conn,
+        event_id=event_id,
+        event_type="command.result",
+        routing_key=inp.routing_key,
+        body=body,
+        now=inp.now,
+    )
+
+
+def _record(
+    conn: sqlite3.Connection,
+    command: ExecuteCommand,
+    decision: InboxDecision,
+    reason: str | None,
+    execution_id: str | None,
+    event_id: str | None,
+    now: datetime,
+) -> None:
+    inbox.record(
+        conn,
+        command_id=command.command_id,
+        task_id=command.task_id,
+        decision=decision,
+        reason_code=reason,
+        execution_id=execution_id,
+        result_event_id=event_id,
+        now=now,
+    )

@@ -1,0 +1,147 @@
+"""Applying the cell's event stream to executions (reconciliation: ``calls.recovery``).
+
+``apply_batch`` runs on the database thread inside one transaction; it is idempotent: a
+replayed event changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from agentcall.dispatcher.calls.finalize import Ending, end_and_finalize
+from agentcall.dispatcher.calls.port import CellCall, CellEvent, CellPort
+from agentcall.dispatcher.domain.results import CallEnd, TranscriptSegment
+from agentcall.dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.domain.states import IllegalTransition
+from agentcall.dispatcher.store import executions
+from agentcall.dispatcher.store.executions import Execution
+
+_MOVES = {"call.ringing": S.RINGING, "call.answered": S.IN_CALL, "call.dialing": S.DIALING}
+_STOP = object()
+RESTARTED = "cell.restarted"
+
+__all__ = ["CellEvent", "EventBatcher", "apply_batch", "endings"]
+
+
+class EventBatcher:
+    """Reads the cell's stream in a side task and yields whatever has arrived as a batch."""
+
+    def __init__(
+        self, cell: CellPort, after: int, batch_max: int = 1000, boot_id: str | None = None
+    ) -> None:
+        self._cell = cell
+        self._after = after
+        self._boot_id = boot_id
+        self._max = batch_max
+        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize=10_000)
+
+    async def _pump(self) -> None:
+        try:
+            async for event in self._cell.events(self._after, self._boot_id):
+                await self._queue.put(event)
+        except BaseException as exc:  # handed to the consumer side
+            await self._queue.put(exc)
+            return
+        await self._queue.put(_STOP)
+
+    async def batches(self) -> AsyncIterator[list[CellEvent]]:
+        pump = asyncio.create_task(self._pump(), name="calls.event_pump")
+        try:
+            while True:
+                items = [await self._queue.get()]
+                while not self._queue.empty() and len(items) < self._max:
+                    items.append(self._queue.get_nowait())
+                batch = [i for i in items if isinstance(i, CellEvent)]
+                if batch:
+                    yield batch
+                for item in items:
+                    if isinstance(item, BaseException):
+                        raise item
+                    if item is _STOP:
+                        return
+        finally:
+            pump.cancel()
+
+
+async def endings(cell: CellPort, batch: Sequence[CellEvent]) -> dict[str, CellCall | None]:
+    """Full call records for ended calls that had a conversation (to get the transcript)."""
+    wanted = [e.call_id for e in batch if e.type == "call.ended" and e.data.get("transcript_turns")]
+    calls = await asyncio.gather(*(cell.get_call(call_id) for call_id in wanted))
+    return dict(zip(wanted, calls, strict=True))
+
+
+def _advance(conn: sqlite3.Connection, execution: Execution, target: S, now: datetime) -> None:
+    try:
+        executions.move(conn, execution.execution_id, target, now, current=execution)
+    except IllegalTransition:
+        pass  # a replayed or late event: the execution is already further along
+
+
+def _time(value: Any, default: datetime) -> datetime:
+    return datetime.fromisoformat(value) if isinstance(value, str) else default
+
+
+def ending_from_event(
+    data: Mapping[str, Any], transcript: tuple[TranscriptSegment, ...], now: datetime
+) -> Ending:
+    end = CallEnd(
+        started_at=_time(data.get("started_at"), now),
+        ended_at=_time(data.get("ended_at"), now),
+        outcome=str(data.get("outcome") or "failed"),
+        reason_code=data.get("reason_code"),
+        transcript=transcript,
+        opt_out=bool(data.get("opt_out")),
+    )
+    return Ending(end, recording_expected=bool(data.get("recording_expected")))
+
+
+def ending_from_call(call: CellCall, now: datetime) -> Ending:
+    end = CallEnd(
+        started_at=call.started_at,
+        ended_at=call.ended_at or now,
+        outcome=call.outcome or "failed",
+        reason_code=call.reason_code,
+        transcript=call.transcript,
+        opt_out=call.opt_out,
+    )
+    recording = dict(call.recording) if call.recording else None
+    return Ending(end, recording_expected=call.recording_expected, recording=recording)
+
+
+def apply_batch(
+    conn: sqlite3.Connection,
+    batch: Sequence[CellEvent],
+    full: Mapping[str, CellCall | None],
+    now: datetime,
+    finalize_kw: Mapping[str, Any],
+) -> list[str]:
+    """Apply events in order; returns the call_ids finalized by this batch.
+
+    Coalesced: a progress event (dialing/ringing/answered) of a call whose ``call.ended``
+    is in the same batch is skipped — the end supersedes it within this transaction —
+    and one that would not change the state is not written."""
+    finalized: list[str] = []
+    ending_calls = {e.call_id for e in batch if e.type == "call.ended"}
+    for event in batch:
+        if event.type in _MOVES and event.call_id in ending_calls:
+            continue
+        execution = executions.by_call_id(conn, event.call_id)
+        if execution is None or execution.state is S.FINALIZED:
+            continue
+        if event.type in _MOVES:
+            if execution.state is not _MOVES[event.type]:
+                _advance(conn, execution, _MOVES[event.type], now)
+        elif event.type == "call.ended":
+            record = full.get(event.call_id)
+            transcript = record.transcript if record else ()
+            ending = ending_from_event(event.data, transcript, now)
+            finalized_now = end_and_finalize(
+                conn, execution.execution_id, ending, now=now, execution=execution, **finalize_kw
+            )
+            if finalized_now:
+                finalized.append(event.call_id)
+    return finalized

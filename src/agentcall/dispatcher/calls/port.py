@@ -1,0 +1,166 @@
+"""The port through which the D drives the media plane (the ``cell`` process).
+
+The real adapter wraps ``cell.client`` (:mod:`dispatcher.calls.cell_adapter`); unit tests
+use a small fake behind this same Protocol. Errors crossing the port:
+
+    DispatcherError
+    └── CellError
+        ├── CellRejected     the cell refused the request (bad plan, busy): definitive,
+        │                    nothing was dialled
+        └── CellUnavailable  no answer (connection refused, timeout): it is unknown
+            │                whether the call was placed — never retry blindly
+            └── CallIdTaken  the cell knows this call_id already (dialled before, or used
+                             by another plan): it exists or existed — reconcile, never
+                             treat it as "nothing dialled"
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from agentcall.dispatcher.domain.results import TranscriptSegment
+from agentcall.dispatcher.errors import DispatcherError
+
+
+class CellError(DispatcherError):
+    """A cell request failed. Fix: check DISPATCHER_CELL_URL and the cell's logs."""
+
+
+class CellRejected(CellError):
+    """The cell refused the request; the execution ends as failed with the code given."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(f"{code}: {message}")
+
+
+class CellUnavailable(CellError):
+    """The cell did not answer; the execution becomes unknown until reconciled."""
+
+
+class CallIdTaken(CellUnavailable):
+    """The cell answered already_dialled / call_id_conflict: the call_id was used before.
+
+    Its fate is unknown to the D (live, ended, or lost in a cell restart): the execution
+    becomes unknown and is resolved by reconciliation, never redialled.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(f"{code}: {message}")
+
+
+@dataclass(frozen=True)
+class CellCall:
+    """A call as the cell reports it (``GET /v1/calls/{id}``)."""
+
+    call_id: str
+    boot_id: str
+    state: str
+    started_at: datetime
+    ended_at: datetime | None
+    outcome: str | None
+    reason_code: str | None
+    transcript: tuple[TranscriptSegment, ...]
+    opt_out: bool
+    recording_expected: bool
+    recording: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class CellUpload:
+    """The cell's answer about the one PUT of a recording (also the ``call.upload`` event)."""
+
+    call_id: str
+    upload_id: str
+    status: str  # uploaded | expired | failed
+    error_code: str | None
+    put_started: bool
+    expires_at: datetime | None
+    size_bytes: int
+    sha256: str
+    message: str | None
+
+
+@dataclass(frozen=True)
+class CellOrphan:
+    """A recording left on the cell's disk for a call the cell no longer tracks."""
+
+    call_id: str
+    boot_id: str
+    partial: bool
+    size_bytes: int | None
+    sha256: str | None
+    duration_ms: int | None
+    upload_status: str | None  # None: never uploaded; "unknown": the cell died mid-PUT
+
+
+@dataclass(frozen=True)
+class CellEvent:
+    """One event of the cell's ordered stream."""
+
+    seq: int
+    boot_id: str
+    type: str
+    call_id: str
+    at: datetime
+    data: Mapping[str, Any]
+
+
+class CellPort(Protocol):
+    async def boot_id(self) -> str: ...
+
+    async def originate(self, plan: Mapping[str, Any]) -> CellCall:
+        """Idempotent on ``plan['call_id']`` within one cell boot."""
+        ...
+
+    async def hangup(self, call_id: str) -> None: ...
+
+    async def get_call(self, call_id: str) -> CellCall | None: ...
+
+    async def list_calls(self) -> list[CellCall]: ...
+
+    def events(self, after: int, boot_id: str | None = None) -> AsyncIterator[CellEvent]:
+        """Events with ``seq > after`` of boot ``boot_id``, in order, forever; if the cell
+        runs another boot, one ``cell.restarted`` event and the new boot from its start."""
+        ...
+
+    async def ack(self, call_id: str) -> None:
+        """The D has persisted the call's final result; the cell may forget it."""
+        ...
+
+    async def upload_recording(
+        self, call_id: str, upload_id: str, url: str, headers: Mapping[str, str]
+    ) -> CellUpload:
+        """Ask the cell to PUT the call's recording once to ``url`` (never retried).
+
+        Raises CellRejected ``upload_not_allowed`` (a PUT was already started or settled),
+        ``recording_not_found`` / ``call_not_found`` (no file), ``invalid_request``.
+        """
+        ...
+
+    async def orphans(self) -> list[CellOrphan]: ...
+
+    async def delete_orphan(self, call_id: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class BatchingCell(Protocol):
+    """Optional: a cell port that originates and acknowledges many calls per request.
+
+    Each item gets what the single call would have given: a :class:`CellCall` or the
+    :class:`CellError` the single call would have raised (``originate_many``), ``None``
+    or that error (``ack_many``); a request that fails as a whole gives its error to
+    every item. Never raises.
+    """
+
+    async def originate_many(
+        self, plans: Sequence[Mapping[str, Any]]
+    ) -> list[CellCall | CellError]: ...
+
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]: ...

@@ -1,0 +1,195 @@
+"""One consumer per open task queue (D-MQ-1, D-MQ-4, D-MQ-6, D-DISC-6).
+
+Each task gets its own channel with ``prefetch`` as QoS. Before consuming, the queue's
+existence is verified with a passive declare (the SaaS owns the topology); a missing
+queue fails closed for that task only — it is logged, shown in /status and retried on the
+next reconcile, never a crash. Deliveries are handed to the intake; settling (ACK after
+the inbox commit, dead-letter, requeue) happens there, through the channel's
+:class:`~dispatcher.mq.settle.ChannelAcks`.
+
+The hot path uses the channel's aiormq layer directly (``basic_consume`` with a plain
+callback; settling in :mod:`dispatcher.mq.settle`): aio-pika's per-message wrapper cost
+more CPU than the rest of the delivery. Channel management, QoS and the passive declare
+stay on aio-pika.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import aio_pika
+from aio_pika.abc import AbstractChannel
+from aiormq.abc import AbstractChannel as RawChannel
+from aiormq.abc import DeliveredMessage
+
+from agentcall.dispatcher.control.lanes import raise_if_cancelling
+from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.mq.link import AmqpLink
+from agentcall.dispatcher.mq.names import MAX_TASK_QUEUES, task_queue
+from agentcall.dispatcher.mq.settle import ChannelAcks
+
+LOG = logging.getLogger("dispatcher.consumers")
+
+
+@dataclass
+class Delivery:
+    """One prefetched message, where it came from and how to settle it."""
+
+    task_id: str
+    queue: str
+    body: bytes
+    tag: int
+    acks: ChannelAcks
+    received: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Channel:
+    channel: AbstractChannel
+    raw: RawChannel  # its aiormq layer: consume and settle (the hot path)
+    acks: ChannelAcks
+
+
+@dataclass
+class _Consumer:
+    held: _Channel
+    tag: str
+
+
+class TaskConsumers:
+    def __init__(
+        self,
+        link: AmqpLink,
+        dispatcher_id: str,
+        prefetch: int,
+        submit: Callable[[Delivery], None],
+    ) -> None:
+        self._link = link
+        self._dispatcher_id = dispatcher_id
+        self._prefetch = prefetch
+        self._submit = submit
+        self._active: dict[str, _Consumer] = {}
+        self._idle_channels: dict[str, _Channel] = {}
+        self.states: dict[str, str] = {}
+        self._held: set[str] = set()  # suspended by task control until released (issue 9)
+        self._lock = asyncio.Lock()
+
+    def is_consuming(self, task_id: str) -> bool:
+        return task_id in self._active
+
+    @property
+    def missing(self) -> set[str]:
+        return {t for t, s in self.states.items() if s == "queue_missing"}
+
+    async def reconcile(self, wanted: set[str]) -> None:
+        """Consume exactly the queues of ``wanted`` tasks (at most 256, D-MQ-6)."""
+        async with self._lock:
+            for task_id in sorted(set(self._active) - wanted):
+                await self._stop(task_id, "closed")
+            for task_id in sorted(wanted)[:MAX_TASK_QUEUES]:
+                if task_id in self._held:
+                    continue
+                if task_id not in self._active and self._link.connected.is_set():
+                    await self._start(task_id)
+            for task_id in sorted(wanted)[MAX_TASK_QUEUES:]:
+                self.states[task_id] = "over_queue_limit"
+            for task_id in [t for t in self.states if t not in wanted and t not in self._active]:
+                self.states[task_id] = "closed"
+
+    async def _start(self, task_id: str) -> None:
+        name = task_queue(self._dispatcher_id, task_id)
+        try:
+            held = self._idle_channels.pop(task_id, None)
+            if held is None or held.channel.is_closed:
+                held = await self._open_channel()
+            await held.channel.declare_queue(name, passive=True)
+        except aio_pika.exceptions.ChannelNotFoundEntity:
+            if self.states.get(task_id) != "queue_missing":
+                log(LOG, logging.WARNING, "consumer.queue_missing", task_id=task_id, queue=name)
+            self.states[task_id] = "queue_missing"
+            return
+        except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
+            self.states[task_id] = f"error: {type(exc).__name__}"
+            return
+
+        acks = held.acks
+
+        async def on_message(message: DeliveredMessage) -> None:
+            tag = message.delivery_tag
+            assert tag is not None  # a Basic.Deliver always has one
+            acks.received(tag)
+            self._submit(Delivery(task_id, name, message.body, tag, acks))
+
+        ok = await held.raw.basic_consume(name, on_message, no_ack=False)
+        assert ok.consumer_tag is not None
+        self._active[task_id] = _Consumer(held, ok.consumer_tag)
+        self.states[task_id] = "consuming"
+        log(LOG, logging.INFO, "consumer.started", task_id=task_id)
+
+    async def _open_channel(self) -> _Channel:
+        channel = await self._link.channel()
+        await channel.set_qos(prefetch_count=self._prefetch)
+        raw = await channel.get_underlay_channel()
+        return _Channel(channel, raw, ChannelAcks(raw))
+
+    async def _stop(self, task_id: str, state: str) -> None:
+        consumer = self._active.pop(task_id)
+        self.states[task_id] = state
+        try:
+            await consumer.held.raw.basic_cancel(consumer.tag)
+            self._idle_channels[task_id] = consumer.held
+        except (
+            aio_pika.exceptions.AMQPException,
+            aio_pika.exceptions.ChannelInvalidStateError,
+            ConnectionError,
+            OSError,
+        ):
+            pass
+        log(LOG, logging.INFO, "consumer.stopped", task_id=task_id, state=state)
+
+    async def suspend(self, task_id: str) -> None:
+        """Task control (D-CTL-2/4): cancel the consumer and close its channel.
+
+        Closing the channel makes the broker requeue, in place, every delivery of the task
+        not yet ACKed — prefetched-but-unaccepted ones are never ACK-dropped; an accepted
+        one whose ACK is lost is redelivered later and deduplicated by the inbox (D-CMD-1).
+        The task stays held (no reconcile restarts it) until :meth:`release`.
+        """
+        async with self._lock:
+            self._held.add(task_id)
+            if task_id in self._active:
+                await self._stop(task_id, "closed")
+            held = self._idle_channels.pop(task_id, None)
+            if held is not None and not held.channel.is_closed:
+                try:
+                    await held.channel.close()
+                except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
+                    raise_if_cancelling(exc)  # else: a dead channel already returned them
+
+    def release(self, task_id: str) -> None:
+        """Allow the next reconcile to consume the task's same queue again (D-CTL-3)."""
+        self._held.discard(task_id)
+
+    async def stop(self, task_id: str) -> None:
+        async with self._lock:
+            if task_id in self._active:
+                await self._stop(task_id, "closed")
+
+    async def on_link_down(self) -> None:
+        self._active.clear()
+        self._idle_channels.clear()
+        for task_id in self.states:
+            self.states[task_id] = "disconnected"
+
+    async def close(self) -> None:
+        async with self._lock:
+            for task_id in list(self._active):
+                await self._stop(task_id, "closed")
+            for held in self._idle_channels.values():
+                if not held.channel.is_closed:
+                    await held.channel.close()
+            self._idle_channels.clear()

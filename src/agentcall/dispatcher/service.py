@@ -1,0 +1,280 @@
+"""Wiring of the Dispatcher process and its supervised loops.
+
+Loops (named tasks in one ``TaskGroup``; if one fails the group stops and the process
+exits non-zero after a clean shutdown): AMQP link, discovery, consumer reconciliation,
+intake (admission), outbox relay, call supervisor, status HTTP. SIGTERM/SIGINT cancel the
+group: consumers are cancelled first (prefetched deliveries return to their queues), the
+in-flight batch gets ``grace_s`` to commit, then connections and the database close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import uvicorn
+
+from agentcall.dispatcher.admit import AdmissionService
+from agentcall.dispatcher.calls.port import CellPort
+from agentcall.dispatcher.calls.supervisor import CallSupervisor
+from agentcall.dispatcher.control.lanes import raise_if_cancelling
+from agentcall.dispatcher.control.plane import ControlPlane
+from agentcall.dispatcher.discovery import DiscoveryLoop
+from agentcall.dispatcher.domain.consumption import queues_to_consume
+from agentcall.dispatcher.domain.discovery import DiscoveredTask
+from agentcall.dispatcher.domain.model import LocalTask
+from agentcall.dispatcher.domain.states import TaskStatus
+from agentcall.dispatcher.gate import Gate
+from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.mq.consumers import TaskConsumers
+from agentcall.dispatcher.mq.intake import Intake
+from agentcall.dispatcher.mq.link import AmqpLink
+from agentcall.dispatcher.mq.names import result_routing_key
+from agentcall.dispatcher.mq.publisher import OutboxRelay
+from agentcall.dispatcher.recording.service import from_settings as recordings_from_settings
+from agentcall.dispatcher.saas.cache import ConfigCache
+from agentcall.dispatcher.saas.client import SaasClient, SaasError
+from agentcall.dispatcher.settings import Settings
+from agentcall.dispatcher.status import ErrorLog, snapshot
+from agentcall.dispatcher.store import tasks
+from agentcall.dispatcher.store.db import Database
+from agentcall.dispatcher.web.app import build_app
+
+LOG = logging.getLogger("dispatcher")
+Loop = Callable[[], Awaitable[None]]
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the Dispatcher owns SIGTERM/SIGINT."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Dispatcher:
+    """All components of one D; ``run()`` until cancelled or a loop fails."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        cell: CellPort,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.cell = cell
+        self.clock = clock
+        self.started_at = clock()
+        self.errors = ErrorLog()
+        self.gate = Gate()
+        did = settings.dispatcher_id
+        self.saas = SaasClient(settings.saas_url, did, settings.secret_key, settings.http_timeout_s)
+        self.cache = ConfigCache(
+            self.saas,
+            db,
+            config_ttl_s=settings.config_ttl_s,
+            quota_ttl_s=settings.quota_ttl_s,
+            clock=clock,
+            on_error=self._config_error,
+        )
+        self.link = AmqpLink(settings.amqp_url)
+        self.relay = OutboxRelay(
+            db, self.link, batch=settings.outbox_batch, retry_s=settings.outbox_retry_s, clock=clock
+        )
+        self.recordings = recordings_from_settings(
+            settings, db, cell, clock=clock, on_outbox=self.relay.wake
+        )
+        self.calls = CallSupervisor(
+            db,
+            cell,
+            dispatcher_id=did,
+            routing_key=result_routing_key(did),
+            clock=clock,
+            on_outbox=self.relay.wake,
+            recordings=self.recordings,
+        )
+        self.intake = Intake(self._admit, settings.intake_batch)
+        self.consumers = TaskConsumers(self.link, did, settings.prefetch, self.intake.submit)
+        self.admission = AdmissionService(
+            db,
+            self.cache,
+            dispatcher_id=did,
+            routing_key=result_routing_key(did),
+            clock=clock,
+            is_consuming=self.consumers.is_consuming,
+            on_accepted=self.calls.submit,
+            on_outbox=self.relay.wake,
+        )
+        self.discovery = DiscoveryLoop(
+            self.saas,
+            db,
+            self.gate,
+            interval_s=settings.discovery_interval_s,
+            error_backoff_s=settings.discovery_error_backoff_s,
+            clock=clock,
+            on_tasks=self._on_tasks,
+        )
+        self._reconcile_wake = asyncio.Event()
+        self.control = ControlPlane(
+            dispatcher_id=did,
+            routing_key=result_routing_key(did),
+            db=db,
+            cache=self.cache,
+            registry=self.consumers,
+            wake_consumers=self.wake_consumers,
+            link=self.link,
+            cell=cell,
+            clock=clock,
+            on_receipt=self.relay.wake,
+        )
+        self.gate.subscribe(self._reconcile_wake.set)
+        self.link.on_up(self._on_link_up)
+        self.link.on_down(self.consumers.on_link_down)
+        self.extra_loops: dict[str, Loop] = {}
+        self.http_port: int | None = None
+        self.failed: str | None = None
+
+    # --- hooks ---------------------------------------------------------------------
+    def _config_error(self, exc: SaasError) -> None:
+        self.errors.add(f"saas.{exc.resource}", str(exc))
+
+    async def _admit(self, batch: list[Any]) -> None:
+        await self.admission.process(batch)
+
+    async def _on_link_up(self) -> None:
+        self._reconcile_wake.set()
+        self.relay.wake()
+
+    async def _on_tasks(
+        self, stored: dict[str, LocalTask], changed: tuple[DiscoveredTask, ...]
+    ) -> None:
+        for task in changed:
+            if task.status is TaskStatus.REMOVED:
+                self.cache.drop_task(task.task_id)  # D-DISC-8: drop the task config
+            else:
+                self.cache.note_revision(task.task_id, task.task_revision)  # D-CTL-5
+        self.control.after_discovery(stored, changed)
+        self._reconcile_wake.set()
+
+    def wanted_queues(self, known: dict[str, LocalTask]) -> set[str]:
+        """Task queues to consume now (see :func:`queues_to_consume`)."""
+        return queues_to_consume(known.values(), self.gate.open)
+
+    def wake_consumers(self) -> None:
+        self._reconcile_wake.set()
+
+    # --- loops ----------------------------------------------------------------------
+    async def _reconcile_loop(self) -> None:
+        while True:
+            known = await self.db.read(tasks.load_tasks)
+            await self.consumers.reconcile(self.wanted_queues(known))
+            raise_if_cancelling(None)  # aio-pika may have turned our cancellation into an error
+            retry = 2.0 if self.consumers.missing else 30.0
+            try:
+                await asyncio.wait_for(self._reconcile_wake.wait(), retry)
+            except TimeoutError:
+                pass
+            self._reconcile_wake.clear()
+
+    async def _http(self) -> None:
+        app = build_app(self.snapshot, lambda: self.failed is None)
+        config = uvicorn.Config(
+            app,
+            host=self.settings.http_host,
+            port=self.settings.http_port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+        )
+        server = _QuietServer(config)
+        serve = asyncio.create_task(server.serve(), name="http.serve")
+        while not server.started and not serve.done():
+            await asyncio.sleep(0.05)
+        if serve.done():
+            await serve  # raises the bind error
+        self.http_port = server.servers[0].sockets[0].getsockname()[1]
+        log(LOG, logging.INFO, "http.listening", host=self.settings.http_host, port=self.http_port)
+        try:
+            await serve
+        finally:
+            server.should_exit = True
+
+    def loops(self) -> dict[str, Loop]:
+        return {
+            "http": self._http,
+            "amqp": self.link.run,
+            "discovery": self.discovery.run,
+            "consumers": self._reconcile_loop,
+            "intake": self.intake.run,
+            "outbox": self.relay.run,
+            "calls": self.calls.run,
+            "control": self.control.run,
+            **self.extra_loops,
+        }
+
+    async def run(self) -> None:
+        log(LOG, logging.INFO, "dispatcher.starting", dispatcher_id=self.settings.dispatcher_id)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for name, loop in self.loops().items():
+                    group.create_task(self._watched(name, loop), name=name)
+        finally:
+            await self._shutdown()
+
+    async def _watched(self, name: str, loop: Loop) -> None:
+        try:
+            await loop()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.failed = f"{name}: {exc!r}"
+            log(LOG, logging.ERROR, "loop.failed", loop=name, error=repr(exc))
+            raise
+        raise RuntimeError(f"loop {name} returned unexpectedly")
+
+    async def _shutdown(self) -> None:
+        log(LOG, logging.INFO, "dispatcher.stopping")
+        try:
+            await asyncio.wait_for(self.consumers.close(), self.settings.grace_s)
+        except (TimeoutError, Exception) as exc:  # shutting down: report, keep closing
+            log(LOG, logging.WARNING, "shutdown.consumers", error=repr(exc))
+        await self.link.close()
+        await self.saas.aclose()
+        await self.cell.aclose()
+
+    async def snapshot(self) -> dict[str, Any]:
+        return await snapshot(self)
+
+
+async def serve(settings: Settings, cell_factory: Callable[[], CellPort]) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or a loop failure (exit 1)."""
+    db = await Database.open(settings.state_db)
+    dispatcher = Dispatcher(settings, db, cell_factory())
+    main = asyncio.create_task(dispatcher.run(), name="dispatcher")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, main.cancel)
+    try:
+        await main
+    except asyncio.CancelledError:
+        code = 0
+    except BaseException as exc:  # a loop failed: already logged with its name
+        log(LOG, logging.ERROR, "dispatcher.failed", error=repr(exc))
+        code = 1
+    else:
+        code = 1
+    finally:
+        await db.close()
+    log(LOG, logging.INFO, "dispatcher.stopped", exit_code=code)
+    return code

@@ -1,0 +1,294 @@
+"""Typed settings of the Dispatcher: a TOML file and ``DISPATCHER_*`` environment variables.
+
+Environment variables win over the file. Every value is validated at start; the first
+problem stops the process with a message naming the setting (``DISPATCHER_X`` / ``x``)
+and saying what a valid value looks like. The secret key comes only from the environment
+(``DISPATCHER_SECRET_KEY``) or from a file readable by the service user alone
+(``DISPATCHER_SECRET_KEY_FILE`` / ``secret_key_file``); it is never printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING as _MISSING
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentcall.dispatcher.errors import DispatcherError
+
+ENV_PREFIX = "DISPATCHER_"
+
+
+class SettingsError(DispatcherError):
+    """A setting is missing or invalid; the message names it. Fix the env var or TOML key."""
+
+
+_UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+class Secret:
+    """A string that never shows itself in ``repr``/``str`` (logs, status, tracebacks)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All settings of ``dispatcher run``; see docs/dispatcher.md for each one."""
+
+    dispatcher_id: str
+    secret_key: Secret = field(repr=False)
+    saas_url: str
+    amqp_url: str
+    state_db: Path
+    cell_url: str
+    http_host: str = "127.0.0.1"
+    http_port: int = 9470
+    discovery_interval_s: float = 30.0
+    discovery_error_backoff_s: float = 5.0
+    config_ttl_s: float = 60.0
+    quota_ttl_s: float = 60.0
+    http_timeout_s: float = 5.0
+    prefetch: int = 64
+    intake_batch: int = 64  # bounds how long a dialing mark waits behind an admission batch
+    outbox_retry_s: float = 1.0
+    outbox_batch: int = 500
+    grace_s: float = 10.0
+    log_format: str = "auto"
+    log_level: str = "INFO"
+    # Recordings (D-REC-1/2): object storage for presigned PUTs; no bucket = no uploads.
+    s3_endpoint: str | None = None
+    s3_bucket: str | None = None
+    s3_region: str = "us-east-1"
+    s3_access_key: str | None = None
+    s3_secret_key: Secret | None = field(default=None, repr=False)
+    s3_key_prefix: str = "calls"
+    upload_authorization_s: float = 900.0
+    recording_deadline_s: float = 900.0
+    recording_sweep_s: float = 1.0
+
+
+# --- parsers: each returns the typed value or raises ValueError(explanation) ---
+
+
+def _uuid4(raw: str) -> str:
+    if not _UUID4.fullmatch(raw):
+        raise ValueError("must be a lowercase canonical UUID v4 (D-ID-1)")
+    return raw
+
+
+def _url(*schemes: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        parts = urlsplit(raw)
+        if parts.scheme not in schemes or not parts.netloc:
+            raise ValueError(f"must be a URL with scheme {'/'.join(schemes)} and a host")
+        return raw.rstrip("/") if parts.scheme.startswith("http") else raw
+
+    return parse
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise ValueError("must be a number > 0")
+    return value
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 65535:
+        raise ValueError("must be an integer port 0..65535 (0 = any free port)")
+    return value
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError("must be an integer >= 1")
+    return value
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.lower() if raw.lower() in allowed else raw.upper()
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def _bucket(raw: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", raw):
+        raise ValueError("must be an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+    return raw
+
+
+def _key_prefix(raw: str) -> str:
+    value = raw.strip("/")
+    if not re.fullmatch(r"[A-Za-z0-9!_.*'()/-]{1,200}", value):
+        raise ValueError("must be 1-200 characters of [A-Za-z0-9!_.*'()/-]")
+    return value
+
+
+def _quota_ttl(raw: str) -> float:
+    value = _positive_float(raw)
+    if value > 60:
+        raise ValueError("must be at most 60 seconds (D-CFG-3)")
+    return value
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "dispatcher_id": _uuid4,
+    "saas_url": _url("http", "https"),
+    "amqp_url": _url("amqp", "amqps"),
+    "state_db": Path,
+    "cell_url": _url("http", "https"),
+    "http_host": str,
+    "http_port": _port,
+    "discovery_interval_s": _positive_float,
+    "discovery_error_backoff_s": _positive_float,
+    "config_ttl_s": _positive_float,
+    "quota_ttl_s": _quota_ttl,
+    "http_timeout_s": _positive_float,
+    "prefetch": _positive_int,
+    "intake_batch": _positive_int,
+    "outbox_retry_s": _positive_float,
+    "outbox_batch": _positive_int,
+    "grace_s": _positive_float,
+    "log_format": _choice("auto", "json", "text"),
+    "log_level": _choice("DEBUG", "INFO", "WARNING", "ERROR"),
+    "s3_endpoint": _url("http", "https"),
+    "s3_bucket": _bucket,
+    "s3_region": str,
+    "s3_access_key": str,
+    "s3_secret_key": Secret,
+    "s3_key_prefix": _key_prefix,
+    "upload_authorization_s": _positive_float,
+    "recording_deadline_s": _positive_float,
+    "recording_sweep_s": _positive_float,
+}
+_FILE_ONLY_KEYS = {"secret_key_file"}
+
+
+def env_name(key: str) -> str:
+    """Environment variable of a setting: ``dispatcher_id`` → ``DISPATCHER_ID``."""
+    return f"{ENV_PREFIX}{key.upper().removeprefix('DISPATCHER_')}"
+
+
+def _describe(key: str, from_env: bool) -> str:
+    return env_name(key) if from_env else f"{key} (config file)"
+
+
+def _read_toml(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise SettingsError(f"config file {path} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
+    section = data.get("dispatcher", data)
+    if not isinstance(section, dict):
+        raise SettingsError(f"config file {path}: [dispatcher] must be a table")
+    return section
+
+
+def _check_file_keys(toml: Mapping[str, Any]) -> None:
+    if "secret_key" in toml:
+        raise SettingsError(
+            "secret_key must not be written in the config file; set DISPATCHER_SECRET_KEY "
+            "or point secret_key_file / DISPATCHER_SECRET_KEY_FILE at a file with mode 0600"
+        )
+    known = set(_PARSERS) | _FILE_ONLY_KEYS
+    for key in toml:
+        if key not in known:
+            raise SettingsError(
+                f"{key} (config file) is not a known setting; see docs/dispatcher.md"
+            )
+
+
+def _load_secret(env: Mapping[str, str], toml: Mapping[str, Any]) -> Secret:
+    direct = env.get(f"{ENV_PREFIX}SECRET_KEY")
+    if direct:
+        return Secret(direct)
+    path_raw = env.get(f"{ENV_PREFIX}SECRET_KEY_FILE") or toml.get("secret_key_file")
+    if not path_raw:
+        raise SettingsError(
+            "DISPATCHER_SECRET_KEY is missing: set it, or DISPATCHER_SECRET_KEY_FILE "
+            "(or secret_key_file in the config file) to a file readable only by this user"
+        )
+    return _read_secret_file(Path(str(path_raw)))
+
+
+def _read_secret_file(path: Path) -> Secret:
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise SettingsError(f"DISPATCHER_SECRET_KEY_FILE {path} cannot be read: {exc}") from exc
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise SettingsError(
+            f"DISPATCHER_SECRET_KEY_FILE {path} is readable by group/others; run chmod 600 {path}"
+        )
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise SettingsError(f"DISPATCHER_SECRET_KEY_FILE {path} is empty")
+    return Secret(value)
+
+
+def _value_for(key: str, env: Mapping[str, str], toml: Mapping[str, Any]) -> tuple[Any, bool]:
+    env_value = env.get(env_name(key))
+    if env_value is not None and env_value != "":
+        return env_value, True
+    return toml.get(key), False
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None, config_file: Path | None = None
+) -> Settings:
+    """Build settings from ``env`` (default ``os.environ``) and an optional TOML file."""
+    env = os.environ if env is None else env
+    if config_file is None and env.get(f"{ENV_PREFIX}CONFIG"):
+        config_file = Path(env[f"{ENV_PREFIX}CONFIG"])
+    toml = _read_toml(config_file)
+    _check_file_keys(toml)
+    values: dict[str, Any] = {"secret_key": _load_secret(env, toml)}
+    defaults = {f.name: f.default for f in fields(Settings)}
+    for key, parse in _PARSERS.items():
+        raw, from_env = _value_for(key, env, toml)
+        if raw is None:
+            if defaults[key] is _MISSING:
+                raise SettingsError(
+                    f"{_describe(key, True)} is missing (or {key} in the config file)"
+                )
+            continue
+        try:
+            values[key] = parse(str(raw))
+        except ValueError as exc:
+            raise SettingsError(f"{_describe(key, from_env)} is invalid: {exc}") from None
+    return Settings(**values)

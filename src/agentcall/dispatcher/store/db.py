@@ -1,0 +1,181 @@
+"""One SQLite file, one connection, one worker thread (WAL, ``synchronous=FULL``).
+
+Every access is a plain function ``fn(conn, *args)`` run on the worker thread, so all
+writes are serialised and each :meth:`Database.write` is one transaction: it commits
+as a whole or not at all. ``synchronous=FULL`` makes a commit durable before the caller
+ACKs a delivery or originates a call (a lost commit could mean a double dial).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from agentcall.dispatcher.errors import DispatcherError
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class StoreError(DispatcherError):
+    """The state database cannot be opened or migrated.
+
+    Fix: check that DISPATCHER_STATE_DB points at a writable file on a local disk and that
+    it was written by this or an older version of the dispatcher.
+    """
+
+
+class Database:
+    """Async facade over a single sqlite3 connection owned by a dedicated thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
+        self._conn: sqlite3.Connection | None = None
+        # Jobs that run before any queued one (see write_first); touched by both threads:
+        # deque append/popleft are atomic.
+        self._first: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+
+    @classmethod
+    async def open(cls, path: Path) -> Database:
+        db = cls(path)
+        await db._run(lambda: db._connect())
+        return db
+
+    def _connect(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=5000")
+            migrate(conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open state database {self.path}: {exc}") from exc
+        self._conn = conn
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._after_first(fn))
+
+    def _after_first(self, fn: Callable[[], T]) -> Callable[[], T]:
+        def job() -> T:
+            self._run_first()
+            return fn()
+
+        return job
+
+    def _run_first(self) -> None:
+        """On the database thread: run every job queued by ``write_first``, in order."""
+        while self._first:
+            fn, future = self._first.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the waiting caller
+                future.set_exception(exc)
+
+    async def read(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, …)`` without a write transaction."""
+        return await self._run(lambda: fn(self._require(), *args, **kw))
+
+    async def write(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, …)`` inside one ``BEGIN IMMEDIATE … COMMIT`` transaction."""
+        return await self._run(lambda: transact(self._require(), fn, *args, **kw))
+
+    async def write_first(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
+    ) -> T:
+        """Like :meth:`write`, but runs before every job still queued (right after the one
+        in progress): for short transactions on a latency-critical path, e.g. marking a
+        round of executions ``dialing`` while large admission batches wait."""
+        future: Future[T] = Future()
+        self._first.append((lambda: transact(self._require(), fn, *args, **kw), future))
+        self._pool.submit(self._run_first)
+        return await asyncio.wrap_future(future)
+
+    def _require(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("state database is closed")
+        return self._conn
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self._run(conn.close)
+        self._pool.shutdown(wait=True)
+
+
+def transact(
+    conn: sqlite3.Connection,
+    fn: Callable[Concatenate[sqlite3.Connection, P], T],
+    *args: P.args,
+    **kw: P.kwargs,
+) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn, *args, **kw)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def _migration_files() -> list[tuple[int, str, str]]:
+    folder = resources.files("agentcall.dispatcher.store") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            number = int(entry.name.split("_", 1)[0])
+            found.append((number, entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply numbered migrations not yet applied, each in its own transaction."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations"
+        " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    files = _migration_files()
+    newest = max((n for n, _, _ in files), default=0)
+    if done and max(done) > newest:
+        raise StoreError(f"state database has migration {max(done)}; this build knows {newest}")
+    for number, name, sql in files:
+        if number not in done:
+            _apply(conn, number, name, sql)
+    return newest
+
+
+def _apply(conn: sqlite3.Connection, number: int, name: str, sql: str) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _statements(sql):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+            (number, name),
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration on ``;`` at line ends (migrations contain no triggers)."""
+    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    return [part.strip() for part in "\n".join(lines).split(";\n") if part.strip()]

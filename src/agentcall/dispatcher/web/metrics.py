@@ -1,0 +1,108 @@
+"""Prometheus exposition built from the same snapshot as ``GET /status``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from agentcall.dispatcher.recording.model import RecordingState
+
+
+class _SnapshotCollector(Collector):
+    def __init__(self, snapshot: Mapping[str, Any]) -> None:
+        self._s = snapshot
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        s = self._s
+        yield _gauge(
+            "dispatcher_admission_open", "1 when new admission is open", s["admission"]["open"]
+        )
+        yield _labelled_gauge(
+            "dispatcher_outbox_events", "outbox rows by state", "state", s["outbox"]
+        )
+        yield _labelled_gauge(
+            "dispatcher_executions", "executions by state", "state", s["executions"]
+        )
+        yield _labelled_gauge(
+            "dispatcher_recordings",
+            "recordings by state, and unavailable ones by error code (unavailable:<code>)",
+            "state",
+            _recording_counts(s.get("recordings") or {}),
+        )
+        commands = CounterMetricFamily(
+            "dispatcher_commands", "call.execute decisions", labels=["decision", "reason"]
+        )
+        for key, value in s["commands"].items():
+            decision, _, reason = key.partition(":")
+            commands.add_metric([decision, reason or decision], value)
+        yield commands
+        disc = s["discovery"]
+        yield _gauge("dispatcher_discovery_cursor", "persisted discovery cursor", disc["cursor"])
+        yield _counter("dispatcher_discovery_errors", "failed discovery rounds", disc["errors"])
+        yield _counter(
+            "dispatcher_discovery_pages_rejected", "rejected pages", disc["pages_rejected"]
+        )
+        consumers = GaugeMetricFamily(
+            "dispatcher_task_consumers", "task queues by consumer state", labels=["state"]
+        )
+        for state, count in _count(t["consumer"] for t in s["tasks"]).items():
+            consumers.add_metric([state], count)
+        yield consumers
+        latency = s["admission"]["latency"]
+        for q in ("p50_ms", "p99_ms"):
+            if latency.get(q) is not None:
+                yield _gauge(
+                    f"dispatcher_admission_latency_{q}", "delivery→decision commit", latency[q]
+                )
+        yield _counter(
+            "dispatcher_outbox_published",
+            "results confirmed by the broker",
+            s["relay"]["published"],
+        )
+        yield _counter(
+            "dispatcher_rejected_inputs", "redacted rejected inputs", s["rejected_inputs"]["count"]
+        )
+        yield _gauge("dispatcher_amqp_connected", "1 when connected", s["amqp"]["connected"])
+
+
+def _recording_counts(values: Mapping[str, Any]) -> dict[str, int]:
+    states = {state.value for state in RecordingState}
+    return {
+        key: value
+        for key, value in values.items()
+        if isinstance(value, int) and (key in states or key.startswith("unavailable:"))
+    }
+
+
+def _count(values: Iterator[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for value in values:
+        out[value] = out.get(value, 0) + 1
+    return out
+
+
+def _gauge(name: str, doc: str, value: float | bool) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=float(value))
+
+
+def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(name, doc, value=float(value))
+
+
+def _labelled_gauge(
+    name: str, doc: str, label: str, values: Mapping[str, int]
+) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=[label])
+    for key, value in values.items():
+        family.add_metric([key], float(value))
+    return family
+
+
+def render(snapshot: Mapping[str, Any]) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_SnapshotCollector(snapshot))
+    return generate_latest(registry)

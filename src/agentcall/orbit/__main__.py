@@ -1,0 +1,3 @@
+from agentcall.orbit.cli import main
+
+main()

@@ -1,0 +1,54 @@
+"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks`, `worker`,
+`idempotency`.
+
+Operator commands (`migrate`, `init`, `queue`, `token`, `idempotency`) talk to the database given by
+`--database` / ORBIT_DATABASE_URL; `tasks` talks to the API at ORBIT_URL with ORBIT_TOKEN.
+
+Subcommands are imported on first use (`LazyGroup`): `orbit worker` then starts without loading
+the server, SQLAlchemy and Alembic (about 2 s less on a busy 2-core machine), while `orbit --help`
+imports them all to show their summaries. `COMMANDS` is the single list of commands; a unit
+test resolves every entry.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("agentcall.orbit.cli.server", "serve"),
+    "migrate": ("agentcall.orbit.cli.server", "migrate"),
+    "init": ("agentcall.orbit.cli.admin", "init"),
+    "queue": ("agentcall.orbit.cli.admin", "queue"),
+    "token": ("agentcall.orbit.cli.admin", "token"),
+    "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # the tasks group with its P3 commands
+    "worker": ("agentcall.orbit.worker.cli", "worker"),
+    "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
+}
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when they are invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attribute = target
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module}.{attribute} is not a click command")
+        return command
+
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(package_name="agentcall-orbit", prog_name="orbit")
+def main() -> None:
+    """Orbit: a durable task service (Task API v1)."""

@@ -1,0 +1,8 @@
+"""`orbit worker`: defined with the worker SDK (`orbit.worker.cli`) so that
+`python -m orbit.worker` starts without the server's imports."""
+
+from __future__ import annotations
+
+from agentcall.orbit.worker.cli import worker
+
+__all__ = ["worker"]

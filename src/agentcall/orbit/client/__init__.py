@@ -1,0 +1,88 @@
+"""Orbit Task API v1 SDK: `Client` and `AsyncClient` with typed models and errors.
+
+Payload numbers stay exact: responses decode integers as `int` and other numbers as
+`Decimal`; requests accept `int` and `Decimal` and refuse `float`. The SDK never retries a
+write and never changes a key: after `TransportError` or `UnavailableError`, resend the same
+request with the same idempotency key.
+"""
+
+from __future__ import annotations
+
+from agentcall.orbit.client.attempts import (
+    Attempt,
+    AttemptError,
+    AttemptOutcome,
+    AttemptPage,
+    AttemptWorker,
+    Evidence,
+    ListAttemptsRequest,
+)
+from agentcall.orbit.client.client import AsyncClient, Client
+from agentcall.orbit.client.control import (
+    BatchItem,
+    BatchReceipt,
+    ResolveTaskRequest,
+    RetryTaskRequest,
+)
+from agentcall.orbit.client.errors import (
+    APIError,
+    BodyTooLargeError,
+    IdempotencyConflictError,
+    InvalidArgumentError,
+    NotFoundError,
+    OrbitClientError,
+    PermissionDeniedError,
+    StateConflictError,
+    TransportError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnsupportedMediaTypeError,
+)
+from agentcall.orbit.client.models import (
+    TASK_STATES,
+    CancelTaskRequest,
+    ListTasksRequest,
+    RetryPolicy,
+    SubmitTaskRequest,
+    Task,
+    TaskPage,
+    TaskReceipt,
+    TaskSummary,
+)
+
+__all__ = [
+    "APIError",
+    "AsyncClient",
+    "Attempt",
+    "AttemptError",
+    "AttemptOutcome",
+    "AttemptPage",
+    "AttemptWorker",
+    "BatchItem",
+    "BatchReceipt",
+    "BodyTooLargeError",
+    "CancelTaskRequest",
+    "Evidence",
+    "Client",
+    "IdempotencyConflictError",
+    "InvalidArgumentError",
+    "ListAttemptsRequest",
+    "ListTasksRequest",
+    "ResolveTaskRequest",
+    "RetryTaskRequest",
+    "NotFoundError",
+    "OrbitClientError",
+    "PermissionDeniedError",
+    "RetryPolicy",
+    "StateConflictError",
+    "SubmitTaskRequest",
+    "TASK_STATES",
+    "Task",
+    "TaskPage",
+    "TaskReceipt",
+    "TaskSummary",
+    "TransportError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnsupportedMediaTypeError",
+]

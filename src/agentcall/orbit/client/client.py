@@ -1,0 +1,231 @@
+"""`Client` (blocking) and `AsyncClient` (asyncio) over httpx. Both build requests and read
+responses with `orbit.client._calls`; only the transport call differs. Writes are never
+retried by the SDK: on `TransportError` or `UnavailableError` resend with the same key."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import httpx
+
+from agentcall.orbit.client import _calls, attempts, control
+from agentcall.orbit.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
+from agentcall.orbit.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
+from agentcall.orbit.client.errors import TransportError
+from agentcall.orbit.client.models import (
+    CancelTaskRequest,
+    ListTasksRequest,
+    SubmitTaskRequest,
+    Task,
+    TaskPage,
+    TaskReceipt,
+    TaskSummary,
+)
+
+T = TypeVar("T")
+Item_co = TypeVar("Item_co", covariant=True)
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+class _Page(Protocol[Item_co]):
+    @property
+    def items(self) -> Sequence[Item_co]: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+if TYPE_CHECKING:  # DataclassInstance exists for type checkers only
+    from _typeshed import DataclassInstance
+
+    class _Paged(DataclassInstance, Protocol):
+        """A list request: a frozen dataclass with a `cursor` field."""
+
+        @property
+        def cursor(self) -> str | None: ...
+
+
+R = TypeVar("R", bound="_Paged")
+
+
+def _pages(fetch: Callable[[R], _Page[Item_co]], request: R) -> Iterator[Item_co]:
+    """Every item of a keyset listing, page after page (one loop for every listing)."""
+    while True:
+        page = fetch(request)
+        yield from page.items
+        if page.next_cursor is None:
+            return
+        request = replace(request, cursor=page.next_cursor)
+
+
+async def _apages(
+    fetch: Callable[[R], Awaitable[_Page[Item_co]]], request: R
+) -> AsyncIterator[Item_co]:
+    """`_pages` for `AsyncClient`."""
+    while True:
+        page = await fetch(request)
+        for item in page.items:
+            yield item
+        if page.next_cursor is None:
+            return
+        request = replace(request, cursor=page.next_cursor)
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+
+class Client:
+    """Blocking client. Use as a context manager or call `close()`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport
+        )
+
+    def _send(self, call: _calls.Call[T]) -> T:
+        try:
+            response = self._http.request(
+                call.method, call.path, params=call.params, headers=call.headers,
+                content=call.content,
+            )  # fmt: skip
+        except httpx.TransportError as exc:
+            raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
+        return _calls.read_response(call, response.status_code, response.content)
+
+    def submit_task(self, key: str, request: SubmitTaskRequest) -> TaskReceipt:
+        return self._send(_calls.submit_task(key, request))
+
+    def get_task(self, task_id: str) -> Task:
+        return self._send(_calls.get_task(task_id))
+
+    def list_tasks(self, request: ListTasksRequest) -> TaskPage:
+        return self._send(_calls.list_tasks(request))
+
+    def iter_tasks(self, request: ListTasksRequest) -> Iterator[TaskSummary]:
+        """Every task of the listing, page after page."""
+        return _pages(self.list_tasks, request)
+
+    def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
+        """WAITING/LEASED: CANCELLED at once; RUNNING: cancel_requested_at is set and the
+        worker decides the end (docs/orbit/p3.md §3)."""
+        return self._send(_calls.cancel_task(task_id, key, request))
+
+    def retry_task(self, task_id: str, key: str, request: RetryTaskRequest) -> TaskReceipt:
+        return self._send(control.retry_task(task_id, key, request))
+
+    def resolve_task(self, task_id: str, key: str, request: ResolveTaskRequest) -> TaskReceipt:
+        return self._send(control.resolve_task(task_id, key, request))
+
+    def submit_batch(self, key: str, requests: Sequence[SubmitTaskRequest]) -> BatchReceipt:
+        """1-100 tasks, all accepted or none (one key for the batch)."""
+        return self._send(control.submit_batch(key, requests))
+
+    def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
+        """One page of the task's attempts, oldest first (without evidence)."""
+        return self._send(attempts.list_attempts(request))
+
+    def iter_attempts(self, task_id: str) -> Iterator[Attempt]:
+        """Every attempt of the task, page after page."""
+        return _pages(self.list_attempts, ListAttemptsRequest(task_id, limit=100))
+
+    def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
+        """One attempt with its evidence."""
+        return self._send(attempts.get_attempt(task_id, attempt_id))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """asyncio client. Use as an async context manager or call `aclose()`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport,
+            limits=limits or httpx.Limits(max_connections=100),
+        )  # fmt: skip
+
+    async def _send(self, call: _calls.Call[T]) -> T:
+        try:
+            response = await self._http.request(
+                call.method, call.path, params=call.params, headers=call.headers,
+                content=call.content,
+            )  # fmt: skip
+        except httpx.TransportError as exc:
+            raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
+        return _calls.read_response(call, response.status_code, response.content)
+
+    async def submit_task(self, key: str, request: SubmitTaskRequest) -> TaskReceipt:
+        return await self._send(_calls.submit_task(key, request))
+
+    async def get_task(self, task_id: str) -> Task:
+        return await self._send(_calls.get_task(task_id))
+
+    async def list_tasks(self, request: ListTasksRequest) -> TaskPage:
+        return await self._send(_calls.list_tasks(request))
+
+    def iter_tasks(self, request: ListTasksRequest) -> AsyncIterator[TaskSummary]:
+        return _apages(self.list_tasks, request)
+
+    async def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
+        return await self._send(_calls.cancel_task(task_id, key, request))
+
+    async def retry_task(self, task_id: str, key: str, request: RetryTaskRequest) -> TaskReceipt:
+        return await self._send(control.retry_task(task_id, key, request))
+
+    async def resolve_task(
+        self, task_id: str, key: str, request: ResolveTaskRequest
+    ) -> TaskReceipt:
+        return await self._send(control.resolve_task(task_id, key, request))
+
+    async def submit_batch(
+        self, key: str, requests: Sequence[SubmitTaskRequest]
+    ) -> BatchReceipt:
+        return await self._send(control.submit_batch(key, requests))
+
+    async def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:
+        return await self._send(attempts.list_attempts(request))
+
+    def iter_attempts(self, task_id: str) -> AsyncIterator[Attempt]:
+        return _apages(self.list_attempts, ListAttemptsRequest(task_id, limit=100))
+
+    async def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
+        return await self._send(attempts.get_attempt(task_id, attempt_id))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

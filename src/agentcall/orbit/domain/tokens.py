@@ -1,0 +1,99 @@
+"""Credentials (O-API-1): random bearer secrets stored as SHA-256 hashes, permissions,
+per-queue scopes, expiry and revocation. See docs/orbit/authentication.md."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from agentcall.orbit.domain.errors import (
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+
+TOKEN_PREFIX = "orb_"
+
+
+class Permission(enum.StrEnum):
+    SUBMIT = "tasks:submit"
+    READ = "tasks:read"
+    CANCEL = "tasks:cancel"
+    WORK = "tasks:work"
+    REVIEW = "tasks:review"
+
+
+ALL_PERMISSIONS = frozenset(Permission)
+
+
+def parse_permission(text: str) -> Permission:
+    try:
+        return Permission(text)
+    except ValueError:
+        names = ", ".join(p.value for p in Permission)
+        raise InvalidArgument(f"unknown permission {text!r}; use one of {names}") from None
+
+
+def generate_secret() -> str:
+    """`orb_` + 32 random bytes, URL-safe base64: shown once, never stored."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    token_id: str
+    namespace_id: str
+    permissions: frozenset[Permission]
+    queue_ids: frozenset[str]
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the namespace is fixed by the token, never by the body."""
+
+    token_id: str
+    namespace_id: str
+    permissions: frozenset[Permission]
+    queue_ids: frozenset[str]
+
+    def require(self, permission: Permission) -> None:
+        if permission not in self.permissions:
+            raise PermissionDenied(f"the token lacks the {permission.value} permission")
+
+    def require_queue(self, queue_id: str) -> None:
+        if queue_id not in self.queue_ids:
+            raise PermissionDenied("the token has no access to this queue")
+
+    def require_visible(self, namespace_id: str, queue_id: str) -> None:
+        """Single-resource reads outside the namespace or queue scope look like absence."""
+        if namespace_id != self.namespace_id or queue_id not in self.queue_ids:
+            raise NotFound("task not found")
+
+
+def bearer_secret(header: str | None) -> str:
+    if header is None:
+        raise Unauthenticated("missing Authorization: Bearer <token> header")
+    scheme, _, secret = header.partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
+        raise Unauthenticated("the Authorization header must be 'Bearer <token>'")
+    return secret
+
+
+def authenticate(record: TokenRecord | None, now: datetime) -> Principal:
+    """The same message for unknown, expired and revoked tokens: no oracle for guessers."""
+    if record is None or record.revoked_at is not None:
+        raise Unauthenticated("the token is unknown, expired or revoked")
+    if record.expires_at is not None and record.expires_at <= now:
+        raise Unauthenticated("the token is unknown, expired or revoked")
+    return Principal(record.token_id, record.namespace_id, record.permissions, record.queue_ids)

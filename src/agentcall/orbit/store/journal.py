@@ -1,0 +1,89 @@
+"""Task events and the audit log. Neither copies business parameters (payloads)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.task import Task
+from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.store.db import InsertRows, hot_execute
+from agentcall.orbit.store.tables import audit_log, task_events
+
+_EVENT = task_events.insert()
+_AUDIT = audit_log.insert()
+
+
+def _event_row(
+    task: Task,
+    kind: str,
+    from_state: TaskState | None,
+    now: datetime,
+    detail: Mapping[str, JsonValue] | None,
+) -> dict[str, Any]:
+    return {
+        "id": new_id(),
+        "task_id": task.id,
+        "revision": task.revision,
+        "kind": kind,
+        "from_state": from_state.value if from_state else None,
+        "to_state": task.state.value,
+        "detail": None if detail is None else dumps(detail),
+        "created_at": now,
+    }
+
+
+def _audit_row(
+    principal: Principal, action: str, task: Task, request_id: str | None, now: datetime
+) -> dict[str, Any]:
+    return {
+        "id": new_id(),
+        "namespace_id": principal.namespace_id,
+        "token_id": principal.token_id,
+        "action": action,
+        "task_id": task.id,
+        "queue_id": task.queue_id,
+        "handler": task.handler,
+        "request_id": request_id,
+        "created_at": now,
+    }
+
+
+async def append_event(
+    conn: AsyncConnection,
+    task: Task,
+    kind: str,
+    from_state: TaskState | None,
+    now: datetime,
+    detail: Mapping[str, JsonValue] | None = None,
+) -> None:
+    """One event per task revision (unique on task_id + revision)."""
+    await hot_execute(conn, _EVENT, _event_row(task, kind, from_state, now, detail))
+
+
+async def append_audit(
+    conn: AsyncConnection,
+    principal: Principal,
+    action: str,
+    task: Task,
+    request_id: str | None,
+    now: datetime,
+) -> None:
+    await hot_execute(conn, _AUDIT, _audit_row(principal, action, task, request_id, now))
+
+
+def acceptance_rows(
+    accepted: Sequence[tuple[Principal, Task, str]], action: str, now: datetime
+) -> tuple[InsertRows, InsertRows]:
+    """The ACCEPTED event and the audit line of each new (principal, task, request ID): one
+    INSERT per table (`db.hot_insert_all`)."""
+    events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
+    audits = [_audit_row(principal, action, task, request_id, now)
+              for principal, task, request_id in accepted]  # fmt: skip
+    return InsertRows(_EVENT, events), InsertRows(_AUDIT, audits)

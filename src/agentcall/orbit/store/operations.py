@@ -1,0 +1,177 @@
+"""One transaction per API operation (O-SUB-4): the use cases the HTTP layer calls. Cancel,
+retry and resolve (writes on one task) are `orbit.workers.cancel` / `orbit.workers.review`.
+
+Submit inserts the idempotency record first: a concurrent request with the same key
+then waits on that key and fails with a duplicate, after which it replays the winner's receipt
+(or gets IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothing
+(O-NOTE-6).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from agentcall.orbit.domain.canonical import Digest
+from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.errors import InvalidArgument, Unavailable
+from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.submit import OPERATION as SUBMIT
+from agentcall.orbit.domain.submit import SubmitRequest, plan_times, submit_digest
+from agentcall.orbit.domain.task import Task, TaskSummary, new_task, task_view
+from agentcall.orbit.domain.tokens import (
+    Permission,
+    Principal,
+    TokenRecord,
+    authenticate,
+    hash_secret,
+)
+from agentcall.orbit.store import idempotency, journal, tasks, tenancy
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.group_plan import PendingSubmit
+from agentcall.orbit.store.receipts import Receipt
+from agentcall.orbit.store.submit_group import SubmitGroups
+from agentcall.orbit.store.task_writes import visible_task
+from agentcall.orbit.store.token_cache import TokenCache
+
+__all__ = ["Operations", "Page", "Receipt"]
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[TaskSummary]
+    next_position: Position | None
+
+
+class Operations:
+    """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
+    submit is its own transaction. `token_cache`: see `orbit.store.token_cache`.
+    `on_accepted(queue_id)` is called once a submit committed a new task (the execution
+    service's dispatcher wakes for that queue)."""
+
+    def __init__(
+        self, db: Database, *, group_commit: bool = True, token_cache: TokenCache | None = None
+    ) -> None:
+        self.db = db
+        self.groups = SubmitGroups(db, self._submit_alone) if group_commit else None
+        self.tokens = TokenCache.from_env() if token_cache is None else token_cache
+        self.on_accepted: Callable[[str], None] = _ignore
+
+    async def authenticate(self, secret: str) -> Principal:
+        secret_sha256 = hash_secret(secret)
+        record = self.tokens.get(secret_sha256, time.monotonic())
+        if record is None:
+            record = await self.db.retrying(lambda: self._load_token(secret_sha256))
+        return authenticate(record, datetime.now(UTC))  # expiry: against now, every time
+
+    async def _load_token(self, secret_sha256: str) -> TokenRecord | None:
+        loaded = time.monotonic()
+        async with self.db.single_read() as conn:
+            record = await tenancy.load_token(conn, secret_sha256)
+        self.tokens.put(secret_sha256, record, loaded)
+        return record
+
+    async def submit(
+        self, principal: Principal, request: SubmitRequest, key: str, request_id: str
+    ) -> Receipt:
+        """201 once committed, or the replay (200) of the key's first receipt (O-SUB-1)."""
+        principal.require(Permission.SUBMIT)
+        principal.require_queue(request.queue_id)
+        scope = Scope(principal.namespace_id, SUBMIT, "", key)
+        item = PendingSubmit(principal, request, scope, submit_digest(request), request_id)
+        if self.groups is None:
+            receipt = await self._submit_alone(item)
+        else:
+            receipt = await self.groups.submit(item)
+        if receipt.status == 201 and not receipt.leased:
+            self.on_accepted(request.queue_id)
+        return receipt
+
+    async def _submit_alone(self, item: PendingSubmit) -> Receipt:
+        """The single path: one transaction for this submit."""
+        principal, request, scope, digest = item.principal, item.request, item.scope, item.digest
+        request_id = item.request_id
+
+        async def once() -> Receipt:
+            async with self.db.write() as conn:
+                now = await self.db.now(conn)
+                try:
+                    times = plan_times(request, now)
+                except InvalidArgument:  # a replay is not validated against the clock again
+                    stored = await idempotency.find(conn, scope)
+                    if stored is None:
+                        raise
+                    return _replay(stored, digest)
+                task = new_task(new_id(), principal.namespace_id, request, times, now)
+                receipt = StoredReceipt(digest, 201, dumps(task_view(task)))
+                # first: a concurrent or earlier request with this key fails here -> replay
+                await idempotency.insert(conn, scope, digest, task.id, receipt, now)
+                await tasks.insert_task(conn, task)
+                await journal.append_event(conn, task, "ACCEPTED", None, now)
+                await journal.append_audit(conn, principal, SUBMIT, task, request_id, now)
+            return Receipt(201, False, receipt.receipt_text)
+
+        return await self._with_replay(once, scope, digest)
+
+    async def get(self, principal: Principal, task_id: str) -> Task:
+        principal.require(Permission.READ)
+
+        async def once() -> Task:
+            async with self.db.single_read() as conn:
+                return await visible_task(conn, principal, task_id)
+
+        return await self.db.retrying(once)
+
+    async def list(
+        self,
+        principal: Principal,
+        queue_id: str,
+        state: TaskState | None,
+        after: Position | None,
+        limit: int,
+    ) -> Page:
+        principal.require(Permission.READ)
+        principal.require_queue(queue_id)
+
+        async def once() -> Page:
+            async with self.db.single_read() as conn:
+                rows = await tasks.page(conn, queue_id, state, after, limit + 1)
+            if len(rows) <= limit:
+                return Page(rows, None)
+            last = rows[limit - 1]
+            return Page(rows[:limit], Position(queue_id, state, last.created_at, last.id))
+
+        return await self.db.retrying(once)
+
+    async def _with_replay(
+        self, once: Callable[[], Awaitable[Receipt]], scope: Scope, digest: Digest
+    ) -> Receipt:
+        async def attempt() -> Receipt:
+            try:
+                return await once()
+            except sa.exc.IntegrityError as exc:
+                if not self.db.is_duplicate(exc):
+                    raise
+            async with self.db.read() as conn:  # a concurrent request won the key
+                stored = await idempotency.find(conn, scope)
+            if stored is None:
+                raise Unavailable("concurrent request on the same key; retry with the same key")
+            return _replay(stored, digest)
+
+        return await self.db.retrying(attempt)
+
+
+def _replay(stored: StoredReceipt, digest: Digest) -> Receipt:
+    check_replay(stored, digest)
+    return Receipt(200, True, stored.receipt_text)
+
+
+def _ignore(queue_id: str) -> None:
+    """No dispatcher in this process (the CLI, tests of the API alone)."""

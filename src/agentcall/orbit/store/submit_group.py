@@ -1,0 +1,180 @@
+"""Submits by group commit (O-SUB-1, O-SUB-4): the submits that arrive while earlier groups
+commit are written together in ONE transaction, and every caller is answered only after that
+transaction committed. One durable commit then serves many submits, as a database's own group
+commit does for its log flushes.
+
+A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
+the decisions of `group_plan`, the eager leases of the execution service if it is there
+(`handoff`, `orbit.workers.eager`), then one multi-row INSERT per table (idempotency records
+first, tasks, attempts and their events, acceptance events, audit: `db.hot_insert_all`, which
+sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
+after the commit, and released if the transaction fails. If it fails (a key was taken
+meanwhile by another transaction, the database is unavailable, ...) it is rolled back and
+each submit runs again alone on the single path, so one submit never fails its neighbours and
+a taken key replays as on the single path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.submit import OPERATION as SUBMIT
+from agentcall.orbit.domain.task import Task
+from agentcall.orbit.store import idempotency, journal, tasks
+from agentcall.orbit.store.db import Database, Dialect, InsertRows, hot_insert_all
+from agentcall.orbit.store.group_commit import GroupCommit
+from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
+from agentcall.orbit.store.receipts import Receipt
+
+log = logging.getLogger("orbit.store")
+Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
+
+
+class Claims(Protocol):
+    """Tasks of a group leased eagerly in its transaction (`orbit.workers.eager`)."""
+
+    @property
+    def task_ids(self) -> frozenset[str]: ...
+
+    def inserts(self) -> list[InsertRows]: ...
+
+    def event_rows(self) -> list[dict[str, Any]]: ...
+
+    def deliver(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+Handoff = Callable[[Sequence[Task], datetime], Claims]
+MAX_GROUP = 64
+# payload text per group: each payload is written twice (task, receipt), and one statement
+# must stay well below max_allowed_packet (16 MiB by default)
+MAX_GROUP_BYTES = 4 * 1024 * 1024
+ENV_LANES, DEFAULT_LANES, MAX_LANES = "ORBIT_SUBMIT_LANES", 2, 16
+
+
+def lanes_for(db: Database) -> int:
+    """Groups committing at once per process: one writer on SQLite; on MySQL/MariaDB
+    ORBIT_SUBMIT_LANES (default 2: one group is decided and written while the other waits for
+    its log flush)."""
+    if db.dialect is Dialect.SQLITE:
+        return 1
+    text = os.environ.get(ENV_LANES, "")
+    if text == "":
+        return DEFAULT_LANES
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LANES:
+        raise SetupError(f"{ENV_LANES} must be an integer 1-{MAX_LANES}, got {text!r}")
+    return int(text)
+
+
+class SubmitGroups:
+    """`handoff`, when the execution service set it, leases accepted tasks to connections of
+    this process inside the group's transaction (eager dispatch)."""
+
+    def __init__(self, db: Database, alone: Alone, lanes: int | None = None) -> None:
+        self.db = db
+        self.alone = alone
+        self.handoff: Handoff | None = None
+        self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
+            self._run, lanes=lanes or lanes_for(db), max_group=MAX_GROUP,
+            weight=_size, max_weight=MAX_GROUP_BYTES,
+        )  # fmt: skip
+        self.fallbacks = 0  # groups that ran again submit by submit
+
+    async def submit(self, item: PendingSubmit) -> Receipt:
+        return await self.commit(item)
+
+    async def _run(self, items: list[PendingSubmit]) -> Sequence[Receipt | BaseException]:
+        try:
+            done = await self.db.retrying(lambda: self._transaction(items))
+        except Exception as exc:  # noqa: BLE001 - isolated below
+            if len(items) == 1:
+                return [exc]
+            log.warning("a group of %d submits failed (%s); each runs alone", len(items), exc)
+            done = None
+        if done is None:  # each alone: one failing submit never fails the others
+            self.fallbacks += 1
+            return await asyncio.gather(*map(self.alone, items), return_exceptions=True)
+        decisions, claims = done
+        leased = frozenset[str]()
+        if claims is not None:
+            claims.deliver()
+            leased = claims.task_ids
+        return [_answer(decision, leased) for decision in decisions]
+
+    async def _transaction(
+        self, items: list[PendingSubmit]
+    ) -> tuple[list[Decision], Claims | None] | None:
+        """The group's decisions and eager leases once committed; None when a key was taken
+        meanwhile. Slots reserved by a transaction that did not commit are released."""
+        claims: Claims | None = None
+        try:
+            async with self.db.hot_write() as conn:
+                scopes = [item.scope for item in items]
+                now, stored = await idempotency.now_and_find_many(
+                    self.db, conn, SUBMIT, "", scopes
+                )
+                decisions = plan_group(items, stored, now, new_id)
+                pairs = zip(items, decisions, strict=True)
+                accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
+                if accepted:
+                    claims = self._claim([d.task for _, d in accepted], now)
+                    await hot_insert_all(conn, self._inserts(accepted, claims, now),
+                                         one_trip=len(accepted) == 1, commit=True)  # fmt: skip
+        except sa.exc.IntegrityError as exc:
+            _release(claims)
+            if self.db.is_duplicate(exc):
+                return None
+            raise
+        except BaseException:
+            _release(claims)
+            raise
+        return decisions, claims
+
+    def _claim(self, accepted: list[Task], now: datetime) -> Claims | None:
+        return None if self.handoff is None else self.handoff(accepted, now)
+
+    @staticmethod
+    def _inserts(
+        accepted: list[tuple[PendingSubmit, Accept]], claims: Claims | None, now: datetime
+    ) -> list[InsertRows]:
+        """The group's rows, parents first; its last writes, so the COMMIT may go with them.
+        The LEASED events of eager leases join the ACCEPTED events' INSERT (same table)."""
+        leased = claims.task_ids if claims is not None else frozenset[str]()
+        events, audits = journal.acceptance_rows(
+            [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now)  # fmt: skip
+        leased_events = claims.event_rows() if claims is not None else []
+        return [
+            idempotency.receipt_rows([(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
+            tasks.new_task_rows([d.task for _, d in accepted if d.task.id not in leased]),
+            *(claims.inserts() if claims is not None else []),
+            InsertRows(events.statement, [*events.rows, *leased_events]),
+            audits,
+        ]
+
+
+def _size(item: PendingSubmit) -> int:
+    return len(item.request.payload_text)
+
+
+def _release(claims: Claims | None) -> None:
+    if claims is not None:
+        claims.release()
+
+
+def _answer(decision: Decision, leased: frozenset[str]) -> Receipt | BaseException:
+    if isinstance(decision, Accept):
+        handed = decision.task.id in leased
+        return Receipt(201, False, decision.receipt.receipt_text, leased=handed)
+    if isinstance(decision, Refuse):
+        return decision.error
+    return Receipt(200, True, decision.stored.receipt_text)

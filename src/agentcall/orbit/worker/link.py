@@ -1,0 +1,98 @@
+"""The worker's side of acknowledgements: every state-changing message waits in the outbox until
+its `ack` arrives, and is resent in order after a reconnect (worker-protocol.md §3.11). Also the
+reconnect backoff and the endpoint URL."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
+
+CONNECT_PATH = "/v1/workers/connect"
+Send = Callable[[str], Awaitable[None]]
+
+
+class LinkDown(Exception):
+    """The connection dropped before a non-resendable message (heartbeat, flow) was acked."""
+
+
+@dataclass(slots=True)
+class Pending:
+    text: str
+    future: asyncio.Future[dict[str, Any]]
+    resend: bool
+
+
+class Outbox:
+    """Messages awaiting their ack, in send order."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Pending] = {}
+        self._ids = itertools.count(1)
+        self._send: Send | None = None
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    async def submit(self, message: dict[str, JsonValue], *, resend: bool = True) -> dict[str, Any]:
+        """Send (now, or after the next reconnect) and wait for the ack."""
+        msg_id = f"m{next(self._ids)}"
+        text = dumps({**message, "msg_id": msg_id})
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if self._send is None and not resend:
+            raise LinkDown("not connected")
+        self._pending[msg_id] = Pending(text, future, resend)
+        try:
+            if self._send is not None:
+                await self._transmit(self._send, text)
+            return await future
+        finally:
+            self._pending.pop(msg_id, None)
+
+    def acknowledge(self, ack: dict[str, Any]) -> None:
+        pending = self._pending.get(str(ack.get("msg_id")))
+        if pending is not None and not pending.future.done():
+            pending.future.set_result(ack)
+
+    async def connected(self, send: Send) -> None:
+        """Resend every resendable message in its original order."""
+        self._send = send
+        for pending in list(self._pending.values()):
+            if pending.resend and not pending.future.done():
+                await self._transmit(send, pending.text)
+
+    def disconnected(self) -> None:
+        self._send = None
+        for pending in self._pending.values():
+            if not pending.resend and not pending.future.done():
+                pending.future.set_exception(LinkDown("connection lost before the ack"))
+
+    @staticmethod
+    async def _transmit(send: Send, text: str) -> None:
+        try:
+            await send(text)
+        except Exception:  # a dropped link: the message is resent on reconnect
+            return
+
+
+def backoff_delay(attempt: int, *, base: float = 0.1, cap: float = 10.0) -> float:
+    """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^attempt)]."""
+    return random.uniform(0, min(cap, base * (2 ** min(attempt, 30))))
+
+
+def endpoint(url: str) -> str:
+    """`http(s)://host:port[/prefix]` or `ws(s)://…` → the WebSocket URL of the endpoint."""
+    parts = urlsplit(url)
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"ORBIT_URL {url!r} must be an http(s):// or ws(s):// URL")
+    path = parts.path.rstrip("/")
+    if not path.endswith(CONNECT_PATH):
+        path += CONNECT_PATH
+    return urlunsplit((scheme, parts.netloc, path, "", ""))

@@ -1,0 +1,303 @@
+"""`/v1/workers/connect`: authenticate the upgrade (401/403 before accepting), read `hello`,
+answer `hello_ok`, then apply every worker message through the batcher and acknowledge it.
+Messages of one connection are handled concurrently (so they share group commits); the
+protocol keeps that safe because a worker only sends `result` after its `started` ack."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from agentcall.orbit.domain.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
+from agentcall.orbit.domain.times import format_time
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.domain.worker_errors import ProtocolError
+from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.worker.framing import BATCH_PROTOCOL, FrameWriter
+from agentcall.orbit.workers import steps
+from agentcall.orbit.workers.acks import Ack, Peer
+from agentcall.orbit.workers.edge import (
+    close_quietly,
+    close_reason,
+    deny,
+    msg_id_in,
+    msg_id_of,
+    secret_of,
+)
+from agentcall.orbit.workers.frames import read_frame
+from agentcall.orbit.workers.hub import Hub, Link
+from agentcall.orbit.workers.messages import (
+    PROTOCOL,
+    ClientMessage,
+    Evidence,
+    Flow,
+    Heartbeat,
+    Hello,
+    Release,
+    Result,
+    Started,
+    parse_message,
+    parse_value,
+)
+
+log = logging.getLogger("orbit.workers")
+HELLO_TIMEOUT = 10.0
+REAUTH_SECONDS = 30.0
+MAX_CONCURRENT_MESSAGES = 256
+
+
+class Close(Exception):
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class WorkerEndpoint:
+    def __init__(self, ops: Operations, hub: Hub, settings: Any) -> None:
+        self.ops = ops
+        self.hub = hub
+        self.settings = settings
+
+    async def handle(self, websocket: WebSocket) -> None:
+        principal = await self._authenticate(websocket)
+        if principal is None:
+            return
+        offered = websocket.scope.get("subprotocols", [])
+        if PROTOCOL not in offered and BATCH_PROTOCOL not in offered:
+            await websocket.accept()
+            await websocket.close(4426, f"offer the subprotocol {PROTOCOL}")
+            return
+        batching = BATCH_PROTOCOL in offered
+        await websocket.accept(subprotocol=BATCH_PROTOCOL if batching else PROTOCOL)
+        session = _Session(self, websocket, principal, batching)
+        try:
+            await session.run()
+        except Close as close:
+            log.info("worker connection refused", extra={"code": close.code, "why": close.reason})
+            await close_quietly(websocket, close.code, close.reason)
+        except WebSocketDisconnect:
+            pass
+
+    async def _authenticate(self, websocket: WebSocket) -> Principal | None:
+        try:
+            principal = await self.ops.authenticate(secret_of(websocket))
+            principal.require(Permission.WORK)
+            return principal
+        except Unauthenticated as exc:
+            await deny(websocket, 401, "UNAUTHENTICATED", exc.message)
+        except PermissionDenied as exc:
+            await deny(websocket, 403, "PERMISSION_DENIED", exc.message)
+        return None
+
+
+class _Session:
+    def __init__(
+        self, endpoint: WorkerEndpoint, websocket: WebSocket, principal: Principal, batching: bool
+    ) -> None:
+        self.endpoint = endpoint
+        self.hub = endpoint.hub
+        self.kernel = endpoint.hub.kernel
+        self.websocket = websocket
+        self.principal = principal
+        self.secret = secret_of(websocket)
+        self.checked_at = time.monotonic()
+        self._send_lock = asyncio.Lock()
+        self.batching = batching
+        self._frames = FrameWriter(websocket.send_text)
+        self._slots = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
+        self.link: Link | None = None
+
+    async def send(self, message: dict[str, JsonValue], *, linger: bool = True) -> None:
+        if self.batching:
+            await self._frames(dumps(message), linger=linger)
+            return
+        async with self._send_lock:
+            await self.websocket.send_text(dumps(message))
+
+    async def run(self) -> None:
+        hello = await self._hello()
+        peer = Peer(new_id(), self.principal.token_id, self.principal.namespace_id,
+                    frozenset(hello.queues), hello.worker)  # fmt: skip
+        statuses, now = await self.hub.batcher.run(partial(self._rebind, peer, hello))
+        link = Link(peer, hello.handlers, hello.queues, hello.capacity, self.send,
+                    urgent=partial(self.send, linger=False))  # fmt: skip
+        self.link = link
+        held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}
+        await self.send(self._hello_ok(peer, statuses, now))
+        self.hub.add(link, held)
+        log.info("worker connected", extra={"connection_id": peer.connection_id,
+                 "worker": hello.worker.name, "capacity": hello.capacity})  # fmt: skip
+        try:
+            await self._pump()
+        finally:
+            self.hub.remove(link)
+            await self.hub.disconnect(peer.connection_id)
+            log.info("worker disconnected", extra={"connection_id": peer.connection_id})
+
+    async def _hello(self) -> Hello:
+        try:
+            text = await asyncio.wait_for(self.websocket.receive_text(), HELLO_TIMEOUT)
+        except TimeoutError:
+            raise Close(4408, "no hello within 10 s") from None
+        try:
+            hello = parse_message(text)
+        except (InvalidArgument, ProtocolError) as exc:
+            raise Close(4400, close_reason(exc.message)) from None
+        if not isinstance(hello, Hello):
+            raise Close(4400, "the first message must be hello")
+        outside = [q for q in hello.queues if q not in self.principal.queue_ids]
+        if outside:
+            raise Close(4403, close_reason(f"queue {outside[0]} is outside the token's scope"))
+        return hello
+
+    async def _rebind(
+        self, peer: Peer, hello: Hello, conn: AsyncConnection, now: datetime
+    ) -> tuple[list[dict[str, JsonValue]], datetime]:
+        if not hello.attempts:
+            return [], now
+        upkeep = self.hub.upkeep
+        return await upkeep.heartbeat(conn, now, peer, hello.attempts, rebind=True), now
+
+    def _hello_ok(
+        self, peer: Peer, statuses: list[dict[str, JsonValue]], now: datetime
+    ) -> dict[str, JsonValue]:
+        ttl = self.endpoint.settings.lease_ttl_ms
+        attempts: list[JsonValue] = [
+            {"attempt_id": s["attempt_id"], "status": "lost" if s["status"] == "lost" else "ok"}
+            for s in statuses
+        ]
+        return {
+            "type": "hello_ok", "protocol": PROTOCOL, "connection_id": peer.connection_id,
+            "server_time": format_time(now), "lease_ttl_ms": ttl,
+            "heartbeat_interval_ms": max(1, ttl // 3), "max_message_bytes": 1_048_576,
+            "attempts": attempts,
+        }  # fmt: skip
+
+    async def _pump(self) -> None:
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                text = await self.websocket.receive_text()
+                try:
+                    values = read_frame(text, self.batching)
+                except InvalidArgument as exc:
+                    values, problem = [], exc.message
+                    await self._slots.acquire()
+                    self._spawn(pending, self._refuse(text, problem))
+                for value in values:
+                    await self._slots.acquire()
+                    self._spawn(pending, self._handle(value))
+        finally:
+            for task in pending:
+                task.cancel()
+
+    @staticmethod
+    def _spawn(pending: set[asyncio.Task[None]], work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    async def _refuse(self, text: str, problem: str) -> None:
+        try:
+            await self._invalid(msg_id_of(text), problem)
+        except Close as close:
+            await close_quietly(self.websocket, close.code, close.reason)
+        except Exception:  # noqa: BLE001 - a closed socket while answering
+            log.debug("answer not delivered", exc_info=True)
+        finally:
+            self._slots.release()
+
+    async def _handle(self, value: JsonValue) -> None:
+        try:
+            try:
+                message = parse_value(value)
+            except (InvalidArgument, ProtocolError) as exc:
+                await self._invalid(msg_id_in(value), exc.message)
+                return
+            await self.send(await self._apply(message))
+        except Close as close:
+            await close_quietly(self.websocket, close.code, close.reason)
+        except Exception:  # noqa: BLE001 - a closed socket while answering: the worker resends
+            log.debug("answer not delivered", exc_info=True)
+        finally:
+            self._slots.release()
+
+    async def _apply(self, message: ClientMessage) -> dict[str, JsonValue]:
+        if isinstance(message, Hello):
+            raise Close(4400, "hello may be sent only once per connection")
+        if isinstance(message, Heartbeat):
+            return await self._heartbeat(message)
+        if isinstance(message, Flow):
+            assert self.link is not None
+            self.link.capacity = message.capacity
+            self.hub.notify()
+            return Ack(True, {"capacity": message.capacity}).body(message.msg_id)
+        ack = await self._step(message)
+        if ack.ended:
+            self.hub.ended(ack.ended)
+        if ack.wake:
+            self.hub.notify(ack.wake)
+        return ack.body(message.msg_id)
+
+    async def _step(self, message: Started | Result | Release | Evidence) -> Ack:
+        kernel, peer, batcher = self.kernel, self._peer(), self.hub.batcher
+        try:
+            if isinstance(message, Started):
+                ack: Ack = await batcher.submit("start", (peer, message.ref))
+            elif isinstance(message, Result):
+                ack = await batcher.submit("finish", (peer, message))
+            elif isinstance(message, Release):
+                step = partial(steps.call, kernel.release, peer, message)
+                ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
+            else:
+                step = partial(steps.call_evidence, kernel.evidence, peer, message)
+                ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
+            return ack
+        except Exception:
+            log.exception("worker message failed", extra={"type": type(message).__name__})
+            return Ack(False, code="UNAVAILABLE", message="the database is unavailable; resend")
+
+    async def _heartbeat(self, message: Heartbeat) -> dict[str, JsonValue]:
+        await self._recheck_token()
+        peer = self._peer()
+        step = partial(steps.heartbeat, self.hub.upkeep.heartbeat, peer, message)
+        try:
+            statuses = await self.hub.batcher.run(step)
+        except Exception:
+            log.exception("heartbeat failed")
+            return Ack(False, code="UNAVAILABLE", message="the database is unavailable").body(
+                message.msg_id
+            )
+        for status in statuses:
+            if status["status"] == "lost":
+                self.hub.ended(str(status["attempt_id"]))
+        return Ack(True, {"attempts": list(statuses)}).body(message.msg_id)
+
+    async def _recheck_token(self) -> None:
+        if time.monotonic() - self.checked_at < REAUTH_SECONDS:
+            return
+        try:
+            await self.endpoint.ops.authenticate(self.secret)
+        except Unauthenticated:
+            raise Close(4401, "the token expired or was revoked") from None
+        self.checked_at = time.monotonic()
+
+    async def _invalid(self, msg_id: str | None, problem: str) -> None:
+        if msg_id is None:
+            raise Close(4400, close_reason(problem))
+        await self.send(Ack(False, code="INVALID_MESSAGE", message=problem).body(msg_id))
+
+    def _peer(self) -> Peer:
+        assert self.link is not None
+        return self.link.peer

@@ -1,0 +1,62 @@
+"""Evidence rows: idempotent per (attempt, key), at most 100 per attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcall.orbit.domain.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
+from agentcall.orbit.workers.store import LiveAttempt
+from agentcall.orbit.workers.tables import task_attempt_evidence, task_attempts
+
+e = task_attempt_evidence.c
+
+
+async def check_evidence(
+    conn: AsyncConnection, live: LiveAttempt, items: Sequence[EvidenceItem]
+) -> list[EvidenceItem]:
+    """The items not yet stored; a known key with other content or too many items raise."""
+    if not items:
+        return []
+    query = sa.select(e.ev_key, e.digest).where(
+        e.attempt_id == live.id, e.ev_key.in_([item.key for item in items])
+    )
+    known = {row.ev_key: row.digest for row in await conn.execute(query)}
+    fresh = []
+    for item in items:
+        stored = known.get(item.key)
+        if stored is None:
+            fresh.append(item)
+        elif stored != item.digest:
+            raise EvidenceConflict(f"evidence key {item.key!r} was recorded with other content")
+    if live.evidence_count + len(fresh) > MAX_EVIDENCE_ITEMS:
+        raise EvidenceLimit(f"an attempt holds at most {MAX_EVIDENCE_ITEMS} evidence items")
+    return fresh
+
+
+async def insert_evidence(
+    conn: AsyncConnection, live: LiveAttempt, items: Sequence[EvidenceItem], now: datetime
+) -> None:
+    if not items:
+        return
+    rows = [
+        {
+            "id": new_id(), "attempt_id": live.id, "task_id": live.task_id,
+            "seq": live.evidence_count + index + 1, "ev_key": item.key, "kind": item.kind.value,
+            "name": item.name, "uri": item.uri, "media_type": item.media_type,
+            "size_bytes": item.size_bytes, "sha256": item.sha256, "data": item.data_text,
+            "digest": item.digest, "created_at": now,
+        }  # fmt: skip
+        for index, item in enumerate(items)
+    ]
+    await conn.execute(task_attempt_evidence.insert(), rows)
+    await conn.execute(
+        task_attempts.update()
+        .where(task_attempts.c.id == live.id)
+        .values(evidence_count=task_attempts.c.evidence_count + len(rows))
+    )

@@ -1,0 +1,260 @@
+"""Connected workers of this server process and the two loops that serve them: the dispatcher
+(push leases within each connection's credit, fair across its queues, woken on submit, requeue
+and capacity freed on a connection that may have left work waiting, with a fallback tick) and
+the sweeper (expired leases, attempt and task
+deadlines, on the database clock). worker-protocol.md §5-§6."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcall.orbit.domain.dispatch import EVERY, Hinted, Offer, pending_after, shares, wants_more
+from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.leasing import HandlerKey, free_slots
+from agentcall.orbit.workers.acks import Grant, Peer
+from agentcall.orbit.workers.batch import Batcher
+from agentcall.orbit.workers.kernel import Kernel, LeaseAsk
+from agentcall.orbit.workers.upkeep import SweepReport, Upkeep
+
+log = logging.getLogger("orbit.workers")
+SWEEP_LIMIT = 500
+WAITING_SWEEP_S = 1.0  # WAITING tasks past a deadline: scanned about once a second
+Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
+
+
+@dataclass(eq=False, slots=True)
+class Link:
+    """One open worker connection."""
+
+    peer: Peer
+    handlers: frozenset[HandlerKey]
+    queue_order: tuple[str, ...]
+    capacity: int
+    send: Send
+    urgent: Send | None = None  # `send` without waiting for the rest of the loop turn
+    in_flight: set[str] = field(default_factory=set)
+    rotation: int = 0
+    open: bool = True
+    # the queues that may still hold work for this link (`orbit.domain.dispatch`): all of
+    # them until a round asked; a freed slot runs a round only while this is not empty
+    pending: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pending = frozenset(self.queue_order)
+
+    @property
+    def free(self) -> int:
+        return free_slots(self.capacity, len(self.in_flight)) if self.open else 0
+
+    @property
+    def saturated(self) -> bool:
+        """It may be leaving work waiting: a freed slot should run a round."""
+        return bool(self.pending)
+
+    def offer(self) -> Offer:
+        return Offer(self.free, self.queue_order, self.rotation, self.pending)
+
+
+class Hub:
+    def __init__(
+        self,
+        batcher: Batcher,
+        kernel: Kernel,
+        upkeep: Upkeep,
+        *,
+        tick_s: float,
+        sweep_s: float,
+        on_grants: Callable[[int], None] = lambda n: None,
+    ) -> None:
+        self.batcher = batcher
+        self.kernel = kernel
+        self.upkeep = upkeep
+        self.tick_s = tick_s
+        self.sweep_s = sweep_s
+        self.on_grants = on_grants
+        self.links: dict[str, Link] = {}
+        self.owner: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        self._hinted: set[str] = set()  # queues named by notifies since the last round
+        self._every = False  # a notify named no queue: the next round asks every queue
+        self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._supervise(self._dispatch_forever), name="orbit-dispatch"),
+            asyncio.create_task(self._supervise(self._sweep_forever), name="orbit-sweeper"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _supervise(self, loop: Callable[[], Awaitable[None]]) -> None:
+        """A failing round is logged and retried after a pause; the loop itself never dies."""
+        while True:
+            try:
+                await loop()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("execution loop failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+
+    # ------------------------------------------------------------------ connections
+    def add(self, link: Link, held: set[str]) -> None:
+        link.in_flight |= held
+        for attempt_id in held:
+            self.owner[attempt_id] = link.peer.connection_id
+        self.links[link.peer.connection_id] = link
+        self._wake.set()  # its queues are pending: the next round asks them all
+
+    def remove(self, link: Link) -> None:
+        link.open = False
+        self.links.pop(link.peer.connection_id, None)
+        for attempt_id in link.in_flight:
+            self.owner.pop(attempt_id, None)
+
+    def spawn(self, work: Awaitable[Any]) -> None:
+        """Run `work` (a send, a disconnect) in the background, quietly; referenced until done
+        (the event loop keeps only weak references to tasks)."""
+        task = asyncio.get_running_loop().create_task(quietly(work))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def notify(self, *queue_ids: str) -> None:
+        """New work may be ready in these queues (submit, requeue, retry), or anywhere when
+        none is named (a capacity change): dispatch now."""
+        if queue_ids:
+            self._hinted.update(queue_ids)
+        else:
+            self._every = True
+        self._wake.set()
+
+    def ended(self, attempt_id: str) -> None:
+        """An attempt of this process ended: its slot is free. Dispatch now only if its
+        connection may have left work waiting (see `Link.saturated`); otherwise the freed
+        slot waits for the next notify or tick, and no empty lease transaction is run."""
+        connection_id = self.owner.pop(attempt_id, None)
+        link = self.links.get(connection_id) if connection_id else None
+        if link is not None:
+            link.in_flight.discard(attempt_id)
+            if link.pending:
+                self._wake.set()
+
+    def tell_cancel(self, attempt_id: str) -> None:
+        """A cancel was committed for this attempt: push `cancel_requested` to its connection
+        if it is here (the heartbeat acks repeat it anywhere, docs/orbit/p3.md §3)."""
+        connection_id = self.owner.get(attempt_id)
+        link = self.links.get(connection_id) if connection_id else None
+        if link is not None:
+            cancel: dict[str, JsonValue] = {
+                "type": "cancel", "attempt_id": attempt_id, "reason": "cancel_requested",
+            }  # fmt: skip
+            self.spawn(link.send(cancel))
+
+    # ------------------------------------------------------------------ dispatcher
+    async def _dispatch_forever(self) -> None:
+        """Rounds on every wake; at least every tick a full round (`EVERY`), even while wakes
+        keep coming: it finds what no notify names (ready by time, other processes' work)."""
+        loop = asyncio.get_running_loop()
+        full_at = loop.time()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(full_at):  # no extra task per wait (wait_for)
+                    await self._wake.wait()
+            self._wake.clear()
+            if loop.time() >= full_at:
+                self._every, full_at = True, loop.time() + self.tick_s
+            if await self.dispatch_round(self._take_hints()):
+                self._wake.set()  # a link still has free slots and pending queues
+
+    def _take_hints(self) -> Hinted:
+        hinted: Hinted = EVERY if self._every else frozenset(self._hinted)
+        self._every = False
+        self._hinted = set()
+        return hinted
+
+    async def dispatch_round(self, hinted: Hinted = EVERY) -> bool:
+        """Ask each link with free slots on its candidate queues (`orbit.domain.dispatch`);
+        True when some link should be asked again at once."""
+        offers = {link: link.offer() for link in self.links.values()}
+        plans: list[tuple[Link, str, int]] = []
+        for link, offer in sorted(offers.items(), key=lambda pair: -pair[1].free):
+            if offer.free:
+                plans.extend((link, queue_id, size) for queue_id, size in shares(offer, hinted))
+                link.rotation += 1
+        results = await asyncio.gather(*(self._fill(*plan) for plan in plans))
+        full: dict[Link, dict[str, bool]] = {link: {} for link in offers}
+        for (link, queue_id, _), got_all in zip(plans, results, strict=True):
+            full[link][queue_id] = got_all
+        for link, offer in offers.items():
+            link.pending = pending_after(offer, hinted, full[link])
+        return any(wants_more(link.offer()) for link in self.links.values())
+
+    async def _fill(self, link: Link, queue_id: str, size: int) -> bool:
+        ask = LeaseAsk(link.peer, link.handlers, queue_id, size)
+        grants: list[Grant] = await self.batcher.submit("lease", ask)
+        for grant in grants:
+            link.in_flight.add(grant.attempt_id)
+            self.owner[grant.attempt_id] = link.peer.connection_id
+        if grants:
+            self.on_grants(len(grants))
+        if grants:  # sent together: with batch framing they share one frame
+            await asyncio.gather(*(quietly(link.send(grant.message())) for grant in grants))
+        if grants and not link.open:  # closed while leasing: shorten these leases too
+            await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
+        return len(grants) == size
+
+    async def _disconnect(self, connection_id: str, conn: AsyncConnection, now: datetime) -> None:
+        await self.upkeep.disconnect(conn, now, connection_id)
+
+    async def disconnect(self, connection_id: str) -> None:
+        await self.batcher.run(partial(self._disconnect, connection_id))
+
+    # ------------------------------------------------------------------ sweeper
+    async def _sweep_forever(self) -> None:
+        every = max(1, round(WAITING_SWEEP_S / self.sweep_s))
+        for turn in itertools.count():
+            waiting = turn % every == 0
+            report = await self.batcher.run(partial(self._sweep, waiting))
+            self._after_sweep(report)
+            if report.ended < SWEEP_LIMIT:
+                await asyncio.sleep(self.sweep_s)
+
+    async def _sweep(self, waiting: bool, conn: AsyncConnection, now: datetime) -> SweepReport:
+        return await self.upkeep.sweep(conn, now, SWEEP_LIMIT, waiting=waiting)
+
+    def _after_sweep(self, report: SweepReport) -> None:
+        for connection_id, attempt_id, reason in report.cancels:
+            link = self.links.get(connection_id)
+            self.ended(attempt_id)
+            if link is not None:
+                cancel: dict[str, JsonValue] = {
+                    "type": "cancel", "attempt_id": attempt_id, "reason": reason,
+                }  # fmt: skip
+                self.spawn(link.send(cancel))
+        if report.wake:
+            self.notify(*report.wake)
+
+
+async def quietly(sending: Awaitable[Any]) -> None:
+    """A send to a connection that just closed is not an error: its leases expire."""
+    try:
+        await sending
+    except Exception:  # noqa: BLE001
+        return

@@ -1,0 +1,137 @@
+"""POST /v1/tasks/{id}:retry and :resolve (docs/orbit/p3.md §2): one transaction each with the
+idempotency record, the conditional task update (revision + 1), the event and the audit row
+(`orbit.store.task_writes`). A resolution's evidence is recorded on the task's last attempt
+under keys prefixed `operator.`, next to what the worker recorded, so that the attempt history
+shows both (the audit row names the operator's token)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcall.orbit.domain.errors import InvalidArgument, StateConflict
+from agentcall.orbit.domain.evidence import EvidenceItem
+from agentcall.orbit.domain.idempotency import Scope
+from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.review import (
+    OPERATOR_KEY_PREFIX,
+    RESOLVE_OPERATION,
+    RETRY_OPERATION,
+    ResolveRequest,
+    RetryRequest,
+    decide_resolve,
+    decide_retry,
+    resolve_digest,
+    retry_digest,
+)
+from agentcall.orbit.domain.task import Task
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
+from agentcall.orbit.store import journal
+from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
+from agentcall.orbit.workers import store
+from agentcall.orbit.workers.evidence_store import check_evidence, insert_evidence
+from agentcall.orbit.workers.tables import task_attempts
+
+
+async def retry_task(
+    db: Database, principal: Principal, task_id: str, request: RetryRequest, key: str,
+    request_id: str,
+) -> Written:  # fmt: skip
+    principal.require(Permission.REVIEW)
+    scope = Scope(principal.namespace_id, RETRY_OPERATION, task_id, key)
+    write = TaskWrite(principal, task_id, scope, retry_digest(request), RETRY_OPERATION,
+                      request_id)  # fmt: skip
+    return await write_task(db, write, partial(_plan_retry, request))
+
+
+async def resolve_task(
+    db: Database, principal: Principal, task_id: str, request: ResolveRequest, key: str,
+    request_id: str,
+) -> Written:  # fmt: skip
+    principal.require(Permission.REVIEW)
+    scope = Scope(principal.namespace_id, RESOLVE_OPERATION, task_id, key)
+    write = TaskWrite(principal, task_id, scope, resolve_digest(request), RESOLVE_OPERATION,
+                      request_id)  # fmt: skip
+    return await write_task(db, write, partial(_plan_resolve, db.dialect, request))
+
+
+async def _plan_retry(
+    request: RetryRequest, conn: AsyncConnection, task: Task, now: datetime
+) -> Change:
+    done = decide_retry(task, request, now)
+    detail: dict[str, JsonValue] = {"reason": request.reason,
+                                    "expected_revision": str(task.revision),
+                                    "max_attempts": done.retry.max_attempts}  # fmt: skip
+    values: dict[str, Any] = {
+        "state": done.state.value, "available_at": now,
+        "retry_max_attempts": done.retry.max_attempts, "result": None, "error_code": None,
+        "error_message": None, "attempt_error": None, "cancel_requested_at": None,
+        "completed_at": None, "current_attempt_id": None, "updated_at": now,
+    }  # fmt: skip
+    return Change(done, partial(_write, task, done, values, "RETRIED", now, detail))
+
+
+async def _plan_resolve(
+    dialect: Dialect, request: ResolveRequest, conn: AsyncConnection, task: Task, now: datetime
+) -> Change:
+    done = decide_resolve(task, request, now)
+    evidence = [replace(item, key=OPERATOR_KEY_PREFIX + item.key) for item in request.evidence]
+    live = await _last_attempt(conn, dialect, task.id) if evidence else None
+    fresh = await _checked(conn, live, evidence)
+    detail: dict[str, JsonValue] = {
+        "reason": request.reason, "outcome": request.outcome.value,
+        "expected_revision": str(task.revision), "evidence": [item.key for item in evidence],
+    }  # fmt: skip
+    values: dict[str, Any] = {
+        "state": done.state.value, "result": done.result_text, "error_code": done.error_code,
+        "error_message": done.error_message, "attempt_error": None, "completed_at": now,
+        "current_attempt_id": None, "updated_at": now,
+    }  # fmt: skip
+
+    async def write(conn: AsyncConnection) -> None:
+        await _write(task, done, values, "RESOLVED", now, detail, conn)
+        if live is not None:
+            await insert_evidence(conn, live, fresh, now)
+
+    return Change(done, write)
+
+
+async def _write(
+    task: Task, done: Task, values: dict[str, Any], kind: str, now: datetime,
+    detail: dict[str, JsonValue], conn: AsyncConnection,
+) -> None:  # fmt: skip
+    if not await store.update_task(conn, task.id, task.state, task.revision, values):
+        raise StateConflict("the task changed concurrently; GET it and decide again")
+    await journal.append_event(conn, done, kind, task.state, now, detail)
+
+
+async def _last_attempt(
+    conn: AsyncConnection, dialect: Dialect, task_id: str
+) -> store.LiveAttempt:
+    query = (sa.select(task_attempts.c.id).where(task_attempts.c.task_id == task_id)
+             .order_by(task_attempts.c.number.desc()).limit(1))  # fmt: skip
+    attempt_id = (await conn.execute(query)).scalar()
+    found = await store.load_attempts(conn, dialect, [attempt_id] if attempt_id else [])
+    if attempt_id is None or attempt_id not in found:
+        raise StateConflict("the task has no attempt to attach evidence to; resolve without it")
+    return found[attempt_id]
+
+
+async def _checked(
+    conn: AsyncConnection, live: store.LiveAttempt | None, items: list[EvidenceItem]
+) -> list[EvidenceItem]:
+    if live is None:
+        return []
+    try:
+        return await check_evidence(conn, live, items)
+    except EvidenceConflict as exc:
+        raise StateConflict(f"{exc.message}; use another key") from None
+    except EvidenceLimit as exc:
+        raise InvalidArgument(exc.message, "evidence") from None

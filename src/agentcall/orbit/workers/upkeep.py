@@ -1,0 +1,125 @@
+"""Lease upkeep steps, each inside the caller's transaction: heartbeats (and re-binding held
+attempts on `hello`), the disconnect grace, and the sweeper pass over expired leases, attempt
+deadlines and WAITING tasks past their deadlines (worker-protocol.md §3.5, §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcall.orbit.domain.attempts import AttemptEnd, AttemptState, EndCause, decide_end
+from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.leasing import expiry_cause, extend_lease
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.times import format_time, milliseconds
+from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.types import UtcDateTime
+from agentcall.orbit.workers import store
+from agentcall.orbit.workers.acks import Peer
+from agentcall.orbit.workers.fastpath import sha256
+from agentcall.orbit.workers.kernel import KernelSettings
+from agentcall.orbit.workers.messages import AttemptRef
+from agentcall.orbit.workers.tables import task_attempts
+from agentcall.orbit.workers.transitions import EndFacts, write_end
+from agentcall.orbit.workers.waiting import expire_waiting
+
+_CANCEL_REASON = {EndCause.ATTEMPT_TIMEOUT: "attempt_timeout", EndCause.LEASE_EXPIRED: "lease_lost"}
+
+
+@dataclass(slots=True)
+class SweepReport:
+    cancels: list[tuple[str, str, str]] = field(default_factory=list)  # (conn, attempt, why)
+    wake: set[str] = field(default_factory=set)
+    ended: int = 0
+
+
+class Upkeep:
+    def __init__(self, dialect: Dialect, settings: KernelSettings) -> None:
+        self.dialect = dialect
+        self.settings = settings
+
+    async def heartbeat(
+        self,
+        conn: AsyncConnection,
+        now: datetime,
+        peer: Peer,
+        refs: Sequence[AttemptRef],
+        *,
+        rebind: bool = False,
+    ) -> list[dict[str, JsonValue]]:
+        """Renew current leases; `rebind` also moves them to this connection (hello)."""
+        query = store.heartbeat_rows([ref.attempt_id for ref in refs])
+        rows = {row.id: row for row in await conn.execute(query)}
+        statuses: list[dict[str, JsonValue]] = []
+        updates: list[dict[str, Any]] = []
+        for ref in refs:
+            row = rows.get(ref.attempt_id)
+            if row is None or not _current(row, ref, peer, now):
+                statuses.append({"attempt_id": ref.attempt_id, "status": "lost"})
+                continue
+            expires = extend_lease(now, self.settings.lease_ttl_ms, row.attempt_deadline_at)
+            updates.append({"id": ref.attempt_id})
+            status = "cancel_requested" if row.cancel_requested_at is not None else "ok"
+            statuses.append({"attempt_id": ref.attempt_id, "status": status,
+                             "lease_expires_at": format_time(expires)})  # fmt: skip
+        if updates:
+            await conn.execute(self._renew(now, [row["id"] for row in updates], peer, rebind))
+        return statuses
+
+    def _renew(self, now: datetime, ids: list[str], peer: Peer, rebind: bool) -> sa.Update:
+        """One statement for all renewed leases: min(now + ttl, attempt deadline) each."""
+        renewed = now + milliseconds(self.settings.lease_ttl_ms)
+        least = sa.func.least if self.dialect is Dialect.MYSQL else sa.func.min
+        values: dict[str, Any] = {
+            "lease_expires_at": least(sa.bindparam(None, renewed, type_=UtcDateTime()),
+                                      task_attempts.c.attempt_deadline_at),
+            "last_heartbeat_at": now,
+        }  # fmt: skip
+        if rebind:
+            values["connection_id"] = peer.connection_id
+        return (
+            task_attempts.update()
+            .where(task_attempts.c.id.in_(ids), task_attempts.c.state.in_(store.LIVE),
+                   task_attempts.c.lease_expires_at > now)  # fmt: skip
+            .values(values)
+        )
+
+    async def disconnect(self, conn: AsyncConnection, now: datetime, connection_id: str) -> None:
+        cut = now + milliseconds(self.settings.reconnect_grace_ms)
+        await conn.execute(store.shorten_leases(connection_id, cut))
+
+    # ------------------------------------------------------------------ sweeper
+    async def sweep(
+        self, conn: AsyncConnection, now: datetime, limit: int, *, waiting: bool = True
+    ) -> SweepReport:
+        """Expired leases and attempt deadlines; with `waiting`, also WAITING tasks past a
+        deadline (a coarser scan: the hub runs it about once a second)."""
+        report = SweepReport()
+        for live in await store.expired_attempts(conn, self.dialect, now, limit):
+            cause = expiry_cause(now, live.lease_expires_at, live.attempt_deadline_at)
+            cause = cause or EndCause.LEASE_EXPIRED
+            end = AttemptEnd(cause, started=live.state is AttemptState.RUNNING)
+            outcome = decide_end(live.facts, end, now, self.settings.backoff)
+            await write_end(conn, now, live, outcome, EndFacts())
+            report.cancels.append((live.connection_id, live.id, _CANCEL_REASON[cause]))
+            if outcome.task_state is TaskState.WAITING:
+                report.wake.add(live.queue_id)
+            report.ended += 1
+        if waiting:
+            report.ended += await expire_waiting(conn, self.dialect, now, limit)
+        return report
+
+
+def _current(row: Any, ref: AttemptRef, peer: Peer, now: datetime) -> bool:
+    return bool(
+        row.namespace_id == peer.namespace_id
+        and row.queue_id in peer.queues
+        and row.lease_token_sha256 == sha256(ref.lease_token)
+        and row.state in store.LIVE
+        and row.lease_expires_at > now
+    )

@@ -1,3 +1,0 @@
-from orbit.cli import main
-
-main()
