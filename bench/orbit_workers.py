@@ -10,7 +10,8 @@ Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
             UPDATE SUCCEEDED; COMMIT) with --workers × 4 connections: what a minimal
             Procrastinate-style poller achieves on this machine and database
   drain     --n WAITING tasks inserted before the server starts, run by --workers
-            `python -m orbit.worker` processes (--concurrency each): the execution path
+            `python -m agentcall.orbit.sdk.worker` processes (--concurrency each): the execution
+            path
             alone (first lease → last completion), with server and worker CPU per task
   idle      one task at a time to an idle worker: dispatch latency submit → started, and
             where it goes (submit → leased → started → ended); then the floor of the same
@@ -95,7 +96,7 @@ def start_processes(url: str, token: str, queues: list[str], args: argparse.Name
     for index in range(args.workers):
         log = tmp / f"worker{index}.log"
         workers.append(subprocess.Popen(
-            [sys.executable, "-m", "agentcall.orbit.worker",
+            [sys.executable, "-m", "agentcall.orbit.sdk.worker",
              "--app", "examples.orbit_workers:registry",
              *[arg for queue_id in queues for arg in ("--queue", queue_id)],
              "--concurrency", str(args.concurrency), "--log-format", "json",
@@ -416,7 +417,7 @@ async def _orbit(
         drain = await measure(db, queues.drain, "drain", 0, since_lease=True)
         print(cpu_line("drain", cpu_use(pids, cpu), args.n), flush=True)
         extra = subprocess.Popen(  # a worker on the idle queue only
-            [sys.executable, "-m", "agentcall.orbit.worker",
+            [sys.executable, "-m", "agentcall.orbit.sdk.worker",
              "--app", "examples.orbit_workers:registry",
              "--queue", queues.idle, "--concurrency", "1", "--log-format", "json"],
             stdout=(tmp / "idle.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,

@@ -77,7 +77,7 @@ class Processes:
         return child
 
     def worker(self, name: str, base: str, token: str, queue_id: str) -> subprocess.Popen[bytes]:
-        args = ["-m", "agentcall.orbit.worker", "--app", "examples.orbit_workers:registry",
+        args = ["-m", "agentcall.orbit.sdk.worker", "--app", "examples.orbit_workers:registry",
                 "--queue", queue_id, "--concurrency", "8", "--name", name, "--log-format", "json"]
         return self.start(name, args, {"ORBIT_URL": base, "ORBIT_TOKEN": token})
 

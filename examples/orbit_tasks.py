@@ -12,7 +12,7 @@ import os
 import uuid
 from decimal import Decimal
 
-from agentcall.orbit.client import (
+from agentcall.orbit.sdk.client import (
     CancelTaskRequest,
     Client,
     ListTasksRequest,

@@ -22,7 +22,7 @@ import asyncio
 from decimal import Decimal
 from typing import Any
 
-from agentcall.orbit.worker import Context, HandlerFailed, NeedsReview, Registry
+from agentcall.orbit.sdk.worker import Context, HandlerFailed, NeedsReview, Registry
 
 registry = Registry()
 

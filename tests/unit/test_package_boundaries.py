@@ -51,5 +51,7 @@ def test_packages_do_not_import_each_other(package: str) -> None:
 
 def test_the_check_detects_a_forbidden_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("from agentcall.orbit.store import x\nimport agentcall.cell.client\n", encoding="utf-8")
+    module.write_text(
+        "from agentcall.orbit.store import x\nimport agentcall.cell.client\n", encoding="utf-8"
+    )
     assert _imports(module) == ["agentcall.orbit.store", "agentcall.cell.client"]

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentcall.orbit.cli import main
-from agentcall.orbit.client import (
+from agentcall.orbit.sdk.client import (
     AsyncClient,
     CancelTaskRequest,
     ResolveTaskRequest,

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-import agentcall.orbit.client as sdk
+import agentcall.orbit.sdk.client as sdk
 from tests.integration.orbit.server import Tenant
 
 pytestmark = [pytest.mark.integration]

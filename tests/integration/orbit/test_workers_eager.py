@@ -23,6 +23,7 @@ from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.strictjson import read_json_text
 from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin, Initialized
 from agentcall.orbit.store.db import Database, InsertRows
@@ -33,7 +34,6 @@ from agentcall.orbit.workers.batch import Batcher
 from agentcall.orbit.workers.eager import EagerDispatch
 from agentcall.orbit.workers.hub import Hub, Link
 from agentcall.orbit.workers.kernel import Kernel
-from agentcall.orbit.workers.messages import WorkerIdentity
 from agentcall.orbit.workers.tables import task_attempts
 from agentcall.orbit.workers.upkeep import Upkeep
 from tests.integration.orbit.databases import KINDS, fresh_url

@@ -274,7 +274,7 @@ async def test_history_pages_and_scope(tenant: Tenant, http: httpx.AsyncClient) 
 async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.AsyncClient) -> None:
     """orbit.client list_attempts/iter_attempts/get_attempt (sync and async) over the real
     history API: keyset pages, worker identity, error, outcome and evidence (O-STATE-1)."""
-    import agentcall.orbit.client as sdk
+    import agentcall.orbit.sdk.client as sdk
 
     task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
                            retry={"max_attempts": 2, "initial_delay_ms": 1})  # fmt: skip

@@ -62,7 +62,8 @@ class WorkerProcess:
 
     def __init__(self, url: str, token: str, queues: list[str], log_path: Path,
                  concurrency: int = 4, grace: float = 30.0, name: str = "w",
-                 entry: tuple[str, ...] = ("-m", "agentcall.orbit.worker")) -> None:  # fmt: skip
+                 entry: tuple[str, ...] = ("-m", "agentcall.orbit.sdk.worker"),
+                 ) -> None:  # fmt: skip
         """`entry` ("-m", "agentcall.orbit", "worker") runs the same command through the CLI."""
         self.log_path = log_path
         command = [sys.executable, *entry, "--app", APP, "--log-format", "json",

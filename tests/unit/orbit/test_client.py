@@ -9,8 +9,8 @@ from decimal import Decimal
 import httpx
 import pytest
 
-import agentcall.orbit.client as sdk
-from agentcall.orbit.client import _calls
+import agentcall.orbit.sdk.client as sdk
+from agentcall.orbit.sdk.client import _calls
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agentcall.orbit.client.attempts import Attempt, ListAttemptsRequest, get_attempt, list_attempts
+from agentcall.orbit.sdk.client.attempts import (
+    Attempt,
+    ListAttemptsRequest,
+    get_attempt,
+    list_attempts,
+)
 
 LIVE = {
     "id": "a" * 32, "task_id": "b" * 32, "number": 1, "state": "LEASED",

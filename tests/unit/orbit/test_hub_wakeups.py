@@ -14,11 +14,11 @@ from typing import Any, cast
 import pytest
 
 from agentcall.orbit.domain.dispatch import EVERY, Hinted
+from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.workers.acks import Peer
 from agentcall.orbit.workers.batch import Batcher
 from agentcall.orbit.workers.hub import Hub, Link
 from agentcall.orbit.workers.kernel import Kernel, LeaseAsk
-from agentcall.orbit.workers.messages import WorkerIdentity
 from agentcall.orbit.workers.upkeep import Upkeep
 
 pytestmark = pytest.mark.unit

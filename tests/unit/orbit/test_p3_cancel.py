@@ -25,7 +25,7 @@ from agentcall.orbit.domain.errors import IllegalTransition, InvalidArgument
 from agentcall.orbit.domain.states import TRANSITIONS, TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 from agentcall.orbit.domain.task import Task
-from agentcall.orbit.workers.messages import Result, ResultOutcome, parse_message
+from agentcall.orbit.protocol.messages import Result, ResultOutcome, parse_message
 
 pytestmark = pytest.mark.unit
 

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from agentcall.orbit.api.app import openapi_text
-from agentcall.orbit.client import (
+from agentcall.orbit.sdk.client import (
     BatchItem,
     InvalidArgumentError,
     ResolveTaskRequest,
     RetryTaskRequest,
     SubmitTaskRequest,
 )
-from agentcall.orbit.client._calls import read_response
-from agentcall.orbit.client.control import resolve_task, retry_task, submit_batch
+from agentcall.orbit.sdk.client._calls import read_response
+from agentcall.orbit.sdk.client.control import resolve_task, retry_task, submit_batch
 
 pytestmark = pytest.mark.unit
 TASK = "a" * 32

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from agentcall.orbit.domain.errors import InvalidArgument
-from agentcall.orbit.worker.framing import MAX_BATCH, MAX_FRAME_CHARS, FrameWriter, frame_chunks
-from agentcall.orbit.workers.frames import read_frame
+from agentcall.orbit.protocol.frames import read_frame
+from agentcall.orbit.protocol.framing import MAX_BATCH, MAX_FRAME_CHARS, FrameWriter, frame_chunks
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import uvloop
 
-from agentcall.orbit.worker.cli import loop_factory
+from agentcall.orbit.sdk.worker.cli import loop_factory
 
 pytestmark = pytest.mark.unit
 

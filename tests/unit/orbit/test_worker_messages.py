@@ -11,7 +11,7 @@ from agentcall.orbit.domain.errors import InvalidArgument
 from agentcall.orbit.domain.evidence import EvidenceKind
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.worker_errors import InvalidResult
-from agentcall.orbit.workers.messages import (
+from agentcall.orbit.protocol.messages import (
     AttemptRef,
     Evidence,
     Flow,

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-import agentcall.orbit.worker as sdk
+import agentcall.orbit.sdk.worker as sdk
 from agentcall.orbit.domain.jsonvalue import RawJson, dumps
-from agentcall.orbit.worker.context import AttemptInfo, CancellationToken, Context, TaskInfo
-from agentcall.orbit.worker.errors import Cancelled, HandlerFailed, NeedsReview, RegistryError
-from agentcall.orbit.worker.execution import AttemptRun, invoke
-from agentcall.orbit.worker.link import LinkDown, Outbox, backoff_delay, endpoint
-from agentcall.orbit.worker.outcomes import from_exception, succeeded
-from agentcall.orbit.worker.registry import Registry, load_registry
-from agentcall.orbit.worker.wire import decode, encode
+from agentcall.orbit.sdk.worker.context import AttemptInfo, CancellationToken, Context, TaskInfo
+from agentcall.orbit.sdk.worker.errors import Cancelled, HandlerFailed, NeedsReview, RegistryError
+from agentcall.orbit.sdk.worker.execution import AttemptRun, invoke
+from agentcall.orbit.sdk.worker.link import LinkDown, Outbox, backoff_delay, endpoint
+from agentcall.orbit.sdk.worker.outcomes import from_exception, succeeded
+from agentcall.orbit.sdk.worker.registry import Registry, load_registry
+from agentcall.orbit.sdk.worker.wire import decode, encode
 
 pytestmark = pytest.mark.unit
 

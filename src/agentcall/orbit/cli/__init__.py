@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queue": ("agentcall.orbit.cli.admin", "queue"),
     "token": ("agentcall.orbit.cli.admin", "token"),
     "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # the tasks group with its P3 commands
-    "worker": ("agentcall.orbit.worker.cli", "worker"),
+    "worker": ("agentcall.orbit.sdk.worker.cli", "worker"),
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
 }
 

@@ -20,7 +20,7 @@ from agentcall.orbit.cli.tasks import (
     connection,
     tasks,
 )
-from agentcall.orbit.client import (
+from agentcall.orbit.sdk.client import (
     ResolveTaskRequest,
     RetryPolicy,
     RetryTaskRequest,

@@ -13,7 +13,11 @@ from typing import Any, TypeVar
 import click
 
 from agentcall.orbit.cli.common import fail, json_option
-from agentcall.orbit.client import (
+from agentcall.orbit.config import ENV_TOKEN, ENV_URL, client_settings
+from agentcall.orbit.domain.errors import OrbitError
+from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.times import format_time, parse_time
+from agentcall.orbit.sdk.client import (
     TASK_STATES,
     CancelTaskRequest,
     Client,
@@ -23,11 +27,7 @@ from agentcall.orbit.client import (
     SubmitTaskRequest,
     TaskSummary,
 )
-from agentcall.orbit.client._calls import loads
-from agentcall.orbit.config import ENV_TOKEN, ENV_URL, client_settings
-from agentcall.orbit.domain.errors import OrbitError
-from agentcall.orbit.domain.jsonvalue import dumps
-from agentcall.orbit.domain.times import format_time, parse_time
+from agentcall.orbit.sdk.client._calls import loads
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.worker_errors import ProtocolError
-from agentcall.orbit.workers.messages import WorkerIdentity
+from agentcall.orbit.protocol.messages import WorkerIdentity
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,21 +22,9 @@ from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.worker_errors import ProtocolError
-from agentcall.orbit.store.operations import Operations
-from agentcall.orbit.worker.framing import BATCH_PROTOCOL, FrameWriter
-from agentcall.orbit.workers import steps
-from agentcall.orbit.workers.acks import Ack, Peer
-from agentcall.orbit.workers.edge import (
-    close_quietly,
-    close_reason,
-    deny,
-    msg_id_in,
-    msg_id_of,
-    secret_of,
-)
-from agentcall.orbit.workers.frames import read_frame
-from agentcall.orbit.workers.hub import Hub, Link
-from agentcall.orbit.workers.messages import (
+from agentcall.orbit.protocol.frames import read_frame
+from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, FrameWriter
+from agentcall.orbit.protocol.messages import (
     PROTOCOL,
     ClientMessage,
     Evidence,
@@ -49,6 +37,18 @@ from agentcall.orbit.workers.messages import (
     parse_message,
     parse_value,
 )
+from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.workers import steps
+from agentcall.orbit.workers.acks import Ack, Peer
+from agentcall.orbit.workers.edge import (
+    close_quietly,
+    close_reason,
+    deny,
+    msg_id_in,
+    msg_id_of,
+    secret_of,
+)
+from agentcall.orbit.workers.hub import Hub, Link
 
 log = logging.getLogger("orbit.workers")
 HELLO_TIMEOUT = 10.0

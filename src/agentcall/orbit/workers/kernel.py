@@ -27,6 +27,7 @@ from agentcall.orbit.domain.leasing import HandlerKey, plan_lease
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.worker_errors import InvalidMessage, LeaseLost
+from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
 from agentcall.orbit.store.db import Dialect
 from agentcall.orbit.store.tables import task_events, tasks
 from agentcall.orbit.store.tasks import row_task
@@ -44,7 +45,6 @@ from agentcall.orbit.workers.fastpath import (
     sha256,
     start_many,
 )
-from agentcall.orbit.workers.messages import AttemptRef, Release, Result
 from agentcall.orbit.workers.tables import task_attempts
 from agentcall.orbit.workers.transitions import EndFacts, write_end
 

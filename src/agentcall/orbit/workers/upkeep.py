@@ -17,13 +17,13 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.leasing import expiry_cause, extend_lease
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.times import format_time, milliseconds
+from agentcall.orbit.protocol.messages import AttemptRef
 from agentcall.orbit.store.db import Dialect
 from agentcall.orbit.store.types import UtcDateTime
 from agentcall.orbit.workers import store
 from agentcall.orbit.workers.acks import Peer
 from agentcall.orbit.workers.fastpath import sha256
 from agentcall.orbit.workers.kernel import KernelSettings
-from agentcall.orbit.workers.messages import AttemptRef
 from agentcall.orbit.workers.tables import task_attempts
 from agentcall.orbit.workers.transitions import EndFacts, write_end
 from agentcall.orbit.workers.waiting import expire_waiting

@@ -6,8 +6,8 @@ from __future__ import annotations
 from agentcall.orbit.domain.errors import InvalidArgument
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.strictjson import read_json_text
-from agentcall.orbit.worker.framing import MAX_BATCH
-from agentcall.orbit.workers.messages import MAX_MESSAGE_BYTES
+from agentcall.orbit.protocol.framing import MAX_BATCH
+from agentcall.orbit.protocol.messages import MAX_MESSAGE_BYTES
 
 
 def read_frame(text: str, batching: bool) -> list[JsonValue]:

@@ -1,5 +1,5 @@
-"""`orbit worker --app module:registry` (also `python -m orbit.worker`): run the worker SDK over
-a registry of handlers. Imports only the SDK, so a worker process starts fast."""
+"""`orbit worker --app module:registry` (also `python -m agentcall.orbit.sdk.worker`): run the
+worker SDK over a registry of handlers. Imports only the SDK, so a worker process starts fast."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import click
 
 from agentcall.orbit import logs
 from agentcall.orbit.domain.ids import is_id
-from agentcall.orbit.worker.errors import RegistryError, WorkerStopped
-from agentcall.orbit.worker.registry import load_registry
-from agentcall.orbit.worker.runtime import Worker, WorkerConfig
+from agentcall.orbit.sdk.worker.errors import RegistryError, WorkerStopped
+from agentcall.orbit.sdk.worker.registry import load_registry
+from agentcall.orbit.sdk.worker.runtime import Worker, WorkerConfig
 
 ENV_QUEUES = "ORBIT_WORKER_QUEUES"
 ENV_URL = "ORBIT_URL"

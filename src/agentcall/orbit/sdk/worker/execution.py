@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentcall.orbit.domain.jsonvalue import JsonValue
-from agentcall.orbit.worker.context import (
+from agentcall.orbit.sdk.worker.context import (
     AttemptInfo,
     CancellationToken,
     Context,
     EvidenceSink,
     TaskInfo,
 )
-from agentcall.orbit.worker.outcomes import from_exception, succeeded
-from agentcall.orbit.worker.registry import Registration
+from agentcall.orbit.sdk.worker.outcomes import from_exception, succeeded
+from agentcall.orbit.sdk.worker.registry import Registration
 
 
 class Phase(enum.StrEnum):

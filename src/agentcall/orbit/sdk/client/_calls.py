@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from agentcall.orbit.client.errors import ERRORS_BY_CODE, APIError, UnavailableError
-from agentcall.orbit.client.models import (
+from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.sdk.client.errors import ERRORS_BY_CODE, APIError, UnavailableError
+from agentcall.orbit.sdk.client.models import (
     CancelTaskRequest,
     ListTasksRequest,
     SubmitTaskRequest,
@@ -19,7 +20,6 @@ from agentcall.orbit.client.models import (
     TaskReceipt,
     TaskSummary,
 )
-from agentcall.orbit.domain.jsonvalue import dumps
 
 T = TypeVar("T")
 _ID_CHARS = frozenset("0123456789abcdef")

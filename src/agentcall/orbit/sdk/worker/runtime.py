@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcall.orbit.domain.jsonvalue import JsonValue
-from agentcall.orbit.worker.execution import AttemptRun, Phase, invoke, run_from_lease
-from agentcall.orbit.worker.link import LinkDown, Outbox, backoff_delay, endpoint
-from agentcall.orbit.worker.outcomes import invalid_result
-from agentcall.orbit.worker.registry import Registry
-from agentcall.orbit.worker.session import Session, SessionEnded
+from agentcall.orbit.sdk.worker.execution import AttemptRun, Phase, invoke, run_from_lease
+from agentcall.orbit.sdk.worker.link import LinkDown, Outbox, backoff_delay, endpoint
+from agentcall.orbit.sdk.worker.outcomes import invalid_result
+from agentcall.orbit.sdk.worker.registry import Registry
+from agentcall.orbit.sdk.worker.session import Session, SessionEnded
 
 log = logging.getLogger("orbit.worker")
 SDK = "orbit-python/0.1.0"

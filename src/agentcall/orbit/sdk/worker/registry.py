@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentcall.orbit.worker.errors import RegistryError
+from agentcall.orbit.sdk.worker.errors import RegistryError
 
 if TYPE_CHECKING:
-    from agentcall.orbit.worker.context import Context
+    from agentcall.orbit.sdk.worker.context import Context
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson
-from agentcall.orbit.worker.errors import Cancelled, HandlerFailed, NeedsReview
-from agentcall.orbit.worker.wire import encode
+from agentcall.orbit.sdk.worker.errors import Cancelled, HandlerFailed, NeedsReview
+from agentcall.orbit.sdk.worker.wire import encode
 
 MAX_RESULT_BYTES = 262_144
 MAX_MESSAGE_CHARS = 1024

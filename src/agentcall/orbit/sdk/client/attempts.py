@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agentcall.orbit.client._calls import Call
-from agentcall.orbit.client.models import page_params
 from agentcall.orbit.domain.times import parse_time
+from agentcall.orbit.sdk.client._calls import Call
+from agentcall.orbit.sdk.client.models import page_params
 
 _ID_CHARS = frozenset("0123456789abcdef")
 

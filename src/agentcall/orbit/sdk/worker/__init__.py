@@ -1,6 +1,6 @@
 """Orbit worker SDK: serve tasks over the worker protocol (docs/orbit/worker-protocol.md).
 
-    from agentcall.orbit.worker import Context, HandlerFailed, Registry
+    from agentcall.orbit.sdk.worker import Context, HandlerFailed, Registry
 
     registry = Registry()
 
@@ -14,8 +14,8 @@ Run it with `orbit worker --app mymodule:registry --queue QUEUE_ID` (ORBIT_URL, 
 
 from __future__ import annotations
 
-from agentcall.orbit.worker.context import AttemptInfo, CancellationToken, Context, TaskInfo
-from agentcall.orbit.worker.errors import (
+from agentcall.orbit.sdk.worker.context import AttemptInfo, CancellationToken, Context, TaskInfo
+from agentcall.orbit.sdk.worker.errors import (
     Cancelled,
     HandlerFailed,
     NeedsReview,
@@ -23,8 +23,8 @@ from agentcall.orbit.worker.errors import (
     WorkerSdkError,
     WorkerStopped,
 )
-from agentcall.orbit.worker.registry import Registry, load_registry
-from agentcall.orbit.worker.runtime import Worker, WorkerConfig
+from agentcall.orbit.sdk.worker.registry import Registry, load_registry
+from agentcall.orbit.sdk.worker.runtime import Worker, WorkerConfig
 
 __all__ = [
     "AttemptInfo",

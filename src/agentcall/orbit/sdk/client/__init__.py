@@ -8,7 +8,7 @@ request with the same idempotency key.
 
 from __future__ import annotations
 
-from agentcall.orbit.client.attempts import (
+from agentcall.orbit.sdk.client.attempts import (
     Attempt,
     AttemptError,
     AttemptOutcome,
@@ -17,14 +17,14 @@ from agentcall.orbit.client.attempts import (
     Evidence,
     ListAttemptsRequest,
 )
-from agentcall.orbit.client.client import AsyncClient, Client
-from agentcall.orbit.client.control import (
+from agentcall.orbit.sdk.client.client import AsyncClient, Client
+from agentcall.orbit.sdk.client.control import (
     BatchItem,
     BatchReceipt,
     ResolveTaskRequest,
     RetryTaskRequest,
 )
-from agentcall.orbit.client.errors import (
+from agentcall.orbit.sdk.client.errors import (
     APIError,
     BodyTooLargeError,
     IdempotencyConflictError,
@@ -38,7 +38,7 @@ from agentcall.orbit.client.errors import (
     UnavailableError,
     UnsupportedMediaTypeError,
 )
-from agentcall.orbit.client.models import (
+from agentcall.orbit.sdk.client.models import (
     TASK_STATES,
     CancelTaskRequest,
     ListTasksRequest,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcall.orbit.worker.errors import Cancelled
-from agentcall.orbit.worker.wire import to_json_value
+from agentcall.orbit.sdk.worker.errors import Cancelled
+from agentcall.orbit.sdk.worker.wire import to_json_value
 
 
 class CancellationToken:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentcall.orbit.client._calls import Call, _receipt, _task_path, _write
-from agentcall.orbit.client.models import SubmitTaskRequest, TaskReceipt
+from agentcall.orbit.sdk.client._calls import Call, _receipt, _task_path, _write
+from agentcall.orbit.sdk.client.models import SubmitTaskRequest, TaskReceipt
 
 MAX_BATCH = 100
 

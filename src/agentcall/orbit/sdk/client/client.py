@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import httpx
 
-from agentcall.orbit.client import _calls, attempts, control
-from agentcall.orbit.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
-from agentcall.orbit.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
-from agentcall.orbit.client.errors import TransportError
-from agentcall.orbit.client.models import (
+from agentcall.orbit.sdk.client import _calls, attempts, control
+from agentcall.orbit.sdk.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
+from agentcall.orbit.sdk.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
+from agentcall.orbit.sdk.client.errors import TransportError
+from agentcall.orbit.sdk.client.models import (
     CancelTaskRequest,
     ListTasksRequest,
     SubmitTaskRequest,

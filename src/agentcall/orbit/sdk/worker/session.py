@@ -13,13 +13,13 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.typing import Subprotocol
 
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
-from agentcall.orbit.worker.errors import WorkerStopped
-from agentcall.orbit.worker.framing import BATCH_PROTOCOL, PROTOCOL, FrameWriter
-from agentcall.orbit.worker.link import LinkDown
-from agentcall.orbit.worker.wire import decode
+from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, PROTOCOL, FrameWriter
+from agentcall.orbit.sdk.worker.errors import WorkerStopped
+from agentcall.orbit.sdk.worker.link import LinkDown
+from agentcall.orbit.sdk.worker.wire import decode
 
 if TYPE_CHECKING:
-    from agentcall.orbit.worker.runtime import Worker
+    from agentcall.orbit.sdk.worker.runtime import Worker
 
 log = logging.getLogger("orbit.worker")
 MAX_MESSAGE_BYTES = 1_048_576
