@@ -23,19 +23,19 @@ from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.strictjson import read_json_text
 from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.execution.acks import Peer
+from agentcall.orbit.execution.batch import Batcher
+from agentcall.orbit.execution.eager import EagerDispatch
+from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.kernel import Kernel
+from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin, Initialized
 from agentcall.orbit.store.db import Database, InsertRows
+from agentcall.orbit.store.execution_tables import task_attempts
 from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.tables import task_events, tasks
-from agentcall.orbit.workers.acks import Peer
-from agentcall.orbit.workers.batch import Batcher
-from agentcall.orbit.workers.eager import EagerDispatch
-from agentcall.orbit.workers.hub import Hub, Link
-from agentcall.orbit.workers.kernel import Kernel
-from agentcall.orbit.workers.tables import task_attempts
-from agentcall.orbit.workers.upkeep import Upkeep
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.workers_harness import (

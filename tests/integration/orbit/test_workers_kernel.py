@@ -21,15 +21,15 @@ from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.submit import parse_submit, plan_times
 from agentcall.orbit.domain.task import new_task
+from agentcall.orbit.execution.acks import Peer
+from agentcall.orbit.execution.batch import Batcher
+from agentcall.orbit.execution.kernel import Kernel, KernelSettings, LeaseAsk
 from agentcall.orbit.protocol.messages import WorkerIdentity
+from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import tasks
 from agentcall.orbit.store.tasks import row_task, task_row
-from agentcall.orbit.workers import store
-from agentcall.orbit.workers.acks import Peer
-from agentcall.orbit.workers.batch import Batcher
-from agentcall.orbit.workers.kernel import Kernel, KernelSettings, LeaseAsk
 from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""The kernel's batched writes (`orbit.workers.bulk.write_all`: on MariaDB several statements in
+"""The kernel's batched writes (`orbit.store.bulk.write_all`: on MariaDB several statements in
 one round trip) and the batcher's kept lane connection, on SQLite and MariaDB: writes apply in
 order, a short UPDATE or a failing statement leaves nothing committed, a lane's session stays
 with it between batches."""
@@ -14,10 +14,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agentcall.orbit.execution.batch import Batcher
+from agentcall.orbit.execution.transitions import ConcurrentChange
+from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
 from agentcall.orbit.store.db import Database, Dialect
-from agentcall.orbit.workers.batch import Batcher
-from agentcall.orbit.workers.bulk import Increment, Insert, Update, write_all
-from agentcall.orbit.workers.transitions import ConcurrentChange
 from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration

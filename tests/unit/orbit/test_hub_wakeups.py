@@ -1,4 +1,4 @@
-"""When the dispatcher runs a round and which queues it asks (orbit.workers.hub over
+"""When the dispatcher runs a round and which queues it asks (orbit.execution.hub over
 orbit.domain.dispatch, worker-protocol.md §5 "Push and notify"): a freed slot wakes it only if
 its connection may have left work waiting — its last fill was full, or a queue of it was not
 asked — never after a round in which every queue of it came back short (that would be an empty
@@ -14,12 +14,12 @@ from typing import Any, cast
 import pytest
 
 from agentcall.orbit.domain.dispatch import EVERY, Hinted
+from agentcall.orbit.execution.acks import Peer
+from agentcall.orbit.execution.batch import Batcher
+from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.kernel import Kernel, LeaseAsk
+from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.protocol.messages import WorkerIdentity
-from agentcall.orbit.workers.acks import Peer
-from agentcall.orbit.workers.batch import Batcher
-from agentcall.orbit.workers.hub import Hub, Link
-from agentcall.orbit.workers.kernel import Kernel, LeaseAsk
-from agentcall.orbit.workers.upkeep import Upkeep
 
 pytestmark = pytest.mark.unit
 

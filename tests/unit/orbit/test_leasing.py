@@ -177,6 +177,6 @@ def test_free_slots(capacity: int, in_flight: int, expected: int) -> None:
 )
 def test_rows_of_one_lease_query_are_dealt_round_robin(sizes: list[int], order: list[int]) -> None:
     """Several connections asking for the same queue share one query fairly (§5)."""
-    from agentcall.orbit.workers.kernel import _deal
+    from agentcall.orbit.execution.kernel import _deal
 
     assert list(_deal(sizes)) == order

@@ -1,4 +1,4 @@
-"""The plain SQL of the kernel's MySQL/MariaDB hot path (orbit.workers.driver, store_mysql):
+"""The plain SQL of the kernel's MySQL/MariaDB hot path (orbit.store.driver, store_mysql):
 one statement per batch whatever its size, per-row values as CASE, conditions and increments
 as written, and the same select lists as the SQLAlchemy twins."""
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from agentcall.orbit.workers import store_mysql
-from agentcall.orbit.workers.driver import Increment, _bind, _result, bulk_update_sql, names_of
-from agentcall.orbit.workers.store import _ATTEMPT_COLUMNS
+from agentcall.orbit.store import execution_mysql as store_mysql
+from agentcall.orbit.store.driver import Increment, _bind, _result, bulk_update_sql, names_of
+from agentcall.orbit.store.execution import _ATTEMPT_COLUMNS
 
 pytestmark = pytest.mark.unit
 

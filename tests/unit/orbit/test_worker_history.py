@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from agentcall.orbit.domain.errors import InvalidArgument
-from agentcall.orbit.domain.jsonvalue import dumps
-from agentcall.orbit.workers.history import (
+from agentcall.orbit.api.history import (
     attempt_view,
     decode_cursor,
     encode_cursor,
     evidence_view,
 )
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.jsonvalue import dumps
 
 pytestmark = pytest.mark.unit
 T1, T2 = "1" * 32, "2" * 32

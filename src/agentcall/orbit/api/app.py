@@ -22,13 +22,13 @@ from starlette.types import Receive, Scope, Send
 from agentcall.orbit.api import routes, submit_metrics
 from agentcall.orbit.api.control_routes import ControlRoutes
 from agentcall.orbit.api.errors import wire_error
+from agentcall.orbit.api.execution_service import ExecutionService
 from agentcall.orbit.api.http import envelope
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.operations import Operations
-from agentcall.orbit.workers.service import ExecutionService
 
 log = logging.getLogger("orbit.api")
 Handler = Callable[[Request, routes.Context], Awaitable[Response]]

@@ -18,10 +18,10 @@ from agentcall.orbit.domain.ids import task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson, dumps
 from agentcall.orbit.domain.review import parse_resolve, parse_retry
 from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.execution.cancel import cancel_task
+from agentcall.orbit.execution.review import resolve_task, retry_task
 from agentcall.orbit.store.batch_submit import submit_batch
 from agentcall.orbit.store.task_writes import Written
-from agentcall.orbit.workers.cancel import cancel_task
-from agentcall.orbit.workers.review import resolve_task, retry_task
 
 
 class ControlRoutes:

@@ -1,5 +1,5 @@
 """One transaction per API operation (O-SUB-4): the use cases the HTTP layer calls. Cancel,
-retry and resolve (writes on one task) are `orbit.workers.cancel` / `orbit.workers.review`.
+retry and resolve (writes on one task) are `orbit.execution.cancel` / `orbit.execution.review`.
 
 Submit inserts the idempotency record first: a concurrent request with the same key
 then waits on that key and fails with a duplicate, after which it replays the winner's receipt

@@ -5,7 +5,7 @@ commit does for its log flushes.
 
 A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
 the decisions of `group_plan`, the eager leases of the execution service if it is there
-(`handoff`, `orbit.workers.eager`), then one multi-row INSERT per table (idempotency records
+(`handoff`, `orbit.execution.eager`), then one multi-row INSERT per table (idempotency records
 first, tasks, attempts and their events, acceptance events, audit: `db.hot_insert_all`, which
 sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
 after the commit, and released if the transaction fails. If it fails (a key was taken
@@ -40,7 +40,7 @@ Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
 
 
 class Claims(Protocol):
-    """Tasks of a group leased eagerly in its transaction (`orbit.workers.eager`)."""
+    """Tasks of a group leased eagerly in its transaction (`orbit.execution.eager`)."""
 
     @property
     def task_ids(self) -> frozenset[str]: ...

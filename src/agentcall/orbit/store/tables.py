@@ -144,7 +144,7 @@ idempotency_records = sa.Table(
 # P2/P3 define their tables (and extra `tasks` columns) on this same metadata in their own
 # modules; importing them here keeps the live schema complete wherever it is used, which the
 # migration-parity test relies on. A phase that is not installed yet is skipped.
-EXTENSIONS = ("agentcall.orbit.workers.tables",)
+EXTENSIONS = ("agentcall.orbit.store.execution_tables",)
 
 
 def _load_extensions() -> None:

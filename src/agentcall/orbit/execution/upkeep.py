@@ -17,16 +17,16 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.leasing import expiry_cause, extend_lease
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.times import format_time, milliseconds
+from agentcall.orbit.execution.acks import Peer
+from agentcall.orbit.execution.fastpath import sha256
+from agentcall.orbit.execution.kernel import KernelSettings
+from agentcall.orbit.execution.transitions import EndFacts, write_end
+from agentcall.orbit.execution.waiting import expire_waiting
 from agentcall.orbit.protocol.messages import AttemptRef
+from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.execution_tables import task_attempts
 from agentcall.orbit.store.types import UtcDateTime
-from agentcall.orbit.workers import store
-from agentcall.orbit.workers.acks import Peer
-from agentcall.orbit.workers.fastpath import sha256
-from agentcall.orbit.workers.kernel import KernelSettings
-from agentcall.orbit.workers.tables import task_attempts
-from agentcall.orbit.workers.transitions import EndFacts, write_end
-from agentcall.orbit.workers.waiting import expire_waiting
 
 _CANCEL_REASON = {EndCause.ATTEMPT_TIMEOUT: "attempt_timeout", EndCause.LEASE_EXPIRED: "lease_lost"}
 

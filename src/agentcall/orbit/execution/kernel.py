@@ -27,15 +27,8 @@ from agentcall.orbit.domain.leasing import HandlerKey, plan_lease
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.worker_errors import InvalidMessage, LeaseLost
-from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
-from agentcall.orbit.store.db import Dialect
-from agentcall.orbit.store.tables import task_events, tasks
-from agentcall.orbit.store.tasks import row_task
-from agentcall.orbit.workers import store
-from agentcall.orbit.workers.acks import Ack, Grant, Peer
-from agentcall.orbit.workers.bulk import Increment, Insert, Update, write_all
-from agentcall.orbit.workers.evidence_store import check_evidence, insert_evidence
-from agentcall.orbit.workers.fastpath import (
+from agentcall.orbit.execution.acks import Ack, Grant, Peer
+from agentcall.orbit.execution.fastpath import (
     Finished,
     Started,
     ended_ack,
@@ -45,8 +38,15 @@ from agentcall.orbit.workers.fastpath import (
     sha256,
     start_many,
 )
-from agentcall.orbit.workers.tables import task_attempts
-from agentcall.orbit.workers.transitions import EndFacts, write_end
+from agentcall.orbit.execution.transitions import EndFacts, write_end
+from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
+from agentcall.orbit.store import execution as store
+from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
+from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.evidence import check_evidence, insert_evidence
+from agentcall.orbit.store.execution_tables import task_attempts
+from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.store.tasks import row_task
 
 
 @dataclass(frozen=True, slots=True)

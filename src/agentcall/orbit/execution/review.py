@@ -32,12 +32,12 @@ from agentcall.orbit.domain.review import (
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
+from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.evidence import check_evidence, insert_evidence
+from agentcall.orbit.store.execution_tables import task_attempts
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
-from agentcall.orbit.workers import store
-from agentcall.orbit.workers.evidence_store import check_evidence, insert_evidence
-from agentcall.orbit.workers.tables import task_attempts
 
 
 async def retry_task(

@@ -21,10 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentcall.orbit.domain.dispatch import EVERY, Hinted, Offer, pending_after, shares, wants_more
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.leasing import HandlerKey, free_slots
-from agentcall.orbit.workers.acks import Grant, Peer
-from agentcall.orbit.workers.batch import Batcher
-from agentcall.orbit.workers.kernel import Kernel, LeaseAsk
-from agentcall.orbit.workers.upkeep import SweepReport, Upkeep
+from agentcall.orbit.execution.acks import Grant, Peer
+from agentcall.orbit.execution.batch import Batcher
+from agentcall.orbit.execution.kernel import Kernel, LeaseAsk
+from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 
 log = logging.getLogger("orbit.workers")
 SWEEP_LIMIT = 500

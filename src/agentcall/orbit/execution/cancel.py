@@ -35,10 +35,10 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal, tasks
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
-from agentcall.orbit.workers import store
 
 _EVENT = {CancelMode.NOW: "CANCELLED", CancelMode.END_LEASE: "CANCELLED",
           CancelMode.REQUEST: "CANCEL_REQUESTED"}  # fmt: skip

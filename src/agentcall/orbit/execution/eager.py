@@ -27,13 +27,13 @@ from agentcall.orbit.domain.dispatch import Seat, eager_seat
 from agentcall.orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
 from agentcall.orbit.domain.states import TaskState, check_transition
 from agentcall.orbit.domain.task import Task
+from agentcall.orbit.execution.acks import Grant
+from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.kernel import attempt_row, leased_event_row, new_grant
 from agentcall.orbit.store.db import InsertRows
+from agentcall.orbit.store.execution_tables import task_attempts
 from agentcall.orbit.store.tables import tasks
 from agentcall.orbit.store.tasks import task_row
-from agentcall.orbit.workers.acks import Grant
-from agentcall.orbit.workers.hub import Hub, Link
-from agentcall.orbit.workers.kernel import attempt_row, leased_event_row, new_grant
-from agentcall.orbit.workers.tables import task_attempts
 
 _TASKS, _ATTEMPTS = tasks.insert(), task_attempts.insert()
 

@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.leasing import waiting_expiry
 from agentcall.orbit.domain.states import TaskState, check_transition
+from agentcall.orbit.execution.transitions import ERROR_MESSAGES
+from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.db import Dialect
-from agentcall.orbit.workers import store
-from agentcall.orbit.workers.transitions import ERROR_MESSAGES
 
 
 async def expire_waiting(conn: AsyncConnection, dialect: Dialect, now: datetime, limit: int) -> int:

@@ -15,7 +15,7 @@ from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.states import TaskState, check_transition
 from agentcall.orbit.domain.worker_errors import LeaseLost
-from agentcall.orbit.workers.store import (
+from agentcall.orbit.store.execution import (
     LiveAttempt,
     event_row,
     insert_events,

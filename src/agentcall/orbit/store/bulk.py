@@ -2,7 +2,7 @@
 Drivers run an executemany UPDATE as one round trip per row; this keeps a batch of transitions
 at a constant number of statements. `where` holds column = value conditions, `static` values
 set on every row (`Increment(n)` for `col = col + n`). On MySQL/MariaDB the statement is plain
-SQL on the driver (`orbit.workers.driver`); on SQLite it is SQLAlchemy Core, values bound with
+SQL on the driver (`orbit.store.driver`); on SQLite it is SQLAlchemy Core, values bound with
 the column's type (UTC times).
 
 `write_all` applies the writes of one transition batch (CASE updates and multi-row inserts)
@@ -18,10 +18,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agentcall.orbit.execution.transitions import ConcurrentChange
+from agentcall.orbit.store import driver
 from agentcall.orbit.store.db import Statement, insert_sql
-from agentcall.orbit.workers import driver
-from agentcall.orbit.workers.driver import Increment
-from agentcall.orbit.workers.transitions import ConcurrentChange
+from agentcall.orbit.store.driver import Increment
 
 __all__ = ["Increment", "Insert", "Update", "bulk_update", "case_values", "write_all"]
 

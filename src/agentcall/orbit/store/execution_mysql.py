@@ -1,6 +1,6 @@
-"""The MySQL/MariaDB twins of the kernel's hot reads in `orbit.workers.store` (lease
+"""The MySQL/MariaDB twins of the kernel's hot reads in `orbit.store.execution` (lease
 candidates, attempts locked with their task) and its event/attempt inserts, as plain SQL on the
-driver connection (`orbit.workers.driver`). Same rows, same locks, same order."""
+driver connection (`orbit.store.driver`). Same rows, same locks, same order."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.store import driver
+from agentcall.orbit.store.execution_tables import TASK_COLUMNS
 from agentcall.orbit.store.tables import tasks
-from agentcall.orbit.workers import driver
-from agentcall.orbit.workers.tables import TASK_COLUMNS
 
 TASK_NAMES = driver.columns_of(tasks)  # the P2 columns are on `tasks` once tables is imported
 assert all(column.name in TASK_NAMES for column in TASK_COLUMNS)

@@ -35,15 +35,15 @@ from agentcall.orbit.domain.worker_errors import (
     ProtocolError,
     ResultConflict,
 )
+from agentcall.orbit.execution.acks import Ack, Peer
+from agentcall.orbit.execution.transitions import ERROR_MESSAGES, EndFacts, error_json
 from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome
+from agentcall.orbit.store import execution as store
+from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
 from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.evidence import check_evidence, insert_evidence
+from agentcall.orbit.store.execution_tables import task_attempts
 from agentcall.orbit.store.tables import task_events, tasks
-from agentcall.orbit.workers import store
-from agentcall.orbit.workers.acks import Ack, Peer
-from agentcall.orbit.workers.bulk import Increment, Insert, Update, write_all
-from agentcall.orbit.workers.evidence_store import check_evidence, insert_evidence
-from agentcall.orbit.workers.tables import task_attempts
-from agentcall.orbit.workers.transitions import ERROR_MESSAGES, EndFacts, error_json
 
 _CAUSE = {
     ResultOutcome.SUCCEEDED: EndCause.SUCCEEDED,

@@ -16,12 +16,23 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from agentcall.orbit.api.socket_edge import (
+    close_quietly,
+    close_reason,
+    deny,
+    msg_id_in,
+    msg_id_of,
+    secret_of,
+)
 from agentcall.orbit.domain.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.worker_errors import ProtocolError
+from agentcall.orbit.execution import steps
+from agentcall.orbit.execution.acks import Ack, Peer
+from agentcall.orbit.execution.hub import Hub, Link
 from agentcall.orbit.protocol.frames import read_frame
 from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, FrameWriter
 from agentcall.orbit.protocol.messages import (
@@ -38,17 +49,6 @@ from agentcall.orbit.protocol.messages import (
     parse_value,
 )
 from agentcall.orbit.store.operations import Operations
-from agentcall.orbit.workers import steps
-from agentcall.orbit.workers.acks import Ack, Peer
-from agentcall.orbit.workers.edge import (
-    close_quietly,
-    close_reason,
-    deny,
-    msg_id_in,
-    msg_id_of,
-    secret_of,
-)
-from agentcall.orbit.workers.hub import Hub, Link
 
 log = logging.getLogger("orbit.workers")
 HELLO_TIMEOUT = 10.0

@@ -10,8 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.worker_errors import ProtocolError
+from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.protocol.messages import Evidence, Heartbeat
-from agentcall.orbit.workers.acks import Ack, Peer
 
 Step = Callable[[AsyncConnection, datetime], Awaitable[Ack]]
 

@@ -10,20 +10,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agentcall.orbit.api.history import (
+    attempt_view,
+    decode_cursor,
+    encode_cursor,
+    evidence_view,
+)
 from agentcall.orbit.api.http import envelope, query
 from agentcall.orbit.api.routes import DEFAULT_LIMIT, MAX_LIMIT, Context
 from agentcall.orbit.domain.errors import InvalidArgument, NotFound
 from agentcall.orbit.domain.ids import is_id, task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.store.execution_tables import task_attempt_evidence, task_attempts
 from agentcall.orbit.store.tables import tasks
-from agentcall.orbit.workers.history import (
-    attempt_view,
-    decode_cursor,
-    encode_cursor,
-    evidence_view,
-)
-from agentcall.orbit.workers.tables import task_attempt_evidence, task_attempts
 
 PAGE_PARAMS = frozenset({"limit", "cursor"})
 NO_PARAMS: frozenset[str] = frozenset()

@@ -14,19 +14,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
+from agentcall.orbit.api import attempt_routes as routes
 from agentcall.orbit.api.routes import Context
+from agentcall.orbit.api.worker_socket import WorkerEndpoint
 from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.domain.leasing import DEFAULT_LEASE_TTL_MS, DEFAULT_RECONNECT_GRACE_MS
+from agentcall.orbit.execution.batch import Batcher, Many
+from agentcall.orbit.execution.eager import EagerDispatch
+from agentcall.orbit.execution.hub import Hub
+from agentcall.orbit.execution.kernel import Kernel, KernelSettings
+from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.operations import Operations
-from agentcall.orbit.workers import routes
-from agentcall.orbit.workers.batch import Batcher, Many
-from agentcall.orbit.workers.connection import WorkerEndpoint
-from agentcall.orbit.workers.eager import EagerDispatch
-from agentcall.orbit.workers.hub import Hub
-from agentcall.orbit.workers.kernel import Kernel, KernelSettings
-from agentcall.orbit.workers.upkeep import Upkeep
 
 Handler = Callable[[Request, Context], Awaitable[Response]]
 Wrap = Callable[[str, Handler], Callable[[Request], Awaitable[Response]]]
