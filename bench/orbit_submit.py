@@ -9,7 +9,7 @@ event, audit) in one durable transaction, with the same concurrency:
         [--concurrency 16]
 
 The database URL defaults to ORBIT_TEST_MYSQL_URL; a fresh database `orbit_b_<hex>` is
-created next to it (and dropped at the end unless --keep). Target (issue 7): >= 1,000
+created next to it (and dropped at the end unless --keep). Target: >= 1,000
 submits/s and p99 < 50 ms with innodb_flush_log_at_trx_commit=1 on a 2-core machine.
 """
 

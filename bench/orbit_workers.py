@@ -22,8 +22,8 @@ Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
             or --batch tasks per POST /v1/tasks:batch request
 Dispatch latency is measured on the database clock: attempt.started_at − task.created_at.
 CPU per task is read from /proc (user + system) and does not depend on the machine's load.
-Targets (issue 10): >= 1,000 tasks/s and idle dispatch p50 < 5 ms. The verdict line names the
-submit path the orbit phase used: single submits, or batch submits (the P3 batch endpoint, a
+Targets: >= 1,000 tasks/s and idle dispatch p50 < 5 ms. The verdict line names the
+submit path the orbit phase used: single submits, or batch submits (the batch endpoint, a
 product path: `--batch 100`).
 """
 
