@@ -48,9 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentcall.orbit.store.admin import Admin  # noqa: E402
 from agentcall.orbit.store.db import Database  # noqa: E402
-from agentcall.orbit.store.execution_tables import task_attempts  # noqa: E402
 from agentcall.orbit.store.migrate import upgrade  # noqa: E402
-from agentcall.orbit.store.tables import tasks  # noqa: E402
+from agentcall.orbit.store.tables import task_attempts, tasks  # noqa: E402
 from bench.idle_floor import idle_floor, quantile  # noqa: E402
 from bench.orbit_submit import DEFAULT_URL, Connection, bench_database, free_port  # noqa: E402
 

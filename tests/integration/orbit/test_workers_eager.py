@@ -33,9 +33,8 @@ from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin, Initialized
 from agentcall.orbit.store.db import Database, InsertRows
-from agentcall.orbit.store.execution_tables import task_attempts
 from agentcall.orbit.store.operations import Operations
-from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.workers_harness import (

@@ -20,8 +20,7 @@ from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.execution_tables import task_attempts
-from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 from agentcall.orbit.store.tasks import task_row
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.workers_harness import WorkerProcess, execution_server, workers

@@ -22,8 +22,7 @@ from agentcall.orbit.domain.errors import InvalidArgument, NotFound
 from agentcall.orbit.domain.ids import is_id, task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.store.execution_tables import task_attempt_evidence, task_attempts
-from agentcall.orbit.store.tables import tasks
+from agentcall.orbit.store.tables import task_attempt_evidence, task_attempts, tasks
 
 PAGE_PARAMS = frozenset({"limit", "cursor"})
 NO_PARAMS: frozenset[str] = frozenset()

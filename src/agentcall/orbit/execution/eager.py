@@ -31,8 +31,7 @@ from agentcall.orbit.execution.acks import Grant
 from agentcall.orbit.execution.hub import Hub, Link
 from agentcall.orbit.execution.kernel import attempt_row, leased_event_row, new_grant
 from agentcall.orbit.store.db import InsertRows
-from agentcall.orbit.store.execution_tables import task_attempts
-from agentcall.orbit.store.tables import tasks
+from agentcall.orbit.store.tables import task_attempts, tasks
 from agentcall.orbit.store.tasks import task_row
 
 _TASKS, _ATTEMPTS = tasks.insert(), task_attempts.insert()

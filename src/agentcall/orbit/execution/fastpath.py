@@ -42,8 +42,7 @@ from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
 from agentcall.orbit.store.db import Dialect
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
-from agentcall.orbit.store.execution_tables import task_attempts
-from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 
 _CAUSE = {
     ResultOutcome.SUCCEEDED: EndCause.SUCCEEDED,

@@ -36,7 +36,7 @@ from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
-from agentcall.orbit.store.execution_tables import task_attempts
+from agentcall.orbit.store.tables import task_attempts
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
 
 

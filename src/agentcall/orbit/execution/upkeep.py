@@ -25,7 +25,7 @@ from agentcall.orbit.execution.waiting import expire_waiting
 from agentcall.orbit.protocol.messages import AttemptRef
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.db import Dialect
-from agentcall.orbit.store.execution_tables import task_attempts
+from agentcall.orbit.store.tables import task_attempts
 from agentcall.orbit.store.types import UtcDateTime
 
 _CANCEL_REASON = {EndCause.ATTEMPT_TIMEOUT: "attempt_timeout", EndCause.LEASE_EXPIRED: "lease_lost"}

@@ -12,7 +12,7 @@ from agentcall.orbit.domain.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store.execution import LiveAttempt
-from agentcall.orbit.store.execution_tables import task_attempt_evidence, task_attempts
+from agentcall.orbit.store.tables import task_attempt_evidence, task_attempts
 
 e = task_attempt_evidence.c
 

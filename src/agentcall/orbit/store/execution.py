@@ -20,8 +20,7 @@ from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 from agentcall.orbit.store import driver
 from agentcall.orbit.store import execution_mysql as store_mysql
 from agentcall.orbit.store.db import Dialect
-from agentcall.orbit.store.execution_tables import task_attempts
-from agentcall.orbit.store.tables import task_events, tasks
+from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 
 t, a = tasks.c, task_attempts.c
 LIVE = (AttemptState.LEASED.value, AttemptState.RUNNING.value)

@@ -13,11 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.store import driver
-from agentcall.orbit.store.execution_tables import TASK_COLUMNS
 from agentcall.orbit.store.tables import tasks
 
-TASK_NAMES = driver.columns_of(tasks)  # the P2 columns are on `tasks` once tables is imported
-assert all(column.name in TASK_NAMES for column in TASK_COLUMNS)
+TASK_NAMES = driver.columns_of(tasks)
 _TASK_SELECT = "SELECT " + ", ".join(TASK_NAMES) + " FROM tasks"
 _LEASABLE = (
     _TASK_SELECT + " WHERE queue_id = %s AND state = %s AND available_at <= %s"

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.task import Task
@@ -59,33 +57,26 @@ MAX_GROUP = 64
 # payload text per group: each payload is written twice (task, receipt), and one statement
 # must stay well below max_allowed_packet (16 MiB by default)
 MAX_GROUP_BYTES = 4 * 1024 * 1024
-ENV_LANES, DEFAULT_LANES, MAX_LANES = "ORBIT_SUBMIT_LANES", 2, 16
+DEFAULT_LANES = 2
 
 
-def lanes_for(db: Database) -> int:
-    """Groups committing at once per process: one writer on SQLite; on MySQL/MariaDB
-    ORBIT_SUBMIT_LANES (default 2: one group is decided and written while the other waits for
-    its log flush)."""
-    if db.dialect is Dialect.SQLITE:
-        return 1
-    text = os.environ.get(ENV_LANES, "")
-    if text == "":
-        return DEFAULT_LANES
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LANES:
-        raise SetupError(f"{ENV_LANES} must be an integer 1-{MAX_LANES}, got {text!r}")
-    return int(text)
+def lanes_for(db: Database, lanes: int = DEFAULT_LANES) -> int:
+    """Groups committing at once per process: one writer on SQLite; on MySQL/MariaDB `lanes`
+    (the server's `submit_lanes`, default 2: one group is decided and written while the other
+    waits for its log flush)."""
+    return 1 if db.dialect is Dialect.SQLITE else lanes
 
 
 class SubmitGroups:
     """`handoff`, when the execution service set it, leases accepted tasks to connections of
     this process inside the group's transaction (eager dispatch)."""
 
-    def __init__(self, db: Database, alone: Alone, lanes: int | None = None) -> None:
+    def __init__(self, db: Database, alone: Alone, lanes: int = DEFAULT_LANES) -> None:
         self.db = db
         self.alone = alone
         self.handoff: Handoff | None = None
         self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
-            self._run, lanes=lanes or lanes_for(db), max_group=MAX_GROUP,
+            self._run, lanes=lanes_for(db, lanes), max_group=MAX_GROUP,
             weight=_size, max_weight=MAX_GROUP_BYTES,
         )  # fmt: skip
         self.fallbacks = 0  # groups that ran again submit by submit

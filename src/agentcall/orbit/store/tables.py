@@ -1,8 +1,7 @@
-"""The live schema, one group per concept. Migrations create exactly this (a test compares)."""
+"""The live schema, one group per concept, each table defined whole. The numbered migrations
+(`migrations/versions`) build it step by step and create exactly this (a test compares)."""
 
 from __future__ import annotations
-
-import importlib
 
 import sqlalchemy as sa
 
@@ -83,8 +82,19 @@ tasks = sa.Table(
     sa.Column("completed_at", UtcDateTime(), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
+    # error.code / error.message of a FAILED or NEEDS_REVIEW task; the deciding attempt's own
+    # error as small JSON {code,message,retryable}; the live attempt while LEASED/RUNNING
+    sa.Column("error_code", sa.String(32), nullable=True),
+    sa.Column("error_message", sa.Text(), nullable=True),
+    sa.Column("attempt_error", sa.Text(), nullable=True),
+    sa.Column("current_attempt_id", ident(), nullable=True),
+    sa.Column("lease_count", sa.Integer(), nullable=False, server_default="0"),
     sa.Index("ix_tasks_queue_created", "queue_id", "created_at", "id"),
     sa.Index("ix_tasks_queue_state_created", "queue_id", "state", "created_at", "id"),
+    # leasing: WAITING rows of a queue in readiness order; sweeper: WAITING past a deadline
+    sa.Index("ix_tasks_lease", "queue_id", "state", "available_at", "id"),
+    sa.Index("ix_tasks_state_deadline", "state", "deadline_at"),
+    sa.Index("ix_tasks_state_start_deadline", "state", "start_deadline_at"),
     **MYSQL_TABLE_ARGS,
 )
 
@@ -140,20 +150,62 @@ idempotency_records = sa.Table(
     **MYSQL_TABLE_ARGS,
 )
 
-# ---- later phases -----------------------------------------------------------------------
-# P2/P3 define their tables (and extra `tasks` columns) on this same metadata in their own
-# modules; importing them here keeps the live schema complete wherever it is used, which the
-# migration-parity test relies on. A phase that is not installed yet is skipped.
-EXTENSIONS = ("agentcall.orbit.store.execution_tables",)
+# ---- attempts and their evidence --------------------------------------------------------
 
+task_attempts = sa.Table(
+    "task_attempts",
+    metadata,
+    sa.Column("id", ident(), primary_key=True),
+    sa.Column("task_id", ident(), sa.ForeignKey("tasks.id"), nullable=False),
+    sa.Column("namespace_id", ident(), nullable=False),
+    sa.Column("queue_id", ident(), nullable=False),
+    sa.Column("number", sa.Integer(), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("lease_token_sha256", sa.String(64), nullable=False),
+    sa.Column("token_id", ident(), nullable=False),  # the credential that leased
+    sa.Column("connection_id", ident(), nullable=False),
+    sa.Column("worker_name", sa.String(128), nullable=False),
+    sa.Column("worker_instance_id", ident(), nullable=False),
+    sa.Column("worker_sdk", sa.String(128), nullable=True),
+    sa.Column("worker_host", sa.String(128), nullable=True),
+    sa.Column("worker_pid", sa.BigInteger(), nullable=True),
+    sa.Column("leased_at", UtcDateTime(), nullable=False),
+    sa.Column("lease_expires_at", UtcDateTime(), nullable=False),
+    sa.Column("attempt_deadline_at", UtcDateTime(), nullable=False),
+    sa.Column("started_at", UtcDateTime(), nullable=True),
+    sa.Column("last_heartbeat_at", UtcDateTime(), nullable=True),
+    sa.Column("ended_at", UtcDateTime(), nullable=True),
+    sa.Column("end_reason", sa.String(32), nullable=True),
+    sa.Column("error_code", sa.String(64), nullable=True),
+    sa.Column("error_message", sa.Text(), nullable=True),
+    sa.Column("error_retryable", sa.Boolean(), nullable=True),
+    sa.Column("end_digest", sa.String(64), nullable=True),  # recognises a resent result
+    sa.Column("task_state_after", sa.String(16), nullable=True),
+    sa.Column("task_revision_after", sa.BigInteger(), nullable=True),
+    sa.Column("evidence_count", sa.Integer(), nullable=False),
+    sa.UniqueConstraint("task_id", "number", name="uq_task_attempts_task_number"),
+    sa.Index("ix_task_attempts_state_lease", "state", "lease_expires_at"),
+    sa.Index("ix_task_attempts_connection", "connection_id", "state"),
+    **MYSQL_TABLE_ARGS,
+)
 
-def _load_extensions() -> None:
-    for module in EXTENSIONS:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name not in (module, module.rpartition(".")[0]):
-                raise
-
-
-_load_extensions()
+task_attempt_evidence = sa.Table(
+    "task_attempt_evidence",
+    metadata,
+    sa.Column("id", ident(), primary_key=True),
+    sa.Column("attempt_id", ident(), sa.ForeignKey("task_attempts.id"), nullable=False),
+    sa.Column("task_id", ident(), nullable=False),
+    sa.Column("seq", sa.Integer(), nullable=False),
+    sa.Column("ev_key", sa.String(128), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("name", sa.String(256), nullable=True),
+    sa.Column("uri", sa.Text(), nullable=True),
+    sa.Column("media_type", sa.String(128), nullable=True),
+    sa.Column("size_bytes", sa.BigInteger(), nullable=True),
+    sa.Column("sha256", sa.String(64), nullable=True),
+    sa.Column("data", sa.Text(), nullable=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.UniqueConstraint("attempt_id", "ev_key", name="uq_task_attempt_evidence_key"),
+    **MYSQL_TABLE_ARGS,
+)

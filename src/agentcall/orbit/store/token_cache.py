@@ -3,20 +3,15 @@
 Every request still decides with `orbit.domain.tokens.authenticate` against the current time,
 so expiry takes effect at its instant; only the record (permissions, scopes, revocation) may
 be up to `ttl_s` old: a revocation or a new queue scope reaches a running server within that
-time (ORBIT_TOKEN_CACHE_MS, default 1000; 0 turns the cache off). Unknown secrets are never
+time (the server's `token_cache_ms`, default 1000; 0 turns the cache off). Unknown secrets are never
 cached (a new token works at once), and the cache holds at most `max_entries` records.
 """
 
 from __future__ import annotations
 
-import os
-
-from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.domain.tokens import TokenRecord
 
-ENV_TTL_MS = "ORBIT_TOKEN_CACHE_MS"
 DEFAULT_TTL_MS = 1000
-MAX_TTL_MS = 60_000
 
 
 class TokenCache:
@@ -26,15 +21,6 @@ class TokenCache:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._entries: dict[str, tuple[TokenRecord, float]] = {}
-
-    @classmethod
-    def from_env(cls) -> TokenCache:
-        text = os.environ.get(ENV_TTL_MS, "")
-        if text == "":
-            return cls(DEFAULT_TTL_MS / 1000)
-        if not text.isdigit() or int(text) > MAX_TTL_MS:
-            raise SetupError(f"{ENV_TTL_MS} must be an integer 0-{MAX_TTL_MS}, got {text!r}")
-        return cls(int(text) / 1000)
 
     def get(self, secret_sha256: str, now: float) -> TokenRecord | None:
         """The record loaded less than `ttl_s` before `now` (a monotonic time), else None."""
