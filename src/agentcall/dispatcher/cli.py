@@ -52,7 +52,7 @@ def run(config: Path | None) -> None:
     """
     settings = _load(config)
     configure(settings.log_format, settings.log_level)
-    from agentcall.dispatcher.calls.cell_adapter import CellAdapter
+    from agentcall.dispatcher.cell.adapter import CellAdapter
     from agentcall.dispatcher.service import serve
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:

@@ -11,12 +11,12 @@ Every error the dispatcher package raises on purpose derives from
     ├── StoreError               (dispatcher.store.db) the state database cannot be used
     ├── UnknownExecution         (dispatcher.store.executions) caller bug
     ├── IllegalTransition        (dispatcher.domain.states) a forbidden state move
-    ├── DiscoveryFailed          (dispatcher.discovery) a round failed; admission closed
+    ├── DiscoveryFailed          (dispatcher.discovery.service) a round failed; admission closed
     ├── SaasError                (dispatcher.saas.client) a SaaS GET failed
     │   ├── SaasUnavailable      network, timeout, 5xx: retry, fail closed meanwhile
     │   ├── SaasRefused          401/403/404/400 with the contract's error code
     │   └── SaasInvalid          a 200 body breaking its schema or an identity check
-    ├── CellError                (dispatcher.calls.port) a cell request failed
+    ├── CellError                (dispatcher.cell.port) a cell request failed
     │   ├── CellRejected         refused: nothing was dialled
     │   └── CellUnavailable      no answer: whether it dialled is unknown
     │       └── CallIdTaken      the call_id was dialled before or belongs to another plan

@@ -19,18 +19,18 @@ from typing import Any
 
 import uvicorn
 
-from agentcall.dispatcher.admit import AdmissionService
-from agentcall.dispatcher.calls.port import CellPort
-from agentcall.dispatcher.calls.supervisor import CallSupervisor
-from agentcall.dispatcher.control.lanes import raise_if_cancelling
+from agentcall.dispatcher.admission.service import AdmissionService
+from agentcall.dispatcher.calls.service import CallSupervisor
+from agentcall.dispatcher.cell.port import CellPort
 from agentcall.dispatcher.control.plane import ControlPlane
-from agentcall.dispatcher.discovery import DiscoveryLoop
+from agentcall.dispatcher.discovery.gate import Gate
+from agentcall.dispatcher.discovery.service import DiscoveryLoop
 from agentcall.dispatcher.domain.consumption import queues_to_consume
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import TaskStatus
-from agentcall.dispatcher.gate import Gate
 from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 from agentcall.dispatcher.mq.consumers import TaskConsumers
 from agentcall.dispatcher.mq.intake import Intake
 from agentcall.dispatcher.mq.link import AmqpLink

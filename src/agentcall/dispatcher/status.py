@@ -10,8 +10,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-from agentcall.dispatcher.recording import store as recording_store
 from agentcall.dispatcher.store import executions, inbox, outbox, rejected, tasks
+from agentcall.dispatcher.store import recordings as recording_store
 from agentcall.dispatcher.store.codec import iso
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentcall.dispatcher.calls.port import CellRejected
+from agentcall.dispatcher.cell.port import CellRejected
 from agentcall.dispatcher.control.adapters import CacheTaskReader, CellActiveCalls
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.control import ReadFailure

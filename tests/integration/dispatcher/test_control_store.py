@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentcall.dispatcher.control.procedures import chooser
-from agentcall.dispatcher.control.store import SqliteControlStore, set_barrier
+from agentcall.dispatcher.control.transaction import SqliteControlStore, set_barrier
 from agentcall.dispatcher.domain.control import JobPhase, ReadFailure
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus

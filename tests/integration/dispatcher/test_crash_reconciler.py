@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from agentcall.dispatcher.calls.port import CellCall, CellOrphan
 from agentcall.dispatcher.calls.recovery import Reconciler
+from agentcall.dispatcher.cell.port import CellCall, CellOrphan
 from agentcall.dispatcher.domain.admission import Accept, decide
+from agentcall.dispatcher.domain.recording import RecordingState
 from agentcall.dispatcher.domain.states import ExecutionState as S
-from agentcall.dispatcher.recording import store as recording_store
-from agentcall.dispatcher.recording.lifecycle import Opener
-from agentcall.dispatcher.recording.model import RecordingState
+from agentcall.dispatcher.recording.transaction import Opener
 from agentcall.dispatcher.store import executions, outbox
+from agentcall.dispatcher.store import recordings as recording_store
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f

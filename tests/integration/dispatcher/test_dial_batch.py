@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from agentcall.dispatcher.calls.events import apply_batch
-from agentcall.dispatcher.calls.port import (
+from agentcall.dispatcher.calls.service import CallSupervisor
+from agentcall.dispatcher.cell.port import (
     BatchingCell,
     CallIdTaken,
     CellCall,
@@ -28,7 +29,6 @@ from agentcall.dispatcher.calls.port import (
     CellRejected,
     CellUnavailable,
 )
-from agentcall.dispatcher.calls.supervisor import CallSupervisor
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.store import executions, outbox

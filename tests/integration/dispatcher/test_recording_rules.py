@@ -23,17 +23,17 @@ import httpx
 import pytest
 
 from agentcall.dispatcher import contracts
-from agentcall.dispatcher.calls.finalize import Ending, end_and_finalize
-from agentcall.dispatcher.calls.port import CellRejected, CellUnavailable, CellUpload
+from agentcall.dispatcher.cell.port import CellRejected, CellUnavailable, CellUpload
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.results import CallEnd
 from agentcall.dispatcher.domain.states import ExecutionState
-from agentcall.dispatcher.recording import store as recording_store
-from agentcall.dispatcher.recording.lifecycle import Route
+from agentcall.dispatcher.finalize.result import Ending, end_and_finalize
 from agentcall.dispatcher.recording.service import RecordingService
 from agentcall.dispatcher.recording.storage import S3Store, StorageConfig
+from agentcall.dispatcher.recording.transaction import Route
 from agentcall.dispatcher.settings import Secret
 from agentcall.dispatcher.store import executions, outbox
+from agentcall.dispatcher.store import recordings as recording_store
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
 from tests.services import s3_settings

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentcall.dispatcher.calls.finalize import _end_json, end_from_json
 from agentcall.dispatcher.domain.results import CallEnd, TranscriptSegment
+from agentcall.dispatcher.finalize.result import _end_json, end_from_json
 
 START = datetime(2026, 9, 21, 2, 0, tzinfo=UTC)
 SEGMENTS = (

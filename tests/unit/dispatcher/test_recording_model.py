@@ -7,11 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentcall.dispatcher.domain.states import IllegalTransition
-from agentcall.dispatcher.recording import decide, model
-from agentcall.dispatcher.recording.decide import Step, next_step
-from agentcall.dispatcher.recording.keys import recording_keys
-from agentcall.dispatcher.recording.model import (
+from agentcall.dispatcher.domain import recording as model
+from agentcall.dispatcher.domain.recording import (
     ErrorCode,
     Media,
     Missing,
@@ -22,6 +19,10 @@ from agentcall.dispatcher.recording.model import (
     UploadReport,
     UploadStatus,
 )
+from agentcall.dispatcher.domain.states import IllegalTransition
+from agentcall.dispatcher.recording import decide
+from agentcall.dispatcher.recording.decide import Step, next_step
+from agentcall.dispatcher.recording.keys import recording_keys
 
 S = RecordingState
 E = ErrorCode
@@ -286,7 +287,7 @@ def test_closed_recording_makes_a_schema_valid_call_result_d_rec_2(closed: Recor
     from agentcall.dispatcher import contracts
     from agentcall.dispatcher.domain.admission import Accept, decide
     from agentcall.dispatcher.domain.results import CallEnd, call_result
-    from agentcall.dispatcher.recording.lifecycle import result_recording
+    from agentcall.dispatcher.recording.transaction import result_recording
 
     from .factories import D_ID, command, occupancy, quota, sip, view
     from .factories import NOW as F_NOW

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from agentcall.cell.client import CellClient
-from agentcall.dispatcher.calls.cell_adapter import CellAdapter
-from agentcall.dispatcher.calls.port import CallIdTaken, CellRejected, CellUnavailable
+from agentcall.dispatcher.cell.adapter import CellAdapter
+from agentcall.dispatcher.cell.port import CallIdTaken, CellRejected, CellUnavailable
 
 PLAN = {
     "call_id": "exec-1",

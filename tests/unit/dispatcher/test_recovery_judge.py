@@ -9,8 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentcall.dispatcher.calls.finalize import Ending
-from agentcall.dispatcher.calls.port import CellCall, CellOrphan
 from agentcall.dispatcher.calls.recovery import (
     LOST_NO_CALL,
     LOST_RESTARTED,
@@ -20,7 +18,9 @@ from agentcall.dispatcher.calls.recovery import (
     Pending,
     judge,
 )
+from agentcall.dispatcher.cell.port import CellCall, CellOrphan
 from agentcall.dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.finalize.result import Ending
 
 NOW = datetime(2026, 9, 18, 10, 0, tzinfo=UTC)
 GRACE = 5.0

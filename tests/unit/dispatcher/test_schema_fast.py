@@ -14,7 +14,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from agentcall.dispatcher import contracts
-from agentcall.dispatcher.schema_fast import compile_check
+from agentcall.dispatcher.contracts.fast import compile_check
+from agentcall.dispatcher.contracts.schemas import _fast_checks, _validator
 
 KIND = contracts.Kind.CALL_EXECUTE
 FORMATS = Draft202012Validator.FORMAT_CHECKER
@@ -33,11 +34,11 @@ BASE: dict[str, Any] = {
 
 
 def jsonschema_valid(body: object) -> bool:
-    return contracts._validator(KIND).is_valid(body)
+    return _validator(KIND).is_valid(body)
 
 
 def fast_valid(body: object) -> bool:
-    check = contracts._fast_checks(contracts.contracts_dir()).get(KIND)
+    check = _fast_checks(contracts.contracts_dir()).get(KIND)
     assert check is not None, "call.execute must compile to the fast check"
     return check(body)
 
@@ -144,6 +145,6 @@ def test_schemas_outside_the_subset_are_not_compiled(schema: dict[str, Any]) -> 
 
 
 def test_only_compiling_kinds_take_the_shortcut() -> None:
-    compiled = contracts._fast_checks(contracts.contracts_dir())
+    compiled = _fast_checks(contracts.contracts_dir())
     assert KIND in compiled
     assert contracts.Kind.TASK_CONFIG not in compiled  # uses anyOf, if/then, arrays…

@@ -7,8 +7,7 @@ from typing import Any
 import aiormq
 import pytest
 
-from agentcall.dispatcher.admit_tx import Settle
-from agentcall.dispatcher.mq.settle import ChannelAcks, ack_plan
+from agentcall.dispatcher.mq.settle import ChannelAcks, Settle, ack_plan
 
 # (name, ACK tags, other unsettled tags, expected multiple-ACK tag, expected single ACKs)
 PLANS = [

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from agentcall.dispatcher.calls.finalize import Ending, end_and_finalize
-from agentcall.dispatcher.calls.port import CellCall, CellEvent, CellPort
+from agentcall.dispatcher.cell.port import CellCall, CellEvent, CellPort
 from agentcall.dispatcher.domain.results import CallEnd, TranscriptSegment
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.domain.states import IllegalTransition
+from agentcall.dispatcher.finalize.result import Ending, end_and_finalize
 from agentcall.dispatcher.store import executions
 from agentcall.dispatcher.store.executions import Execution
 

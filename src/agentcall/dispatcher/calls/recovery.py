@@ -24,14 +24,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentcall.dispatcher.calls import events as ev
-from agentcall.dispatcher.calls.finalize import Ending, end_and_finalize, failed_ending
-from agentcall.dispatcher.calls.port import CellCall, CellEvent, CellOrphan, CellPort
+from agentcall.dispatcher.cell.port import CellCall, CellEvent, CellOrphan, CellPort
+from agentcall.dispatcher.domain.recording import Recording
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.domain.states import IllegalTransition
-from agentcall.dispatcher.recording import lifecycle
-from agentcall.dispatcher.recording import store as recording_store
-from agentcall.dispatcher.recording.model import Recording
+from agentcall.dispatcher.finalize.result import Ending, end_and_finalize, failed_ending
+from agentcall.dispatcher.recording import transaction as recording_tx
 from agentcall.dispatcher.store import executions
+from agentcall.dispatcher.store import recordings as recording_store
 from agentcall.dispatcher.store.codec import iso
 from agentcall.dispatcher.store.db import Database
 
@@ -80,7 +80,7 @@ Verdict = Follow | Finish | Hold
 def orphan_recording(orphan: CellOrphan) -> dict[str, Any]:
     """The Ending.recording of a call lost with its cell whose file is on disk."""
     return {
-        "source": lifecycle.ORPHAN,
+        "source": recording_tx.ORPHAN,
         "upload": orphan.upload_status,
         "format": "wav",
         "channels": 1,
@@ -212,8 +212,8 @@ def apply_stream_batch(
 ) -> Applied:
     """Apply a batch of the cell's events and persist the position, in one transaction."""
     finalized = ev.apply_batch(conn, batch, full, now, finalize_kw)
-    route = lifecycle.Route(finalize_kw["dispatcher_id"], finalize_kw["routing_key"])
-    closed = lifecycle.apply_events(conn, batch, now, route)
+    route = recording_tx.Route(finalize_kw["dispatcher_id"], finalize_kw["routing_key"])
+    closed = recording_tx.apply_events(conn, batch, now, route)
     last = batch[-1]
     if last.seq > 0:
         save_position(conn, last.boot_id, last.seq, now)
@@ -303,7 +303,7 @@ class Reconciler:
             orphans.update((o.call_id, o) for o in await self._cell.orphans())
         found = {c: orphan_recording(orphans[c]) for c in waiting if c in orphans}
         if found:
-            route = lifecycle.Route(
+            route = recording_tx.Route(
                 self._finalize_kw["dispatcher_id"], self._finalize_kw["routing_key"]
             )
-            await self._db.write(lifecycle.files_found, found, now, route)
+            await self._db.write(recording_tx.files_found, found, now, route)

@@ -13,7 +13,7 @@ import logging
 import sqlite3
 from collections.abc import Callable
 
-from agentcall.dispatcher.calls.port import CellError, CellPort
+from agentcall.dispatcher.cell.port import CellError, CellPort
 from agentcall.dispatcher.domain.control import ReadFailure
 from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.logs import log

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
-from agentcall.dispatcher.control.lanes import raise_if_cancelling
 from agentcall.dispatcher.control.service import ControlSettle
 from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 
 LOG = logging.getLogger("dispatcher.control.consumer")
 ChannelFactory = Callable[[], Awaitable[AbstractChannel]]

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from aio_pika.abc import AbstractChannel
 
-from agentcall.dispatcher.calls.port import CellPort
+from agentcall.dispatcher.cell.port import CellPort
 from agentcall.dispatcher.control.adapters import (
     CacheTaskReader,
     CellActiveCalls,
@@ -23,7 +23,7 @@ from agentcall.dispatcher.control.drain import AmqpDrainer
 from agentcall.dispatcher.control.lanes import TaskLanes
 from agentcall.dispatcher.control.procedures import ControlProcessor
 from agentcall.dispatcher.control.service import ControlService
-from agentcall.dispatcher.control.store import SqliteControlStore
+from agentcall.dispatcher.control.transaction import SqliteControlStore
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import Barrier

@@ -26,8 +26,8 @@ from aio_pika.abc import AbstractChannel
 from aiormq.abc import AbstractChannel as RawChannel
 from aiormq.abc import DeliveredMessage
 
-from agentcall.dispatcher.control.lanes import raise_if_cancelling
 from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import MAX_TASK_QUEUES, task_queue
 from agentcall.dispatcher.mq.settle import ChannelAcks

@@ -26,14 +26,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Collection, Iterable
+from enum import StrEnum
 from typing import Protocol
 
 import aiormq
 
-from agentcall.dispatcher.admit_tx import Settle
 from agentcall.dispatcher.logs import log
 
 LOG = logging.getLogger("dispatcher.settle")
+
+
+class Settle(StrEnum):
+    """How a delivery is settled once its decision is committed."""
+
+    ACK = "ack"
+    DEAD_LETTER = "dead_letter"
+    REQUEUE = "requeue"
 
 
 def ack_plan(acks: Collection[int], others: Collection[int]) -> tuple[int | None, list[int]]:

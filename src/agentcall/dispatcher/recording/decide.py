@@ -11,7 +11,7 @@ import math
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from agentcall.dispatcher.recording.model import Recording, RecordingState
+from agentcall.dispatcher.domain.recording import Recording, RecordingState
 
 S = RecordingState
 MIN_AUTHORIZATION = timedelta(seconds=1)  # a presigned URL lives whole seconds

@@ -25,19 +25,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from agentcall.dispatcher.calls.port import CellError, CellPort, CellRejected
-from agentcall.dispatcher.logs import log
-from agentcall.dispatcher.mq.names import result_routing_key
-from agentcall.dispatcher.recording import lifecycle, model, store
-from agentcall.dispatcher.recording.decide import Step, authorization_until, expires_in_s, next_step
-from agentcall.dispatcher.recording.lifecycle import Opener, Route
-from agentcall.dispatcher.recording.model import (
+from agentcall.dispatcher.cell.port import CellError, CellPort, CellRejected
+from agentcall.dispatcher.domain import recording as model
+from agentcall.dispatcher.domain.recording import (
     ErrorCode,
     Recording,
     RecordingState,
     UploadReport,
     UploadStatus,
 )
+from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.mq.names import result_routing_key
+from agentcall.dispatcher.recording import transaction as lifecycle
+from agentcall.dispatcher.recording.decide import Step, authorization_until, expires_in_s, next_step
 from agentcall.dispatcher.recording.storage import (
     AuthorizationFailed,
     ObjectStore,
@@ -45,7 +45,9 @@ from agentcall.dispatcher.recording.storage import (
     StorageConfig,
     StorageUnavailable,
 )
+from agentcall.dispatcher.recording.transaction import Opener, Route
 from agentcall.dispatcher.settings import Settings
+from agentcall.dispatcher.store import recordings as store
 from agentcall.dispatcher.store.db import Database
 
 LOG = logging.getLogger("dispatcher.recording")

@@ -19,8 +19,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from agentcall.dispatcher.domain.recording import Missing, ObjectFacts
 from agentcall.dispatcher.errors import DispatcherError
-from agentcall.dispatcher.recording.model import Missing, ObjectFacts
 from agentcall.dispatcher.settings import Secret, Settings
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from agentcall.dispatcher.recording.model import RecordingState
+from agentcall.dispatcher.domain.recording import RecordingState
 
 
 class _SnapshotCollector(Collector):

@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 
 from agentcall.dispatcher.domain.admission import Accept, Reject, TaskView, decide
 from agentcall.dispatcher.domain.model import ExecuteCommand, LocalTask, SipSnapshot, TenantQuota
@@ -28,14 +27,9 @@ from agentcall.dispatcher.domain.occupancy import OccupancyIndex
 from agentcall.dispatcher.domain.reasons import RejectReason
 from agentcall.dispatcher.domain.results import execute_result
 from agentcall.dispatcher.domain.states import Barrier, InboxDecision, TaskStatus
+from agentcall.dispatcher.mq.settle import Settle
 from agentcall.dispatcher.saas.cache import TaskLookup
 from agentcall.dispatcher.store import executions, inbox, outbox, rejected, tasks
-
-
-class Settle(StrEnum):
-    ACK = "ack"
-    DEAD_LETTER = "dead_letter"
-    REQUEUE = "requeue"
 
 
 @dataclass(frozen=True)

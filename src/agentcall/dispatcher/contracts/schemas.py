@@ -16,7 +16,7 @@ Locating the files (choice: no packaged copy, one source of truth):
 
 If neither holds the files, :class:`ContractSetupError` says so on first use.
 
-A kind whose schema fits :mod:`dispatcher.schema_fast` (``call.execute``) is accepted by
+A kind whose schema fits :mod:`dispatcher.contracts.fast` (``call.execute``) is accepted by
 that compiled check when it says valid; otherwise jsonschema decides and reports.
 
 Beyond the schemas, :func:`validate` checks what JSON Schema cannot express:
@@ -42,8 +42,8 @@ from jsonschema.exceptions import SchemaError, ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from agentcall.dispatcher.contracts.fast import Check, compile_check
 from agentcall.dispatcher.errors import DispatcherError
-from agentcall.dispatcher.schema_fast import Check, compile_check
 
 __all__ = [
     "ENV_DIR",
@@ -128,7 +128,7 @@ def contracts_dir() -> Path:
 @cache
 def _checkout_dir() -> Path:
     """Resolved once: it is looked up for every message validated."""
-    return Path(__file__).resolve().parents[3] / "contracts" / "dispatcher"
+    return Path(__file__).resolve().parents[4] / "contracts" / "dispatcher"
 
 
 def kinds() -> tuple[str, ...]:

@@ -7,7 +7,13 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from agentcall.dispatcher.recording.model import ErrorCode, Media, Recording, RecordingState, Source
+from agentcall.dispatcher.domain.recording import (
+    ErrorCode,
+    Media,
+    Recording,
+    RecordingState,
+    Source,
+)
 from agentcall.dispatcher.store.codec import iso
 
 _COLUMNS = (

@@ -1,7 +1,7 @@
 """The port through which the D drives the media plane (the ``cell`` process).
 
-The real adapter wraps ``cell.client`` (:mod:`dispatcher.calls.cell_adapter`); unit tests
-use a small fake behind this same Protocol. Errors crossing the port:
+The real adapter wraps ``agentcall.cell.client`` (:mod:`.adapter`); tests use the one
+in-memory fake behind this same Protocol (:mod:`.fake`). Errors crossing the port:
 
     DispatcherError
     └── CellError

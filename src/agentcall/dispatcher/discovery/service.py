@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agentcall.dispatcher import contracts
+from agentcall.dispatcher.discovery.gate import Gate
 from agentcall.dispatcher.domain.discovery import (
     DiscoveredTask,
     PageAccepted,
@@ -26,7 +27,6 @@ from agentcall.dispatcher.domain.discovery import (
 )
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.errors import DispatcherError
-from agentcall.dispatcher.gate import Gate
 from agentcall.dispatcher.logs import log
 from agentcall.dispatcher.saas.client import SaasClient, SaasError
 from agentcall.dispatcher.store import rejected, tasks

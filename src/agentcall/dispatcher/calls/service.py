@@ -29,9 +29,8 @@ from typing import Any
 
 from agentcall.dispatcher.calls import events as ev
 from agentcall.dispatcher.calls import recovery
-from agentcall.dispatcher.calls.finalize import end_and_finalize, failed_ending
 from agentcall.dispatcher.calls.plan import cell_plan
-from agentcall.dispatcher.calls.port import (
+from agentcall.dispatcher.cell.port import (
     BatchingCell,
     CallIdTaken,
     CellCall,
@@ -40,6 +39,7 @@ from agentcall.dispatcher.calls.port import (
     CellRejected,
 )
 from agentcall.dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.finalize.result import end_and_finalize, failed_ending
 from agentcall.dispatcher.logs import log
 from agentcall.dispatcher.recording.service import RecordingService
 from agentcall.dispatcher.store import executions

@@ -3,7 +3,7 @@
 Every change re-reads the row and applies a pure transition of :mod:`.model` to the
 state it finds, so a cell event and a sweeper round racing for the same recording
 cannot undo each other. A change that closes the recording stores the call's single
-call.result in the same transaction (:func:`dispatcher.calls.finalize.finalize_recorded`).
+call.result in the same transaction (:func:`dispatcher.finalize.result.finalize_recorded`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agentcall.dispatcher.calls.finalize import Ending, finalize_recorded
-from agentcall.dispatcher.calls.port import CellEvent
-from agentcall.dispatcher.domain.results import recording_unavailable, recording_uploaded
-from agentcall.dispatcher.domain.states import IllegalTransition
-from agentcall.dispatcher.recording import model, store
-from agentcall.dispatcher.recording.decide import deadline_for
-from agentcall.dispatcher.recording.keys import recording_keys
-from agentcall.dispatcher.recording.model import (
+from agentcall.dispatcher.cell.port import CellEvent
+from agentcall.dispatcher.domain import recording as model
+from agentcall.dispatcher.domain.recording import (
     ErrorCode,
     Media,
     Recording,
@@ -30,6 +25,12 @@ from agentcall.dispatcher.recording.model import (
     UploadReport,
     UploadStatus,
 )
+from agentcall.dispatcher.domain.results import recording_unavailable, recording_uploaded
+from agentcall.dispatcher.domain.states import IllegalTransition
+from agentcall.dispatcher.finalize.result import Ending, finalize_recorded
+from agentcall.dispatcher.recording.decide import deadline_for
+from agentcall.dispatcher.recording.keys import recording_keys
+from agentcall.dispatcher.store import recordings as store
 from agentcall.dispatcher.store.executions import Execution
 
 S = RecordingState

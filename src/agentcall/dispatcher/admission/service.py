@@ -3,7 +3,7 @@
 For a batch of deliveries: invalid bodies become redacted facts and are dead-lettered
 (D-MQ-5); deliveries of a task whose consumer was cancelled meanwhile go back to their
 queue (``nack(requeue=true)``, never ACK-dropped); valid commands are decided in one
-transaction (:mod:`dispatcher.admit_tx`) and each delivery is settled only after that
+transaction (:mod:`dispatcher.admission.transaction`) and each delivery is settled only after that
 commit (D-MQ-4), per channel in as few frames as that allows (:mod:`dispatcher.mq.settle`).
 Accepted executions are then handed to the call supervisor.
 """
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from agentcall.dispatcher import contracts
-from agentcall.dispatcher.admit_tx import Inputs, Invalid, Item, Settle, Valid, run_batch
+from agentcall.dispatcher.admission.transaction import Inputs, Invalid, Item, Valid, run_batch
 from agentcall.dispatcher.domain.model import TenantQuota
 from agentcall.dispatcher.mq.consumers import Delivery
-from agentcall.dispatcher.mq.settle import ChannelAcks
+from agentcall.dispatcher.mq.settle import ChannelAcks, Settle
 from agentcall.dispatcher.saas.cache import ConfigCache, TaskLookup
 from agentcall.dispatcher.saas.parse import parse_command
 from agentcall.dispatcher.store.db import Database

@@ -1,4 +1,4 @@
-"""The real :class:`~dispatcher.calls.port.CellPort`: a thin wrapper over ``cell.client``.
+"""The real :class:`~.port.CellPort`: a thin wrapper over ``agentcall.cell.client``.
 
 This is the only module of the dispatcher that imports from the cell package. It
 translates the client's models into the port's frozen data and its errors into the
@@ -33,8 +33,8 @@ from agentcall.cell.client import (
     UploadResult,
     UploadTarget,
 )
-from agentcall.dispatcher.calls import port
-from agentcall.dispatcher.calls.port import (
+from agentcall.dispatcher.cell import port
+from agentcall.dispatcher.cell.port import (
     CallIdTaken,
     CellCall,
     CellEvent,
@@ -141,7 +141,7 @@ def to_plan(body: Mapping[str, Any]) -> Plan:
 
 
 def originate_error(exc: Exception) -> port.CellError:
-    """The port's outcome of a failed originate (see :mod:`dispatcher.calls.port`)."""
+    """The port's outcome of a failed originate (see :mod:`.port`)."""
     if isinstance(exc, CellBusyError | CellDrainingError):
         code = "busy" if isinstance(exc, CellBusyError) else "draining"
         return CellRejected(code, exc.message)

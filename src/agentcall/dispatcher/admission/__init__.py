@@ -1,0 +1,1 @@
+"""Admission of call.execute: decode, decide in one transaction, settle after the commit."""

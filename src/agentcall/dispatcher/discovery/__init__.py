@@ -1,0 +1,1 @@
+"""Task discovery: the paging loop, its transaction and the start-up admission gate."""

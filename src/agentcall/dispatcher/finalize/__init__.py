@@ -1,0 +1,1 @@
+"""Ending an execution and storing its single call.result; shared by calls and recording."""
