@@ -1,7 +1,11 @@
-"""Architecture rule: the four packages never import each other, except that the
-dispatcher may import the cell's public client module (`agentcall.cell.client`).
+"""Architecture rule: the four services never import each other. Two exceptions only: every
+service may import `agentcall.logs` (the one shared module: JSON log lines with one message
+key), and the dispatcher may import the cell's public client module (`agentcall.cell.client`).
 
-The test parses every module under src/ and fails naming each forbidden import.
+Nothing else lives directly under `src/agentcall/`: a new shared module fails here, so code
+shared by the services stays one deliberate exception. The shared module imports no service.
+The test parses every module under src/ (absolute and relative imports) and fails naming
+each forbidden import.
 """
 
 from __future__ import annotations
@@ -13,40 +17,77 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "agentcall"
 PACKAGES = ("dispatcher", "cell", "mocksaas", "orbit")
+SHARED = ("logs",)
 ALLOWED = {("dispatcher", "agentcall.cell.client")}
 
 
-def _imports(path: Path) -> list[str]:
+def _resolve(path: Path, root: Path, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    parts = ["agentcall", *path.relative_to(root).with_suffix("").parts]
+    parts = parts[: len(parts) - node.level]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def _imports(path: Path, root: Path = SRC) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            module = _resolve(path, root, node)
+            if module == "agentcall":  # from agentcall import logs
+                names.extend(f"agentcall.{alias.name}" for alias in node.names)
+            elif module:
+                names.append(module)
     return names
 
 
-def _violations(package: str) -> list[str]:
-    found = []
-    for path in sorted((SRC / package).rglob("*.py")):
-        for name in _imports(path):
-            parts = name.split(".")
-            if parts[0] != "agentcall" or len(parts) < 2:
-                continue
-            top = parts[1]
-            if top == package or top not in PACKAGES:
-                continue
-            if any(package == src and (name == dst or name.startswith(dst + "."))
-                   for src, dst in ALLOWED):
-                continue
-            found.append(f"{path.relative_to(SRC)} imports {name}")
-    return found
+def _is_under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
 
 
-@pytest.mark.parametrize("package", PACKAGES)
+def _forbidden(package: str, name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] != "agentcall" or len(parts) < 2 or parts[1] == package:
+        return False
+    if parts[1] in SHARED:
+        return False
+    return not any(package == src and _is_under(name, dst) for src, dst in ALLOWED)
+
+
+def _violations(package: str, root: Path = SRC) -> list[str]:
+    sources = (
+        sorted((root / package).rglob("*.py")) if package in PACKAGES else [root / f"{package}.py"]
+    )
+    return [
+        f"{path.relative_to(root)} imports {name}"
+        for path in sources
+        for name in _imports(path, root)
+        if _forbidden(package, name)
+    ]
+
+
+def _strangers(root: Path = SRC) -> list[str]:
+    """Entries directly under `agentcall/` that are neither a service nor the shared module."""
+    known = {*PACKAGES, *(f"{name}.py" for name in SHARED)}
+    return sorted(
+        entry.name
+        for entry in root.iterdir()
+        if entry.name not in known
+        and entry.name != "__pycache__"
+        and (entry.suffix == ".py" or entry.is_dir())
+    )
+
+
+@pytest.mark.parametrize("package", PACKAGES + SHARED)
 def test_packages_do_not_import_each_other(package: str) -> None:
     assert _violations(package) == []
+
+
+def test_the_shared_module_is_the_only_code_outside_the_services() -> None:
+    assert _strangers() == []
 
 
 def test_the_check_detects_a_forbidden_import(tmp_path: Path) -> None:
@@ -55,3 +96,27 @@ def test_the_check_detects_a_forbidden_import(tmp_path: Path) -> None:
         "from agentcall.orbit.store import x\nimport agentcall.cell.client\n", encoding="utf-8"
     )
     assert _imports(module) == ["agentcall.orbit.store", "agentcall.cell.client"]
+
+
+def test_the_check_fails_on_a_second_shared_module(tmp_path: Path) -> None:
+    root = tmp_path / "agentcall"
+    for package in ("cell", "orbit"):
+        (root / package).mkdir(parents=True)
+    (root / "logs.py").write_text("import json\n", encoding="utf-8")
+    (root / "util.py").write_text("from agentcall.cell import x\n", encoding="utf-8")
+    (root / "helpers").mkdir()
+    (root / "cell" / "a.py").write_text(
+        "from agentcall import logs, util\nfrom agentcall.logs import configure\n"
+        "from ..helpers import y\nfrom . import b\n",
+        encoding="utf-8",
+    )
+    (root / "orbit" / "c.py").write_text("import agentcall.cell.client\n", encoding="utf-8")
+    assert _strangers(root) == ["helpers", "util.py"]
+    assert _violations("cell", root) == [
+        "cell/a.py imports agentcall.util",
+        "cell/a.py imports agentcall.helpers",
+    ]
+    assert _violations("orbit", root) == ["orbit/c.py imports agentcall.cell.client"]
+    assert _violations("logs", root) == []
+    (root / "logs.py").write_text("from agentcall.orbit import x\n", encoding="utf-8")
+    assert _violations("logs", root) == ["logs.py imports agentcall.orbit"]

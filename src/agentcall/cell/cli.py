@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 import uvicorn
 
-from agentcall.cell import __version__, logs
+from agentcall import logs
+from agentcall.cell import __version__
 from agentcall.cell.agent.mock import mock_registry
 from agentcall.cell.errors import CellConfigError
 from agentcall.cell.server.app import build_app
@@ -144,7 +145,7 @@ def serve(
     log_format: str,
 ) -> None:
     """Run a cell: HTTP + WebSocket API for the Dispatcher (sim or sip mode)."""
-    logs.configure(log_level, log_format)
+    logs.configure(log_format, log_level)
     try:
         script = load_script(script_path) if script_path else Script()
     except CellConfigError as exc:
@@ -156,14 +157,24 @@ def serve(
     except CellConfigError as exc:
         raise click.UsageError(f"--data-dir: {exc.message}") from None
     sock = _bind(http_host, http_port)
-    host, port = sock.getsockname()[:2]
-    url = f"http://{host}:{port}"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / "cell.url").write_text(url + "\n")
+    url = _announce(sock, data_dir)
     log.info(
         "listening",
         extra={"url": url, "boot_id": service.boot_id, "mode": mode, "time_scale": scale},
     )
+    _run(service, sock)
+
+
+def _announce(sock: socket.socket, data_dir: Path) -> str:
+    """The API's URL, also written to ``<data-dir>/cell.url`` (the port may be chosen)."""
+    host, port = sock.getsockname()[:2]
+    url = f"http://{host}:{port}"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "cell.url").write_text(url + "\n")
+    return url
+
+
+def _run(service: CellService, sock: socket.socket) -> None:
     config = uvicorn.Config(
         build_app(service),
         log_config=None,

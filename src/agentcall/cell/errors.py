@@ -1,6 +1,7 @@
-"""Errors of the cell process, one rooted tree, each mapped to one wire error.
+"""Errors of the cell process: two rooted trees, each class says how to fix it.
 
-::
+``CellError`` is what a request or the process can fail with; each class maps to one wire
+error::
 
     CellError                              (500 internal_error)
     ├── InvalidRequestError                (400 invalid_request)  — names the field
@@ -20,8 +21,19 @@
     └── CellConfigError                    (start-up only: bad script, data dir, options)
         └── ScriptError                    (the simulation script is invalid)
 
-Every class says how to fix the problem; ``WIRE_ERRORS`` is the one table from
-class to HTTP status and code, looked up along the class hierarchy.
+``WIRE_ERRORS`` is the one table from class to HTTP status and code, looked up along the
+class hierarchy.
+
+``SipError`` is what a real call can fail with in the SIP user agent or its media (RTP);
+each class carries the reason code of the ``failed`` call it becomes
+(:func:`agentcall.cell.sip.outcome.outcome_for_error`), none ever escapes a call task::
+
+    SipError                         root: unexpected failure in the SIP stack
+    ├── SipParseError                a peer sent a malformed SIP message, SDP body or RTP packet
+    ├── SipAuthError                 a 401/407 challenge that cannot be answered
+    ├── SipConfigError               the trunk configuration is not usable for a real call
+    ├── SipTransportError            the socket to the trunk failed
+    └── IllegalCallTransitionError   a call event that its current state forbids
 """
 
 from __future__ import annotations
@@ -130,3 +142,44 @@ def wire_error(exc: CellError) -> tuple[int, str]:
         if cls in WIRE_ERRORS:
             return WIRE_ERRORS[cls]
     return WIRE_ERRORS[CellError]
+
+
+class SipError(Exception):
+    """Unexpected failure in the SIP stack; read the cell log (call_id) for the cause."""
+
+    reason_code = "sip_error"
+
+
+class SipParseError(SipError):
+    """The peer sent a message this UA cannot parse; capture it (sipp -trace_msg) and
+    check the trunk speaks RFC 3261 over the configured transport."""
+
+    reason_code = "sip_malformed"
+
+
+class SipAuthError(SipError):
+    """The trunk asked for digest credentials this cell cannot give: configure the
+    credentials of the trunk's credential_ref (docs/cell-sip.md) or use MD5/SHA-256
+    with qop=auth."""
+
+    reason_code = "sip_auth_failed"
+
+
+class SipConfigError(SipError):
+    """The trunk snapshot lacks what a real call needs (transport, auth_mode, host,
+    PCMA media profile): fix the approved SIP snapshot."""
+
+    reason_code = "trunk_not_usable"
+
+
+class SipTransportError(SipError):
+    """The socket to the trunk failed: check server_host/server_port/transport and that
+    the trunk is reachable from the cell."""
+
+    reason_code = "sip_transport_error"
+
+
+class IllegalCallTransitionError(SipError):
+    """A call event arrived in a state that forbids it: a bug in the UA, report it."""
+
+    reason_code = "sip_internal_error"

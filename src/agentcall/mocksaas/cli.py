@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from agentcall import logs
 from agentcall.mocksaas.cli_admin import admin
 from agentcall.mocksaas.domain.discovery import MAX_PAGE_SIZE
 from agentcall.mocksaas.errors import MockSaasError
-from agentcall.mocksaas.logs import configure
 from agentcall.mocksaas.settings import DEFAULT_AMQP_URL, Settings
 
 
@@ -52,7 +52,7 @@ def serve(http_host: str, http_port: int, amqp_url: str, db_path: Path,
     the admin API under /admin/v1, /healthz and /metrics; declares the MQ topology of
     every known dispatcher; consumes their result queues.
     """
-    configure(log_format)
+    logs.configure(log_format, quiet=("aiormq", "aio_pika", "uvicorn.access"))
     try:
         settings = Settings(http_host, http_port, amqp_url, db_path, discovery_page_size,
                             contracts_dir)

@@ -8,9 +8,9 @@ from array import array
 
 import pytest
 
+from agentcall.cell.errors import SipParseError
 from agentcall.cell.media import g711
 from agentcall.cell.media.rtp import RtpPacket, SendState, parse_rtp, serialize_rtp
-from agentcall.cell.sip.errors import SipParseError
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from agentcall.cell.errors import IllegalCallTransitionError
 from agentcall.cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
-from agentcall.cell.sip.errors import IllegalCallTransitionError
 from agentcall.cell.sip.outcome import CallEnd, CallOutcome, CancelCause
 
 A = Action

@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from agentcall.cell.errors import SipAuthError
 from agentcall.cell.sip.digest import (
     Challenge,
     Credentials,
@@ -13,7 +14,6 @@ from agentcall.cell.sip.digest import (
     digest_response,
     parse_challenge,
 )
-from agentcall.cell.sip.errors import SipAuthError
 
 CREDS = Credentials("Mufasa", "Circle Of Life")
 

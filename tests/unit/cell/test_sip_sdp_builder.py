@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentcall.cell.errors import SipParseError
 from agentcall.cell.sip.builder import (
     Leg,
     dialog_from_success,
@@ -14,7 +15,6 @@ from agentcall.cell.sip.builder import (
     make_response,
     sip_user,
 )
-from agentcall.cell.sip.errors import SipParseError
 from agentcall.cell.sip.message import SipRequest, parse_message, serialize, tag_of
 from agentcall.cell.sip.sdp import MediaOffer, RemoteMedia, build_offer, parse_answer
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from agentcall.cell.errors import SipConfigError
 from agentcall.cell.model import EndCause, Outcome
 from agentcall.cell.plan import TrunkSpec
 from agentcall.cell.sip.digest import Credentials
 from agentcall.cell.sip.driver import ending_for
-from agentcall.cell.sip.errors import SipConfigError
 from agentcall.cell.sip.outcome import CallEnd, CallOutcome
 from agentcall.cell.sip.setup import llm_settings, sip_registry
 from agentcall.cell.sip.trunk import load_credentials, resolve_target

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcall.cell.audio import tone_speech
+from agentcall.cell.audio.synth import tone_speech
 from agentcall.cell.errors import RecordingNotFoundError, UploadNotAllowedError
 from agentcall.cell.originate_log import OriginateLog, read_entries
 from agentcall.cell.recording.store import RecordingStore, UploadState, UploadStatus

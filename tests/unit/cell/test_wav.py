@@ -6,7 +6,7 @@ import hashlib
 import wave
 from pathlib import Path
 
-from agentcall.cell.audio import noise_speech, peak, silence, tone_speech
+from agentcall.cell.audio.synth import noise_speech, peak, silence, tone_speech
 from agentcall.cell.recording.wav import WavWriter, repair_wav, wav_info
 
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 from agentcall.cell.agent.config import AgentConfig, AgentMode
 from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.agent.providers import ChatMessage, ProviderRegistry, Utterance
-from agentcall.cell.audio import SAMPLE_RATE_HZ, noise_speech
+from agentcall.cell.audio.synth import SAMPLE_RATE_HZ, noise_speech
 from agentcall.cell.model import Role, Turn
 
 GAP_MS = 300  # pause between one speaker and the next

@@ -23,7 +23,7 @@ from agentcall.cell.agent.providers import (
     Transcription,
     Utterance,
 )
-from agentcall.cell.audio import SAMPLE_RATE_HZ, tone_speech
+from agentcall.cell.audio.synth import SAMPLE_RATE_HZ, tone_speech
 
 MOCK = "mock"
 MS_PER_CHAR = 60

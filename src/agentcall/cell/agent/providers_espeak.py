@@ -16,7 +16,7 @@ from agentcall.cell.agent.providers_errors import (
     ProviderError,
     ProviderTimeoutError,
 )
-from agentcall.cell.media.resample import resample
+from agentcall.cell.audio.resample import resample
 
 LINE_RATE_HZ = 8000
 BASE_WPM = 175  # espeak-ng's default speed, words per minute

@@ -33,7 +33,7 @@ def _text(hyp: Any) -> str:
 
 
 def _handle(decoder: Any, op: str, pcm: bytes, rate: int) -> str:  # noqa: C901 - a dispatch
-    from agentcall.cell.media.resample import resample
+    from agentcall.cell.audio.resample import resample
 
     audio = resample(pcm, rate, MODEL_HZ) if pcm else b""
     if op == "start":

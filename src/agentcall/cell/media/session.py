@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from agentcall.cell.errors import SipParseError
 from agentcall.cell.media import g711
 from agentcall.cell.media.jitter import JitterBuffer, ReceiveStats, on_packet
 from agentcall.cell.media.recording import CallRecorder
@@ -25,7 +26,6 @@ from agentcall.cell.media.rtp import (
     parse_rtp,
     serialize_rtp,
 )
-from agentcall.cell.sip.errors import SipParseError
 
 log = logging.getLogger("cell.media")
 

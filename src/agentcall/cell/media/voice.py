@@ -33,9 +33,9 @@ from agentcall.cell.agent.providers import (
     Utterance,
 )
 from agentcall.cell.agent.streaming import UtteranceStream
+from agentcall.cell.audio.resample import resample
 from agentcall.cell.errors import CellError
 from agentcall.cell.media import turns
-from agentcall.cell.media.resample import resample
 from agentcall.cell.media.rtp import FRAME_MS, PCM_BYTES_PER_FRAME
 from agentcall.cell.model import Role, Turn
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from agentcall.cell.audio import SAMPLE_RATE_HZ, SAMPLE_WIDTH_BYTES
+from agentcall.cell.audio.synth import SAMPLE_RATE_HZ, SAMPLE_WIDTH_BYTES
 
 CHANNELS = 1
 HEADER_BYTES = 44

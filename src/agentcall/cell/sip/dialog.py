@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from agentcall.cell.sip.errors import IllegalCallTransitionError
+from agentcall.cell.errors import IllegalCallTransitionError
 from agentcall.cell.sip.outcome import (
     CallEnd,
     CancelCause,

@@ -16,11 +16,11 @@ from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.agent.providers import ProviderRegistry
 from agentcall.cell.calls import Ending
 from agentcall.cell.driver import CallControl
+from agentcall.cell.errors import SipError
 from agentcall.cell.media.session import MediaClock
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
 from agentcall.cell.model import EndCause, Outcome, ReasonCode
 from agentcall.cell.sip.digest import Credentials
-from agentcall.cell.sip.errors import SipError
 from agentcall.cell.sip.outcome import CallEnd, CallOutcome
 from agentcall.cell.sip.transport import SipEndpoint
 from agentcall.cell.sip.trunk import resolve_target

@@ -25,9 +25,8 @@ from agentcall.cell.agent.providers import ASRProvider, LLMProvider, ProviderReg
 from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.agent.providers_openai import OpenAIChatLLM, OpenAISettings
 from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
-from agentcall.cell.errors import CellConfigError
+from agentcall.cell.errors import CellConfigError, SipConfigError
 from agentcall.cell.sip.driver import SipDriver
-from agentcall.cell.sip.errors import SipConfigError
 from agentcall.cell.sip.trunk import load_credentials
 
 ESPEAK = "espeak-ng"

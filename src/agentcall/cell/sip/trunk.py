@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentcall.cell.errors import SipConfigError
 from agentcall.cell.plan import TrunkSpec
 from agentcall.cell.sip.digest import Credentials
-from agentcall.cell.sip.errors import SipConfigError
 
 TRANSPORTS = frozenset({"udp", "tcp"})
 AUTH_NONE = frozenset({"none", "ip"})

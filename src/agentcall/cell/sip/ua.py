@@ -15,13 +15,13 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agentcall.cell.errors import IllegalCallTransitionError, SipAuthError, SipError
 from agentcall.cell.media.recording import CallRecorder
 from agentcall.cell.media.session import CallAudio, MediaClock, MediaReport, MediaSession
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sip import builder
 from agentcall.cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
 from agentcall.cell.sip.digest import Credentials, authorization, parse_challenge
-from agentcall.cell.sip.errors import IllegalCallTransitionError, SipAuthError, SipError
 from agentcall.cell.sip.message import SipMessage, SipRequest, SipResponse
 from agentcall.cell.sip.outcome import CallEnd, outcome_for_error
 from agentcall.cell.sip.sdp import MediaOffer, build_offer, parse_answer

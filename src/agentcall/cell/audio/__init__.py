@@ -1,0 +1,3 @@
+"""16-bit PCM audio below every other part of the cell: synthetic speech for the simulated
+mode and the mock TTS (``synth``), sample-rate conversion for the providers and the line
+(``resample``)."""
