@@ -1,13 +1,13 @@
 """O-API-1 with the token cache (`orbit.store.token_cache`): records live at most the TTL,
-unknown secrets are never cached, the size is bounded, the setting is validated."""
+unknown secrets are never cached, the size is bounded (the setting is validated in
+`test_settings.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.domain.tokens import Permission, TokenRecord
-from agentcall.orbit.store.token_cache import ENV_TTL_MS, TokenCache
+from agentcall.orbit.store.token_cache import TokenCache
 
 pytestmark = pytest.mark.unit
 
@@ -47,21 +47,3 @@ def test_the_cache_is_bounded() -> None:
     cache.put("b", RECORD, 5.0)
     cache.put("c", RECORD, 20.0)  # the others expired: only they are dropped
     assert len(cache) == 1 and cache.get("c", 20.0) is RECORD
-
-
-@pytest.mark.parametrize(("text", "ttl"), [(None, 1.0), ("", 1.0), ("0", 0.0), ("250", 0.25)])
-def test_ttl_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch, text: str | None, ttl: float
-) -> None:
-    if text is None:
-        monkeypatch.delenv(ENV_TTL_MS, raising=False)
-    else:
-        monkeypatch.setenv(ENV_TTL_MS, text)
-    assert TokenCache.from_env().ttl_s == ttl
-
-
-@pytest.mark.parametrize("text", ["-1", "1.5", "soon", "60001"])
-def test_bad_ttl_setting_is_refused(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
-    monkeypatch.setenv(ENV_TTL_MS, text)
-    with pytest.raises(SetupError, match=ENV_TTL_MS):
-        TokenCache.from_env()

@@ -1,5 +1,5 @@
 """The ASGI application: routes, the request-ID/error/log/metrics wrapper, health, metrics and
-the OpenAPI document. `create_app(db)` refuses to start on an unmigrated database."""
+the OpenAPI document. `create_app(db, settings)` refuses to start on an unmigrated database."""
 
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ from starlette.types import Receive, Scope, Send
 from agentcall.orbit.api import routes, submit_metrics
 from agentcall.orbit.api.control_routes import ControlRoutes
 from agentcall.orbit.api.errors import wire_error
-from agentcall.orbit.api.execution_service import ExecutionService
+from agentcall.orbit.api.execution_service import ExecutionService, Wrap
 from agentcall.orbit.api.http import envelope
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.settings import ServerSettings
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.token_cache import TokenCache
 
 log = logging.getLogger("orbit.api")
 Handler = Callable[[Request, routes.Context], Awaitable[Response]]
@@ -91,58 +93,23 @@ class OrbitApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
-def create_app(db: Database, *, access_log: bool = True, fast_submit: bool = True) -> OrbitApp:
-    """`fast_submit=False` serves `POST /v1/tasks` through the router like every other route
+def create_app(
+    db: Database, settings: ServerSettings | None = None, *, fast_submit: bool = True
+) -> OrbitApp:
+    """The app of one server process, built from `settings` (default: `ServerSettings()`).
+    `fast_submit=False` serves `POST /v1/tasks` through the router like every other route
     (the tests compare both)."""
-    ops = Operations(db)
+    settings = settings or ServerSettings()
+    ops = Operations(
+        db,
+        token_cache=TokenCache(settings.token_cache_ms / 1000),
+        submit_lanes=settings.submit_lanes,
+    )
     metrics = Metrics()
     submit_metrics.register(metrics.registry, ops)
-    execution = ExecutionService(db, ops, registry=metrics.registry)  # P2: workers, history
-    control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify)  # P3 (issue 8)
-
-    def endpoint(name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-        async def run(request: Request) -> Response:
-            started = time.perf_counter()
-            ctx = routes.Context(new_id(), ops)
-            try:
-                response = await handler(request, ctx)
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error
-                response = _error(ctx, request, exc)
-            elapsed = time.perf_counter() - started
-            metrics.observe(name, response.status_code, elapsed)
-            if access_log:
-                _access(request, response, ctx, name, elapsed)
-            return response
-
-        return run
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        ctx = routes.Context(new_id(), ops)
-        return _error(ctx, request, NotFound("no such route; see /openapi.json"))
-
-    async def health(request: Request) -> Response:
-        return Response(b'{"status":"ok"}', media_type="application/json")
-
-    async def metrics_page(request: Request) -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    document = openapi_text()
-
-    async def openapi(request: Request) -> Response:
-        return Response(document, media_type="application/json")
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await require_current(db)
-        await execution.start()
-        # what startup made (modules, SQLAlchemy's tables and compiled caches) leaves the
-        # collector's generations: the collections requests trigger no longer scan it
-        gc.freeze()
-        log.info("orbit api ready", extra={"dialect": db.dialect.value})
-        yield
-        await execution.stop()
-        await db.close()
-
+    execution = ExecutionService(db, ops, settings.execution, registry=metrics.registry)
+    control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify)
+    endpoint = _endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
     app = OrbitApp(
         routes=[
@@ -162,15 +129,81 @@ def create_app(db: Database, *, access_log: bool = True, fast_submit: bool = Tru
             ),
             Route("/v1/tasks/{task_id}", endpoint("get", routes.get_task), methods=["GET"]),
             *execution.routes(endpoint),
-            Route("/openapi.json", openapi, methods=["GET"]),
-            Route("/healthz", health, methods=["GET"]),
-            Route("/metrics", metrics_page, methods=["GET"]),
+            *_service_routes(metrics),
         ],
-        exception_handlers={HTTPException: not_found},
-        lifespan=lifespan,
+        exception_handlers={HTTPException: _not_found(ops)},
+        lifespan=_lifespan(db, execution),
     )
     app.submit = submit if fast_submit else None
     return app
+
+
+def _endpoints(ops: Operations, metrics: Metrics, access_log: bool) -> Wrap:
+    """The wrapper of every route: request ID, error envelope, metrics and the access line."""
+
+    def endpoint(name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            started = time.perf_counter()
+            ctx = routes.Context(new_id(), ops)
+            try:
+                response = await handler(request, ctx)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error
+                response = _error(ctx, request, exc)
+            elapsed = time.perf_counter() - started
+            metrics.observe(name, response.status_code, elapsed)
+            if access_log:
+                _access(request, response, ctx, name, elapsed)
+            return response
+
+        return run
+
+    return endpoint
+
+
+def _not_found(ops: Operations) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def not_found(request: Request, exc: Exception) -> Response:
+        ctx = routes.Context(new_id(), ops)
+        return _error(ctx, request, NotFound("no such route; see /openapi.json"))
+
+    return not_found
+
+
+def _service_routes(metrics: Metrics) -> list[Route]:
+    """The OpenAPI document, health and Prometheus metrics."""
+    document = openapi_text()
+
+    async def openapi(request: Request) -> Response:
+        return Response(document, media_type="application/json")
+
+    async def health(request: Request) -> Response:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/healthz", health, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
+    ]
+
+
+def _lifespan(
+    db: Database, execution: ExecutionService
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await require_current(db)
+        await execution.start()
+        # what startup made (modules, SQLAlchemy's tables and compiled caches) leaves the
+        # collector's generations: the collections requests trigger no longer scan it
+        gc.freeze()
+        log.info("orbit api ready", extra={"dialect": db.dialect.value})
+        yield
+        await execution.stop()
+        await db.close()
+
+    return lifespan
 
 
 def _error(ctx: routes.Context, request: Request, exc: Exception) -> Response:

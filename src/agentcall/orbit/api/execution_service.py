@@ -1,13 +1,11 @@
-"""Wiring of the execution side into the API process: settings from `ORBIT_*` variables, the
-batcher, kernel, hub and its loops, the WebSocket and history routes, and the submit hook that
-wakes the dispatcher. `orbit.api.app.create_app` calls `ExecutionService` (one object, three
-calls: routes, start, stop)."""
+"""Wiring of the execution side into the API process: the batcher, kernel, hub and its loops,
+the WebSocket and history routes, and the submit hook that wakes the dispatcher, built from
+the server's `ExecutionSettings`. `orbit.api.app.create_app` calls `ExecutionService` (one
+object, three calls: routes, start, stop)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 from starlette.requests import Request
@@ -18,13 +16,12 @@ from agentcall.orbit.api import attempt_routes as routes
 from agentcall.orbit.api.routes import Context
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
 from agentcall.orbit.domain.backoff import JitteredBackoff
-from agentcall.orbit.domain.errors import SetupError
-from agentcall.orbit.domain.leasing import DEFAULT_LEASE_TTL_MS, DEFAULT_RECONNECT_GRACE_MS
 from agentcall.orbit.execution.batch import Batcher, Many
 from agentcall.orbit.execution.eager import EagerDispatch
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import Upkeep
+from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.operations import Operations
 
@@ -32,49 +29,15 @@ Handler = Callable[[Request, Context], Awaitable[Response]]
 Wrap = Callable[[str, Handler], Callable[[Request], Awaitable[Response]]]
 
 
-@dataclass(frozen=True, slots=True)
-class ExecutionSettings:
-    lease_ttl_ms: int = DEFAULT_LEASE_TTL_MS
-    reconnect_grace_ms: int = DEFAULT_RECONNECT_GRACE_MS
-    sweep_interval_ms: int = 200
-    dispatch_tick_ms: int = 250
-    lanes: int = 0  # 0: 1 on SQLite (single writer), 4 on MySQL/MariaDB
-    eager: bool = True  # lease a submit to an idle connection in its own transaction
-
-    @classmethod
-    def from_env(cls) -> ExecutionSettings:
-        """ORBIT_LEASE_TTL_MS, ORBIT_RECONNECT_GRACE_MS, ORBIT_SWEEP_INTERVAL_MS,
-        ORBIT_DISPATCH_TICK_MS, ORBIT_WRITE_LANES, ORBIT_EAGER_DISPATCH (1 or 0; see
-        docs/orbit/worker-protocol.md §8)."""
-        return cls(
-            lease_ttl_ms=_env("ORBIT_LEASE_TTL_MS", DEFAULT_LEASE_TTL_MS, 300, 3_600_000),
-            reconnect_grace_ms=_env("ORBIT_RECONNECT_GRACE_MS", DEFAULT_RECONNECT_GRACE_MS, 0,
-                                    3_600_000),  # fmt: skip
-            sweep_interval_ms=_env("ORBIT_SWEEP_INTERVAL_MS", 200, 10, 60_000),
-            dispatch_tick_ms=_env("ORBIT_DISPATCH_TICK_MS", 250, 10, 60_000),
-            lanes=_env("ORBIT_WRITE_LANES", 0, 0, 32),
-            eager=_env("ORBIT_EAGER_DISPATCH", 1, 0, 1) == 1,
-        )
-
-
-def _env(name: str, default: int, low: int, high: int) -> int:
-    text = os.environ.get(name)
-    if text is None or text == "":
-        return default
-    if not text.isdigit() or not low <= int(text) <= high:
-        raise SetupError(f"{name} must be an integer {low}-{high}, got {text!r}")
-    return int(text)
-
-
 class ExecutionService:
     def __init__(
         self,
         db: Database,
         ops: Operations,
-        settings: ExecutionSettings | None = None,
+        settings: ExecutionSettings,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        self.settings = settings or ExecutionSettings.from_env()
+        self.settings = settings
         lanes = self.settings.lanes or (1 if db.dialect is Dialect.SQLITE else 4)
         kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
                                          self.settings.reconnect_grace_ms,
@@ -96,7 +59,7 @@ class ExecutionService:
             sweep_s=self.settings.sweep_interval_ms / 1000,
             on_grants=leases.inc,
         )
-        self.endpoint = WorkerEndpoint(ops, self.hub, self.settings)
+        self.endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms)
         ops.on_accepted = self.hub.notify  # a committed submit wakes the dispatcher for its queue
         if ops.groups is not None and self.settings.eager:
             eager = Counter("orbit_eager_leases", "Leases granted in the submit's transaction "

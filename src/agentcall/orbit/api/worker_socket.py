@@ -64,10 +64,10 @@ class Close(Exception):
 
 
 class WorkerEndpoint:
-    def __init__(self, ops: Operations, hub: Hub, settings: Any) -> None:
+    def __init__(self, ops: Operations, hub: Hub, lease_ttl_ms: int) -> None:
         self.ops = ops
         self.hub = hub
-        self.settings = settings
+        self.lease_ttl_ms = lease_ttl_ms
 
     async def handle(self, websocket: WebSocket) -> None:
         principal = await self._authenticate(websocket)
@@ -172,7 +172,7 @@ class _Session:
     def _hello_ok(
         self, peer: Peer, statuses: list[dict[str, JsonValue]], now: datetime
     ) -> dict[str, JsonValue]:
-        ttl = self.endpoint.settings.lease_ttl_ms
+        ttl = self.endpoint.lease_ttl_ms
         attempts: list[JsonValue] = [
             {"attempt_id": s["attempt_id"], "status": "lost" if s["status"] == "lost" else "ok"}
             for s in statuses

@@ -11,9 +11,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from agentcall.orbit.config import DEFAULT_DATABASE, ENV_DATABASE
 from agentcall.orbit.domain.errors import OrbitError
 from agentcall.orbit.domain.times import parse_time
+from agentcall.orbit.settings import DEFAULT_DATABASE, ENV_DATABASE
 from agentcall.orbit.store.db import Database
 
 T = TypeVar("T")

@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import logging
-import os
+from dataclasses import replace
 from typing import Any
 
 import click
 import uvicorn
 
-from agentcall.orbit import logs
+from agentcall import logs
 from agentcall.orbit.api.app import create_app
-from agentcall.orbit.api.factory import ENV_ACCESS_LOG, ENV_POOL
 from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
-from agentcall.orbit.cli.common import database_option, emit, json_option, with_database
-from agentcall.orbit.config import (
+from agentcall.orbit.cli.common import database_option, emit, fail, json_option, with_database
+from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.settings import (
     DEFAULT_HOST,
     DEFAULT_PORT,
-    ENV_DATABASE,
     ENV_HOST,
     ENV_LOG_FORMAT,
     ENV_PORT,
+    ServerSettings,
+    export,
+    from_environ,
 )
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.migrate import require_current, upgrade
@@ -46,7 +48,8 @@ def serve(
     workers: int,
 ) -> None:  # fmt: skip
     """Run the Task API over HTTP. Refuses to start on an unmigrated database."""
-    logs.configure(fmt=log_format)
+    logs.configure(fmt=log_format, logger="orbit")
+    settings = _settings(database, host, port, log_format, access_log, pool_size)
     dialect = with_database(database, _checked)
     if workers > 1 and dialect is Dialect.SQLITE:
         raise click.BadParameter("SQLite runs with one server process", param_hint="--workers")
@@ -60,13 +63,24 @@ def serve(
         http=CoalescingHttpToolsProtocol,  # one write per response (orbit.api.transport)
     )  # fmt: skip
     if workers == 1:
-        app = create_app(Database.open(database, pool_size=pool_size), access_log=access_log)
+        app = create_app(Database.open(database, pool_size=pool_size), settings)
         uvicorn.run(app, **options)
         return
-    os.environ.update({ENV_DATABASE: database, ENV_LOG_FORMAT: log_format,
-                       ENV_POOL: str(pool_size), ENV_ACCESS_LOG: "1" if access_log else "0"})
+    export(settings)  # each process builds its app from these (orbit.api.factory)
     factory = "agentcall.orbit.api.factory:from_environment"
     uvicorn.run(factory, factory=True, workers=workers, **options)
+
+
+def _settings(
+    database: str, host: str, port: int, log_format: str, access_log: bool, pool_size: int
+) -> ServerSettings:
+    """The environment's settings with the command line's values over them."""
+    try:
+        base = from_environ()
+    except SetupError as exc:
+        fail(exc.message)
+    return replace(base, database_url=database, host=host, port=port, log_format=log_format,
+                   access_log=access_log, pool_size=pool_size)  # fmt: skip
 
 
 async def _checked(db: Database) -> Dialect:

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import click
 
 from agentcall.orbit.cli.common import fail, json_option
-from agentcall.orbit.config import ENV_TOKEN, ENV_URL, client_settings
 from agentcall.orbit.domain.errors import OrbitError
 from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.times import format_time, parse_time
@@ -28,14 +27,15 @@ from agentcall.orbit.sdk.client import (
     TaskSummary,
 )
 from agentcall.orbit.sdk.client._calls import loads
+from agentcall.orbit.sdk.settings import ENV_TOKEN, ENV_URL, client_settings
 
 T = TypeVar("T")
 
 
 def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> T:
     try:
-        base, secret = client_settings(url, token)
-        with Client(base, secret) as client:
+        settings = client_settings(url, token)
+        with Client(settings.url, settings.token) as client:
             return action(client)
     except (OrbitClientError, OrbitError) as exc:
         fail(str(exc))

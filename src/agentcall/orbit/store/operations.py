@@ -37,9 +37,9 @@ from agentcall.orbit.store import idempotency, journal, tasks, tenancy
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.receipts import Receipt
-from agentcall.orbit.store.submit_group import SubmitGroups
+from agentcall.orbit.store.submit_group import DEFAULT_LANES, SubmitGroups
 from agentcall.orbit.store.task_writes import visible_task
-from agentcall.orbit.store.token_cache import TokenCache
+from agentcall.orbit.store.token_cache import DEFAULT_TTL_MS, TokenCache
 
 __all__ = ["Operations", "Page", "Receipt"]
 
@@ -52,16 +52,24 @@ class Page:
 
 class Operations:
     """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
-    submit is its own transaction. `token_cache`: see `orbit.store.token_cache`.
+    submit is its own transaction, `submit_lanes` groups commit at once (MySQL/MariaDB).
+    `token_cache`: see `orbit.store.token_cache`.
     `on_accepted(queue_id)` is called once a submit committed a new task (the execution
     service's dispatcher wakes for that queue)."""
 
     def __init__(
-        self, db: Database, *, group_commit: bool = True, token_cache: TokenCache | None = None
+        self,
+        db: Database,
+        *,
+        group_commit: bool = True,
+        token_cache: TokenCache | None = None,
+        submit_lanes: int = DEFAULT_LANES,
     ) -> None:
         self.db = db
-        self.groups = SubmitGroups(db, self._submit_alone) if group_commit else None
-        self.tokens = TokenCache.from_env() if token_cache is None else token_cache
+        self.groups = (
+            SubmitGroups(db, self._submit_alone, submit_lanes) if group_commit else None
+        )
+        self.tokens = TokenCache(DEFAULT_TTL_MS / 1000) if token_cache is None else token_cache
         self.on_accepted: Callable[[str], None] = _ignore
 
     async def authenticate(self, secret: str) -> Principal:

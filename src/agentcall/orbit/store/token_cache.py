@@ -3,8 +3,8 @@
 Every request still decides with `orbit.domain.tokens.authenticate` against the current time,
 so expiry takes effect at its instant; only the record (permissions, scopes, revocation) may
 be up to `ttl_s` old: a revocation or a new queue scope reaches a running server within that
-time (the server's `token_cache_ms`, default 1000; 0 turns the cache off). Unknown secrets are never
-cached (a new token works at once), and the cache holds at most `max_entries` records.
+time (the server's `token_cache_ms`, default 1000; 0 turns the cache off). Unknown secrets are
+never cached (a new token works at once), and the cache holds at most `max_entries` records.
 """
 
 from __future__ import annotations

@@ -5,22 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from collections.abc import Callable
 
 import click
 
-from agentcall.orbit import logs
-from agentcall.orbit.domain.ids import is_id
+from agentcall import logs
+from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.sdk.settings import (
+    ENV_CONCURRENCY,
+    ENV_GRACE_PERIOD,
+    ENV_LOG_FORMAT,
+    ENV_LOOP,
+    ENV_QUEUES,
+    ENV_TOKEN,
+    ENV_URL,
+    WorkerSettings,
+    worker_settings,
+)
 from agentcall.orbit.sdk.worker.errors import RegistryError, WorkerStopped
 from agentcall.orbit.sdk.worker.registry import load_registry
 from agentcall.orbit.sdk.worker.runtime import Worker, WorkerConfig
-
-ENV_QUEUES = "ORBIT_WORKER_QUEUES"
-ENV_URL = "ORBIT_URL"
-ENV_TOKEN = "ORBIT_TOKEN"
-ENV_LOG_FORMAT = "ORBIT_LOG_FORMAT"
 
 
 def fail(message: str, code: int) -> None:
@@ -42,18 +47,6 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def settings(url: str | None, token: str | None) -> tuple[str, str]:
-    url = url or os.environ.get(ENV_URL)
-    token = token or os.environ.get(ENV_TOKEN)
-    missing = [name for name, value in ((ENV_URL, url), (ENV_TOKEN, token)) if not value]
-    if missing:
-        raise RegistryError(f"set {' and '.join(missing)} (or pass --url / --token)")
-    assert url is not None and token is not None
-    if not url.startswith(("http://", "https://", "ws://", "wss://")):
-        raise RegistryError(f"{ENV_URL} must be an http(s):// or ws(s):// URL, got {url!r}")
-    return url, token
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--app", "app_spec", required=True, metavar="MODULE:ATTRIBUTE",
               help="The orbit.worker.Registry to serve, e.g. myapp.tasks:registry.")
@@ -62,15 +55,15 @@ def settings(url: str | None, token: str | None) -> tuple[str, str]:
 @click.option("--url", help=f"Orbit API base URL; env {ENV_URL}.")
 @click.option("--token", help=f"Token with tasks:work on the queues; env {ENV_TOKEN}.")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 1000),
-              envvar="ORBIT_WORKER_CONCURRENCY", help="Attempts run at the same time.")
+              envvar=ENV_CONCURRENCY, help="Attempts run at the same time.")
 @click.option("--name", default=None, help="Worker name in the history [default: orbit@HOST].")
 @click.option("--grace-period", default=30.0, show_default=True, type=click.FloatRange(0, 3600),
-              envvar="ORBIT_WORKER_GRACE_PERIOD",
+              envvar=ENV_GRACE_PERIOD,
               help="Seconds running handlers get to finish after SIGTERM before they are "
               "cancelled and handed back.")
 @click.option("--log-format", envvar=ENV_LOG_FORMAT, default="auto", show_default=True,
               type=click.Choice(["auto", "json", "text"]), help="Log line format.")
-@click.option("--loop", "loop_name", envvar="ORBIT_WORKER_LOOP", default="auto",
+@click.option("--loop", "loop_name", envvar=ENV_LOOP, default="auto",
               show_default=True, type=click.Choice(["auto", "uvloop", "asyncio"]),
               help="Event loop: uvloop when installed (auto), or the standard asyncio loop.")
 def worker(
@@ -88,22 +81,19 @@ def worker(
 
     SIGTERM/SIGINT drain gracefully: no new leases, running handlers finish within the grace
     period, the rest is handed back. A second signal exits at once."""
-    logs.configure(fmt=log_format)
-    queue_ids = queues or tuple(os.environ.get(ENV_QUEUES, "").split())
-    if not queue_ids or not all(is_id(q) for q in queue_ids):
-        fail(f"give one or more --queue QUEUE_ID (32 hex characters) or set {ENV_QUEUES}", 2)
+    logs.configure(fmt=log_format, logger="orbit")
     try:
-        base, secret = settings(url, token)
+        settings = worker_settings(
+            url=url, token=token, queues=queues, concurrency=concurrency, name=name,
+            grace_period=grace_period, log_format=log_format, loop=loop_name,
+        )  # fmt: skip
         sys.path.insert(0, os.getcwd())
         registry = load_registry(app_spec)
-        factory = loop_factory(loop_name)
-    except RegistryError as exc:
+        factory = loop_factory(settings.loop)
+    except (SetupError, RegistryError) as exc:
         fail(str(exc), 2)
         return
-    config = WorkerConfig(
-        url=base, token=secret, queues=queue_ids, concurrency=concurrency,
-        name=name or f"orbit@{socket.gethostname()}"[:128], grace_period=grace_period,
-    )  # fmt: skip
+    config = _config(settings)
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(Worker(registry, config).run())
@@ -113,3 +103,11 @@ def worker(
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _config(settings: WorkerSettings) -> WorkerConfig:
+    return WorkerConfig(
+        url=settings.url, token=settings.token, queues=settings.queues,
+        concurrency=settings.concurrency, name=settings.name,
+        grace_period=settings.grace_period,
+    )  # fmt: skip

@@ -122,7 +122,7 @@ class Worker:
     async def _connect_forever(self) -> None:
         failures = 0
         while True:
-            session = Session(self, endpoint(self.config.url))
+            session = Session(self, endpoint(self.config.url), self.config.token)
             self._session = session
             try:
                 await session.serve()

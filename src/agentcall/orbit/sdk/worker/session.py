@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
@@ -15,11 +15,8 @@ from websockets.typing import Subprotocol
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, PROTOCOL, FrameWriter
 from agentcall.orbit.sdk.worker.errors import WorkerStopped
-from agentcall.orbit.sdk.worker.link import LinkDown
+from agentcall.orbit.sdk.worker.link import LinkDown, Outbox
 from agentcall.orbit.sdk.worker.wire import decode
-
-if TYPE_CHECKING:
-    from agentcall.orbit.sdk.worker.runtime import Worker
 
 log = logging.getLogger("orbit.worker")
 MAX_MESSAGE_BYTES = 1_048_576
@@ -36,14 +33,33 @@ class SessionEnded(Exception):
     """The connection ended for a reason worth a reconnect."""
 
 
+class Host(Protocol):
+    """What a session needs of its worker (`orbit.sdk.worker.runtime.Worker`): the hello it
+    sends, the outbox its messages go through, and where server messages are delivered."""
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    def hello(self) -> dict[str, JsonValue]: ...
+
+    def heartbeat_refs(self) -> list[JsonValue]: ...
+
+    def on_lease(self, message: dict[str, Any]) -> None: ...
+
+    def on_cancel(self, attempt_id: str, reason: str) -> None: ...
+
+    def on_attempt_status(self, attempt_id: str, status: str) -> None: ...
+
+
 class Session:
-    def __init__(self, worker: Worker, url: str) -> None:
+    def __init__(self, worker: Host, url: str, token: str) -> None:
         self.worker = worker
         self.url = url
+        self.token = token
         self.welcomed = False
 
     async def serve(self) -> None:
-        headers = {"Authorization": f"Bearer {self.worker.config.token}"}
+        headers = {"Authorization": f"Bearer {self.token}"}
         try:
             async with connect(
                 self.url,

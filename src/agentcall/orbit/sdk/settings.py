@@ -1,0 +1,96 @@
+"""Settings of the SDK's command lines, read where they start: `orbit worker` (a frozen
+`WorkerSettings`) and `orbit tasks ...` (`ClientSettings`). A command-line option wins over its
+`ORBIT_*` variable; a missing or bad value stops the command with a message naming the
+variable (`SetupError`). The SDK's classes themselves (`Client`, `Worker`) take plain values
+and never read the environment.
+
+The server has its own settings (`orbit.settings`); the SDK does not import the server.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.domain.ids import is_id
+
+ENV_URL = "ORBIT_URL"
+ENV_TOKEN = "ORBIT_TOKEN"
+ENV_LOG_FORMAT = "ORBIT_LOG_FORMAT"
+ENV_QUEUES = "ORBIT_WORKER_QUEUES"
+ENV_CONCURRENCY = "ORBIT_WORKER_CONCURRENCY"
+ENV_GRACE_PERIOD = "ORBIT_WORKER_GRACE_PERIOD"
+ENV_LOOP = "ORBIT_WORKER_LOOP"
+
+HTTP = ("http://", "https://")
+WEBSOCKET = ("ws://", "wss://")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """Where `orbit tasks ...` sends its requests."""
+
+    url: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """What `orbit worker` serves with: the server, the queues and how the process runs."""
+
+    url: str
+    token: str
+    queues: tuple[str, ...]
+    concurrency: int = 4
+    name: str = "orbit-worker"
+    grace_period: float = 30.0
+    log_format: str = "auto"
+    loop: str = "auto"
+
+
+def client_settings(url: str | None, token: str | None) -> ClientSettings:
+    """The API address and token for `orbit tasks ...`, from options or the environment."""
+    url, token = _connection(url, token)
+    if not url.startswith(HTTP):
+        raise SetupError(f"{ENV_URL} must start with http:// or https://, got {url!r}")
+    return ClientSettings(url, token)
+
+
+def worker_settings(
+    *,
+    url: str | None,
+    token: str | None,
+    queues: tuple[str, ...],
+    concurrency: int = 4,
+    name: str | None = None,
+    grace_period: float = 30.0,
+    log_format: str = "auto",
+    loop: str = "auto",
+) -> WorkerSettings:
+    """The worker's settings from its options; queues, address and token fall back to the
+    environment. The name defaults to `orbit@HOST`."""
+    queue_ids = queues or tuple(os.environ.get(ENV_QUEUES, "").split())
+    if not queue_ids or not all(is_id(q) for q in queue_ids):
+        raise SetupError(
+            f"give one or more --queue QUEUE_ID (32 hex characters) or set {ENV_QUEUES}"
+        )
+    url, token = _connection(url, token)
+    if not url.startswith(HTTP + WEBSOCKET):
+        raise SetupError(f"{ENV_URL} must be an http(s):// or ws(s):// URL, got {url!r}")
+    return WorkerSettings(
+        url=url, token=token, queues=queue_ids, concurrency=concurrency,
+        name=name or f"orbit@{socket.gethostname()}"[:128], grace_period=grace_period,
+        log_format=log_format, loop=loop,
+    )  # fmt: skip
+
+
+def _connection(url: str | None, token: str | None) -> tuple[str, str]:
+    url = url or os.environ.get(ENV_URL)
+    token = token or os.environ.get(ENV_TOKEN)
+    missing = [name for name, value in ((ENV_URL, url), (ENV_TOKEN, token)) if not value]
+    if missing:
+        raise SetupError(f"set {' and '.join(missing)} (or pass --url / --token)")
+    assert url is not None and token is not None
+    return url, token

@@ -1,0 +1,131 @@
+"""The server's settings: one frozen `ServerSettings`, read from the `ORBIT_*` environment
+variables where the server is assembled (`orbit serve`, the `uvicorn --factory` entry point in
+`orbit.api.factory`) and passed down from there as plain values. Nothing below this module
+reads the environment. A bad value stops the server with a message naming the variable.
+
+The worker and client command lines have their own settings in `orbit.sdk.settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
+
+from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.domain.leasing import DEFAULT_LEASE_TTL_MS, DEFAULT_RECONNECT_GRACE_MS
+
+ENV_DATABASE = "ORBIT_DATABASE_URL"
+ENV_HOST = "ORBIT_HOST"
+ENV_PORT = "ORBIT_PORT"
+ENV_LOG_FORMAT = "ORBIT_LOG_FORMAT"
+ENV_POOL = "ORBIT_POOL_SIZE"
+ENV_ACCESS_LOG = "ORBIT_ACCESS_LOG"
+ENV_TOKEN_CACHE_MS = "ORBIT_TOKEN_CACHE_MS"
+ENV_SUBMIT_LANES = "ORBIT_SUBMIT_LANES"
+ENV_LEASE_TTL_MS = "ORBIT_LEASE_TTL_MS"
+ENV_RECONNECT_GRACE_MS = "ORBIT_RECONNECT_GRACE_MS"
+ENV_SWEEP_INTERVAL_MS = "ORBIT_SWEEP_INTERVAL_MS"
+ENV_DISPATCH_TICK_MS = "ORBIT_DISPATCH_TICK_MS"
+ENV_WRITE_LANES = "ORBIT_WRITE_LANES"
+ENV_EAGER_DISPATCH = "ORBIT_EAGER_DISPATCH"
+
+DEFAULT_DATABASE = "sqlite+aiosqlite:///var/orbit.db"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+DEFAULT_POOL_SIZE = 20
+DEFAULT_TOKEN_CACHE_MS, MAX_TOKEN_CACHE_MS = 1000, 60_000
+DEFAULT_SUBMIT_LANES, MAX_SUBMIT_LANES = 2, 16
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionSettings:
+    """The execution side: leases, the upkeep and dispatch loops, the write lanes of the
+    batcher and eager dispatch (docs/orbit/worker-protocol.md §8)."""
+
+    lease_ttl_ms: int = DEFAULT_LEASE_TTL_MS
+    reconnect_grace_ms: int = DEFAULT_RECONNECT_GRACE_MS
+    sweep_interval_ms: int = 200
+    dispatch_tick_ms: int = 250
+    lanes: int = 0  # 0: 1 on SQLite (single writer), 4 on MySQL/MariaDB
+    eager: bool = True  # lease a submit to an idle connection in its own transaction
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Everything one server process is built from. `token_cache_ms` is how old a cached
+    token record may be (0: no cache, `orbit.store.token_cache`); `submit_lanes` how many
+    submit groups commit at once on MySQL/MariaDB (SQLite has one writer)."""
+
+    database_url: str = DEFAULT_DATABASE
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    log_format: str = "auto"
+    access_log: bool = True
+    pool_size: int = DEFAULT_POOL_SIZE
+    token_cache_ms: int = DEFAULT_TOKEN_CACHE_MS
+    submit_lanes: int = DEFAULT_SUBMIT_LANES
+    execution: ExecutionSettings = field(default_factory=ExecutionSettings)
+
+
+def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
+    """The settings given by `environ` (default: this process's environment); a variable
+    that is unset or empty keeps its default."""
+    env = os.environ if environ is None else environ
+    execution = ExecutionSettings(
+        lease_ttl_ms=_int(env, ENV_LEASE_TTL_MS, DEFAULT_LEASE_TTL_MS, 300, 3_600_000),
+        reconnect_grace_ms=_int(env, ENV_RECONNECT_GRACE_MS, DEFAULT_RECONNECT_GRACE_MS, 0,
+                                3_600_000),  # fmt: skip
+        sweep_interval_ms=_int(env, ENV_SWEEP_INTERVAL_MS, 200, 10, 60_000),
+        dispatch_tick_ms=_int(env, ENV_DISPATCH_TICK_MS, 250, 10, 60_000),
+        lanes=_int(env, ENV_WRITE_LANES, 0, 0, 32),
+        eager=_int(env, ENV_EAGER_DISPATCH, 1, 0, 1) == 1,
+    )
+    return ServerSettings(
+        database_url=env.get(ENV_DATABASE) or DEFAULT_DATABASE,
+        host=env.get(ENV_HOST) or DEFAULT_HOST,
+        port=_int(env, ENV_PORT, DEFAULT_PORT, 1, 65535),
+        log_format=env.get(ENV_LOG_FORMAT) or "auto",
+        access_log=env.get(ENV_ACCESS_LOG, "1") == "1",
+        pool_size=_int(env, ENV_POOL, DEFAULT_POOL_SIZE, 1, 500),
+        token_cache_ms=_int(env, ENV_TOKEN_CACHE_MS, DEFAULT_TOKEN_CACHE_MS, 0,
+                            MAX_TOKEN_CACHE_MS),  # fmt: skip
+        submit_lanes=_int(env, ENV_SUBMIT_LANES, DEFAULT_SUBMIT_LANES, 1, MAX_SUBMIT_LANES),
+        execution=execution,
+    )
+
+
+def to_environ(settings: ServerSettings) -> dict[str, str]:
+    """The variables that `from_environ` reads back as `settings`."""
+    execution = settings.execution
+    return {
+        ENV_DATABASE: settings.database_url,
+        ENV_HOST: settings.host,
+        ENV_PORT: str(settings.port),
+        ENV_LOG_FORMAT: settings.log_format,
+        ENV_ACCESS_LOG: "1" if settings.access_log else "0",
+        ENV_POOL: str(settings.pool_size),
+        ENV_TOKEN_CACHE_MS: str(settings.token_cache_ms),
+        ENV_SUBMIT_LANES: str(settings.submit_lanes),
+        ENV_LEASE_TTL_MS: str(execution.lease_ttl_ms),
+        ENV_RECONNECT_GRACE_MS: str(execution.reconnect_grace_ms),
+        ENV_SWEEP_INTERVAL_MS: str(execution.sweep_interval_ms),
+        ENV_DISPATCH_TICK_MS: str(execution.dispatch_tick_ms),
+        ENV_WRITE_LANES: str(execution.lanes),
+        ENV_EAGER_DISPATCH: "1" if execution.eager else "0",
+    }
+
+
+def export(settings: ServerSettings, environ: MutableMapping[str, str] | None = None) -> None:
+    """Hand `settings` to server processes started from this one (`orbit serve --workers N`
+    starts them through uvicorn, and each builds its app with `from_environ`)."""
+    (os.environ if environ is None else environ).update(to_environ(settings))
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise SetupError(f"{name} must be an integer {low}-{high}, got {text!r}")
+    return int(text)
