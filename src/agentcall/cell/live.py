@@ -1,7 +1,7 @@
 """A call in progress: the :class:`CallControl` the cell hands to its driver.
 
 Each report updates the call record through the pure transitions of
-``cell.calls`` and emits the matching event, in that order, so the event stream
+``agentcall.cell.calls`` and emits the matching event, in that order, so the event stream
 and ``GET /v1/calls/{id}`` never disagree.
 """
 

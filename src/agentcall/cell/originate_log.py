@@ -3,7 +3,7 @@
 It is append-only and survives restarts; at start-up the cell reads it back so that
 no call_id is ever dialled twice, whatever the boot. Appends made at the same time
 share one write and one fsync (group commit, off the event loop). Tests and operators read it
-to prove that nothing was dialled twice (``cell.originate_log.read_entries``).
+to prove that nothing was dialled twice (``agentcall.cell.originate_log.read_entries``).
 """
 
 from __future__ import annotations

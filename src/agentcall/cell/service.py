@@ -7,7 +7,7 @@ sip) only places calls. Guarantees kept here:
   driver starts, and it is read back at start-up (``already_dialled`` afterwards);
 - the same call_id with the same plan returns the existing call (idempotent);
 - ended calls are kept until acknowledged; acknowledging prunes their events;
-- a recording is PUT at most once (see ``cell.uploads``).
+- a recording is PUT at most once (see ``agentcall.cell.uploads``).
 """
 
 from __future__ import annotations

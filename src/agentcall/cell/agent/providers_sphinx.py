@@ -2,7 +2,7 @@
 
 Nothing is downloaded: the model is ``pocketsphinx.get_model_path()/en-us``. The
 line's 8 kHz audio is resampled to the model's 16 kHz. Each decoder runs in its
-own process (:mod:`cell.agent.sphinx_process`: pocketsphinx holds the GIL while it
+own process (:mod:`agentcall.cell.agent.sphinx_process`: pocketsphinx holds the GIL while it
 decodes, which would stall the media clock); decoders (about 1-2 s to load and
 about 100 MB each) live in small pools: one is loaded at start, more on demand up
 to ``max_decoders``. A whole utterance is decoded at once (``transcribe``), or,

@@ -1,7 +1,7 @@
 """Streaming ASR of one utterance: audio fed as it arrives, interim hypotheses at a
 bounded rate, then one final result.
 
-The provider side is a :class:`~cell.agent.providers.Recognizer`. An
+The provider side is a :class:`~agentcall.cell.agent.providers.Recognizer`. An
 :class:`UtteranceStream` drives it off the media clock: :meth:`~UtteranceStream.feed`
 only queues audio (it never blocks the 20 ms tick); a task hands the queue to the
 recogniser every ``STEP_MS`` of audio (all of the backlog at once when it fell

@@ -1,4 +1,4 @@
-"""Errors raised by :class:`cell.client.CellClient`, one rooted tree.
+"""Errors raised by :class:`agentcall.cell.client.CellClient`, one rooted tree.
 
 ::
 

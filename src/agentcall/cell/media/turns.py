@@ -1,7 +1,7 @@
 """Turn-taking decisions of the voice agent on a live call (pure, times in ms).
 
 Energy-based voice activity, end of an utterance, barge-in, silence timeout,
-max turns and sentence splitting; :mod:`cell.media.voice` applies them.
+max turns and sentence splitting; :mod:`agentcall.cell.media.voice` applies them.
 """
 
 from __future__ import annotations

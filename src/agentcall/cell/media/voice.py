@@ -1,14 +1,14 @@
 """The voice agent on a live call: hears 20 ms frames, speaks synthesised sentences.
 
-It is the :class:`~cell.media.session.CallAudio` of a SIP call. Utterances found
-by :func:`cell.media.turns.listen` go to the ASR provider; in ``full_ai`` mode the
+It is the :class:`~agentcall.cell.media.session.CallAudio` of a SIP call. Utterances found
+by :func:`agentcall.cell.media.turns.listen` go to the ASR provider; in ``full_ai`` mode the
 transcript goes to the LLM and the reply, split into sentences of at most
 ``sentence_max_chars``, to the TTS. ``conversation.*`` limits are honoured:
 opening line, barge-in (``allow_interrupt``), ``silence_timeout_ms``,
 ``max_turns``, ``max_pending_audio_chunks``; ``asr_only`` only listens.
 
 When ``asr.interim`` is true and the provider streams, each utterance is recognised
-as it arrives (:class:`~cell.agent.streaming.UtteranceStream`): interim hypotheses
+as it arrives (:class:`~agentcall.cell.agent.streaming.UtteranceStream`): interim hypotheses
 go to ``AgentSink.interim`` and, with ``allow_interrupt``, stop the agent's speech;
 only the final result becomes a transcript turn. Otherwise the whole utterance is
 transcribed once it ended.

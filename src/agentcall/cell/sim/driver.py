@@ -1,6 +1,6 @@
 """The simulated driver: plays the script's behaviour for each callee in scaled time.
 
-Set-up (ringing, answer or not) comes from ``cell.sim.ringing``; an answered call
+Set-up (ringing, answer or not) comes from ``agentcall.cell.sim.ringing``; an answered call
 runs the task's agent with the cell's providers (``mock``) through the conversation
 planner, then plays it back: transcript turns are reported as each one ends, the
 recording is written as time passes (so a killed cell leaves a partial WAV), and a

@@ -1,7 +1,7 @@
 """``cell serve --mode sip``: each call of the cell is a real SIP call to its trunk.
 
-The same :class:`cell.driver.CallDriver` seam as the simulated mode: the cell
-gives a :class:`~cell.driver.CallControl`, the driver reports ringing, answered,
+The same :class:`agentcall.cell.driver.CallDriver` seam as the simulated mode: the cell
+gives a :class:`~agentcall.cell.driver.CallControl`, the driver reports ringing, answered,
 transcript turns, opt-out and exactly one ``ended``, and writes the recording
 through ``open_recording()``.
 """

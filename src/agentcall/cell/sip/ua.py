@@ -1,6 +1,6 @@
 """One outgoing SIP call: INVITE → (auth) → 1xx → 2xx/ACK → media → BYE, or CANCEL.
 
-:class:`SipCall` is the thin I/O shell around the pure :func:`cell.sip.dialog.step`:
+:class:`SipCall` is the thin I/O shell around the pure :func:`agentcall.cell.sip.dialog.step`:
 incoming messages and timers become events, the actions it returns are sent.
 Over UDP requests are retransmitted on RFC 3261 timers (T1 doubling to T2);
 over TCP they are sent once.
