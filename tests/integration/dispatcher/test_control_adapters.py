@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentcall.dispatcher.cell.port import CellRejected
+from agentcall.dispatcher.cell.fake import FakeCell
 from agentcall.dispatcher.control.adapters import CacheTaskReader, CellActiveCalls
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.control import ReadFailure
@@ -21,18 +21,6 @@ from tests.integration.dispatcher.rows import accept_execution
 from tests.unit.dispatcher import factories as f
 
 pytestmark = pytest.mark.integration
-
-
-class HangupCell:
-    """Fake behind the product's CellPort: only hangup is used here."""
-
-    def __init__(self) -> None:
-        self.hung: list[str] = []
-
-    async def hangup(self, call_id: str) -> None:
-        self.hung.append(call_id)
-        if call_id == "call-ended":
-            raise CellRejected("not_found", "no such call")
 
 
 async def _execution(db: Database, n: str, task_id: str, state: ExecutionState) -> None:
@@ -67,14 +55,14 @@ async def test_hangup_policy_hangs_up_live_calls_of_that_task_only_d_ctl_2(tmp_p
         await _execution(db, "4", "task-b", ExecutionState.IN_CALL)
         await _execution(db, "ended", "task-a", ExecutionState.IN_CALL)
         await _execution(db, "5", "task-a", ExecutionState.ACCEPTED)
-        cell = HangupCell()
+        cell = FakeCell(gone={"call-ended"})  # hangup only: already ended is refused
 
         async def dial_later() -> None:
             await asyncio.sleep(0.2)
             await db.write(executions.move, "x-5", ExecutionState.DIALING, f.NOW)
 
         dialer = asyncio.create_task(dial_later())
-        hung = await CellActiveCalls(db, cell, settle_s=2.0).hangup_task("task-a")  # type: ignore[arg-type]
+        hung = await CellActiveCalls(db, cell, settle_s=2.0).hangup_task("task-a")
         await dialer
         assert sorted(cell.hung) == ["call-1", "call-2", "call-5", "call-ended"]
         assert hung == 4

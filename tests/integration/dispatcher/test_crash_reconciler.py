@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,12 @@ from typing import Any
 import pytest
 
 from agentcall.dispatcher.calls.recovery import Reconciler
+from agentcall.dispatcher.cell.fake import FakeCell
 from agentcall.dispatcher.cell.port import CellCall, CellOrphan
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.recording import RecordingState
 from agentcall.dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.finalize.result import Finalizer
 from agentcall.dispatcher.recording.transaction import Opener
 from agentcall.dispatcher.store import executions, outbox
 from agentcall.dispatcher.store import recordings as recording_store
@@ -41,29 +42,6 @@ MEDIA = {
     "checksum_sha256": "c" * 64,
     "partial": False,
 }
-
-
-@dataclass
-class FakeCell:
-    """What the cell says; ``boots`` is consumed one value per boot_id() call."""
-
-    boots: list[str]
-    calls: list[CellCall] = field(default_factory=list)
-    orphan_list: list[CellOrphan] = field(default_factory=list)
-    originates: int = 0
-
-    async def boot_id(self) -> str:
-        return self.boots.pop(0) if len(self.boots) > 1 else self.boots[0]
-
-    async def list_calls(self) -> list[CellCall]:
-        return list(self.calls)
-
-    async def orphans(self) -> list[CellOrphan]:
-        return list(self.orphan_list)
-
-    async def originate(self, plan: Any) -> CellCall:
-        self.originates += 1
-        raise AssertionError("reconciliation never dials")
 
 
 def cell_call(call_id: str, state: str, **kw: Any) -> CellCall:
@@ -108,9 +86,9 @@ async def given(db: Database, *rows: tuple[int, S, str, float]) -> None:
         await db.write(_insert, *row)
 
 
-def reconciler(db: Database, cell: FakeCell, **kw: Any) -> Reconciler:
-    finalize_kw = {"dispatcher_id": f.D_ID, "routing_key": "rk", **kw}
-    return Reconciler(db, cell, clock=lambda: NOW, finalize_kw=finalize_kw, grace_s=5)  # type: ignore[arg-type]
+def reconciler(db: Database, cell: FakeCell, open_recording: Opener | None = None) -> Reconciler:
+    finalizer = Finalizer(f.D_ID, "rk", open_recording)
+    return Reconciler(db, cell, clock=lambda: NOW, finalizer=finalizer, grace_s=5)
 
 
 async def result_of(db: Database, n: int) -> dict[str, Any]:
@@ -137,7 +115,7 @@ async def test_restarted_cell_lost_calls_end_cell_restarted_even_with_a_stale_bo
         assert (payload["outcome"], payload["reason_code"]) == ("failed", "cell_restarted")
         assert payload["recording"]["status"] == "not_created"
     again = await reconciler(db, cell).reconcile()
-    assert again.finalized == [] and cell.originates == 0  # once; never redialled
+    assert again.finalized == [] and cell.originated == []  # once; never redialled
 
 
 async def test_cell_restarting_during_the_round_decides_nothing(db: Database) -> None:

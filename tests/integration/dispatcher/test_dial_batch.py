@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentcall.dispatcher.calls.events import apply_batch
 from agentcall.dispatcher.calls.service import CallSupervisor
+from agentcall.dispatcher.calls.transaction import apply_batch
+from agentcall.dispatcher.cell.fake import FakeBatchingCell
 from agentcall.dispatcher.cell.port import (
     BatchingCell,
     CallIdTaken,
@@ -31,6 +31,7 @@ from agentcall.dispatcher.cell.port import (
 )
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.states import ExecutionState as S
+from agentcall.dispatcher.finalize.result import Finalizer
 from agentcall.dispatcher.store import executions, outbox
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
@@ -41,37 +42,16 @@ from .test_crash_reconciler import NOW, cell_call
 pytestmark = [pytest.mark.integration]
 
 
-@dataclass
-class BatchCell:
+def by_suffix(plan: Mapping[str, Any]) -> CellCall | CellError:
     """Answers per call_id suffix: ``-busy`` refused, ``-lost`` unanswered, ``-taken``."""
-
-    sent: list[list[str]] = field(default_factory=list)
-    acked: list[str] = field(default_factory=list)
-
-    async def boot_id(self) -> str:
-        return "boot-1"
-
-    async def originate_many(
-        self, plans: Sequence[Mapping[str, Any]]
-    ) -> list[CellCall | CellError]:
-        self.sent.append([p["call_id"] for p in plans])
-        return [self._answer(p["call_id"]) for p in plans]
-
-    def _answer(self, call_id: str) -> CellCall | CellError:
-        if call_id.endswith("-busy"):
-            return CellRejected("busy", "the cell runs its maximum")
-        if call_id.endswith("-lost"):
-            return CellUnavailable("originate: timed out")
-        if call_id.endswith("-taken"):
-            return CallIdTaken("already_dialled", "dialled before")
-        return cell_call(call_id, "dialing", boot_id="boot-1")
-
-    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]:
-        self.acked.extend(call_ids)
-        return [None] * len(call_ids)
-
-    async def aclose(self) -> None:
-        return None
+    call_id = plan["call_id"]
+    if call_id.endswith("-busy"):
+        return CellRejected("busy", "the cell runs its maximum")
+    if call_id.endswith("-lost"):
+        return CellUnavailable("originate: timed out")
+    if call_id.endswith("-taken"):
+        return CallIdTaken("already_dialled", "dialled before")
+    return cell_call(call_id, "dialing", boot_id="boot-1")
 
 
 @pytest.fixture
@@ -90,10 +70,12 @@ def _accept(conn: Any, execution_id: str) -> None:
                      call_result_event_id=f"call-result-{execution_id}", now=NOW)  # fmt: skip
 
 
-async def _dial(db: Database, cell: BatchCell, ids: list[str], expect_sent: int) -> CallSupervisor:
+async def _dial(
+    db: Database, cell: FakeBatchingCell, ids: list[str], expect_sent: int
+) -> CallSupervisor:
     supervisor = CallSupervisor(
         db,
-        cell,  # type: ignore[arg-type]
+        cell,
         dispatcher_id=f.D_ID,
         routing_key="rk",
         clock=lambda: NOW,
@@ -118,7 +100,7 @@ async def test_batch_originate_settles_each_item_and_never_redials(db: Database)
     special = ["exec-a-busy", "exec-b-lost", "exec-c-taken"]
     for execution_id in ok + special:
         await db.write(_accept, execution_id)
-    cell = BatchCell()
+    cell = FakeBatchingCell(answer=by_suffix)
     assert isinstance(cell, BatchingCell)
     supervisor = await _dial(db, cell, ok + special, len(ok) + len(special))
     assert len(cell.sent) >= 3, "sent in rounds, several requests"
@@ -158,7 +140,7 @@ async def test_coalesced_events_finalize_once_and_replays_change_nothing(db: Dat
     for execution_id in ("exec-x", "exec-y"):
         await db.write(_accept, execution_id)
         await db.write(executions.move, execution_id, S.DIALING, NOW, cell_boot_id="boot-1")
-    kw = {"dispatcher_id": f.D_ID, "routing_key": "rk"}
+    kw = Finalizer(f.D_ID, "rk")
     batch = [
         _event(1, "call.dialing", "exec-x"),
         _event(2, "call.ringing", "exec-x"),

@@ -14,15 +14,15 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from agentcall.dispatcher import contracts
+from agentcall.dispatcher.cell.fake import FakeCell, Upload
 from agentcall.dispatcher.cell.port import CellRejected, CellUnavailable, CellUpload
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.results import CallEnd
@@ -71,35 +71,7 @@ def storage_config(secret: str | None = None) -> StorageConfig:
 
 
 
-Behaviour = Callable[["FakeCell", str, str, dict[str, str]], Awaitable[CellUpload]]
-
-
-@dataclass
-class FakeCell:
-    """The upload side of the cell behind the port: one real PUT per request at most."""
-
-    behaviour: Behaviour
-    requests: list[str] = field(default_factory=list)
-    puts: int = 0
-    acked: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-
-    async def upload_recording(
-        self, call_id: str, upload_id: str, url: str, headers: dict[str, str]
-    ) -> CellUpload:
-        self.requests.append(upload_id)
-        return await self.behaviour(self, call_id, upload_id, dict(headers))
-
-    async def put(self, url: str, body: bytes) -> httpx.Response:
-        self.puts += 1
-        async with httpx.AsyncClient(timeout=10) as http:
-            return await http.put(url, content=body)
-
-    async def ack(self, call_id: str) -> None:
-        self.acked.append(call_id)
-
-    async def delete_orphan(self, call_id: str) -> None:
-        self.deleted.append(call_id)
+Behaviour = Upload
 
 
 def answer(call_id: str, upload_id: str, status: str, code: str | None = None) -> CellUpload:
@@ -168,11 +140,11 @@ async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Aw
         db = await Database.open(tmp_path / f"d-{len(dbs)}.sqlite")
         dbs.append(db)
         await db.write(_accept)
-        cell = FakeCell(behaviour)
+        cell = FakeCell(upload=behaviour)
         cfg = storage_config(secret)
         service = RecordingService(
             db,
-            cell,  # type: ignore[arg-type]
+            cell,
             S3Store(cfg),
             route=ROUTE,
             key_prefix=cfg.key_prefix,
@@ -218,7 +190,8 @@ def putting(body: bytes) -> Behaviour:
     """PUT ``body`` to the URL the D authorized (what a real cell does with its file)."""
 
     async def run(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]) -> CellUpload:
-        url = cell.last_url  # type: ignore[attr-defined]
+        url = cell.last_url
+        assert url is not None
         response = await cell.put(url, body)
         if response.status_code == 403 and b"expired" in response.content.lower():
             return answer(call_id, upload_id, "expired", "upload_authorization_expired")
@@ -229,20 +202,8 @@ def putting(body: bytes) -> Behaviour:
     return run
 
 
-class UrlKeepingCell(FakeCell):
-    async def upload_recording(
-        self, call_id: str, upload_id: str, url: str, headers: dict[str, str]
-    ) -> CellUpload:
-        self.last_url = url
-        return await super().upload_recording(call_id, upload_id, url, headers)
-
-
 async def make_rig(make: Callable[..., Awaitable[Rig]], behaviour: Behaviour, **kw: Any) -> Rig:
-    rig = await make(behaviour, **kw)
-    keeping = UrlKeepingCell(behaviour)
-    rig.cell = keeping
-    rig.service._cell = keeping  # the port object the loop talks to
-    return rig
+    return await make(behaviour, **kw)
 
 
 # --- the rules ----------------------------------------------------------------------------

@@ -1,30 +1,23 @@
-"""Applying the cell's event stream to executions (reconciliation: ``calls.recovery``).
+"""The cell's event stream read in batches, and the call endings it reports.
 
-``apply_batch`` runs on the database thread inside one transaction; it is idempotent: a
-replayed event changes nothing.
+Applying a batch to the executions is :func:`dispatcher.calls.transaction.apply_batch`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from agentcall.dispatcher.cell.port import CellCall, CellEvent, CellPort
 from agentcall.dispatcher.domain.results import CallEnd, TranscriptSegment
-from agentcall.dispatcher.domain.states import ExecutionState as S
-from agentcall.dispatcher.domain.states import IllegalTransition
-from agentcall.dispatcher.finalize.result import Ending, end_and_finalize
-from agentcall.dispatcher.store import executions
-from agentcall.dispatcher.store.executions import Execution
+from agentcall.dispatcher.finalize.result import Ending
 
-_MOVES = {"call.ringing": S.RINGING, "call.answered": S.IN_CALL, "call.dialing": S.DIALING}
 _STOP = object()
 RESTARTED = "cell.restarted"
 
-__all__ = ["CellEvent", "EventBatcher", "apply_batch", "endings"]
+__all__ = ["CellEvent", "EventBatcher", "endings"]
 
 
 class EventBatcher:
@@ -74,13 +67,6 @@ async def endings(cell: CellPort, batch: Sequence[CellEvent]) -> dict[str, CellC
     return dict(zip(wanted, calls, strict=True))
 
 
-def _advance(conn: sqlite3.Connection, execution: Execution, target: S, now: datetime) -> None:
-    try:
-        executions.move(conn, execution.execution_id, target, now, current=execution)
-    except IllegalTransition:
-        pass  # a replayed or late event: the execution is already further along
-
-
 def _time(value: Any, default: datetime) -> datetime:
     return datetime.fromisoformat(value) if isinstance(value, str) else default
 
@@ -110,38 +96,3 @@ def ending_from_call(call: CellCall, now: datetime) -> Ending:
     )
     recording = dict(call.recording) if call.recording else None
     return Ending(end, recording_expected=call.recording_expected, recording=recording)
-
-
-def apply_batch(
-    conn: sqlite3.Connection,
-    batch: Sequence[CellEvent],
-    full: Mapping[str, CellCall | None],
-    now: datetime,
-    finalize_kw: Mapping[str, Any],
-) -> list[str]:
-    """Apply events in order; returns the call_ids finalized by this batch.
-
-    Coalesced: a progress event (dialing/ringing/answered) of a call whose ``call.ended``
-    is in the same batch is skipped — the end supersedes it within this transaction —
-    and one that would not change the state is not written."""
-    finalized: list[str] = []
-    ending_calls = {e.call_id for e in batch if e.type == "call.ended"}
-    for event in batch:
-        if event.type in _MOVES and event.call_id in ending_calls:
-            continue
-        execution = executions.by_call_id(conn, event.call_id)
-        if execution is None or execution.state is S.FINALIZED:
-            continue
-        if event.type in _MOVES:
-            if execution.state is not _MOVES[event.type]:
-                _advance(conn, execution, _MOVES[event.type], now)
-        elif event.type == "call.ended":
-            record = full.get(event.call_id)
-            transcript = record.transcript if record else ()
-            ending = ending_from_event(event.data, transcript, now)
-            finalized_now = end_and_finalize(
-                conn, execution.execution_id, ending, now=now, execution=execution, **finalize_kw
-            )
-            if finalized_now:
-                finalized.append(event.call_id)
-    return finalized

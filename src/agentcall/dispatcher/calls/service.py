@@ -11,7 +11,7 @@
   released) and finalizes it (one call.result, fixed event_id) — or, when a recording is
   expected, opens it for :mod:`dispatcher.recording`, which finalizes it once closed.
   Finished calls are acknowledged to the cell. Replays after a reconnect are no-ops.
-* **Reconcile** (:mod:`dispatcher.calls.recovery`) — at start, on every new cell boot id
+* **Reconcile** (:mod:`.recovery`) — at start, on every new cell boot id
   and while executions are unknown, pending executions are matched against the cell's
   calls; a call the cell does not know is finalized once as ``failed`` with an explicit
   reason (a recording it left is still uploaded), never redialled. While the cell does not
@@ -25,10 +25,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from agentcall.dispatcher.calls import events as ev
-from agentcall.dispatcher.calls import recovery
+from agentcall.dispatcher.calls import recovery, transaction
 from agentcall.dispatcher.calls.plan import cell_plan
 from agentcall.dispatcher.cell.port import (
     BatchingCell,
@@ -39,10 +38,10 @@ from agentcall.dispatcher.cell.port import (
     CellRejected,
 )
 from agentcall.dispatcher.domain.states import ExecutionState as S
-from agentcall.dispatcher.finalize.result import end_and_finalize, failed_ending
+from agentcall.dispatcher.finalize.result import Finalizer, failed_ending
 from agentcall.dispatcher.logs import log
 from agentcall.dispatcher.recording.service import RecordingService
-from agentcall.dispatcher.store import executions
+from agentcall.dispatcher.store import cell_stream, executions
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.store.executions import Execution
 
@@ -74,10 +73,8 @@ class CallSupervisor:
     ) -> None:
         self._db = db
         self._cell = cell
-        self._finalize_kw: dict[str, Any] = {
-            "dispatcher_id": dispatcher_id,
-            "routing_key": routing_key,
-        }
+        opener = None if recordings is None else recordings.opener
+        self._finalizer = Finalizer(dispatcher_id, routing_key, opener)
         self._clock = clock
         self._on_outbox = on_outbox
         self._limit = asyncio.Semaphore(concurrency)
@@ -85,10 +82,8 @@ class CallSupervisor:
         self._dial: asyncio.Queue[str] = asyncio.Queue()
         self._inflight: set[str] = set()
         self._recordings = recordings
-        if recordings is not None:
-            self._finalize_kw["open_recording"] = recordings.opener
         self._recovery = recovery.Reconciler(
-            db, cell, clock=clock, finalize_kw=self._finalize_kw, grace_s=unknown_grace_s
+            db, cell, clock=clock, finalizer=self._finalizer, grace_s=unknown_grace_s
         )
         self._grace_s = unknown_grace_s
         self._watch_s = watch_s
@@ -214,9 +209,7 @@ class CallSupervisor:
     async def _fail(self, execution: Execution, reason: str) -> None:
         now = self._clock()
         ending = failed_ending(now, now, reason)
-        await self._db.write(
-            end_and_finalize, execution.execution_id, ending, now=now, **self._finalize_kw
-        )
+        await self._db.write(self._finalizer.end, execution.execution_id, ending, now)
         self.counts["finalized"] += 1
         self._on_outbox()
 
@@ -236,7 +229,7 @@ class CallSupervisor:
     async def _consume(self) -> None:
         """Apply the stream after the persisted position of this boot until it restarts."""
         boot = self.boot_id
-        stored_boot, seq = await self._db.read(recovery.load_position)
+        stored_boot, seq = await self._db.read(cell_stream.load_position)
         after = seq if stored_boot == boot else 0
         async for batch in ev.EventBatcher(self._cell, after, boot_id=boot).batches():
             restart = next((i for i, e in enumerate(batch) if e.type == ev.RESTARTED), None)
@@ -251,7 +244,7 @@ class CallSupervisor:
         endings = await ev.endings(self._cell, batch)
         now = self._clock()
         applied = await self._db.write(
-            recovery.apply_stream_batch, batch, endings, now, self._finalize_kw
+            transaction.apply_stream_batch, batch, endings, now, self._finalizer
         )
         finalized = applied.finalized
         self.counts["finalized"] += len(finalized)
@@ -282,7 +275,7 @@ class CallSupervisor:
         """Resolve unknown executions (unanswered originate, cell away) once decidable."""
         while True:
             await asyncio.sleep(self._grace_s)
-            rows = await self._db.read(recovery.pending_rows)
+            rows = await self._db.read(executions.pending_rows)
             if self.boot_id is not None and any(p.state is S.UNKNOWN for p in rows):
                 try:
                     await self._reconcile(only_unknown=True)

@@ -1,1 +1,2 @@
-"""Edge to the media plane (the ``cell`` process): the port, its adapter over ``agentcall.cell.client`` and the in-memory fake the tests share."""
+"""Edge to the media plane (the ``cell`` process): the port, its adapter over
+``agentcall.cell.client`` and the in-memory fake the tests share."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Callable
 
 from agentcall.dispatcher.cell.port import CellError, CellPort
@@ -19,6 +18,7 @@ from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.logs import log
 from agentcall.dispatcher.mq.consumers import TaskConsumers as ConsumerRegistry
 from agentcall.dispatcher.saas.cache import ConfigCache
+from agentcall.dispatcher.store import executions
 from agentcall.dispatcher.store.db import Database
 
 LOG = logging.getLogger("dispatcher.control")
@@ -62,15 +62,6 @@ class RegistryConsumers:
         self._wake()
 
 
-def _calls(conn: sqlite3.Connection, task_id: str, states: tuple[str, ...]) -> list[str]:
-    marks = ",".join("?" * len(states))
-    rows = conn.execute(
-        f"SELECT call_id FROM executions WHERE task_id = ? AND state IN ({marks})",
-        (task_id, *states),
-    )
-    return [row[0] for row in rows]
-
-
 class CellActiveCalls:
     """``hangup`` policy: hang up every live call of the task (D-CTL-2, D-CTL-4).
 
@@ -87,11 +78,12 @@ class CellActiveCalls:
         done: set[str] = set()
         deadline = asyncio.get_running_loop().time() + self._settle
         while True:
-            live = [c for c in await self._db.read(_calls, task_id, LIVE) if c not in done]
+            calls = await self._db.read(executions.call_ids, task_id, LIVE)
+            live = [c for c in calls if c not in done]
             for call_id in live:
                 await self._hangup(task_id, call_id)
                 done.add(call_id)
-            waiting = await self._db.read(_calls, task_id, ("accepted",))
+            waiting = await self._db.read(executions.call_ids, task_id, ("accepted",))
             if not waiting or asyncio.get_running_loop().time() > deadline:
                 return len(done)
             await asyncio.sleep(0.1)

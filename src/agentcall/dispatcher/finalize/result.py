@@ -5,6 +5,8 @@ Runs on the database thread. ``end_and_finalize`` moves the execution to ``ended
 acceptance, and moves it to ``finalized``; calling it again is a no-op, so replayed cell
 events never produce a second result.
 
+:class:`Finalizer` carries where the results go and who opens an expected recording.
+
 Recording: a call that produced no recording gets ``not_created`` at once. A call whose
 recording was expected ends (occupancy released) with a recording opened through
 ``open_recording`` (:mod:`dispatcher.recording`); its call.result is stored later by
@@ -50,6 +52,36 @@ class RecordingOpener(Protocol):
     def __call__(
         self, conn: sqlite3.Connection, execution: Execution, ending: Ending, now: datetime
     ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Finalizer:
+    """Where the call.results of this D go, and who opens an expected recording (none: a
+    recording expected without object storage ends ``unavailable`` at once)."""
+
+    dispatcher_id: str
+    routing_key: str
+    open_recording: RecordingOpener | None = None
+
+    def end(
+        self,
+        conn: sqlite3.Connection,
+        execution_id: str,
+        ending: Ending,
+        now: datetime,
+        execution: Execution | None = None,
+    ) -> bool:
+        """:func:`end_and_finalize` with this D's route and recording opener."""
+        return end_and_finalize(
+            conn,
+            execution_id,
+            ending,
+            dispatcher_id=self.dispatcher_id,
+            routing_key=self.routing_key,
+            now=now,
+            open_recording=self.open_recording,
+            execution=execution,
+        )
 
 
 def recording_for(ending: Ending, call_id: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
@@ -17,6 +17,7 @@ from agentcall.dispatcher.errors import DispatcherError
 from agentcall.dispatcher.store.codec import iso
 
 _HOLDING = tuple(s.value for s in ExecutionState if s.holds_occupancy)
+LIVE = (ExecutionState.DIALING, ExecutionState.RINGING, ExecutionState.IN_CALL)
 
 
 class UnknownExecution(DispatcherError):
@@ -221,3 +222,52 @@ def state_counts(conn: sqlite3.Connection) -> dict[str, int]:
     for state, count in conn.execute("SELECT state, count(*) FROM executions GROUP BY state"):
         result[state] = count
     return result
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An execution whose call may be live: dialing, ringing, in_call or unknown."""
+
+    execution_id: str
+    call_id: str
+    state: ExecutionState
+    cell_boot_id: str | None
+    dial_started_at: datetime | None
+
+
+def pending_rows(conn: sqlite3.Connection) -> list[Pending]:
+    states = [s.value for s in (*LIVE, ExecutionState.UNKNOWN)]
+    rows = conn.execute(
+        "SELECT execution_id, call_id, state, cell_boot_id, dial_started_at FROM executions"
+        f" WHERE state IN ({','.join('?' * len(states))}) ORDER BY accepted_at",
+        states,
+    )
+    return [
+        Pending(eid, cid, ExecutionState(state), boot, datetime.fromisoformat(at) if at else None)
+        for eid, cid, state, boot, at in rows
+    ]
+
+
+def finalized_among(conn: sqlite3.Connection, call_ids: Collection[str]) -> list[str]:
+    """Which of these calls are finalized here (to acknowledge them to the cell)."""
+    wanted = list(call_ids)
+    found: list[str] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            f"SELECT call_id FROM executions WHERE state = 'finalized'"
+            f" AND call_id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        found.extend(row[0] for row in rows)
+    return found
+
+
+def call_ids(conn: sqlite3.Connection, task_id: str, states: Sequence[str]) -> list[str]:
+    """The call ids of the task's executions in ``states``."""
+    marks = ",".join("?" * len(states))
+    rows = conn.execute(
+        f"SELECT call_id FROM executions WHERE task_id = ? AND state IN ({marks})",
+        (task_id, *states),
+    )
+    return [row[0] for row in rows]

@@ -9,18 +9,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentcall.dispatcher.calls.recovery import (
+from agentcall.dispatcher.calls.verdicts import (
     LOST_NO_CALL,
     LOST_RESTARTED,
     Finish,
     Follow,
     Hold,
-    Pending,
     judge,
 )
 from agentcall.dispatcher.cell.port import CellCall, CellOrphan
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.finalize.result import Ending
+from agentcall.dispatcher.store.executions import Pending
 
 NOW = datetime(2026, 9, 18, 10, 0, tzinfo=UTC)
 GRACE = 5.0
