@@ -40,7 +40,7 @@ from agentcall.dispatcher.recording.service import from_settings as recordings_f
 from agentcall.dispatcher.saas.cache import ConfigCache
 from agentcall.dispatcher.saas.client import SaasClient, SaasError
 from agentcall.dispatcher.settings import Settings
-from agentcall.dispatcher.status import ErrorLog, snapshot
+from agentcall.dispatcher.status import Components, ErrorLog, snapshot, store_facts
 from agentcall.dispatcher.store import tasks
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.web.app import build_app
@@ -78,6 +78,10 @@ class Dispatcher:
         self.started_at = clock()
         self.errors = ErrorLog()
         self.gate = Gate()
+        self.extra_loops: dict[str, Loop] = {}
+        self.http_port: int | None = None
+        self.failed: str | None = None
+        self._reconcile_wake = asyncio.Event()
         did = settings.dispatcher_id
         self.saas = SaasClient(settings.saas_url, did, settings.secret_key, settings.http_timeout_s)
         self.cache = ConfigCache(
@@ -106,6 +110,16 @@ class Dispatcher:
         )
         self.intake = Intake(self._admit, settings.intake_batch)
         self.consumers = TaskConsumers(self.link, did, settings.prefetch, self.intake.submit)
+        self._features(settings, db, cell, clock)
+        self.gate.subscribe(self._reconcile_wake.set)
+        self.link.on_up(self._on_link_up)
+        self.link.on_down(self.consumers.on_link_down)
+
+    def _features(
+        self, settings: Settings, db: Database, cell: CellPort, clock: Callable[[], datetime]
+    ) -> None:
+        """Admission, discovery and task control, over the edges built before them."""
+        did = settings.dispatcher_id
         self.admission = AdmissionService(
             db,
             self.cache,
@@ -125,7 +139,6 @@ class Dispatcher:
             clock=clock,
             on_tasks=self._on_tasks,
         )
-        self._reconcile_wake = asyncio.Event()
         self.control = ControlPlane(
             dispatcher_id=did,
             routing_key=result_routing_key(did),
@@ -138,12 +151,6 @@ class Dispatcher:
             clock=clock,
             on_receipt=self.relay.wake,
         )
-        self.gate.subscribe(self._reconcile_wake.set)
-        self.link.on_up(self._on_link_up)
-        self.link.on_down(self.consumers.on_link_down)
-        self.extra_loops: dict[str, Loop] = {}
-        self.http_port: int | None = None
-        self.failed: str | None = None
 
     # --- hooks ---------------------------------------------------------------------
     def _config_error(self, exc: SaasError) -> None:
@@ -254,7 +261,29 @@ class Dispatcher:
         await self.cell.aclose()
 
     async def snapshot(self) -> dict[str, Any]:
-        return await snapshot(self)
+        facts = await self.db.read(store_facts)
+        return snapshot(facts, self.components())
+
+    def components(self) -> Components:
+        """The ``status()`` of every component, now."""
+        return Components(
+            dispatcher_id=self.settings.dispatcher_id,
+            started_at=self.started_at,
+            now=self.clock(),
+            failed=self.failed,
+            errors=self.errors.latest(),
+            gate=self.gate.status(),
+            admission=self.admission.status(),
+            discovery=self.discovery.status(),
+            config=self.cache.status(),
+            consumers=self.consumers.status(),
+            link=self.link.status(),
+            relay=self.relay.status(),
+            calls=self.calls.status(),
+            recordings=self.recordings.status() if self.recordings else None,
+            intake=self.intake.status(),
+            control=self.control.status(),
+        )
 
 
 async def serve(settings: Settings, cell_factory: Callable[[], CellPort]) -> int:

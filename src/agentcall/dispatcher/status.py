@@ -1,54 +1,108 @@
 """The status snapshot served as ``GET /status`` and rendered by ``dispatcher status``.
 
-Never contains the secret, payloads, phone numbers or transcripts.
+Built from two typed parts: :class:`StoreFacts`, read from the state database in one
+call, and :class:`Components`, the ``status()`` of every component, collected by the
+assembly (:mod:`dispatcher.service`). Never contains the secret, payloads, phone numbers
+or transcripts.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
+from agentcall.dispatcher.admission.service import AdmissionStatus
+from agentcall.dispatcher.calls.service import CallsStatus
+from agentcall.dispatcher.control.plane import ControlStatus
+from agentcall.dispatcher.discovery.gate import GateStatus
+from agentcall.dispatcher.discovery.service import DiscoveryStatus
+from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-from agentcall.dispatcher.store import executions, inbox, outbox, rejected, tasks
-from agentcall.dispatcher.store import recordings as recording_store
+from agentcall.dispatcher.mq.consumers import ConsumersStatus
+from agentcall.dispatcher.mq.intake import IntakeStatus
+from agentcall.dispatcher.mq.link import LinkStatus
+from agentcall.dispatcher.mq.publisher import RelayStatus
+from agentcall.dispatcher.recording.service import RecordingsStatus
+from agentcall.dispatcher.saas.cache import CacheStatus
+from agentcall.dispatcher.store import executions, inbox, outbox, recordings, rejected, tasks
 from agentcall.dispatcher.store.codec import iso
 
-if TYPE_CHECKING:
-    from agentcall.dispatcher.service import Dispatcher
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
 
 
 class ErrorLog:
     """The last errors of every loop, newest first, for /status."""
 
-    def __init__(self, size: int = 50) -> None:
+    def __init__(self, size: int = 50, clock: Callable[[], datetime] = _wall_clock) -> None:
         self._items: deque[dict[str, str]] = deque(maxlen=size)
+        self._clock = clock
 
     def add(self, source: str, error: str) -> None:
-        from agentcall.dispatcher.service import utcnow
-
-        self._items.appendleft({"at": iso(utcnow()), "source": source, "error": error[:300]})
+        self._items.appendleft({"at": iso(self._clock()), "source": source, "error": error[:300]})
 
     def latest(self) -> list[dict[str, str]]:
         return list(self._items)
 
 
-def _store_facts(conn: sqlite3.Connection) -> dict[str, Any]:
-    return {
-        "tasks": tasks.load_tasks(conn),
-        "cursor": tasks.get_cursor(conn),
-        "outbox": outbox.counts(conn),
-        "blocked": outbox.blocked(conn),
-        "executions": executions.state_counts(conn),
-        "recordings": recording_store.counts(conn),
-        "inbox": inbox.decision_counts(conn),
-        "rejected_count": rejected.count(conn),
-        "rejected_latest": rejected.latest(conn, 10),
-    }
+@dataclass(frozen=True)
+class StoreFacts:
+    """What /status reads from the state database (one read, one snapshot)."""
+
+    tasks: dict[str, LocalTask]
+    cursor: int
+    outbox: dict[str, int]
+    blocked: list[dict[str, Any]]
+    executions: dict[str, int]
+    recordings: dict[str, int]
+    inbox: dict[str, int]
+    rejected_count: int
+    rejected_latest: list[dict[str, Any]]
 
 
-def _admission_state(d: Dispatcher, barrier: Barrier, status: TaskStatus) -> str:
-    if not d.gate.open:
+def store_facts(conn: sqlite3.Connection) -> StoreFacts:
+    return StoreFacts(
+        tasks=tasks.load_tasks(conn),
+        cursor=tasks.get_cursor(conn),
+        outbox=outbox.counts(conn),
+        blocked=outbox.blocked(conn),
+        executions=executions.state_counts(conn),
+        recordings=recordings.counts(conn),
+        inbox=inbox.decision_counts(conn),
+        rejected_count=rejected.count(conn),
+        rejected_latest=rejected.latest(conn, 10),
+    )
+
+
+@dataclass(frozen=True)
+class Components:
+    """The ``status()`` of every component of one D, at one moment."""
+
+    dispatcher_id: str
+    started_at: datetime
+    now: datetime
+    failed: str | None
+    errors: list[dict[str, str]]
+    gate: GateStatus
+    admission: AdmissionStatus
+    discovery: DiscoveryStatus
+    config: CacheStatus
+    consumers: ConsumersStatus
+    link: LinkStatus
+    relay: RelayStatus
+    calls: CallsStatus
+    recordings: RecordingsStatus | None
+    intake: IntakeStatus
+    control: ControlStatus
+
+
+def _admission_state(gate: GateStatus, barrier: Barrier, status: TaskStatus) -> str:
+    if not gate.open:
         return "closed: dispatcher gate"
     if barrier is not Barrier.NONE:
         return f"closed: {barrier} barrier"
@@ -57,70 +111,84 @@ def _admission_state(d: Dispatcher, barrier: Barrier, status: TaskStatus) -> str
     return "open"
 
 
-async def snapshot(d: Dispatcher) -> dict[str, Any]:
-    facts = await d.db.read(_store_facts)
-    disc = d.discovery.status
-    task_rows = [
+def _tasks(facts: StoreFacts, c: Components) -> list[dict[str, Any]]:
+    return [
         {
             "task_id": t.task_id,
             "tenant_id": t.tenant_id,
             "status": t.status.value,
             "task_revision": t.task_revision,
             "barrier": t.barrier.value,
-            "admission": _admission_state(d, t.barrier, t.status),
-            "consumer": d.consumers.states.get(t.task_id, "closed"),
+            "admission": _admission_state(c.gate, t.barrier, t.status),
+            "consumer": c.consumers.of(t.task_id),
         }
-        for t in sorted(facts["tasks"].values(), key=lambda t: t.task_id)
+        for t in sorted(facts.tasks.values(), key=lambda t: t.task_id)
     ]
-    errors = d.errors.latest()
+
+
+def _discovery(cursor: int, disc: DiscoveryStatus) -> dict[str, Any]:
+    return {
+        "cursor": cursor,
+        "caught_up": disc.caught_up,
+        "caught_up_at": iso(disc.caught_up_at) if disc.caught_up_at else None,
+        "pages_applied": disc.pages_applied,
+        "pages_with_tasks": disc.pages_with_tasks,
+        "rows_applied": disc.rows_applied,
+        "pages_rejected": disc.pages_rejected,
+        "errors": disc.errors,
+        "last_error": disc.last_error,
+    }
+
+
+def _recordings(facts: StoreFacts, loop: RecordingsStatus | None) -> dict[str, Any]:
+    return {
+        "bucket": loop.bucket if loop else None,
+        **facts.recordings,
+        **{f"loop_{k}": v for k, v in (loop.counts if loop else {}).items()},
+    }
+
+
+def _errors(c: Components) -> list[dict[str, str]]:
+    errors = list(c.errors)
     for source, error in (
-        ("discovery", disc.last_error),
-        ("amqp", d.link.last_error),
-        ("outbox", d.relay.last_error),
-        ("cell", d.calls.last_error),
+        ("discovery", c.discovery.last_error),
+        ("amqp", c.link.last_error),
+        ("outbox", c.relay.last_error),
+        ("cell", c.calls.last_error),
     ):
         if error:
             errors.append({"source": source, "error": error})
+    return errors[:20]
+
+
+def snapshot(facts: StoreFacts, c: Components) -> dict[str, Any]:
+    """The /status body (its keys in this order)."""
     return {
-        "dispatcher_id": d.settings.dispatcher_id,
-        "started_at": iso(d.started_at),
-        "now": iso(d.clock()),
-        "healthy": d.failed is None,
-        "failed": d.failed,
+        "dispatcher_id": c.dispatcher_id,
+        "started_at": iso(c.started_at),
+        "now": iso(c.now),
+        "healthy": c.failed is None,
+        "failed": c.failed,
         "admission": {
-            "open": d.gate.open,
-            "why_closed": d.gate.reasons,
-            "latency": d.admission.percentiles(),
-            "decide": d.admission.decide_percentiles(),
+            "open": c.gate.open,
+            "why_closed": c.gate.why_closed,
+            "latency": c.admission.latency,
+            "decide": c.admission.decide,
         },
-        "discovery": {
-            "cursor": facts["cursor"],
-            "caught_up": disc.caught_up,
-            "caught_up_at": iso(disc.caught_up_at) if disc.caught_up_at else None,
-            "pages_applied": disc.pages_applied,
-            "pages_with_tasks": disc.pages_with_tasks,
-            "rows_applied": disc.rows_applied,
-            "pages_rejected": disc.pages_rejected,
-            "errors": disc.errors,
-            "last_error": disc.last_error,
-        },
-        "config": d.cache.summary(),
-        "tasks": task_rows,
-        "commands": dict(d.admission.counts),
-        "inbox": facts["inbox"],
-        "outbox": facts["outbox"],
-        "outbox_blocked": facts["blocked"],
-        "relay": {"published": d.relay.published, "failures": d.relay.failures},
-        "executions": facts["executions"],
-        "calls": {"cell_boot_id": d.calls.boot_id, **dict(d.calls.counts)},
-        "recordings": {
-            "bucket": d.recordings.bucket if d.recordings else None,
-            **facts["recordings"],
-            **{f"loop_{k}": v for k, v in (d.recordings.counts if d.recordings else {}).items()},
-        },
-        "amqp": {"connected": d.link.connected.is_set(), "connections": d.link.reconnects},
-        "intake": {"waiting": d.intake.waiting, "batches": d.intake.batches},
-        "rejected_inputs": {"count": facts["rejected_count"], "latest": facts["rejected_latest"]},
-        "control": d.control.snapshot(),
-        "last_errors": errors[:20],
+        "discovery": _discovery(facts.cursor, c.discovery),
+        "config": dict(c.config),
+        "tasks": _tasks(facts, c),
+        "commands": c.admission.commands,
+        "inbox": facts.inbox,
+        "outbox": facts.outbox,
+        "outbox_blocked": facts.blocked,
+        "relay": {"published": c.relay.published, "failures": c.relay.failures},
+        "executions": facts.executions,
+        "calls": {"cell_boot_id": c.calls.cell_boot_id, **c.calls.counts},
+        "recordings": _recordings(facts, c.recordings),
+        "amqp": {"connected": c.link.connected, "connections": c.link.connections},
+        "intake": {"waiting": c.intake.waiting, "batches": c.intake.batches},
+        "rejected_inputs": {"count": facts.rejected_count, "latest": facts.rejected_latest},
+        "control": c.control,
+        "last_errors": _errors(c),
     }

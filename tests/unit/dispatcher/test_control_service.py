@@ -79,5 +79,5 @@ async def test_snapshot_counts() -> None:
     await r.service.handle(raw("pause"))
     await r.service.handle(b"[]")
     await r.lanes.join()
-    snap = r.service.snapshot()
+    snap = r.service.status()
     assert (snap["received"], snap["dead_lettered"]) == (1, 1)

@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections import Counter, deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from agentcall.dispatcher import contracts
@@ -35,6 +36,13 @@ def classify(delivery: Delivery) -> Item:
         return Invalid(f"mq:{delivery.queue}", reason, str(exc), raw)
     assert isinstance(body, dict)
     return Valid(parse_command(body), delivery.task_id)
+
+
+@dataclass(frozen=True)
+class AdmissionStatus:
+    latency: dict[str, float | None]
+    decide: dict[str, float | None]
+    commands: dict[str, int]
 
 
 class AdmissionService:
@@ -97,6 +105,9 @@ class AdmissionService:
         return Inputs(
             self._dispatcher_id, self._routing_key, sip, configs, by_tenant, self._clock()
         )
+
+    def status(self) -> AdmissionStatus:
+        return AdmissionStatus(self.percentiles(), self.decide_percentiles(), dict(self.counts))
 
     def decide_percentiles(self) -> dict[str, float | None]:
         """Time of the pure admission decision itself, in microseconds."""

@@ -24,6 +24,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from agentcall.dispatcher.calls import events as ev
@@ -53,6 +54,13 @@ UNKNOWN_GRACE_S = 5.0
 # ends failed (never redialled) — keep DIAL_BATCH * DIAL_ROUNDS small.
 DIAL_BATCH = 32
 DIAL_ROUNDS = 1
+
+
+@dataclass(frozen=True)
+class CallsStatus:
+    cell_boot_id: str | None
+    counts: dict[str, int]
+    last_error: str | None
 
 
 class CallSupervisor:
@@ -92,6 +100,9 @@ class CallSupervisor:
         self.boot_id: str | None = None
         self.counts: Counter[str] = Counter()
         self.last_error: str | None = None
+
+    def status(self) -> CallsStatus:
+        return CallsStatus(self.boot_id, dict(self.counts), self.last_error)
 
     def submit(self, execution_ids: list[str]) -> None:
         for execution_id in execution_ids:

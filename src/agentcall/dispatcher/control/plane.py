@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import TypedDict
 
 from aio_pika.abc import AbstractChannel
 
@@ -31,6 +32,22 @@ from agentcall.dispatcher.mq.consumers import TaskConsumers
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.saas.cache import ConfigCache
 from agentcall.dispatcher.store.db import Database
+
+
+class ControlQueueStatus(TypedDict):
+    queue: str
+    state: str
+    last_error: str | None
+
+
+class ControlStatus(TypedDict):
+    """Task control in /status: its queue consumer, counts, busy lanes, drains."""
+
+    consumer: ControlQueueStatus
+    received: int
+    dead_lettered: int
+    lanes: dict[str, dict[str, object]]
+    drained: dict[str, int]
 
 
 class ControlPlane:
@@ -87,12 +104,16 @@ class ControlPlane:
             if task.task_id in stored and stored[task.task_id].barrier is not Barrier.NONE
         )
 
-    def snapshot(self) -> dict[str, object]:
+    def status(self) -> ControlStatus:
+        service = self.service.status()
         return {
             "consumer": {
                 "queue": self.consumer.queue,
                 "state": self.consumer.state,
                 "last_error": self.consumer.last_error,
             },
-            **self.service.snapshot(),
+            "received": service["received"],
+            "dead_lettered": service["dead_lettered"],
+            "lanes": service["lanes"],
+            "drained": service["drained"],
         }

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from enum import StrEnum
+from typing import TypedDict
 
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.control.lanes import TaskLanes
@@ -26,6 +27,13 @@ from agentcall.dispatcher.domain.states import Barrier
 from agentcall.dispatcher.logs import log
 
 LOG = logging.getLogger("dispatcher.control")
+
+
+class ControlServiceStatus(TypedDict):
+    received: int
+    dead_lettered: int
+    lanes: dict[str, dict[str, object]]
+    drained: dict[str, int]
 
 
 class ControlSettle(StrEnum):
@@ -127,7 +135,7 @@ class ControlService:
     def _reconcile(self, task_id: str) -> None:
         self._lanes.submit(task_id, "reconcile", lambda: self._processor.reconcile(task_id))
 
-    def snapshot(self) -> dict[str, object]:
+    def status(self) -> ControlServiceStatus:
         return {
             "received": self.received,
             "dead_lettered": self.dead_lettered,

@@ -8,7 +8,14 @@ commands wait in their queues instead of being rejected. Listeners are woken on 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+
+
+@dataclass(frozen=True)
+class GateStatus:
+    open: bool
+    why_closed: dict[str, str]
 
 
 class Gate:
@@ -24,6 +31,9 @@ class Gate:
     @property
     def reasons(self) -> dict[str, str]:
         return dict(self._closed)
+
+    def status(self) -> GateStatus:
+        return GateStatus(self.open, self.reasons)
 
     def close(self, name: str, why: str) -> None:
         if self._closed.get(name) != why:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from agentcall.dispatcher import contracts
@@ -41,7 +41,7 @@ class DiscoveryFailed(DispatcherError):
 
 
 @dataclass
-class DiscoveryStatus:
+class _Progress:
     cursor: int = 0
     caught_up: bool = False
     caught_up_at: datetime | None = None
@@ -52,6 +52,20 @@ class DiscoveryStatus:
     errors: int = 0
     last_error: str | None = None
     last_error_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DiscoveryStatus:
+    cursor: int
+    caught_up: bool
+    caught_up_at: datetime | None
+    pages_applied: int
+    pages_with_tasks: int
+    rows_applied: int
+    pages_rejected: int
+    errors: int
+    last_error: str | None
+    last_error_at: datetime | None
 
 
 class DiscoveryLoop:
@@ -74,13 +88,16 @@ class DiscoveryLoop:
         self._clock = clock
         self._on_tasks = on_tasks
         self._wake = asyncio.Event()
-        self.status = DiscoveryStatus()
+        self._progress = _Progress()
 
     def wake(self) -> None:
         self._wake.set()
 
+    def status(self) -> DiscoveryStatus:
+        return DiscoveryStatus(**asdict(self._progress))
+
     async def run(self) -> None:
-        self.status.cursor = await self._db.read(tasks.get_cursor)
+        self._progress.cursor = await self._db.read(tasks.get_cursor)
         while True:
             delay = await self.round()
             try:
@@ -97,22 +114,22 @@ class DiscoveryLoop:
             self._fail(str(exc))
             return self._backoff
         now = self._clock()
-        self.status.caught_up, self.status.caught_up_at = True, now
+        self._progress.caught_up, self._progress.caught_up_at = True, now
         self._gate.lift("discovery", now)
         return self._interval
 
     def _fail(self, why: str) -> None:
-        self.status.caught_up = False
-        self.status.errors += 1
-        self.status.last_error, self.status.last_error_at = why, self._clock()
+        self._progress.caught_up = False
+        self._progress.errors += 1
+        self._progress.last_error, self._progress.last_error_at = why, self._clock()
         self._gate.close("discovery", why)
-        log(LOG, logging.WARNING, "discovery.failed", error=why, cursor=self.status.cursor)
+        log(LOG, logging.WARNING, "discovery.failed", error=why, cursor=self._progress.cursor)
 
     async def catch_up(self) -> None:
         """Read pages until an empty one (D-DISC-3), whatever the page size."""
         while True:
             after = await self._db.read(tasks.get_cursor)
-            self.status.cursor = after
+            self._progress.cursor = after
             page = await self._read_page(after)
             stored = await self._apply(page, after)
             await self._on_tasks(stored, page.tasks)
@@ -127,7 +144,7 @@ class DiscoveryLoop:
         known = await self._db.read(tasks.load_tasks)
         result = _check(raw, after, self._client.dispatcher_id, known)
         if isinstance(result, PageRejected):
-            self.status.pages_rejected += 1
+            self._progress.pages_rejected += 1
             await self._db.write(
                 rejected.record,
                 source=f"http:discovery?after={after}",
@@ -146,10 +163,10 @@ class DiscoveryLoop:
             )
         except Exception as exc:  # a failed commit never advances the cursor (D-DISC-5)
             raise DiscoveryFailed(f"page after={after} not committed: {exc!r}") from exc
-        self.status.cursor = page.next_cursor
-        self.status.pages_applied += 1
-        self.status.rows_applied += len(page.tasks)
-        self.status.pages_with_tasks += 1 if page.tasks else 0
+        self._progress.cursor = page.next_cursor
+        self._progress.pages_applied += 1
+        self._progress.rows_applied += len(page.tasks)
+        self._progress.pages_with_tasks += 1 if page.tasks else 0
         if page.tasks:
             log(
                 LOG,

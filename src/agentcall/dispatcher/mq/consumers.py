@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import aio_pika
@@ -60,6 +60,16 @@ class _Consumer:
     tag: str
 
 
+@dataclass(frozen=True)
+class ConsumersStatus:
+    """The consumer state of every task seen (consuming, closed, queue_missing…)."""
+
+    states: Mapping[str, str]
+
+    def of(self, task_id: str) -> str:
+        return self.states.get(task_id, "closed")
+
+
 class TaskConsumers:
     def __init__(
         self,
@@ -77,6 +87,9 @@ class TaskConsumers:
         self.states: dict[str, str] = {}
         self._held: set[str] = set()  # suspended by task control until released (issue 9)
         self._lock = asyncio.Lock()
+
+    def status(self) -> ConsumersStatus:
+        return ConsumersStatus(dict(self.states))
 
     def is_consuming(self, task_id: str) -> bool:
         return task_id in self._active

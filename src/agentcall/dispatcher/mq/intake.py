@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from agentcall.dispatcher.mq.consumers import Delivery
 
 Handler = Callable[[list[Delivery]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class IntakeStatus:
+    waiting: int
+    batches: int
 
 
 class Intake:
@@ -32,6 +39,9 @@ class Intake:
     @property
     def waiting(self) -> int:
         return self._queue.qsize()
+
+    def status(self) -> IntakeStatus:
+        return IntakeStatus(self.waiting, self.batches)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import aio_pika
 from aio_pika.abc import AbstractChannel
@@ -19,6 +20,13 @@ from agentcall.dispatcher.logs import log
 
 LOG = logging.getLogger("dispatcher.mq")
 Hook = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    connected: bool
+    connections: int
+    last_error: str | None
 
 
 class AmqpLink:
@@ -32,6 +40,9 @@ class AmqpLink:
         self.reconnects = 0
         self._on_up: list[Hook] = []
         self._on_down: list[Hook] = []
+
+    def status(self) -> LinkStatus:
+        return LinkStatus(self.connected.is_set(), self.reconnects, self.last_error)
 
     def on_up(self, hook: Hook) -> None:
         self._on_up.append(hook)

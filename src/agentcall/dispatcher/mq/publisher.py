@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 import aiormq
@@ -51,6 +52,13 @@ def properties(row: OutboxRow) -> aiormq.spec.Basic.Properties:
     )
 
 
+@dataclass(frozen=True)
+class RelayStatus:
+    published: int
+    failures: int
+    last_error: str | None
+
+
 class OutboxRelay:
     def __init__(
         self,
@@ -73,6 +81,9 @@ class OutboxRelay:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def status(self) -> RelayStatus:
+        return RelayStatus(self.published, self.failures, self.last_error)
 
     async def run(self) -> None:
         while True:

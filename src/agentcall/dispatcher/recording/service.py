@@ -23,6 +23,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from agentcall.dispatcher.cell.port import CellError, CellPort, CellRejected
@@ -90,6 +91,12 @@ class _Writes:
                 future.set_result(result)
 
 
+@dataclass(frozen=True)
+class RecordingsStatus:
+    bucket: str
+    counts: dict[str, int]
+
+
 class RecordingService:
     def __init__(
         self,
@@ -132,6 +139,9 @@ class RecordingService:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def status(self) -> RecordingsStatus:
+        return RecordingsStatus(self.bucket, dict(self.counts))
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:

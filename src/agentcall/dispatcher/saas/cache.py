@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar
 
 from agentcall.dispatcher.domain.model import SipSnapshot, TaskConfig, TenantQuota
 from agentcall.dispatcher.saas.client import SaasClient, SaasError, SaasInvalid, SaasRefused
@@ -38,6 +38,15 @@ class TaskLookup:
     config: TaskConfig | None
     missing: bool = False
     error: str | None = None
+
+
+class CacheStatus(TypedDict):
+    """What the config cache holds (served as ``config`` in /status)."""
+
+    sip_revision: int | None
+    sip_verified_now: bool
+    cached_tasks: int
+    cached_quotas: int
 
 
 @dataclass
@@ -208,12 +217,12 @@ class ConfigCache:
         self._tasks.drop(task_id)
         self._revisions.pop(task_id, None)
 
-    def summary(self) -> dict[str, object]:
+    def status(self) -> CacheStatus:
         sip = self.last_sip
         entry = self._sip.fresh("sip")
-        return {
-            "sip_revision": sip.revision if sip else None,
-            "sip_verified_now": entry is not None and entry.value is not None,
-            "cached_tasks": len(self._tasks),
-            "cached_quotas": len(self._quotas),
-        }
+        return CacheStatus(
+            sip_revision=sip.revision if sip else None,
+            sip_verified_now=entry is not None and entry.value is not None,
+            cached_tasks=len(self._tasks),
+            cached_quotas=len(self._quotas),
+        )
