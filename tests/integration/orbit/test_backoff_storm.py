@@ -1,4 +1,4 @@
-"""Issue 8 acceptance: a retry storm (1,000 always-failing retryable tasks, real worker process)
+"""Acceptance: a retry storm (1,000 always-failing retryable tasks, real worker process)
 on SQLite and MariaDB. Every retry waits at least the backoff floor after the previous attempt
 ended, no attempt starts at or past its task's deadline, and every task ends FAILED with
 ATTEMPTS_EXHAUSTED or DEADLINE_EXCEEDED. ORBIT_STORM_TASKS overrides the count."""

@@ -1,4 +1,4 @@
-"""Idempotency retention cleanup (O-SUB-1 "kept >= 90 days", issue 8): records go after
+"""Idempotency retention cleanup (O-SUB-1 "kept >= 90 days"): records go after
 90 days, never earlier, by the database clock; on SQLite and MariaDB, via store and CLI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Workers over WebSocket with real processes (issue P2 acceptance), on SQLite and MariaDB:
+"""Workers over WebSocket with real processes (acceptance), on SQLite and MariaDB:
 happy path, SIGKILL mid-RUNNING, stale worker fenced after reconnect, attempt timeout, start
 deadline, task deadline, unserved handler version, graceful SIGTERM. O-STATE-1."""
 

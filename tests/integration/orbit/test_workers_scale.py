@@ -36,7 +36,7 @@ def scale_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 async def insert_tasks(db: Database, namespace_id: str, queue_id: str, count: int) -> None:
-    """Accepted tasks written straight through the store (the submit path is P1's suite)."""
+    """Accepted tasks written straight through the store (the submit path has its own suite)."""
     body = {"queue_id": queue_id, "handler": "demo.noop", "handler_version": "v1",
             "payload_version": "v1", "payload": {"n": 1}, "recovery_safety": "IDEMPOTENT",
             "retry": {"max_attempts": 3}}  # fmt: skip

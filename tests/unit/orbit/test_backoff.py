@@ -1,4 +1,4 @@
-"""Policy-retry backoff (issue 8, docs/orbit/p3.md §1): exponential, equal jitter, deadline."""
+"""Policy-retry backoff (docs/orbit/task-control.md §1): exponential, equal jitter, deadline."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 8 (P3 backoff) through the P2 outcome table: a retryable failure, or a lost attempt of an
-IDEMPOTENT task, is re-queued at `now + delay` while the budget and the deadline allow."""
+"""Policy-retry backoff through the attempt outcome table: a retryable failure, or a lost attempt of
+an IDEMPOTENT task, is re-queued at `now + delay` while the budget and the deadline allow."""
 
 from __future__ import annotations
 

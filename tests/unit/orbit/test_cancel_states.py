@@ -76,8 +76,8 @@ def test_o_can_1_decide(
     state: TaskState, revision: int, expected: int, requested: bool,
     outcome: CancelPlan | type[Exception],
 ) -> None:  # fmt: skip
-    """O-CAN-1 + P3 §3: WAITING cancels at once, LEASED ends its unstarted attempt, RUNNING
-    records a request (once); only at the expected revision; revision + 1."""
+    """O-CAN-1 + task-control.md §3: WAITING cancels at once, LEASED ends its unstarted attempt,
+    RUNNING records a request (once); only at the expected revision; revision + 1."""
     request = CancelRequest(expected, "r")
     if isinstance(outcome, CancelPlan):
         assert plan_cancel(state, revision, request, requested=requested) == outcome

@@ -38,7 +38,7 @@ def test_public_surface_is_guarded() -> None:
         "UnsupportedMediaTypeError",
         "Attempt", "AttemptError", "AttemptOutcome", "AttemptPage", "AttemptWorker", "Evidence",
         "ListAttemptsRequest",
-        "BatchItem", "BatchReceipt", "ResolveTaskRequest", "RetryTaskRequest",  # P3 (issue 8)
+        "BatchItem", "BatchReceipt", "ResolveTaskRequest", "RetryTaskRequest",  # task control
     ])  # fmt: skip
     for name in sdk.__all__:
         assert getattr(sdk, name) is not None

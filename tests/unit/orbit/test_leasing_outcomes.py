@@ -155,7 +155,7 @@ def test_result_before_start_is_illegal(cause: EndCause) -> None:
 def test_backoff_seam_never_past_deadline(
     delay_ms: int, deadline: timedelta, expected_state: TaskState, code: TaskErrorCode | None
 ) -> None:
-    """P3 seam: the retry's available_at = now + backoff, and never at or past the deadline."""
+    """Backoff seam: the retry's available_at = now + backoff, and never at or past the deadline."""
     outcome = decide_end(
         facts(deadline=deadline),
         AE(C.FAILED, True, retryable=True),

@@ -36,7 +36,7 @@ EXPECTED = {
                                              "IDEMPOTENCY_CONFLICT", "STATE_CONFLICT",
                                              "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
                                              "UNAVAILABLE"},
-    # P3 (issue 8)
+    # task control
     ("/v1/tasks:batch", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
                                   "IDEMPOTENCY_CONFLICT", "BODY_TOO_LARGE",
                                   "UNSUPPORTED_MEDIA_TYPE", "UNAVAILABLE"},
@@ -58,7 +58,7 @@ def documented_codes(operation: dict[str, Any]) -> dict[str, int]:
 
 
 def test_every_route_is_described(tmp_path: Path) -> None:
-    """Every route the app serves (P3's batch, retry and resolve too) is in the document, and
+    """Every route the app serves (batch, retry and resolve too) is in the document, and
     nothing else."""
     app = create_app(Database.open(f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"))
     served = {

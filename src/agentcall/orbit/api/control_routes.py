@@ -1,5 +1,5 @@
-"""The P3 task control endpoints (docs/orbit/p3.md): cancel in every live state, manual retry,
-resolve, batch submit. Each is thin: read and check the request, call one store operation,
+"""The task control endpoints (docs/orbit/task-control.md): cancel in every live state, manual
+retry, resolve, batch submit. Each is thin: read and check the request, call one store operation,
 write the envelope; after a committed cancel of a running attempt, tell its worker."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Submit, get and list of Task API v1 (cancel and the P3 endpoints: `control_routes`).
+"""Submit, get and list of Task API v1 (cancel, retry, resolve and batch: `control_routes`).
 Each is thin: read and check the request, call one store operation, write the envelope.
 Errors are raised and mapped by `app.endpoint`."""
 

@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("agentcall.orbit.cli.admin", "init"),
     "queue": ("agentcall.orbit.cli.admin", "queue"),
     "token": ("agentcall.orbit.cli.admin", "token"),
-    "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # the tasks group with its P3 commands
+    "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # with retry, resolve and batch
     "worker": ("agentcall.orbit.sdk.worker.cli", "worker"),
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
 }

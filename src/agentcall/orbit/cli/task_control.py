@@ -1,6 +1,6 @@
-"""`orbit tasks retry|resolve|batch` (docs/orbit/p3.md): the P3 operations of the SDK on the
-command line. They join the `tasks` group of `orbit.cli.tasks`; `orbit.cli.COMMANDS` points
-`tasks` here so that the group is complete when it is used."""
+"""`orbit tasks retry|resolve|batch` (docs/orbit/task-control.md): the task control operations
+of the SDK on the command line. They join the `tasks` group of `orbit.cli.tasks`;
+`orbit.cli.COMMANDS` points `tasks` here so that the group is complete when it is used."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Attempts and what their end does to the task (docs/orbit/worker-protocol.md §4).
 
-`decide_end(task, end, now)` is the one outcome table of P2: a result, a lost lease, an attempt
+`decide_end(task, end, now)` is the one outcome table: a result, a lost lease, an attempt
 timeout or a hand-back, for an attempt that started or not, under the task's recovery safety,
 attempt budget and deadlines (O-STATE-1). It never reads a clock: `now` is the database time.
-P3 plugs its backoff in through `backoff` (P2 retries at once).
+The policy-retry delay comes in through `backoff` (the default retries at once).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ class EndCause(enum.StrEnum):
     ATTEMPT_TIMEOUT = "ATTEMPT_TIMEOUT"
     RELEASED_SHUTDOWN = "RELEASED_SHUTDOWN"
     RELEASED_UNSUPPORTED = "RELEASED_UNSUPPORTED"
-    CANCELLED = "CANCELLED"  # the worker confirms its cooperative stop (P3, docs/orbit/p3.md §3)
+    # the worker confirms its cooperative stop (docs/orbit/task-control.md §3)
+    CANCELLED = "CANCELLED"
 
     @property
     def is_result(self) -> bool:
@@ -130,7 +131,7 @@ class Outcome:
 
 
 Backoff = Callable[[RetryPolicy, int], int]
-"""Delay in ms before attempt `n + 1` after `n` started attempts (P3 supplies the real one)."""
+"""Delay in ms before attempt `n + 1` after `n` started attempts (the server passes its own)."""
 
 
 def no_backoff(policy: RetryPolicy, attempts: int) -> int:
@@ -171,7 +172,7 @@ def decide_end(
 def _after_cancel_request(
     task: TaskFacts, end: AttemptEnd, now: datetime, backoff: Backoff
 ) -> Outcome:
-    """The end of an attempt whose task has a cancel request (docs/orbit/p3.md §3): the
+    """The end of an attempt whose task has a cancel request (docs/orbit/task-control.md §3): the
     worker's confirmation cancels; any other result wins as usual, except that nothing is
     retried; a stop nobody confirmed cancels only what is safe to cancel blindly."""
     if end.cause is EndCause.CANCELLED:

@@ -1,4 +1,4 @@
-"""Policy-retry backoff (docs/orbit/p3.md §1): the delay before the next attempt.
+"""Policy-retry backoff (docs/orbit/task-control.md §1): the delay before the next attempt.
 
 Exponential with *equal jitter*: after `n` started attempts the ceiling is
 `cap(n) = min(max_delay_ms, initial_delay_ms * 2^(n-1))` and the delay is drawn uniformly from
@@ -65,7 +65,7 @@ def plan_retry(
 
 
 class JitteredBackoff:
-    """The `attempts.Backoff` seam of P2, with its own random source (seed it in tests)."""
+    """The `attempts.Backoff` seam, with its own random source (seed it in tests)."""
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()

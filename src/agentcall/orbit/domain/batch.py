@@ -1,6 +1,6 @@
-"""POST /v1/tasks:batch (docs/orbit/p3.md §4): 1-100 submit bodies under one Idempotency-Key,
-accepted all together or not at all. Each item follows the single-submit rules (O-SUB-3); every
-invalid item is reported (`tasks[i].field`), none is written. Pure."""
+"""POST /v1/tasks:batch (docs/orbit/task-control.md §4): 1-100 submit bodies under one
+Idempotency-Key, accepted all together or not at all. Each item follows the single-submit rules
+(O-SUB-3); every invalid item is reported (`tasks[i].field`), none is written. Pure."""
 
 from __future__ import annotations
 

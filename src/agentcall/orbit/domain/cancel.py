@@ -1,5 +1,5 @@
-"""POST /v1/tasks/{id}:cancel request rules and the cancel decision (O-CAN-1; P3 adds LEASED
-and RUNNING tasks, docs/orbit/p3.md §3)."""
+"""POST /v1/tasks/{id}:cancel request rules and the cancel decision (O-CAN-1;
+WAITING, LEASED and RUNNING tasks, docs/orbit/task-control.md §3)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def cancel_digest(request: CancelRequest) -> Digest:
 
 
 class CancelMode(enum.StrEnum):
-    NOW = "NOW"  # WAITING: CANCELLED at once (P1)
+    NOW = "NOW"  # WAITING: CANCELLED at once
     END_LEASE = "END_LEASE"  # LEASED: the unstarted attempt ends CANCELLED, so does the task
     REQUEST = "REQUEST"  # RUNNING: record cancel_requested_at and tell the worker
 

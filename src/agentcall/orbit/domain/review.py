@@ -1,5 +1,6 @@
-"""Manual retry and resolve (docs/orbit/p3.md §2): request rules, content digests and the pure
-decisions. Both need the `tasks:review` permission, an Idempotency-Key and `expected_revision`.
+"""Manual retry and resolve (docs/orbit/task-control.md §2): request rules, content digests
+and the pure decisions. Both need the `tasks:review` permission, an Idempotency-Key and
+`expected_revision`.
 
 - retry: FAILED or NEEDS_REVIEW → WAITING with **one** more attempt
   (`retry.max_attempts = attempt_count + 1`), available now, error/result/cancel request

@@ -1,5 +1,5 @@
-"""Task states (O-STATE-1) and the transition table. P1 produces WAITING and CANCELLED;
-the other edges are the contract P2 (workers, leases) and P3 (retries, review) build on."""
+"""Task states (O-STATE-1) and the transition table: submit and cancel, workers and leases,
+retries and review all move a task along these edges only."""
 
 from __future__ import annotations
 
@@ -26,17 +26,17 @@ TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED
 
 _S = TaskState
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
-    # accepted and waiting for a lease; cancel is allowed only here in P1
+    # accepted and waiting for a lease; a cancel ends it at once
     _S.WAITING: frozenset({_S.LEASED, _S.CANCELLED, _S.FAILED}),
     # leased by a worker: it starts, or the lease is lost (retry or review), or the deadline hits
-    # P3: cancel of a LEASED task ends its unstarted attempt at once (docs/orbit/p3.md §3)
+    # cancel of a LEASED task ends its unstarted attempt at once (docs/orbit/task-control.md §3)
     _S.LEASED: frozenset({_S.RUNNING, _S.WAITING, _S.NEEDS_REVIEW, _S.FAILED, _S.CANCELLED}),
-    # P3: a RUNNING task is CANCELLED when its worker confirms a requested cancel
+    # a RUNNING task is CANCELLED when its worker confirms a requested cancel
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.WAITING, _S.NEEDS_REVIEW, _S.CANCELLED}),
     # a human decides (tasks:review): re-run, or settle the outcome
     _S.NEEDS_REVIEW: frozenset({_S.WAITING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
     # terminal: only an operator's manual retry (tasks:review) reopens a FAILED task, see
-    # orbit.domain.review.decide_retry (docs/orbit/p3.md §2)
+    # orbit.domain.review.decide_retry (docs/orbit/task-control.md §2)
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),
     _S.CANCELLED: frozenset(),

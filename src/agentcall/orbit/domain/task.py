@@ -35,7 +35,7 @@ class Task:
     completed_at: datetime | None
     created_at: datetime
     updated_at: datetime
-    # execution (P2, docs/orbit/execution-history.md): why a task FAILED / NEEDS_REVIEW
+    # execution (docs/orbit/execution-history.md): why a task FAILED / NEEDS_REVIEW
     error_code: str | None = None
     error_message: str | None = None
     attempt_error_text: str | None = None  # the deciding attempt's {code,message,retryable}

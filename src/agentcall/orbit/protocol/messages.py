@@ -74,7 +74,8 @@ class ResultOutcome(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     NEEDS_REVIEW = "needs_review"
-    CANCELLED = "cancelled"  # cooperative stop after a `cancel_requested` (docs/orbit/p3.md §3)
+    # cooperative stop after a `cancel_requested` (docs/orbit/task-control.md §3)
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Idempotency retention (O-SUB-1 "kept >= 90 days", issue 8): remove expired records.
+"""Idempotency retention (O-SUB-1 "kept >= 90 days"): remove expired records.
 
 A record goes only when both its `expires_at` and `created_at + RETENTION` are at or before the
 database clock, so a record is never removed early even if `expires_at` was written wrong.

@@ -118,7 +118,7 @@ class Client:
 
     def cancel_task(self, task_id: str, key: str, request: CancelTaskRequest) -> TaskReceipt:
         """WAITING/LEASED: CANCELLED at once; RUNNING: cancel_requested_at is set and the
-        worker decides the end (docs/orbit/p3.md §3)."""
+        worker decides the end (docs/orbit/task-control.md §3)."""
         return self._send(_calls.cancel_task(task_id, key, request))
 
     def retry_task(self, task_id: str, key: str, request: RetryTaskRequest) -> TaskReceipt:

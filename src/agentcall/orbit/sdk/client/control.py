@@ -1,6 +1,6 @@
-"""P3 operations of the SDK (docs/orbit/p3.md): manual retry, resolve and batch submit — their
-request models and `Call`s. Like every write, they are never retried by the SDK: resend the
-same request with the same key after `TransportError` or `UnavailableError`."""
+"""Task control in the SDK (docs/orbit/task-control.md): manual retry, resolve and batch
+submit — their request models and `Call`s. Like every write, they are never retried by the
+SDK: resend the same request with the same key after `TransportError` or `UnavailableError`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tenancy (namespaces, queues, tokens, token scopes), tasks, task events, audit log and
-idempotency records: the Task API v1 (P1) schema.
+idempotency records: the Task API v1 schema.
 
 Revision ID: 0001
 Revises:

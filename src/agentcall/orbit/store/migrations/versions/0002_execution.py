@@ -1,4 +1,4 @@
-"""Execution (P2): task attempts and their evidence; task columns for the outcome error and the
+"""Execution: task attempts and their evidence; task columns for the outcome error and the
 live attempt; indexes for leasing and for the deadline sweeper.
 
 Revision ID: 0002

@@ -1,4 +1,4 @@
-"""Manual retry and resolve decisions and request rules (docs/orbit/p3.md §2, O-API-2)."""
+"""Manual retry and resolve decisions and request rules (docs/orbit/task-control.md §2, O-API-2)."""
 
 from __future__ import annotations
 
@@ -58,10 +58,11 @@ def task(state: TaskState, *, revision: int = 5, used: int = 3, deadline_s: int 
         (T.CANCELLED, 5, 3600, None, False),
     ],
 )
-def test_p3_decide_retry(
+def test_decide_retry(
     source: TaskState, revision: int, deadline_s: int, start_deadline_s: int | None, ok: bool
 ) -> None:
-    """P3 §2: FAILED/NEEDS_REVIEW → WAITING with one more attempt, before the deadlines only."""
+    """task-control.md §2: FAILED/NEEDS_REVIEW → WAITING with one more attempt, before the deadlines
+    only."""
     before = task(source, deadline_s=deadline_s, start_deadline_s=start_deadline_s)
     request = RetryRequest(revision, "again")
     if not ok:
@@ -93,7 +94,7 @@ def _resolve(outcome: Resolution, revision: int = 5) -> ResolveRequest:
         (T.WAITING, Resolution.FAILED, 5, StateConflict),
     ],
 )
-def test_p3_decide_resolve(
+def test_decide_resolve(
     source: TaskState, outcome: Resolution, revision: int, expected: Any
 ) -> None:
     before = task(source)
@@ -120,7 +121,7 @@ BASE = {"expected_revision": "3", "reason": "checked"}
         ({**BASE, "outcome": "succeeded"}, "outcome"),  # retry has no outcome
     ],
 )
-def test_p3_retry_body_rejected(body: dict[str, Any], field: str) -> None:
+def test_retry_body_rejected(body: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         parse_retry(body)
     assert caught.value.field == field
@@ -143,13 +144,13 @@ def test_p3_retry_body_rejected(body: dict[str, Any], field: str) -> None:
         ({**BASE, "outcome": "succeeded", "result": 1, "evidence": []}, "evidence"),
     ],
 )  # fmt: skip
-def test_p3_resolve_body_rejected(body: dict[str, Any], field: str) -> None:
+def test_resolve_body_rejected(body: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         parse_resolve(body)
     assert caught.value.field == field
 
 
-def test_p3_digests_cover_the_content() -> None:
+def test_digests_cover_the_content() -> None:
     """O-SUB-1: a replay needs the same content; any change conflicts."""
     assert retry_digest(RetryRequest(1, "r")) == retry_digest(parse_retry(
         {"expected_revision": "1", "reason": "r"}))  # fmt: skip
@@ -164,7 +165,7 @@ def test_p3_digests_cover_the_content() -> None:
     assert resolve_digest(parse_resolve(noted)) != resolve_digest(parse_resolve(same))
 
 
-def test_p3_tasks_review_permission_o_api_1() -> None:
+def test_tasks_review_permission_o_api_1() -> None:
     """`orbit token create --permission tasks:review` parses it; `orbit init` grants it."""
     assert parse_permission("tasks:review") is Permission.REVIEW
     assert Permission.REVIEW in ALL_PERMISSIONS

@@ -1,4 +1,5 @@
-"""The SDK's P3 calls: what they send and how they read the answer (docs/orbit/p3.md)."""
+"""The SDK's task control calls: what they send and how they read the answer
+(docs/orbit/task-control.md)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ TASK = "a" * 32
                      "payload_version": "v1", "payload": {"x": 1}}]}),
     ],
 )  # fmt: skip
-def test_p3_calls_send_the_documented_request(call: Any, path: str, body: Any) -> None:
+def test_calls_send_the_documented_request(call: Any, path: str, body: Any) -> None:
     assert (call.method, call.path) == ("POST", path)
     assert call.headers["Idempotency-Key"] == "k"
     assert json.loads(call.content, parse_float=Decimal) == body
@@ -54,12 +55,12 @@ def test_p3_calls_send_the_documented_request(call: Any, path: str, body: Any) -
 
 
 @pytest.mark.parametrize("size", [0, 101])
-def test_p3_batch_size_is_checked_before_sending(size: int) -> None:
+def test_batch_size_is_checked_before_sending(size: int) -> None:
     with pytest.raises(ValueError, match="1-100"):
         submit_batch("k", [SubmitTaskRequest("q" * 32, "h", "v", "v", 1)] * size)
 
 
-def test_p3_batch_receipt_is_read() -> None:
+def test_batch_receipt_is_read() -> None:
     call = submit_batch("k", [SubmitTaskRequest("q" * 32, "h", "v", "v", 1)])
     body = {"request_id": "r" * 32, "data": {"deduplicated": True, "items": [
         {"index": 0, "task_id": TASK, "state": "WAITING", "revision": "1"}]}}  # fmt: skip
@@ -68,8 +69,9 @@ def test_p3_batch_receipt_is_read() -> None:
     assert receipt.items == [BatchItem(0, TASK, "WAITING", 1)]
 
 
-def test_p3_openapi_request_schemas_match_the_readers() -> None:
-    """The documented P3 request bodies have exactly the fields the strict readers accept."""
+def test_openapi_request_schemas_match_the_readers() -> None:
+    """The documented task control request bodies have exactly the fields the strict readers accept.
+    """
     schemas = json.loads(openapi_text())["components"]["schemas"]
     assert set(schemas["RetryTaskRequest"]["properties"]) == {"expected_revision", "reason"}
     assert set(schemas["ResolveTaskRequest"]["properties"]) == {
@@ -78,7 +80,7 @@ def test_p3_openapi_request_schemas_match_the_readers() -> None:
     assert set(schemas["BatchReceipt"]["properties"]) == {"deduplicated", "items"}
 
 
-def test_p3_refused_batch_lists_its_items_in_the_error() -> None:
+def test_refused_batch_lists_its_items_in_the_error() -> None:
     call = submit_batch("k", [SubmitTaskRequest("q" * 32, "h", "v", "v", 1)])
     body = {"request_id": "r" * 32, "error": {"code": "INVALID_ARGUMENT", "message": "m",
             "items": [{"index": 0, "field": "handler", "message": "bad"}]}}  # fmt: skip

@@ -1,6 +1,6 @@
-"""Cancel while LEASED/RUNNING over real HTTP and WebSocket, on SQLite and MariaDB (issue 8,
-docs/orbit/p3.md §3, O-CAN-1, O-STATE-1): the SDK's cooperative stop, the LEASED fence, an
-unconfirmed cancel (RECONCILE_ONLY → NEEDS_REVIEW, IDEMPOTENT → CANCELLED), and 50 races of a
+"""Cancel while LEASED/RUNNING over real HTTP and WebSocket, on SQLite and MariaDB
+(docs/orbit/task-control.md §3, O-CAN-1, O-STATE-1): the SDK's cooperative stop, the LEASED fence,
+an unconfirmed cancel (RECONCILE_ONLY → NEEDS_REVIEW, IDEMPOTENT → CANCELLED), and 50 races of a
 cancel against the worker's result."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 
 from agentcall.orbit.store.db import Database
 from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.p3_harness import cancel, run_leased
 from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.task_control_harness import cancel, run_leased
 from tests.integration.orbit.wire import error, ok
 from tests.integration.orbit.workers_harness import (
     RawWorker,
@@ -36,46 +36,46 @@ RACES = 50
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def p3c_db_url(
+def cancel_db_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-p3c"), migrated=True) as url:
+    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-cancel"), migrated=True) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def p3c_url(p3c_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("orbit-p3c-server") / "server.log"
-    with execution_server(p3c_db_url, log) as url:
+def cancel_url(cancel_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("orbit-cancel-server") / "server.log"
+    with execution_server(cancel_db_url, log) as url:
         yield url
 
 
 @pytest.fixture
-async def tenant(p3c_db_url: str, p3c_url: str) -> AsyncIterator[Tenant]:
-    db = Database.open(p3c_db_url, pool_size=2)
-    yield await Tenant.create(db, p3c_url)
+async def tenant(cancel_db_url: str, cancel_url: str) -> AsyncIterator[Tenant]:
+    db = Database.open(cancel_db_url, pool_size=2)
+    yield await Tenant.create(db, cancel_url)
     await db.close()
 
 
 @pytest.fixture
-async def http(p3c_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=p3c_url, timeout=30) as client:
+async def http(cancel_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=cancel_url, timeout=30) as client:
         yield client
 
 
-async def test_p3_cancel_running_sdk_cooperative_stop_o_can_1(
+async def test_cancel_running_sdk_cooperative_stop_o_can_1(
     tenant: Tenant, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    """O-CAN-1 / P3 §3: a RUNNING task gets cancel_requested_at (revision + 1, 200, no more
-    409); the SDK's handler sees its token, the worker sends `cancelled`, the task and its
+    """O-CAN-1 / task-control.md §3: a RUNNING task gets cancel_requested_at (revision + 1, 200, no
+    more 409); the SDK's handler sees its token, the worker sends `cancelled`, the task and its
     attempt end CANCELLED; a replay returns the first receipt; a new key then conflicts."""
     process = WorkerProcess(tenant.base_url, tenant.token, [tenant.queue_id],
-                            tmp_path / "p3c-sdk.log", name="p3c-sdk")  # fmt: skip
+                            tmp_path / "cancel-sdk.log", name="cancel-sdk")  # fmt: skip
     with workers(process):
         await process.connected()
         task_id = await submit(http, tenant, payload={"sleep_ms": 30000})
         running = await wait_state(http, tenant, task_id, {"RUNNING"})
-        first = ok(await cancel(http, tenant, task_id, running["revision"], "p3c-sdk-1"))
+        first = ok(await cancel(http, tenant, task_id, running["revision"], "cancel-sdk-1"))
         task = first["task"]
         assert first["deduplicated"] is False
         assert task["state"] == "RUNNING" and "cancel_requested_at" in task
@@ -84,17 +84,17 @@ async def test_p3_cancel_running_sdk_cooperative_stop_o_can_1(
     assert done["state"] == "CANCELLED" and "completed_at" in done
     history = await attempts(http, tenant, task_id)
     assert [a["state"] for a in history] == ["CANCELLED"]
-    replay = ok(await cancel(http, tenant, task_id, running["revision"], "p3c-sdk-1"))
+    replay = ok(await cancel(http, tenant, task_id, running["revision"], "cancel-sdk-1"))
     assert replay == {"deduplicated": True, "task": task}
-    error(await cancel(http, tenant, task_id, done["revision"], "p3c-sdk-2"), 409,
+    error(await cancel(http, tenant, task_id, done["revision"], "cancel-sdk-2"), 409,
           "STATE_CONFLICT")  # fmt: skip
 
 
-async def test_p3_cancel_leased_ends_the_unstarted_attempt_o_can_1(
+async def test_cancel_leased_ends_the_unstarted_attempt_o_can_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
-    """P3 §3: a LEASED task is CANCELLED at once; the worker is told and its late `started`
-    fails the fence (LEASE_LOST), so the handler never runs."""
+    """task-control.md §3: a LEASED task is CANCELLED at once; the worker is told and its late
+    `started` fails the fence (LEASE_LOST), so the handler never runs."""
     raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
     try:
         task_id = await submit(http, tenant)
@@ -117,12 +117,12 @@ async def test_p3_cancel_leased_ends_the_unstarted_attempt_o_can_1(
     assert (await get_task(http, tenant, task_id))["attempt_count"] == 0
 
 
-async def test_p3_cancel_unconfirmed_reconcile_only_goes_to_review_o_state_1(
+async def test_cancel_unconfirmed_reconcile_only_goes_to_review_o_state_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
-    """O-STATE-1 / P3 §3: the worker is told but vanishes without confirming: the RECONCILE_ONLY
-    task goes to NEEDS_REVIEW (CANCEL_UNCONFIRMED), never silently CANCELLED; the IDEMPOTENT one
-    is CANCELLED (re-running or stopping it is safe)."""
+    """O-STATE-1 / task-control.md §3: the worker is told but vanishes without confirming: the
+    RECONCILE_ONLY task goes to NEEDS_REVIEW (CANCEL_UNCONFIRMED), never silently CANCELLED; the
+    IDEMPOTENT one is CANCELLED (re-running or stopping it is safe)."""
     raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
     ids: dict[str, str] = {}
     for safety in ("RECONCILE_ONLY", "IDEMPOTENT"):
@@ -183,7 +183,7 @@ async def _race(
     return final["state"], response.status_code
 
 
-async def test_p3_cancel_vs_completion_race_exactly_one_outcome_o_can_1(
+async def test_cancel_vs_completion_race_exactly_one_outcome_o_can_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     """O-CAN-1 acceptance: 50 races of an API cancel against the worker's result: exactly one

@@ -1,5 +1,5 @@
-"""The P3 operations through the SDK (`AsyncClient`) and the CLI (`orbit tasks batch|retry|
-resolve|cancel --json`) against the real server, on SQLite and MariaDB (issue 8)."""
+"""The task control operations through the SDK (`AsyncClient`) and the CLI (`orbit tasks
+batch|retry|resolve|cancel --json`) against the real server, on SQLite and MariaDB."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from agentcall.orbit.sdk.client import (
     StateConflictError,
     SubmitTaskRequest,
 )
-from tests.integration.orbit.p3_harness import key, run_leased
 from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.task_control_harness import key, run_leased
 from tests.integration.orbit.workers_harness import RawWorker, get_task
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def request(tenant: Tenant, n: int) -> SubmitTaskRequest:
                              {"n": n, "exact": Decimal("1.10")})  # fmt: skip
 
 
-async def test_p3_sdk_batch_retry_resolve_cancel(tenant: Tenant, http: httpx.AsyncClient) -> None:
+async def test_sdk_batch_retry_resolve_cancel(tenant: Tenant, http: httpx.AsyncClient) -> None:
     """SDK: submit_batch (and its replay), retry_task of a FAILED task, resolve_task of a
     NEEDS_REVIEW task with evidence, cancel_task of a RUNNING task (cancel_requested_at);
     a StateConflictError for a stale revision."""
@@ -87,16 +87,16 @@ async def test_p3_sdk_batch_retry_resolve_cancel(tenant: Tenant, http: httpx.Asy
             await raw.close()
 
 
-async def test_p3_cli_batch_retry_resolve(
+async def test_cli_batch_retry_resolve(
     tenant: Tenant, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     """CLI: `orbit tasks batch --file`, `retry`, `resolve` with --json output."""
     bodies = [request(tenant, n).to_json() for n in range(2)]
     source = tmp_path / "batch.json"
     source.write_text(json.dumps({"tasks": bodies}, default=str))
-    batch = orbit(tenant, "batch", "--file", str(source), "--key", "p3cli-b")
+    batch = orbit(tenant, "batch", "--file", str(source), "--key", "cli-batch")
     assert batch["deduplicated"] is False and [i["index"] for i in batch["items"]] == [0, 1]
-    assert orbit(tenant, "batch", "--file", str(source), "--key", "p3cli-b")["deduplicated"]
+    assert orbit(tenant, "batch", "--file", str(source), "--key", "cli-batch")["deduplicated"]
     raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
     try:
         for outcome in ("failed", "needs_review"):

@@ -1,6 +1,6 @@
-"""POST /v1/tasks/{id}:retry and :resolve over real HTTP on SQLite and MariaDB (issue 8,
-docs/orbit/p3.md §2): budget +1, idempotent replay, key conflicts, expected_revision, the
-tasks:review permission, 404 outside the token's scope, strict JSON, one concurrent winner,
+"""POST /v1/tasks/{id}:retry and :resolve over real HTTP on SQLite and MariaDB
+(docs/orbit/task-control.md §2): budget +1, idempotent replay, key conflicts, expected_revision,
+the tasks:review permission, 404 outside the token's scope, strict JSON, one concurrent winner,
 event + audit in the same transaction, operator evidence in the attempt history."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import audit_log, task_events
-from tests.integration.orbit.p3_harness import key, post, run_leased
 from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.task_control_harness import key, post, run_leased
 from tests.integration.orbit.wire import error, ok
 from tests.integration.orbit.workers_harness import RawWorker, attempts, get_task, submit
 
@@ -39,12 +39,12 @@ FAIL = {"outcome": "failed", "error": {"code": "bad_input", "message": "no", "re
 REVIEW = {"outcome": "needs_review", "error": {"code": "ambiguous", "message": "no answer"}}
 
 
-async def test_p3_retry_adds_one_attempt_and_replays_o_sub_1(
+async def test_retry_adds_one_attempt_and_replays_o_sub_1(
     tenant: Tenant, http: httpx.AsyncClient, db: Database
 ) -> None:
-    """P3 §2 / O-SUB-1: FAILED → WAITING with retry.max_attempts = attempt_count + 1, error and
-    completed_at cleared, revision + 1; the same key replays the first receipt, other content
-    409 IDEMPOTENCY_CONFLICT; the retried task runs again and its second attempt wins; a new
+    """task-control.md §2 / O-SUB-1: FAILED → WAITING with retry.max_attempts = attempt_count + 1,
+    error and completed_at cleared, revision + 1; the same key replays the first receipt, other
+    content 409 IDEMPOTENCY_CONFLICT; the retried task runs again and its second attempt wins; a new
     key on the finished task 409 STATE_CONFLICT; event RETRIED + audit tasks.retry written."""
     raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
     try:
@@ -52,15 +52,15 @@ async def test_p3_retry_adds_one_attempt_and_replays_o_sub_1(
         assert failed["state"] == "FAILED" and failed["error"]["code"] == "HANDLER_FAILED"
         path = f"/v1/tasks/{failed['id']}:retry"
         body = {**REVIEWED, "expected_revision": failed["revision"]}
-        first = ok(await post(http, tenant, path, body, "p3r-1"))
+        first = ok(await post(http, tenant, path, body, "retry-1"))
         task = first["task"]
         assert first["deduplicated"] is False and task["state"] == "WAITING"
         assert int(task["revision"]) == int(failed["revision"]) + 1
         assert task["retry"]["max_attempts"] == failed["attempt_count"] + 1 == 2
         assert "error" not in task and "completed_at" not in task
-        assert ok(await post(http, tenant, path, body, "p3r-1")) == {"deduplicated": True,
+        assert ok(await post(http, tenant, path, body, "retry-1")) == {"deduplicated": True,
                                                                      "task": task}  # fmt: skip
-        error(await post(http, tenant, path, {**body, "reason": "other"}, "p3r-1"), 409,
+        error(await post(http, tenant, path, {**body, "reason": "other"}, "retry-1"), 409,
               "IDEMPOTENCY_CONFLICT")  # fmt: skip
         attempt, _ = await run_leased(raw)
         done = await raw.request({"type": "result", **attempt, "outcome": "succeeded",
@@ -81,11 +81,11 @@ async def test_p3_retry_adds_one_attempt_and_replays_o_sub_1(
         assert "RETRIED" in list(kinds) and "tasks.retry" in list(actions)
 
 
-async def test_p3_resolve_with_result_error_and_operator_evidence(
+async def test_resolve_with_result_error_and_operator_evidence(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
-    """P3 §2: NEEDS_REVIEW → SUCCEEDED with the operator's result (exact numbers kept) and
-    evidence on the last attempt (keys `operator.*`); another → FAILED with the operator's
+    """task-control.md §2: NEEDS_REVIEW → SUCCEEDED with the operator's result (exact numbers kept)
+    and evidence on the last attempt (keys `operator.*`); another → FAILED with the operator's
     error; a resolved task cannot be resolved or cancelled again."""
     raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
     try:
@@ -129,7 +129,7 @@ async def test_p3_resolve_with_result_error_and_operator_evidence(
           "error": {"code": "x" * 33, "message": "m"}}, "error.code"),
     ],
 )  # fmt: skip
-async def test_p3_resolve_strict_body_o_api_2(
+async def test_resolve_strict_body_o_api_2(
     tenant: Tenant, http: httpx.AsyncClient, body: dict[str, Any], field: str
 ) -> None:
     """O-API-2: each bad field is named in a 400; nothing is stored (O-NOTE-6)."""
@@ -138,7 +138,7 @@ async def test_p3_resolve_strict_body_o_api_2(
     assert error(response, 400, "INVALID_ARGUMENT").startswith(field)
 
 
-async def test_p3_review_permission_scope_and_key_rules_o_api_1(
+async def test_review_permission_scope_and_key_rules_o_api_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     """O-API-1: tasks:review is required (403); a task outside the token's queues is 404;
@@ -158,16 +158,16 @@ async def test_p3_review_permission_scope_and_key_rules_o_api_1(
     missing = await http.post(f"/v1/tasks/{task_id}:retry", json=body,
                               headers=tenant.headers())  # fmt: skip
     error(missing, 400, "INVALID_ARGUMENT")
-    error(await post(http, tenant, f"/v1/tasks/{task_id}:retry", body, "p3p-k"), 409,
+    error(await post(http, tenant, f"/v1/tasks/{task_id}:retry", body, "review-k"), 409,
           "STATE_CONFLICT")  # fmt: skip
     cancelled = ok(await post(http, tenant, f"/v1/tasks/{task_id}:cancel", body))["task"]
     assert cancelled["state"] == "CANCELLED"
     error(await post(http, tenant, f"/v1/tasks/{task_id}:retry",
-                     {**body, "expected_revision": cancelled["revision"]}, "p3p-k"),
+                     {**body, "expected_revision": cancelled["revision"]}, "review-k"),
           409, "STATE_CONFLICT")  # fmt: skip
 
 
-async def test_p3_concurrent_retries_one_winner_o_can_1(
+async def test_concurrent_retries_one_winner_o_can_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     """Like O-CAN-1: 10 concurrent retries with different keys at the same revision: exactly

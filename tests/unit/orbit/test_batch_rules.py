@@ -1,5 +1,5 @@
-"""Batch submit rules (docs/orbit/p3.md §4): 1-100 items, every bad item listed, the digest
-covers every item in order (O-SUB-1, O-SUB-2, O-SUB-3)."""
+"""Batch submit rules (docs/orbit/task-control.md §4): 1-100 items, every bad item listed, the
+digest covers every item in order (O-SUB-1, O-SUB-2, O-SUB-3)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def item(**changes: Any) -> dict[str, Any]:
         ([item()], "body"),
     ],
 )
-def test_p3_batch_shape_rejected(body: Any, field: str) -> None:
+def test_batch_shape_rejected(body: Any, field: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         parse_batch(body)
     assert caught.value.field == field and not isinstance(caught.value, BatchInvalid)
@@ -60,7 +60,7 @@ def test_p3_batch_shape_rejected(body: Any, field: str) -> None:
         (["not an object"], [(0, "body")]),
     ],
 )  # fmt: skip
-def test_p3_batch_lists_every_bad_item(items: list[Any], errors: list[tuple[int, str]]) -> None:
+def test_batch_lists_every_bad_item(items: list[Any], errors: list[tuple[int, str]]) -> None:
     """Every invalid item is reported by index and field; the batch is refused as a whole."""
     with pytest.raises(BatchInvalid) as caught:
         parse_batch({"tasks": items})
@@ -68,14 +68,14 @@ def test_p3_batch_lists_every_bad_item(items: list[Any], errors: list[tuple[int,
     assert f"tasks[{errors[0][0]}]" in caught.value.message
 
 
-def test_p3_batch_plan_times_lists_late_items() -> None:
+def test_batch_plan_times_lists_late_items() -> None:
     request = parse_batch({"tasks": [item(), item(start_deadline_at="2001-01-01T00:00:00Z")]})
     with pytest.raises(BatchInvalid) as caught:
         plan_batch(request, NOW)
     assert [(e.index, e.field) for e in caught.value.items] == [(1, "start_deadline_at")]
 
 
-def test_p3_batch_digest_and_receipt() -> None:
+def test_batch_digest_and_receipt() -> None:
     """O-SUB-2: 1 == 1.0 inside items; order and content matter."""
     one = parse_batch({"tasks": [item(), item(handler="g")]})
     same = parse_batch({"tasks": [item(payload={"n": JsonNumber("1.0")}), item(handler="g")]})
@@ -89,7 +89,7 @@ def test_p3_batch_digest_and_receipt() -> None:
     ]
 
 
-def test_p3_batch_invalid_message_is_bounded() -> None:
+def test_batch_invalid_message_is_bounded() -> None:
     errors = [ItemError(i, "handler", "bad") for i in range(25)]
     message = BatchInvalid(errors).message
     assert message.startswith("25 invalid item(s)") and "(and 15 more)" in message

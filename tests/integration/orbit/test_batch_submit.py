@@ -1,4 +1,4 @@
-"""POST /v1/tasks:batch over real HTTP on SQLite and MariaDB (issue 8, docs/orbit/p3.md §4):
+"""POST /v1/tasks:batch over real HTTP on SQLite and MariaDB (docs/orbit/task-control.md §4):
 all or nothing, per-item results and errors, one Idempotency-Key (O-SUB-1), one transaction
 with events and audit (O-SUB-4), limits and scopes (O-API-1, O-API-2)."""
 
@@ -18,8 +18,8 @@ from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import audit_log, task_events
-from tests.integration.orbit.p3_harness import key, post
 from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.task_control_harness import key, post
 from tests.integration.orbit.wire import error, ok
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ async def queued(http: httpx.AsyncClient, tenant: Tenant) -> list[dict[str, Any]
     return items
 
 
-async def test_p3_batch_accepts_all_replays_and_conflicts_o_sub_1(
+async def test_batch_accepts_all_replays_and_conflicts_o_sub_1(
     tenant: Tenant, http: httpx.AsyncClient, db: Database
 ) -> None:
     """O-SUB-1/O-SUB-4: 201 with one result per item in order; every task readable with its
@@ -44,7 +44,7 @@ async def test_p3_batch_accepts_all_replays_and_conflicts_o_sub_1(
     # a column set in one row only: the multi-row INSERT must keep it there and nowhere else
     start_by = format_time(datetime.now(UTC) + timedelta(hours=1))
     bodies[1]["start_deadline_at"] = start_by
-    first = await post(http, tenant, "/v1/tasks:batch", {"tasks": bodies}, "p3b-1")
+    first = await post(http, tenant, "/v1/tasks:batch", {"tasks": bodies}, "batch-1")
     data = ok(first, 201)
     items = data["items"]
     assert data["deduplicated"] is False
@@ -57,13 +57,13 @@ async def test_p3_batch_accepts_all_replays_and_conflicts_o_sub_1(
     assert '"exact":1.1' in (await http.get(f"/v1/tasks/{items[0]['task_id']}",
                                             headers=tenant.headers())).text  # fmt: skip
     assert task["recovery_safety"] == "IDEMPOTENT"
-    replay = ok(await post(http, tenant, "/v1/tasks:batch", {"tasks": bodies}, "p3b-1"))
+    replay = ok(await post(http, tenant, "/v1/tasks:batch", {"tasks": bodies}, "batch-1"))
     assert replay == {"deduplicated": True, "items": items}
     changed = [*bodies[:2], tenant.body(business_key="other")]
-    error(await post(http, tenant, "/v1/tasks:batch", {"tasks": changed}, "p3b-1"), 409,
+    error(await post(http, tenant, "/v1/tasks:batch", {"tasks": changed}, "batch-1"), 409,
           "IDEMPOTENCY_CONFLICT")  # fmt: skip
     reordered = [bodies[1], bodies[0], bodies[2]]
-    error(await post(http, tenant, "/v1/tasks:batch", {"tasks": reordered}, "p3b-1"), 409,
+    error(await post(http, tenant, "/v1/tasks:batch", {"tasks": reordered}, "batch-1"), 409,
           "IDEMPOTENCY_CONFLICT")  # fmt: skip
     ids = [item["task_id"] for item in items]
     async with db.read() as conn:
@@ -75,7 +75,7 @@ async def test_p3_batch_accepts_all_replays_and_conflicts_o_sub_1(
     assert len(await queued(http, tenant)) == 3
 
 
-async def test_p3_batch_invalid_items_reject_everything_o_note_6(
+async def test_batch_invalid_items_reject_everything_o_note_6(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     """All or nothing: every bad item is listed (index + field), nothing is written, and the
@@ -83,7 +83,7 @@ async def test_p3_batch_invalid_items_reject_everything_o_note_6(
     bad = [tenant.body(), tenant.body(handler="-bad"), tenant.body(),
            {k: v for k, v in tenant.body().items() if k != "payload_version"},
            tenant.body(start_deadline_at="2001-01-01T00:00:00Z")]  # fmt: skip
-    response = await post(http, tenant, "/v1/tasks:batch", {"tasks": bad}, "p3b-bad")
+    response = await post(http, tenant, "/v1/tasks:batch", {"tasks": bad}, "batch-bad")
     body = response.json()
     assert response.status_code == 400 and body["error"]["code"] == "INVALID_ARGUMENT"
     assert [(i["index"], i["field"]) for i in body["error"]["items"]] == [
@@ -91,12 +91,12 @@ async def test_p3_batch_invalid_items_reject_everything_o_note_6(
     assert "tasks[1].handler" in body["error"]["message"]
     assert await queued(http, tenant) == []
     timed = [tenant.body(), tenant.body(start_deadline_at="2001-01-01T00:00:00Z")]
-    late = await post(http, tenant, "/v1/tasks:batch", {"tasks": timed}, "p3b-bad")
+    late = await post(http, tenant, "/v1/tasks:batch", {"tasks": timed}, "batch-bad")
     assert [(i["index"], i["field"]) for i in late.json()["error"]["items"]] == [
         (1, "start_deadline_at")]  # fmt: skip
     assert await queued(http, tenant) == []
     fixed = ok(await post(http, tenant, "/v1/tasks:batch", {"tasks": [tenant.body()]},
-                          "p3b-bad"), 201)  # fmt: skip
+                          "batch-bad"), 201)  # fmt: skip
     assert len(fixed["items"]) == 1 and len(await queued(http, tenant)) == 1
 
 
@@ -111,7 +111,7 @@ async def test_p3_batch_invalid_items_reject_everything_o_note_6(
         (lambda t: {"tasks": [t.body(), t.body(queue_id="f" * 32)]}, 403, "PERMISSION_DENIED"),
     ],
 )
-async def test_p3_batch_limits_and_scope_o_api_1_o_api_2(
+async def test_batch_limits_and_scope_o_api_1_o_api_2(
     tenant: Tenant, http: httpx.AsyncClient, make: Any, status: int, code: str
 ) -> None:
     """1-100 items, strict top level, every item's queue in the token's scope."""
@@ -119,7 +119,7 @@ async def test_p3_batch_limits_and_scope_o_api_1_o_api_2(
     assert await queued(http, tenant) == []
 
 
-async def test_p3_batch_permission_and_media_type_o_api_1(
+async def test_batch_permission_and_media_type_o_api_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     _, reader = await tenant.token_for([Permission.READ])
@@ -130,13 +130,13 @@ async def test_p3_batch_permission_and_media_type_o_api_1(
     error(plain, 415, "UNSUPPORTED_MEDIA_TYPE")
 
 
-async def test_p3_batch_concurrent_same_key_one_acceptance_o_sub_1(
+async def test_batch_concurrent_same_key_one_acceptance_o_sub_1(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     """O-SUB-1: 10 concurrent identical batches with one key → one 201, nine 200 replays of the
     same receipt, and exactly the batch's tasks exist."""
     body = {"tasks": [tenant.body(business_key=f"c-{i}") for i in range(5)]}
-    responses = await asyncio.gather(*(post(http, tenant, "/v1/tasks:batch", body, "p3b-c")
+    responses = await asyncio.gather(*(post(http, tenant, "/v1/tasks:batch", body, "batch-c")
                                        for _ in range(10)))  # fmt: skip
     assert Counter(r.status_code for r in responses) == {201: 1, 200: 9}
     assert len({json.dumps(r.json()["data"]["items"]) for r in responses}) == 1

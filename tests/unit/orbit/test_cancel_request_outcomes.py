@@ -1,6 +1,6 @@
-"""P3 cancel while LEASED/RUNNING (docs/orbit/p3.md §3): the end of an attempt whose task has a
-cancel request, the `cancelled` result message and the task a cancel leaves (O-CAN-1,
-O-STATE-1)."""
+"""Cancel while LEASED/RUNNING (docs/orbit/task-control.md §3): the end of an attempt whose
+task has a cancel request, the `cancelled` result message and the task a cancel leaves
+(O-CAN-1, O-STATE-1)."""
 
 from __future__ import annotations
 
@@ -73,10 +73,10 @@ def facts(safety: RecoverySafety, *, requested: bool = True, used: int = 1) -> T
          Outcome(T.CANCELLED, A.LOST, R.LEASE_EXPIRED)),
     ],
 )  # fmt: skip
-def test_p3_end_after_cancel_request_o_state_1(
+def test_end_after_cancel_request_o_state_1(
     safety: RecoverySafety, end: AttemptEnd, expected: Outcome
 ) -> None:
-    """O-STATE-1 / P3 §3: a RECONCILE_ONLY task is never silently CANCELLED without the
+    """O-STATE-1 / task-control.md §3: a RECONCILE_ONLY task is never silently CANCELLED without the
     worker's confirmation; an IDEMPOTENT one is."""
     outcome = decide_end(facts(safety), end, NOW)
     assert outcome == expected
@@ -85,13 +85,13 @@ def test_p3_end_after_cancel_request_o_state_1(
 
 
 @pytest.mark.parametrize("safety", [IDEM, RECON])
-def test_p3_cancelled_without_request_is_illegal(safety: RecoverySafety) -> None:
+def test_cancelled_without_request_is_illegal(safety: RecoverySafety) -> None:
     with pytest.raises(IllegalTransition):
         decide_end(facts(safety, requested=False), AttemptEnd(C.CANCELLED, True), NOW)
 
 
-def test_p3_without_request_the_p2_table_holds() -> None:
-    """No cancel request: a retryable failure is still retried (the P2/P3 backoff path)."""
+def test_without_request_the_outcome_table_holds() -> None:
+    """No cancel request: a retryable failure is still retried (the backoff path)."""
     outcome = decide_end(facts(IDEM, requested=False),
                          AttemptEnd(C.FAILED, True, retryable=True), NOW)  # fmt: skip
     assert outcome.task_state is T.WAITING
@@ -109,7 +109,7 @@ REF = {"attempt_id": "a" * 32, "lease_token": "b" * 32}
         ({"result": 1}, "result: not allowed"),
     ],
 )
-def test_p3_cancelled_result_message(extra: dict[str, object], error: str | None) -> None:
+def test_cancelled_result_message(extra: dict[str, object], error: str | None) -> None:
     """The `cancelled` outcome carries neither result nor error (worker-protocol.md §3.6)."""
     raw = json.dumps({"type": "result", "msg_id": "m", **REF, "outcome": "cancelled", **extra})
     if error is None:
@@ -135,7 +135,7 @@ def _task(state: TaskState) -> Task:
         (T.RUNNING, CancelMode.REQUEST, T.RUNNING, False, "a" * 32),
     ],
 )
-def test_p3_apply_cancel(
+def test_apply_cancel(
     state: TaskState, mode: CancelMode, after: TaskState, completed: bool, attempt: str | None
 ) -> None:
     later = NOW + timedelta(seconds=5)

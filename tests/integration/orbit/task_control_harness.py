@@ -1,5 +1,5 @@
-"""Shared pieces of the P3 suites (test_p3_*.py): operator writes over HTTP and a RawWorker
-helper that runs a leased task up to RUNNING."""
+"""Shared pieces of the task control suites (cancel, retry/resolve, batch, SDK and CLI): operator
+writes over HTTP and a RawWorker helper that runs a leased task up to RUNNING."""
 
 from __future__ import annotations
 
