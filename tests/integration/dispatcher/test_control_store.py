@@ -9,6 +9,7 @@ import pytest
 
 from agentcall.dispatcher.control.procedures import chooser
 from agentcall.dispatcher.control.transaction import SqliteControlStore, set_barrier
+from agentcall.dispatcher.discovery import transaction as discovery_tx
 from agentcall.dispatcher.domain.control import JobPhase, ReadFailure
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
@@ -30,7 +31,7 @@ async def db(tmp_path: Path) -> Database:
 async def page(db: Database, status: str, revision: int, task_id: str = "task-a") -> Barrier:
     after = await db.read(tasks.get_cursor)
     row = DiscoveredTask(task_id, "tenant-a", "tenant-a", TaskStatus(status), revision)
-    stored = await db.write(tasks.apply_page, (row,), after, after + 1, NOW)
+    stored = await db.write(discovery_tx.apply_page, (row,), after, after + 1, NOW)
     return stored[task_id].barrier
 
 

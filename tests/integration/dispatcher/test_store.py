@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentcall.dispatcher.discovery import transaction as discovery_tx
 from agentcall.dispatcher.domain.admission import Accept, Plan, decide
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.states import Barrier, ExecutionState, InboxDecision, TaskStatus
@@ -43,11 +44,11 @@ async def test_pragmas_and_migrations_are_idempotent(db: Database) -> None:
 async def test_page_and_cursor_commit_together_d_disc_5(db: Database) -> None:
     """D-DISC-5: the page's rows and the cursor commit in one transaction; a failed commit
     leaves both the cursor and the task rows as they were."""
-    await db.write(tasks.apply_page, (row(),), 0, 5, NOW)
+    await db.write(discovery_tx.apply_page, (row(),), 0, 5, NOW)
     assert await db.read(tasks.get_cursor) == 5
 
     def failing(conn: sqlite3.Connection) -> None:
-        tasks.apply_page(conn, (row("task-b"),), 5, 9, NOW)
+        discovery_tx.apply_page(conn, (row("task-b"),), 5, 9, NOW)
         raise RuntimeError("crash before commit")
 
     with pytest.raises(RuntimeError):
@@ -57,18 +58,18 @@ async def test_page_and_cursor_commit_together_d_disc_5(db: Database) -> None:
 
 
 async def test_stale_after_is_refused(db: Database) -> None:
-    await db.write(tasks.apply_page, (row(),), 0, 5, NOW)
+    await db.write(discovery_tx.apply_page, (row(),), 0, 5, NOW)
     with pytest.raises(RuntimeError, match="cursor moved"):
-        await db.write(tasks.apply_page, (row(),), 0, 6, NOW)
+        await db.write(discovery_tx.apply_page, (row(),), 0, 6, NOW)
 
 
 async def test_discovery_keeps_barriers_and_tombstones_d_disc_7_d_disc_8(db: Database) -> None:
-    await db.write(tasks.apply_page, (row(),), 0, 1, NOW)
+    await db.write(discovery_tx.apply_page, (row(),), 0, 1, NOW)
     await db.write(tasks.set_barrier, "task-a", Barrier.PAUSED, NOW)
-    await db.write(tasks.apply_page, (row(rev=2),), 1, 2, NOW)
+    await db.write(discovery_tx.apply_page, (row(rev=2),), 1, 2, NOW)
     task = await db.read(tasks.get_task, "task-a")
     assert task is not None and task.barrier is Barrier.PAUSED and task.task_revision == 2
-    await db.write(tasks.apply_page, (row(status="removed", rev=3),), 2, 3, NOW)
+    await db.write(discovery_tx.apply_page, (row(status="removed", rev=3),), 2, 3, NOW)
     task = await db.read(tasks.get_task, "task-a")
     assert task is not None and task.barrier is Barrier.REMOVED
 

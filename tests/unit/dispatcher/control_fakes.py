@@ -15,10 +15,8 @@ from datetime import UTC, datetime, timedelta
 from agentcall.dispatcher.control.lanes import TaskLanes
 from agentcall.dispatcher.control.ports import (
     Choose,
-    ControlJob,
     DrainReport,
     Progress,
-    TaskFacts,
 )
 from agentcall.dispatcher.control.procedures import ControlProcessor
 from agentcall.dispatcher.control.service import ControlService
@@ -26,8 +24,10 @@ from agentcall.dispatcher.domain.control import (
     ActiveCallPolicy,
     ControlAction,
     ControlCommand,
+    ControlJob,
     JobPhase,
     ReadFailure,
+    TaskFacts,
     close,
     move_barrier,
     move_phase,

@@ -1,4 +1,4 @@
-"""Settings fail fast naming the setting; the secret never shows (issue 4: settings, secrets)."""
+"""Settings fail fast naming the setting; the secret never shows."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ outbox commit together). Only after the commit are deliveries settled (D-MQ-4).
 Per command, before admission (the task's local state wins over the queue):
 
 * already in the inbox (redelivery) → ACK, nothing else (D-CMD-1);
-* task has a ``stopped`` barrier → ACK silently, no result (D-CTL-4; issue 9 drains);
+* task has a ``stopped`` barrier → ACK silently, no result (D-CTL-4: the stop drain discards them);
 * task paused (barrier or discovered status), or removed → requeue, keep the backlog;
 * otherwise :func:`dispatcher.domain.admission.decide`.
 """

@@ -1,1 +1,1 @@
-"""Task control (issue 9): per-task serial lanes, pause/resume/stop/removed procedures, drains."""
+"""Task control: per-task serial lanes, pause/resume/stop/removed procedures, drains."""

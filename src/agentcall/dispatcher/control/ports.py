@@ -14,26 +14,12 @@ from typing import Protocol
 from agentcall.dispatcher.domain.control import (
     ControlCommand,
     ControlDecision,
-    JobPhase,
+    ControlJob,
     ReadFailure,
+    TaskFacts,
 )
 from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.domain.states import Barrier
-
-
-@dataclass(frozen=True)
-class ControlJob:
-    """One persisted processing of a task.control (its receipt event_id is fixed here)."""
-
-    seq: int
-    event_id: str
-    command: ControlCommand
-    phase: JobPhase
-    decision: ControlDecision | None = None
-
-    @property
-    def task_id(self) -> str:
-        return self.command.task_id
 
 
 @dataclass(frozen=True)
@@ -42,14 +28,6 @@ class DrainReport:
 
     acked: int
     queue_missing: bool = False
-
-
-@dataclass(frozen=True)
-class TaskFacts:
-    """What the store holds about a task at decision time (``tenant`` None: unknown task)."""
-
-    barrier: Barrier
-    tenant: tuple[str, str] | None
 
 
 @dataclass(frozen=True)

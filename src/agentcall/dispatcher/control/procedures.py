@@ -1,6 +1,6 @@
 """The pause / resume / stop / removed procedures, run on a task's serial lane.
 
-A control processing (a :class:`~dispatcher.control.ports.ControlJob`) moves through
+A control processing (a :class:`~dispatcher.domain.control.ControlJob`) moves through
 persisted phases, so a restart continues where it stopped and its receipt keeps the
 event_id fixed at reception (D-CTL-1):
 
@@ -28,11 +28,9 @@ from datetime import datetime
 
 from agentcall.dispatcher.control.ports import (
     ActiveCalls,
-    ControlJob,
     ControlStore,
     QueueDrainer,
     TaskConsumers,
-    TaskFacts,
     TaskReader,
     Verdict,
 )
@@ -40,8 +38,10 @@ from agentcall.dispatcher.control.receipts import control_result
 from agentcall.dispatcher.domain.control import (
     ConsumerAction,
     ControlCommand,
+    ControlJob,
     JobPhase,
     ReadFailure,
+    TaskFacts,
     consumer_for_barrier,
     decide,
     hangs_up,

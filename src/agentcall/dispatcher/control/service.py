@@ -20,9 +20,14 @@ from typing import TypedDict
 
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.control.lanes import TaskLanes
-from agentcall.dispatcher.control.ports import ControlJob, ControlStore
+from agentcall.dispatcher.control.ports import ControlStore
 from agentcall.dispatcher.control.procedures import ControlProcessor
-from agentcall.dispatcher.domain.control import ActiveCallPolicy, ControlAction, ControlCommand
+from agentcall.dispatcher.domain.control import (
+    ActiveCallPolicy,
+    ControlAction,
+    ControlCommand,
+    ControlJob,
+)
 from agentcall.dispatcher.domain.states import Barrier
 from agentcall.dispatcher.logs import log
 

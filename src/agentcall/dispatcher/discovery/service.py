@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from agentcall.dispatcher import contracts
+from agentcall.dispatcher.discovery import transaction
 from agentcall.dispatcher.discovery.gate import Gate
 from agentcall.dispatcher.domain.discovery import (
     DiscoveredTask,
@@ -159,7 +160,7 @@ class DiscoveryLoop:
     async def _apply(self, page: PageAccepted, after: int) -> dict[str, LocalTask]:
         try:
             stored = await self._db.write(
-                tasks.apply_page, page.tasks, after, page.next_cursor, self._clock()
+                transaction.apply_page, page.tasks, after, page.next_cursor, self._clock()
             )
         except Exception as exc:  # a failed commit never advances the cursor (D-DISC-5)
             raise DiscoveryFailed(f"page after={after} not committed: {exc!r}") from exc

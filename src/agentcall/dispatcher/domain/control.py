@@ -284,3 +284,26 @@ def verify_read(
     if local_tenant is not None and local_tenant != identity:
         return ReadFailure.INVALID
     return config.status
+
+
+@dataclass(frozen=True)
+class ControlJob:
+    """One persisted processing of a task.control (its receipt event_id is fixed here)."""
+
+    seq: int
+    event_id: str
+    command: ControlCommand
+    phase: JobPhase
+    decision: ControlDecision | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.command.task_id
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What the store holds about a task at decision time (``tenant`` None: unknown task)."""
+
+    barrier: Barrier
+    tenant: tuple[str, str] | None

@@ -85,7 +85,7 @@ class TaskConsumers:
         self._active: dict[str, _Consumer] = {}
         self._idle_channels: dict[str, _Channel] = {}
         self.states: dict[str, str] = {}
-        self._held: set[str] = set()  # suspended by task control until released (issue 9)
+        self._held: set[str] = set()  # suspended by task control until released
         self._lock = asyncio.Lock()
 
     def status(self) -> ConsumersStatus:

@@ -3,13 +3,15 @@
 A call that produced a recording ends (occupancy released, D-CMD-4) with an open
 recording row; its single call.result waits until the recording is closed:
 
-* ``model``    — the persisted state machine and its transitions (pure);
-* ``decide``   — what to do next for a recording at ``now``; deadline and expiry (pure);
-* ``keys``     — the fixed recording_id / upload_id / object_key of a call (pure);
-* ``storage``  — the object-storage port and its S3 adapter (presign, HEAD + SHA-256);
-* ``store``    — the ``recordings`` table (SQLite);
-* ``service``  — the loop: authorize + hand the PUT to the cell, verify, sweep deadlines,
-  close with the call.result.
+* ``domain.recording`` — the persisted state machine and its transitions (pure);
+* ``decide``      — what to do next for a recording at ``now``; deadline and expiry (pure);
+* ``keys``        — the fixed recording_id / upload_id / object_key of a call (pure);
+* ``storage``     — the object-storage port and its S3 adapter (presign, HEAD + SHA-256);
+* ``transaction`` — the recording changes, one transaction each (closing stores the
+  call.result through :mod:`dispatcher.finalize`);
+* ``store.recordings`` — the ``recordings`` table (SQLite);
+* ``service``     — the loop: authorize + hand the PUT to the cell, verify, sweep
+  deadlines, close with the call.result.
 
 Errors (rooted at :class:`dispatcher.errors.DispatcherError`)::
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.model import LocalTask
-from agentcall.dispatcher.domain.states import Barrier, TaskStatus, barrier_after_discovery
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 from agentcall.dispatcher.store.codec import iso
 
 
@@ -33,43 +33,23 @@ def get_cursor(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT cursor FROM discovery WHERE id = 1").fetchone()[0])
 
 
-def apply_page(
-    conn: sqlite3.Connection,
-    tasks: tuple[DiscoveredTask, ...],
-    after: int,
-    cursor: int,
-    now: datetime,
-) -> dict[str, LocalTask]:
-    """Persist a validated page and its cursor; call inside one transaction (D-DISC-5).
-
-    Refuses (raises) if the stored cursor moved since the page was requested.
-    Returns the tasks as now stored.
-    """
-    stored = get_cursor(conn)
-    if stored != after:
-        raise RuntimeError(f"discovery cursor moved from {after} to {stored} during a page")
-    at = iso(now)
-    for task in tasks:
-        _upsert(conn, task, at)
+def advance_cursor(conn: sqlite3.Connection, cursor: int, at: str) -> None:
     conn.execute(
         "UPDATE discovery SET cursor = ?, pages_applied = pages_applied + 1, updated_at = ?"
         " WHERE id = 1",
         (str(cursor), at),
     )
-    return load_tasks(conn)
 
 
-def _upsert(conn: sqlite3.Connection, task: DiscoveredTask, at: str) -> None:
-    before = get_task(conn, task.task_id)
-    newer = task.task_revision > control_revision(conn, task.task_id)
-    barrier = barrier_after_discovery(
-        before.barrier if before else Barrier.NONE, task.status, newer=newer
-    )
-    previous = before.barrier if before else Barrier.NONE
-    changed = at if previous is not barrier else None
-    # A row not newer than what a control verified keeps the verified status (D-DISC-7).
-    keep = before is not None and not newer and task.status is not TaskStatus.REMOVED
-    status = before.status if keep and before else task.status
+def upsert(
+    conn: sqlite3.Connection,
+    task: DiscoveredTask,
+    status: TaskStatus,
+    barrier: Barrier,
+    changed: str | None,
+    at: str,
+) -> None:
+    """Insert or update a discovered task row; ``changed``: the barrier moved at that time."""
     conn.execute(
         "INSERT INTO tasks (task_id, tenant_id, tenant_key, status, task_revision, barrier,"
         " barrier_changed_at, discovered_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -101,7 +81,7 @@ def control_revision(conn: sqlite3.Connection, task_id: str) -> int:
 
 
 def set_barrier(conn: sqlite3.Connection, task_id: str, barrier: Barrier, now: datetime) -> None:
-    """Persist a barrier chosen by the control state machine (issue 9 seam)."""
+    """Persist a barrier chosen by the control state machine (no legality check)."""
     conn.execute(
         "UPDATE tasks SET barrier = ?, barrier_changed_at = ?, updated_at = ? WHERE task_id = ?",
         (barrier.value, iso(now), iso(now), task_id),
