@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, Scenario, s3_env, wait_for
+from tests.acceptance.dispatcher.broker import originate_log
+from tests.acceptance.dispatcher.harness import Cell, Scenario, s3_env, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 
 TOTAL = 520
 TASKS = ("chaos-a", "chaos-b", "chaos-c", "chaos-d")

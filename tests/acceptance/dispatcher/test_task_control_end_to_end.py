@@ -16,8 +16,8 @@ from typing import Any
 import aio_pika
 import pytest
 
-from tests.integration.dispatcher.broker import message_count, originate_log
-from tests.integration.dispatcher.harness import (
+from tests.acceptance.dispatcher.broker import message_count, originate_log
+from tests.acceptance.dispatcher.harness import (
     Cell,
     MockSaas,
     Scenario,
@@ -27,7 +27,7 @@ from tests.integration.dispatcher.harness import (
 )
 from tests.services import amqp_url
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 
 COMMAND_EXCHANGE = "agent-call.dispatchers.v3"
 # One command per admission transaction, each re-reading task config and quota over HTTP:

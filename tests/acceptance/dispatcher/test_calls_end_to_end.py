@@ -8,15 +8,15 @@ import subprocess
 import httpx
 import pytest
 
-from tests.integration.dispatcher.broker import (
+from tests.acceptance.dispatcher.broker import (
     message_count,
     originate_log,
     result_binding,
     take_dead_letters,
 )
-from tests.integration.dispatcher.harness import BIN, Scenario, execute_body, unique, wait_for
+from tests.acceptance.dispatcher.harness import BIN, Scenario, execute_body, unique, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 
 ALL_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 CLOSED_SCHEDULE = {

@@ -20,10 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, Scenario, s3_env, wait_for
+from tests.acceptance.dispatcher.broker import originate_log
+from tests.acceptance.dispatcher.harness import Cell, Scenario, s3_env, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 
 # At time scale 0.5: *1 talks 1 s (real time), *3 talks 19 s, *2 is busy; the answered ones
 # are recorded. The callee speaks every 2 s of call time (the agent's silence timeout is 3 s).

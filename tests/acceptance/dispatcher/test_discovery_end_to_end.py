@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from tests.integration.dispatcher.broker import message_count
-from tests.integration.dispatcher.harness import Scenario, wait_for
+from tests.acceptance.dispatcher.broker import message_count
+from tests.acceptance.dispatcher.harness import Scenario, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 
 
 def consuming(s: Scenario) -> set[str]:

@@ -26,8 +26,7 @@ from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.media import g711
 from agentcall.mocksaas.domain.sip import SipOptions, build_sip_snapshot
 from agentcall.mocksaas.domain.task_config import AgentMode, default_agent_config
-from tests.integration.cell.sipp.peer import SippPeer
-from tests.integration.dispatcher.harness import (
+from tests.acceptance.dispatcher.harness import (
     BIN,
     MockSaas,
     Proc,
@@ -36,9 +35,10 @@ from tests.integration.dispatcher.harness import (
     s3_env,
     wait_for,
 )
+from tests.integration.cell.sipp.peer import SippPeer
 from tests.services import s3_settings
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 
 
 class SipCell:

@@ -1,4 +1,4 @@
-"""Real processes for the Dispatcher's integration tests: mocksaas, a sim cell and the D.
+"""Real processes for the Dispatcher's acceptance tests: mocksaas, a sim cell and the D.
 
 Everything runs as a subprocess on loopback ports and talks over real HTTP / AMQP.
 Intervals are short so the whole suite stays within its CI budget.

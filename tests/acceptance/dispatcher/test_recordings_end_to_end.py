@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.dispatcher.broker import originate_log
-from tests.integration.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
+from tests.acceptance.dispatcher.broker import originate_log
+from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
 from tests.services import s3_settings
 
-pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq, pytest.mark.s3]
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 
 # *1 talks and records, *2 is busy, *3 opts out, *4 talks without a recording.
 SCRIPT = {

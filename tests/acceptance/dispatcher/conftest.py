@@ -1,0 +1,116 @@
+"""Whole processes driven from outside: one mocksaas and one sim cell per session, one D
+identity (and its ``dispatcher run`` process) per test."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+import pytest
+
+from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario
+from tests.services import amqp_url, s3_settings
+
+# Callees ending in 9 are busy, in 8 answer and talk briefly, everyone else does not answer.
+SCRIPT = {
+    "version": 1,
+    "rules": [
+        {
+            "name": "busy",
+            "match": {"glob": "*9"},
+            "outcome": "busy",
+            "ring_ms": 50,
+            "recording": False,
+        },
+        {
+            "name": "talk",
+            "match": {"glob": "*8"},
+            "outcome": "answered",
+            "ring_ms": 50,
+            "turns": ["Hello?", "Not interested."],
+            "recording": False,
+        },
+    ],
+    "default": {"outcome": "no_answer", "ring_ms": 1000, "recording": False},
+    "time_scale": 0.1,
+}
+
+
+def _broker_up() -> bool:
+    parts = urlsplit(amqp_url())
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5672), 2):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dispatcher-it")
+
+
+@pytest.fixture(scope="session")
+def saas(workdir: Path) -> Iterator[MockSaas]:
+    if not _broker_up():
+        pytest.skip("RabbitMQ is not reachable: run scripts/services start")
+    server = MockSaas(workdir).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def cell(workdir: Path) -> Iterator[Cell]:
+    process = Cell(workdir, SCRIPT).start()
+    yield process
+    process.proc.stop()
+
+
+@pytest.fixture
+def scenario(saas: MockSaas, cell: Cell, workdir: Path) -> Iterator[Scenario]:
+    s = Scenario(saas, cell, workdir)
+    yield s
+    if s.proc is not None and s.proc.alive:
+        s.stop()
+
+
+@pytest.fixture
+def own_cell(request: pytest.FixtureRequest, tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
+    """A cell of this test alone, running the test module's own `SCRIPT` (for tests that kill
+    or restart the cell)."""
+    process = Cell(tmp_path, request.module.SCRIPT).start()
+    yield process
+    if process.proc.alive:
+        process.proc.stop()
+
+
+@pytest.fixture
+def scene(saas: MockSaas, own_cell: Cell, workdir: Path) -> Iterator[Scenario]:
+    """`scenario` on `own_cell`."""
+    s = Scenario(saas, own_cell, workdir)
+    yield s
+    if s.proc is not None and s.proc.alive:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def s3() -> Any:
+    """A boto3 client of the local S3 (overrides the settings fixture of tests/conftest.py
+    here); skips the test when the store is not running."""
+    cfg = s3_settings()
+    client = boto3.client(
+        "s3",
+        endpoint_url=cfg.endpoint,
+        aws_access_key_id=cfg.access_key,
+        aws_secret_access_key=cfg.secret_key,
+        region_name=cfg.region,
+    )
+    try:
+        client.head_bucket(Bucket=cfg.bucket)
+    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
+        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
+    return client
