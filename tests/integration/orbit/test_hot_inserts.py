@@ -1,4 +1,4 @@
-"""`db.hot_insert_all` on real databases (O-SUB-4): small INSERTs as one round trip, optionally
+"""`connector.insert_all` on real databases (O-SUB-4): small INSERTs as one round trip, optionally
 carrying the transaction's COMMIT, large ones as bulk commands; every value stored exactly, and
 a session whose COMMIT went with its writes refuses anything after it."""
 
@@ -10,18 +10,13 @@ import pytest
 import sqlalchemy as sa
 
 from agentcall.orbit.domain.ids import new_id
-from agentcall.orbit.store.db import (
-    Database,
-    Dialect,
-    InsertRows,
-    checked_out_driver,
-    hot_execute,
-    hot_insert_all,
-)
+from agentcall.orbit.store.connector import fetch, insert_all
+from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.mysql import checked_out_driver
+from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import audit_log
 
 pytestmark = pytest.mark.integration
-_INSERT = audit_log.insert()
 
 
 def _rows(namespace: str, count: int) -> list[dict[str, object]]:
@@ -50,8 +45,8 @@ async def test_o_sub_4_every_row_is_stored_exactly(
     namespace = new_id()
     first, second = _rows(namespace, count), _rows(namespace, 2)
     async with db.hot_write() as conn:
-        await hot_insert_all(conn, [InsertRows(_INSERT, first), InsertRows(_INSERT, second)],
-                             one_trip=one_trip, commit=True)  # fmt: skip
+        await insert_all(conn, [Insert(audit_log, first), Insert(audit_log, second)],
+                         one_trip=one_trip, commit=True)  # fmt: skip
     stored = sorted(await _stored(db, namespace), key=lambda row: str(row["id"]))
     assert stored == sorted(first + second, key=lambda row: str(row["id"]))
 
@@ -62,9 +57,9 @@ async def test_o_sub_4_nothing_may_follow_a_commit_sent_with_the_writes(db: Data
     namespace = new_id()
     with pytest.raises(RuntimeError, match="committed with its last writes"):
         async with db.hot_write() as conn:
-            await hot_insert_all(conn, [InsertRows(_INSERT, _rows(namespace, 1))], one_trip=True,
-                                 commit=True)  # fmt: skip
-            await hot_execute(conn, sa.text("SELECT 1"), {})
+            await insert_all(conn, [Insert(audit_log, _rows(namespace, 1))], one_trip=True,
+                             commit=True)  # fmt: skip
+            await fetch(conn, "now", {})
     assert len(await _stored(db, namespace)) == 1, "the COMMIT went with the INSERT"
 
 
@@ -77,8 +72,8 @@ async def test_o_sub_4_a_failing_statement_commits_nothing_sent_with_it(
     bad[0]["token_id"] = None  # NOT NULL: the database refuses the second INSERT
     with pytest.raises(sa.exc.DBAPIError):
         async with db.hot_write() as conn:
-            await hot_insert_all(conn, [InsertRows(_INSERT, good), InsertRows(_INSERT, bad)],
-                                 one_trip=one_trip, commit=True)  # fmt: skip
+            await insert_all(conn, [Insert(audit_log, good), Insert(audit_log, bad)],
+                             one_trip=one_trip, commit=True)  # fmt: skip
     assert await _stored(db, namespace) == []
 
 

@@ -23,9 +23,10 @@ from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin
-from agentcall.orbit.store.db import Database, InsertRows
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import current, head, require_current, upgrade
 from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import idempotency_records, metadata, task_events, tasks
 from agentcall.orbit.store.token_cache import TokenCache
 
@@ -131,10 +132,10 @@ async def test_o_sub_4_failure_rolls_everything_back(
 
         original = journal.acceptance_rows
 
-        def refused_audit(*args: Any) -> list[InsertRows]:
+        def refused_audit(*args: Any) -> list[Insert]:
             events, audits = original(*args)
             nulls = [{**row, "token_id": None} for row in audits.rows]
-            return [events, InsertRows(audits.statement, nulls)]
+            return [events, Insert(audits.table, nulls)]
 
         monkeypatch.setattr(journal, "append_audit", broken)  # the single path
         monkeypatch.setattr(journal, "acceptance_rows", refused_audit)  # the group commit path

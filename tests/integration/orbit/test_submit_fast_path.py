@@ -24,7 +24,8 @@ from agentcall.orbit.api.app import OrbitApp, create_app
 from agentcall.orbit.api.http import MAX_BODY_BYTES
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
-from agentcall.orbit.store.db import Database, HotConnection
+from agentcall.orbit.store.connector import HotConnection
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
 
 pytestmark = [pytest.mark.integration]

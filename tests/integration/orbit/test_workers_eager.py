@@ -32,8 +32,9 @@ from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin, Initialized
-from agentcall.orbit.store.db import Database, InsertRows
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.server import Tenant
@@ -56,7 +57,6 @@ H = HandlerKey("demo.work", "v1")
 class _Setup:
     def __init__(self, db: Database, made: Initialized, principal: Principal) -> None:
         self.db, self.made, self.principal = db, made, principal
-        self.ops = Operations(db)
         hub = Hub(cast(Batcher, None), cast(Kernel, None), cast(Upkeep, None), tick_s=1,
                   sweep_s=1)  # fmt: skip
         self.sent: list[dict[str, Any]] = []
@@ -69,9 +69,10 @@ class _Setup:
         self.link = Link(peer, frozenset({H}), (made.queue_id,), 1, send)
         hub.add(self.link, set())
         self.link.pending = frozenset()  # as after a round that found its queue empty
-        assert self.ops.groups is not None
         self.delivered: list[int] = []
-        self.ops.groups.handoff = EagerDispatch(hub, 15_000, self.delivered.append).claim
+        eager = EagerDispatch(hub, 15_000, self.delivered.append)
+        self.ops = Operations(db, handoff=eager.claim)
+        assert self.ops.groups is not None
 
     async def submit(self, **fields: str) -> Any:
         text = (f'{{"queue_id":"{self.made.queue_id}","handler":"demo.work",'
@@ -129,9 +130,9 @@ async def test_eager_a_failed_transaction_leases_nothing_and_frees_the_slot(
 ) -> None:
     original = journal.acceptance_rows
 
-    def refused_audit(*args: Any) -> list[InsertRows]:
+    def refused_audit(*args: Any) -> list[Insert]:
         events, audits = original(*args)
-        return [events, InsertRows(audits.statement,
+        return [events, Insert(audits.table,
                                    [{**row, "token_id": None} for row in audits.rows])]  # fmt: skip
 
     monkeypatch.setattr(journal, "acceptance_rows", refused_audit)

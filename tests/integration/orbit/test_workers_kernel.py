@@ -82,8 +82,8 @@ async def test_lease_query_mirrors_the_pure_eligibility_rule(db: Database) -> No
         await conn.execute(tasks.insert(), rows)
     offer = WorkerOffer(frozenset({made.queue_id}), frozenset({HandlerKey("demo.work", "v1")}))
     async with db.read() as conn:
-        query = store.leasable(db.dialect, made.queue_id, offer.handlers, now, 10_000)
-        selected = {row.id for row in await conn.execute(query)}
+        found = await store.lease_candidates(conn, made.queue_id, offer.handlers, now, 10_000)
+        selected = {row.id for row in found}
         everything = [row_task(r) for r in await conn.execute(
             sa.select(tasks).where(tasks.c.namespace_id == made.namespace_id))]  # fmt: skip
     expected = {task.id for task in everything if is_eligible(_candidate(task), offer, now)}
@@ -113,7 +113,6 @@ async def test_batcher_isolates_a_failing_step_and_groups_kinds(db: Database) ->
         raise RuntimeError("this step is broken")
 
     batcher = Batcher(db, lanes=1, kinds={"double": many})
-    batcher.start()
     try:
         grouped = await asyncio.gather(*(batcher.submit("double", n) for n in range(5)))
         mixed = await asyncio.gather(
@@ -148,7 +147,7 @@ async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Databas
         peer = Peer(new_id(), "t", made.namespace_id, frozenset({made.queue_id}), worker)
         return LeaseAsk(peer, handlers, made.queue_id, 2)
 
-    kernel = Kernel(db.dialect, KernelSettings())
+    kernel = Kernel(KernelSettings())
     async with db.write() as conn:
         now = await db.now(conn)
         first, second = await kernel.lease_many(

@@ -1,4 +1,4 @@
-"""The kernel's batched writes (`orbit.store.bulk.write_all`: on MariaDB several statements in
+"""The kernel's batched writes (`orbit.store.connector.write_all`: on MariaDB several statements in
 one round trip) and the batcher's kept lane connection, on SQLite and MariaDB: writes apply in
 order, a short UPDATE or a failing statement leaves nothing committed, a lane's session stays
 with it between batches."""
@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.execution.batch import Batcher
-from agentcall.orbit.execution.transitions import ConcurrentChange
-from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
+from agentcall.orbit.store.connector import write_all
 from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.sql import ConcurrentChange, Increment, Insert, Update
 from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
@@ -54,7 +54,7 @@ async def _rows(db: Database) -> dict[str, tuple[str, int]]:
 
 async def test_writes_apply_in_order(db: Database) -> None:
     """An insert and then an update of the row it inserted, in one call (one round trip on
-    MariaDB): per-row CASE values, conditions and increments as in `bulk_update`."""
+    MariaDB): per-row CASE values, conditions and increments as an `Update` states them."""
     async with db.write() as conn:
         await write_all(conn, [
             Insert(scratch, [{"id": "c", "state": "OLD", "n": 5}]),
@@ -124,7 +124,6 @@ async def test_a_lane_keeps_its_connection_between_batches(db: Database) -> None
     if db.dialect is not Dialect.MYSQL:
         pytest.skip("SQLite batches run through db.write() (the single-writer lock)")
     batcher = Batcher(db, lanes=1)
-    batcher.start()
     try:
         first = await batcher.run(_session)
         second = await batcher.run(_session)

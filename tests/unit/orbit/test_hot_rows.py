@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentcall.orbit.domain.times import as_utc, to_naive_utc
-from agentcall.orbit.store.db import _bound_rows
+from agentcall.orbit.store.mysql import _bound_rows
 from agentcall.orbit.store.tables import task_events
 
 pytestmark = pytest.mark.unit
@@ -42,9 +42,8 @@ def test_bound_rows_convert_each_time_and_keep_order() -> None:
         {"id": "d", "task_id": "u", "revision": 4, "created_at": None},
         {"id": "e", "task_id": "u", "revision": 5, "created_at": other},
     ]
-    statement = task_events.insert()
     names = ("created_at", "id", "revision")
-    assert _bound_rows(statement, names, rows) == [
+    assert _bound_rows(task_events, names, rows) == [
         [to_naive_utc(row["created_at"]) if row["created_at"] else None, row["id"],
          row["revision"]]
         for row in rows

@@ -100,14 +100,16 @@ def create_app(
     `fast_submit=False` serves `POST /v1/tasks` through the router like every other route
     (the tests compare both)."""
     settings = settings or ServerSettings()
+    metrics = Metrics()
+    execution = ExecutionService(db, settings.execution, registry=metrics.registry)
     ops = Operations(
         db,
         token_cache=TokenCache(settings.token_cache_ms / 1000),
         submit_lanes=settings.submit_lanes,
+        on_accepted=execution.on_accepted,
+        handoff=execution.handoff,
     )
-    metrics = Metrics()
     submit_metrics.register(metrics.registry, ops)
-    execution = ExecutionService(db, ops, settings.execution, registry=metrics.registry)
     control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify)
     endpoint = _endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
@@ -128,7 +130,7 @@ def create_app(
                 methods=["POST"],
             ),
             Route("/v1/tasks/{task_id}", endpoint("get", routes.get_task), methods=["GET"]),
-            *execution.routes(endpoint),
+            *execution.routes(endpoint, ops),
             *_service_routes(metrics),
         ],
         exception_handlers={HTTPException: _not_found(ops)},

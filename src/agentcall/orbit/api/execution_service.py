@@ -1,7 +1,8 @@
 """Wiring of the execution side into the API process: the batcher, kernel, hub and its loops,
 the WebSocket and history routes, and the submit hook that wakes the dispatcher, built from
 the server's `ExecutionSettings`. `orbit.api.app.create_app` calls `ExecutionService` (one
-object, three calls: routes, start, stop)."""
+object, three calls: routes, start, stop) and hands its hooks (`on_accepted`, `handoff`) to
+`Operations`."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.store.submit_group import Handoff
 
 Handler = Callable[[Request, Context], Awaitable[Response]]
 Wrap = Callable[[str, Handler], Callable[[Request], Awaitable[Response]]]
@@ -33,7 +35,6 @@ class ExecutionService:
     def __init__(
         self,
         db: Database,
-        ops: Operations,
         settings: ExecutionSettings,
         registry: CollectorRegistry | None = None,
     ) -> None:
@@ -42,7 +43,7 @@ class ExecutionService:
         kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
                                          self.settings.reconnect_grace_ms,
                                          JitteredBackoff())  # fmt: skip
-        kernel = Kernel(db.dialect, kernel_settings)
+        kernel = Kernel(kernel_settings)
         kinds: dict[str, Many] = {
             "lease": kernel.lease_many,
             "start": kernel.start_many,
@@ -54,22 +55,24 @@ class ExecutionService:
         self.hub = Hub(
             self.batcher,
             kernel,
-            Upkeep(db.dialect, kernel_settings),
+            Upkeep(kernel_settings),
             tick_s=self.settings.dispatch_tick_ms / 1000,
             sweep_s=self.settings.sweep_interval_ms / 1000,
             on_grants=leases.inc,
         )
-        self.endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms)
-        ops.on_accepted = self.hub.notify  # a committed submit wakes the dispatcher for its queue
-        if ops.groups is not None and self.settings.eager:
+        # the hooks of `Operations`: a committed submit wakes the dispatcher for its queue;
+        # a submit group leases to an idle connection of this process in its transaction
+        self.on_accepted: Callable[[str], None] = self.hub.notify
+        self.handoff: Handoff | None = None
+        if self.settings.eager:
             eager = Counter("orbit_eager_leases", "Leases granted in the submit's transaction "
                             "(eager dispatch), also counted in orbit_leases", registry=registry)
-            ops.groups.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms,
-                                               eager.inc).claim  # fmt: skip
+            self.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms, eager.inc).claim
 
-    def routes(self, wrap: Wrap) -> list[BaseRoute]:
+    def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:
+        endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms)
         return [
-            WebSocketRoute("/v1/workers/connect", self.endpoint.handle),
+            WebSocketRoute("/v1/workers/connect", endpoint.handle),
             Route("/v1/tasks/{task_id}/attempts", wrap("attempts", routes.list_attempts),
                   methods=["GET"]),  # fmt: skip
             Route("/v1/tasks/{task_id}/attempts/{attempt_id}", wrap("attempt", routes.get_attempt),
@@ -77,7 +80,6 @@ class ExecutionService:
         ]
 
     async def start(self) -> None:
-        self.batcher.start()
         self.hub.start()
 
     async def stop(self) -> None:

@@ -1,7 +1,7 @@
-"""POST /v1/tasks/{id}:cancel in every cancellable state (O-CAN-1, docs/orbit/p3.md §3), one
-transaction each:
+"""POST /v1/tasks/{id}:cancel in every cancellable state (O-CAN-1,
+docs/orbit/task-control.md §3), one transaction each:
 
-- WAITING: CANCELLED at once (P1);
+- WAITING: CANCELLED at once;
 - LEASED: the unstarted attempt ends CANCELLED and so does the task; the worker's late
   `started` then fails the fence (LEASE_LOST), so the handler never runs;
 - RUNNING: `cancel_requested_at` is recorded (revision + 1); the worker is told after the
@@ -37,7 +37,7 @@ from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal, tasks
-from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
 
 _EVENT = {CancelMode.NOW: "CANCELLED", CancelMode.END_LEASE: "CANCELLED",
@@ -51,15 +51,15 @@ async def cancel_task(
     principal.require(Permission.CANCEL)
     scope = Scope(principal.namespace_id, OPERATION, task_id, key)
     write = TaskWrite(principal, task_id, scope, cancel_digest(request), OPERATION, request_id)
-    return await write_task(db, write, partial(_plan, db.dialect, request))
+    return await write_task(db, write, partial(_plan, request))
 
 
 async def _plan(
-    dialect: Dialect, request: CancelRequest, conn: AsyncConnection, task: Task, now: datetime
+    request: CancelRequest, conn: AsyncConnection, task: Task, now: datetime
 ) -> Change:
     live = None
     if task.state in (TaskState.LEASED, TaskState.RUNNING) and task.current_attempt_id:
-        found = await store.load_attempts(conn, dialect, [task.current_attempt_id])
+        found = await store.load_attempts(conn, [task.current_attempt_id])
         live = found.get(task.current_attempt_id)
         task = await _reload(conn, task)  # as of the lock
     requested = task.cancel_requested_at is not None

@@ -30,11 +30,9 @@ from agentcall.orbit.domain.task import Task
 from agentcall.orbit.execution.acks import Grant
 from agentcall.orbit.execution.hub import Hub, Link
 from agentcall.orbit.execution.kernel import attempt_row, leased_event_row, new_grant
-from agentcall.orbit.store.db import InsertRows
+from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import task_attempts, tasks
 from agentcall.orbit.store.tasks import task_row
-
-_TASKS, _ATTEMPTS = tasks.insert(), task_attempts.insert()
 
 
 @dataclass(slots=True)
@@ -50,13 +48,13 @@ class Claims:
     def task_ids(self) -> frozenset[str]:
         return frozenset(grant.task.id for _, grant in self.grants)
 
-    def inserts(self) -> list[InsertRows]:
+    def inserts(self) -> list[Insert]:
         """The claimed tasks' rows (LEASED) and their attempts, in that order."""
         if not self.grants:
             return []
         leased = [_leased_row(grant, self.now) for _, grant in self.grants]
         attempts = [attempt_row(grant, link.peer, self.now) for link, grant in self.grants]
-        return [InsertRows(_TASKS, leased), InsertRows(_ATTEMPTS, attempts)]
+        return [Insert(tasks, leased), Insert(task_attempts, attempts)]
 
     def event_rows(self) -> list[dict[str, Any]]:
         """The LEASED events (task_events rows), written with the acceptance events."""

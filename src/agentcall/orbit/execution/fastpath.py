@@ -39,9 +39,9 @@ from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.execution.transitions import ERROR_MESSAGES, EndFacts, error_json
 from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome
 from agentcall.orbit.store import execution as store
-from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
-from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.connector import write_all
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
+from agentcall.orbit.store.sql import Increment, Insert, Update
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 
 _CAUSE = {
@@ -83,12 +83,12 @@ class _Start:
 
 
 async def start_many(
-    conn: AsyncConnection, now: datetime, dialect: Dialect, lease_ttl_ms: int,
-    items: Sequence[Started], refuse: Any,
+    conn: AsyncConnection, now: datetime, lease_ttl_ms: int, items: Sequence[Started],
+    refuse: Any,
 ) -> list[Ack]:  # fmt: skip
     """LEASED → RUNNING for every acceptable `started`; `refuse(conn, now, live, code)` ends an
     attempt whose start came too late (the start fence)."""
-    lives = await store.load_attempts(conn, dialect, [ref.attempt_id for _, ref in items])
+    lives = await store.load_attempts(conn, [ref.attempt_id for _, ref in items])
     acks: list[Ack | None] = [None] * len(items)
     go: dict[str, _Start] = {}
     for index, (peer, ref) in enumerate(items):
@@ -145,10 +145,9 @@ class _End:
 
 
 async def finish_many(
-    conn: AsyncConnection, now: datetime, dialect: Dialect, backoff: Backoff,
-    items: Sequence[Finished],
+    conn: AsyncConnection, now: datetime, backoff: Backoff, items: Sequence[Finished],
 ) -> list[Ack]:  # fmt: skip
-    lives = await store.load_attempts(conn, dialect, [msg.ref.attempt_id for _, msg in items])
+    lives = await store.load_attempts(conn, [msg.ref.attempt_id for _, msg in items])
     acks: list[Ack | None] = [None] * len(items)
     ends: dict[str, _End] = {}
     for index, (peer, msg) in enumerate(items):

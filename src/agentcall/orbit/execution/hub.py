@@ -158,7 +158,7 @@ class Hub:
 
     def tell_cancel(self, attempt_id: str) -> None:
         """A cancel was committed for this attempt: push `cancel_requested` to its connection
-        if it is here (the heartbeat acks repeat it anywhere, docs/orbit/p3.md §3)."""
+        if it is here (the heartbeat acks repeat it anywhere, docs/orbit/task-control.md §3)."""
         connection_id = self.owner.get(attempt_id)
         link = self.links.get(connection_id) if connection_id else None
         if link is not None:

@@ -41,9 +41,9 @@ from agentcall.orbit.execution.fastpath import (
 from agentcall.orbit.execution.transitions import EndFacts, write_end
 from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
 from agentcall.orbit.store import execution as store
-from agentcall.orbit.store.bulk import Increment, Insert, Update, write_all
-from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.connector import write_all
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
+from agentcall.orbit.store.sql import Increment, Insert, Update
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 from agentcall.orbit.store.tasks import row_task
 
@@ -56,8 +56,7 @@ class KernelSettings:
 
 
 class Kernel:
-    def __init__(self, dialect: Dialect, settings: KernelSettings) -> None:
-        self.dialect = dialect
+    def __init__(self, settings: KernelSettings) -> None:
         self.settings = settings
 
     # ------------------------------------------------------------------ leasing
@@ -85,8 +84,7 @@ class Kernel:
         taken: set[str] = set()  # overlapping handler sets must not lease a row twice
         for (queue_id, handlers), indexes in groups.items():
             total = sum(asks[i].size for i in indexes)
-            found = await store.lease_candidates(conn, self.dialect, queue_id, handlers, now,
-                                                 total + len(taken))  # fmt: skip
+            found = await store.lease_candidates(conn, queue_id, handlers, now, total + len(taken))
             # fewer than `total` rows now means the queue had no more for these handlers
             rows = [r for r in found if r.id not in taken][:total]
             taken.update(r.id for r in rows)
@@ -121,7 +119,7 @@ class Kernel:
         self, conn: AsyncConnection, now: datetime, items: Sequence[Started]
     ) -> list[Ack]:
         ttl = self.settings.lease_ttl_ms
-        return await start_many(conn, now, self.dialect, ttl, items, self._refuse_start)
+        return await start_many(conn, now, ttl, items, self._refuse_start)
 
     async def _refuse_start(
         self, conn: AsyncConnection, now: datetime, live: store.LiveAttempt, code: TaskErrorCode
@@ -136,7 +134,7 @@ class Kernel:
     async def finish_many(
         self, conn: AsyncConnection, now: datetime, items: Sequence[Finished]
     ) -> list[Ack]:
-        return await finish_many(conn, now, self.dialect, self.settings.backoff, items)
+        return await finish_many(conn, now, self.settings.backoff, items)
 
     async def release(self, conn: AsyncConnection, now: datetime, peer: Peer, msg: Release) -> Ack:
         live = await self._fenced(conn, peer, msg.ref)
@@ -164,7 +162,7 @@ class Kernel:
     async def _fenced(
         self, conn: AsyncConnection, peer: Peer, ref: AttemptRef
     ) -> store.LiveAttempt:
-        found = await store.load_attempts(conn, self.dialect, [ref.attempt_id])
+        found = await store.load_attempts(conn, [ref.attempt_id])
         return fence(found.get(ref.attempt_id), peer, ref)
 
 

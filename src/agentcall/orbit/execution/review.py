@@ -1,8 +1,8 @@
-"""POST /v1/tasks/{id}:retry and :resolve (docs/orbit/p3.md §2): one transaction each with the
-idempotency record, the conditional task update (revision + 1), the event and the audit row
-(`orbit.store.task_writes`). A resolution's evidence is recorded on the task's last attempt
-under keys prefixed `operator.`, next to what the worker recorded, so that the attempt history
-shows both (the audit row names the operator's token)."""
+"""POST /v1/tasks/{id}:retry and :resolve (docs/orbit/task-control.md §2): one transaction
+each with the idempotency record, the conditional task update (revision + 1), the event and
+the audit row (`orbit.store.task_writes`). A resolution's evidence is recorded on the task's
+last attempt under keys prefixed `operator.`, next to what the worker recorded, so that the
+attempt history shows both (the audit row names the operator's token)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal
-from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
 from agentcall.orbit.store.tables import task_attempts
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
@@ -59,7 +59,7 @@ async def resolve_task(
     scope = Scope(principal.namespace_id, RESOLVE_OPERATION, task_id, key)
     write = TaskWrite(principal, task_id, scope, resolve_digest(request), RESOLVE_OPERATION,
                       request_id)  # fmt: skip
-    return await write_task(db, write, partial(_plan_resolve, db.dialect, request))
+    return await write_task(db, write, partial(_plan_resolve, request))
 
 
 async def _plan_retry(
@@ -79,11 +79,11 @@ async def _plan_retry(
 
 
 async def _plan_resolve(
-    dialect: Dialect, request: ResolveRequest, conn: AsyncConnection, task: Task, now: datetime
+    request: ResolveRequest, conn: AsyncConnection, task: Task, now: datetime
 ) -> Change:
     done = decide_resolve(task, request, now)
     evidence = [replace(item, key=OPERATOR_KEY_PREFIX + item.key) for item in request.evidence]
-    live = await _last_attempt(conn, dialect, task.id) if evidence else None
+    live = await _last_attempt(conn, task.id) if evidence else None
     fresh = await _checked(conn, live, evidence)
     detail: dict[str, JsonValue] = {
         "reason": request.reason, "outcome": request.outcome.value,
@@ -112,13 +112,11 @@ async def _write(
     await journal.append_event(conn, done, kind, task.state, now, detail)
 
 
-async def _last_attempt(
-    conn: AsyncConnection, dialect: Dialect, task_id: str
-) -> store.LiveAttempt:
+async def _last_attempt(conn: AsyncConnection, task_id: str) -> store.LiveAttempt:
     query = (sa.select(task_attempts.c.id).where(task_attempts.c.task_id == task_id)
              .order_by(task_attempts.c.number.desc()).limit(1))  # fmt: skip
     attempt_id = (await conn.execute(query)).scalar()
-    found = await store.load_attempts(conn, dialect, [attempt_id] if attempt_id else [])
+    found = await store.load_attempts(conn, [attempt_id] if attempt_id else [])
     if attempt_id is None or attempt_id not in found:
         raise StateConflict("the task has no attempt to attach evidence to; resolve without it")
     return found[attempt_id]

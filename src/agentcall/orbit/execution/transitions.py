@@ -22,6 +22,7 @@ from agentcall.orbit.store.execution import (
     update_attempt,
     update_task,
 )
+from agentcall.orbit.store.sql import ConcurrentChange
 
 ERROR_MESSAGES = {
     TaskErrorCode.HANDLER_FAILED: "the handler reported a failure that is not retryable",
@@ -49,11 +50,6 @@ _EVENT_KIND = {
     TaskState.WAITING: "REQUEUED",
     TaskState.CANCELLED: "CANCELLED",
 }
-
-
-class ConcurrentChange(RuntimeError):
-    """A conditional update found the row changed under a lock: the transaction is rolled back
-    and the message answered UNAVAILABLE (the worker resends it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.attempts import AttemptEnd, AttemptState, EndCause, decide_end
@@ -24,9 +23,6 @@ from agentcall.orbit.execution.transitions import EndFacts, write_end
 from agentcall.orbit.execution.waiting import expire_waiting
 from agentcall.orbit.protocol.messages import AttemptRef
 from agentcall.orbit.store import execution as store
-from agentcall.orbit.store.db import Dialect
-from agentcall.orbit.store.tables import task_attempts
-from agentcall.orbit.store.types import UtcDateTime
 
 _CANCEL_REASON = {EndCause.ATTEMPT_TIMEOUT: "attempt_timeout", EndCause.LEASE_EXPIRED: "lease_lost"}
 
@@ -39,8 +35,7 @@ class SweepReport:
 
 
 class Upkeep:
-    def __init__(self, dialect: Dialect, settings: KernelSettings) -> None:
-        self.dialect = dialect
+    def __init__(self, settings: KernelSettings) -> None:
         self.settings = settings
 
     async def heartbeat(
@@ -53,8 +48,8 @@ class Upkeep:
         rebind: bool = False,
     ) -> list[dict[str, JsonValue]]:
         """Renew current leases; `rebind` also moves them to this connection (hello)."""
-        query = store.heartbeat_rows([ref.attempt_id for ref in refs])
-        rows = {row.id: row for row in await conn.execute(query)}
+        found = await store.heartbeat_rows(conn, [ref.attempt_id for ref in refs])
+        rows = {row.id: row for row in found}
         statuses: list[dict[str, JsonValue]] = []
         updates: list[dict[str, Any]] = []
         for ref in refs:
@@ -68,30 +63,14 @@ class Upkeep:
             statuses.append({"attempt_id": ref.attempt_id, "status": status,
                              "lease_expires_at": format_time(expires)})  # fmt: skip
         if updates:
-            await conn.execute(self._renew(now, [row["id"] for row in updates], peer, rebind))
+            renewed = now + milliseconds(self.settings.lease_ttl_ms)
+            await store.renew_leases(conn, [row["id"] for row in updates], now, renewed,
+                                     peer.connection_id if rebind else None)  # fmt: skip
         return statuses
-
-    def _renew(self, now: datetime, ids: list[str], peer: Peer, rebind: bool) -> sa.Update:
-        """One statement for all renewed leases: min(now + ttl, attempt deadline) each."""
-        renewed = now + milliseconds(self.settings.lease_ttl_ms)
-        least = sa.func.least if self.dialect is Dialect.MYSQL else sa.func.min
-        values: dict[str, Any] = {
-            "lease_expires_at": least(sa.bindparam(None, renewed, type_=UtcDateTime()),
-                                      task_attempts.c.attempt_deadline_at),
-            "last_heartbeat_at": now,
-        }  # fmt: skip
-        if rebind:
-            values["connection_id"] = peer.connection_id
-        return (
-            task_attempts.update()
-            .where(task_attempts.c.id.in_(ids), task_attempts.c.state.in_(store.LIVE),
-                   task_attempts.c.lease_expires_at > now)  # fmt: skip
-            .values(values)
-        )
 
     async def disconnect(self, conn: AsyncConnection, now: datetime, connection_id: str) -> None:
         cut = now + milliseconds(self.settings.reconnect_grace_ms)
-        await conn.execute(store.shorten_leases(connection_id, cut))
+        await store.shorten_leases(conn, connection_id, cut)
 
     # ------------------------------------------------------------------ sweeper
     async def sweep(
@@ -100,7 +79,7 @@ class Upkeep:
         """Expired leases and attempt deadlines; with `waiting`, also WAITING tasks past a
         deadline (a coarser scan: the hub runs it about once a second)."""
         report = SweepReport()
-        for live in await store.expired_attempts(conn, self.dialect, now, limit):
+        for live in await store.expired_attempts(conn, now, limit):
             cause = expiry_cause(now, live.lease_expires_at, live.attempt_deadline_at)
             cause = cause or EndCause.LEASE_EXPIRED
             end = AttemptEnd(cause, started=live.state is AttemptState.RUNNING)
@@ -111,7 +90,7 @@ class Upkeep:
                 report.wake.add(live.queue_id)
             report.ended += 1
         if waiting:
-            report.ended += await expire_waiting(conn, self.dialect, now, limit)
+            report.ended += await expire_waiting(conn, now, limit)
         return report
 
 

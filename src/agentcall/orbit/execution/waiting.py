@@ -12,12 +12,11 @@ from agentcall.orbit.domain.leasing import waiting_expiry
 from agentcall.orbit.domain.states import TaskState, check_transition
 from agentcall.orbit.execution.transitions import ERROR_MESSAGES
 from agentcall.orbit.store import execution as store
-from agentcall.orbit.store.db import Dialect
 
 
-async def expire_waiting(conn: AsyncConnection, dialect: Dialect, now: datetime, limit: int) -> int:
+async def expire_waiting(conn: AsyncConnection, now: datetime, limit: int) -> int:
     failed = 0
-    for row in await store.expired_waiting(conn, dialect, now, limit):
+    for row in await store.expired_waiting(conn, now, limit):
         code = waiting_expiry(now, row.start_deadline_at, row.deadline_at)
         if code is None:
             continue

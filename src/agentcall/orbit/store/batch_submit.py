@@ -1,7 +1,7 @@
-"""Batch submit in one transaction (docs/orbit/p3.md §4, O-SUB-1, O-SUB-4): the idempotency
-record of the batch first (a concurrent request with the same key fails on it and replays the
-winner's receipt), then every task with its acceptance event and submitter audit row, one
-multi-row INSERT per table. Any failure rolls the whole batch back; a refused batch stores
+"""Batch submit in one transaction (docs/orbit/task-control.md §4, O-SUB-1, O-SUB-4): the
+idempotency record of the batch first (a concurrent request with the same key fails on it and
+replays the winner's receipt), then every task with its acceptance event and submitter audit
+row, one multi-row INSERT per table. Any failure rolls the whole batch back; a refused batch stores
 nothing (O-NOTE-6)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.store import idempotency, journal, tasks
-from agentcall.orbit.store.db import Database, hot_insert_all
+from agentcall.orbit.store.connector import insert_all
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.task_writes import replaying
 
 
@@ -60,7 +61,7 @@ async def submit_batch(
             await idempotency.insert(conn, scope, digest, made[0].id, receipt, now)
             # one multi-row INSERT per table (a bulk command on MySQL/MariaDB), as a
             # submit group writes them: 3 statements per batch instead of 3 per task
-            await hot_insert_all(conn, [tasks.new_task_rows(made), *journal.acceptance_rows(
+            await insert_all(conn, [tasks.new_task_rows(made), *journal.acceptance_rows(
                 [(principal, task, request_id) for task in made], OPERATION, now)])  # fmt: skip
         return BatchReceipt(201, False, receipt.receipt_text)
 

@@ -14,29 +14,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import operator
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from asyncmy import errors as asyncmy_errors
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from agentcall.orbit.domain.errors import SetupError, Unavailable
-from agentcall.orbit.domain.times import as_utc, to_naive_utc
-from agentcall.orbit.store.driver_pool import DriverPool, DriverSession
-from agentcall.orbit.store.types import UtcDateTime
+from agentcall.orbit.store.connector import HotConnection, fetch
+from agentcall.orbit.store.driver_pool import DriverPool
 
 T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
 _MYSQL_DUPLICATE, _MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT = 1062, 1213, 1205
-MYSQL_CLOCK = "UTC_TIMESTAMP(6)"  # the database clock on MySQL/MariaDB
-_MYSQL_NOW = sa.text(f"SELECT {MYSQL_CLOCK}")
+KEEP_S = 600.0  # a kept connection is renewed after this (below the pool's recycle, 1 h)
 
 
 class Dialect(enum.StrEnum):
@@ -91,8 +87,8 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def hot_write(self) -> AsyncIterator[HotConnection]:
-        """A write transaction for `hot_execute*` statements only: `write()` on SQLite; on
-        MySQL/MariaDB a dedicated driver connection (`orbit.store.driver_pool`)."""
+        """A write transaction for `orbit.store.connector` statements only: `write()` on
+        SQLite; on MySQL/MariaDB a dedicated driver connection (`orbit.store.driver_pool`)."""
         if self._drivers is None:
             async with self.write() as conn:
                 yield conn
@@ -126,14 +122,22 @@ class Database:
 
     async def now(self, conn: HotConnection) -> datetime:
         """The database clock, aware UTC: the authority for acceptance times."""
-        if self.dialect is Dialect.MYSQL:
-            (value,), = await hot_execute(conn, _MYSQL_NOW, {})
-            assert isinstance(value, datetime)
-            return value
-        assert isinstance(conn, AsyncConnection)
-        query = sa.text("SELECT strftime('%Y-%m-%dT%H:%M:%f', 'now')")
-        text = (await conn.execute(query)).scalar_one()
-        return datetime.fromisoformat(str(text)).replace(tzinfo=UTC)
+        (value,), = await fetch(conn, "now", {})
+        assert isinstance(value, datetime)
+        return value
+
+    async def now_and_fetch(
+        self, conn: HotConnection, name: str, params: Mapping[str, Any]
+    ) -> tuple[datetime, list[Any]]:
+        """`now(conn)` and the rows of query `name`; on MySQL/MariaDB in one statement,
+        `clock_and_<name>` (the clock in front of every row, one row of NULLs when none
+        matched): one round trip less, the clock still read once inside the transaction."""
+        if self.dialect is not Dialect.MYSQL:
+            return await self.now(conn), await fetch(conn, name, params)
+        rows = await fetch(conn, "clock_and_" + name, params)
+        now = rows[0][0]
+        assert isinstance(now, datetime)
+        return now, [row[1:] for row in rows if row[1] is not None]
 
     def is_duplicate(self, exc: BaseException) -> bool:
         if not isinstance(exc, sa.exc.IntegrityError):
@@ -163,222 +167,48 @@ class Database:
         raise AssertionError("unreachable")
 
 
-# ---- the hot path ------------------------------------------------------------------------
-# On MySQL/MariaDB, SQLAlchemy's async execution layer costs several times the statement
-# itself (measured: 0.6-0.75 ms CPU per statement against 0.1-0.2 ms on the driver). The few
-# statements of every submit and token lookup therefore run on the driver connection of the
-# same SQLAlchemy transaction, with SQL compiled once from the same Core statements. Driver
-# errors are translated to SQLAlchemy's, so duplicate/transient detection is unchanged.
+class KeptWriter:
+    """Write transactions on connections kept between them, for a batcher's lanes: on
+    MySQL/MariaDB no pool checkout, return and reset per transaction (about a third of a small
+    transaction's CPU); `db.write()` on SQLite. A connection whose transaction failed goes
+    back to the pool, rolled back (as after `db.write()`), and is not kept; a kept one is
+    renewed after `KEEP_S`. One connection is kept per transaction running at once."""
 
-HotStatement = sa.Insert | sa.Update | sa.Select[Any] | sa.TextClause
-_COMPILED: dict[tuple[int, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._idle: list[tuple[AsyncConnection, float]] = []  # (connection, since)
 
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        if self.db.dialect is not Dialect.MYSQL:
+            async with self.db.write() as single:
+                yield single
+            return
+        conn, since = await self._take()
+        try:
+            async with conn.begin():
+                yield conn
+        except BaseException:
+            await _close(conn)  # rolled back by begin(): back to the pool, not kept
+            raise
+        self._idle.append((conn, since))
 
-HotConnection = AsyncConnection | DriverSession
+    async def _take(self) -> tuple[AsyncConnection, float]:
+        while self._idle:
+            conn, since = self._idle.pop()
+            if time.monotonic() - since <= KEEP_S:
+                return conn, since
+            await _close(conn)
+        return await self.db.engine.connect(), time.monotonic()
 
-
-async def _driver(conn: HotConnection) -> tuple[Any, sa.Dialect]:
-    if isinstance(conn, DriverSession):
-        if conn.ended:
-            raise RuntimeError("this transaction was committed with its last writes")
-        return conn.driver, conn.dialect
-    return await raw_driver(conn), conn.dialect
-
-
-async def raw_driver(conn: AsyncConnection) -> Any:
-    """The asyncmy connection under `conn` (`checked_out_driver`, else awaited)."""
-    driver = checked_out_driver(conn)
-    if driver is None:
-        driver = (await conn.get_raw_connection()).driver_connection
-    assert driver is not None
-    return driver
-
-
-def checked_out_driver(conn: AsyncConnection) -> Any | None:
-    """The driver connection of a connection that holds one (inside a transaction): read
-    directly, without the greenlet hop of `get_raw_connection()` (~30 µs per statement on
-    this machine); None when only that call can tell (not started, closed, invalidated)."""
-    sync = conn.sync_connection
-    if sync is None or sync.closed or sync.invalidated or not sync.in_transaction():
-        return None
-    return sync.connection.driver_connection
+    async def close(self) -> None:
+        while self._idle:
+            await _close(self._idle.pop()[0])
 
 
-Statement = tuple[str, Sequence[Any]]  # `%s` SQL and its values, bound for the driver
-
-
-def insert_sql(table: str, rows: Sequence[Mapping[str, Any]]) -> Statement:
-    """`INSERT INTO table (…) VALUES (…), (…)` for rows with the same keys."""
-    names = tuple(rows[0])
-    one = "(" + ", ".join(["%s"] * len(names)) + ")"
-    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES " + ", ".join([one] * len(rows))
-    return sql, [row[name] for row in rows for name in names]
-
-
-async def run_script(driver: Any, statements: Sequence[Statement]) -> list[int]:
-    """Several statements in one round trip, in order: a multi-statement query (asyncmy always
-    negotiates CLIENT_MULTI_STATEMENTS). Returns the rows each one matched (FOUND_ROWS). The
-    server stops at the first failing statement and that error is raised here, as
-    SQLAlchemy's; the caller's transaction then rolls back what the statements before it
-    wrote."""
-    sql = ";\n".join(text for text, _ in statements)
-    bound = tuple(value for _, values in statements for value in values)
-    try:
-        async with driver.cursor() as cursor:
-            counts = [int(await cursor.execute(sql, bound))]
-            while await cursor.nextset():
-                counts.append(int(cursor.rowcount))
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error) from exc
-    if len(counts) != len(statements):
-        raise sa.exc.InterfaceError(sql, bound, RuntimeError(
-            f"{len(counts)} results for {len(statements)} statements"))  # fmt: skip
-    return counts
-
-
-def _on_driver(conn: HotConnection) -> bool:
-    return isinstance(conn, DriverSession) or conn.dialect.name in ("mysql", "mariadb")
-
-
-async def hot_execute(
-    conn: HotConnection, statement: HotStatement, params: Mapping[str, Any]
-) -> list[tuple[Any, ...]]:
-    """Execute a prebuilt Core statement; rows as tuples (datetimes aware UTC)."""
-    if not _on_driver(conn):
-        assert isinstance(conn, AsyncConnection)
-        result = await conn.execute(statement, dict(params))
-        return [tuple(row) for row in result.all()] if result.returns_rows else []
-    driver, dialect = await _driver(conn)
-    sql, names = _compiled(dialect, statement, params)
-    values = tuple(_bind(params[name]) for name in names)
-    try:
-        async with driver.cursor() as cursor:
-            await cursor.execute(sql, values)
-            rows = await cursor.fetchall() if cursor.description else ()
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
-    return [tuple(_result(value) for value in row) for row in rows]
-
-
-async def hot_execute_many(
-    conn: HotConnection, statement: sa.Insert, rows: Sequence[Mapping[str, Any]]
-) -> None:
-    """One prebuilt INSERT for many rows (all with the same keys): on MySQL/MariaDB the
-    driver sends them as one statement (a multi-row INSERT, or one bulk command)."""
-    if not rows:
-        return
-    if not _on_driver(conn):
-        assert isinstance(conn, AsyncConnection)
-        await conn.execute(statement, [dict(row) for row in rows])
-        return
-    driver, dialect = await _driver(conn)
-    # columns that are NULL in every row are left out (they default to NULL): the bulk
-    # command needs a concrete type for each column it sends
-    first = rows[0]
-    present = {key: None for key, value in first.items()
-               if value is not None or any(row[key] is not None for row in rows)}  # fmt: skip
-    sql, names = _compiled(dialect, statement, present)
-    values = _bound_rows(statement, names, rows)
-    try:
-        async with driver.cursor() as cursor:
-            await cursor.executemany(sql, values)
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
-
-
-@dataclass(frozen=True, slots=True)
-class InsertRows:
-    """A prebuilt INSERT and its rows (all with the same keys), for `hot_insert_all`."""
-
-    statement: sa.Insert
-    rows: Sequence[Mapping[str, Any]]
-
-
-async def hot_insert_all(
-    conn: HotConnection, inserts: Sequence[InsertRows], *, one_trip: bool = False,
-    commit: bool = False,
-) -> None:  # fmt: skip
-    """The INSERTs in order, inside the caller's transaction.
-
-    On MySQL/MariaDB with `one_trip` (the caller's few rows: the lone submit of a quiet
-    server) they go out as ONE multi-statement round trip instead of one each, and with
-    `commit=True` on a `hot_write` session the transaction's COMMIT goes in the same round
-    trip: the server runs the statements in order and stops at the first failure, so COMMIT
-    runs only after all of them succeeded; a failure leaves the transaction open and the
-    session's connection is closed, which rolls it back. On an idle 2-core machine every round
-    trip also wakes two processes, so this is most of a single submit's latency after its
-    clock read. Otherwise each INSERT goes as one bulk command (binary protocol, no escaping
-    of payload texts) and the commit stays the session's own: measured with
-    `bench/orbit_submit.py` (groups of ~5), the text script for groups of up to 4 submits cost
-    0.41-0.54 ms of server CPU per submit against 0.37-0.41 ms in bulk, and fewer submits/s.
-    SQLite: one after the other."""
-    inserts = [insert for insert in inserts if insert.rows]
-    if not inserts or not _on_driver(conn) or not one_trip:
-        for insert in inserts:
-            await hot_execute_many(conn, insert.statement, insert.rows)
-        return
-    driver, _ = await _driver(conn)
-    statements: list[Statement] = []
-    for insert in inserts:
-        sql, values = insert_sql(insert.statement.table.name, insert.rows)
-        statements.append((sql, [_bind(value) for value in values]))
-    ends = commit and isinstance(conn, DriverSession)
-    if ends:
-        statements.append(("COMMIT", []))
-    await run_script(driver, statements)
-    if ends:
-        assert isinstance(conn, DriverSession)
-        conn.ended = True
-
-
-def _compiled(
-    dialect: sa.Dialect, statement: HotStatement, params: Mapping[str, Any]
-) -> tuple[str, tuple[str, ...]]:
-    key = (id(statement), tuple(params))
-    found = _COMPILED.get(key)
-    if found is None:
-        compiled = statement.compile(dialect=dialect, column_keys=list(params))
-        found = (str(compiled), tuple(compiled.positiontup or ()))
-        _COMPILED[key] = found
-    return found
-
-
-_TIMES: dict[tuple[int, tuple[str, ...]], tuple[int, ...]] = {}
-
-
-def _bound_rows(
-    statement: sa.Insert, names: tuple[str, ...], rows: Sequence[Mapping[str, Any]]
-) -> list[list[Any]]:
-    """Values in statement order; only the datetime columns are converted (naive UTC)."""
-    key = (id(statement), names)
-    times = _TIMES.get(key)
-    if times is None:
-        columns = statement.table.c
-        times = tuple(i for i, name in enumerate(names)
-                      if isinstance(columns[name].type, UtcDateTime))  # fmt: skip
-        _TIMES[key] = times
-    pick = operator.itemgetter(*names)
-    bound = []
-    naive: dict[datetime, datetime] = {}  # a group's rows share most of their times
-    for row in rows:
-        values = list(pick(row))
-        for index in times:
-            value = values[index]
-            if value is not None:
-                converted = naive.get(value)
-                if converted is None:
-                    converted = naive[value] = to_naive_utc(value)
-                values[index] = converted
-        bound.append(values)
-    return bound
-
-
-def _bind(value: Any) -> Any:
-    return to_naive_utc(value) if isinstance(value, datetime) else value
-
-
-def _result(value: Any) -> Any:
-    return as_utc(value) if isinstance(value, datetime) else value
+async def _close(conn: AsyncConnection) -> None:
+    with contextlib.suppress(Exception):  # best effort: the server rolls back a lost session
+        await conn.close()
 
 
 def _mysql_code(exc: sa.exc.DBAPIError) -> int | None:

@@ -5,28 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from agentcall.orbit.domain.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
+from agentcall.orbit.store.connector import HotConnection, execute, fetch, write_all
 from agentcall.orbit.store.execution import LiveAttempt
-from agentcall.orbit.store.tables import task_attempt_evidence, task_attempts
-
-e = task_attempt_evidence.c
+from agentcall.orbit.store.sql import Insert
+from agentcall.orbit.store.tables import task_attempt_evidence
 
 
 async def check_evidence(
-    conn: AsyncConnection, live: LiveAttempt, items: Sequence[EvidenceItem]
+    conn: HotConnection, live: LiveAttempt, items: Sequence[EvidenceItem]
 ) -> list[EvidenceItem]:
     """The items not yet stored; a known key with other content or too many items raise."""
     if not items:
         return []
-    query = sa.select(e.ev_key, e.digest).where(
-        e.attempt_id == live.id, e.ev_key.in_([item.key for item in items])
-    )
-    known = {row.ev_key: row.digest for row in await conn.execute(query)}
+    params = {"attempt_id": live.id, "keys": [item.key for item in items]}
+    known = {row.ev_key: row.digest for row in await fetch(conn, "evidence_digests", params)}
     fresh = []
     for item in items:
         stored = known.get(item.key)
@@ -40,7 +35,7 @@ async def check_evidence(
 
 
 async def insert_evidence(
-    conn: AsyncConnection, live: LiveAttempt, items: Sequence[EvidenceItem], now: datetime
+    conn: HotConnection, live: LiveAttempt, items: Sequence[EvidenceItem], now: datetime
 ) -> None:
     if not items:
         return
@@ -54,9 +49,5 @@ async def insert_evidence(
         }  # fmt: skip
         for index, item in enumerate(items)
     ]
-    await conn.execute(task_attempt_evidence.insert(), rows)
-    await conn.execute(
-        task_attempts.update()
-        .where(task_attempts.c.id == live.id)
-        .values(evidence_count=task_attempts.c.evidence_count + len(rows))
-    )
+    await write_all(conn, [Insert(task_attempt_evidence, rows)])
+    await execute(conn, "count_evidence", {"added": len(rows), "attempt_id": live.id})

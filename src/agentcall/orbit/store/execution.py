@@ -1,6 +1,7 @@
-"""SQL of the execution kernel (SQLAlchemy Core): the lease query, attempt rows locked with
-their task, and the writes of one transition. Decisions are not made here (see
-`orbit.domain.attempts` / `orbit.domain.leasing`); every task update is conditional on
+"""The execution kernel's statements: the lease query, attempt rows locked with their task,
+the sweeper's scans, heartbeats and the writes of one transition (named queries of
+`queries.sql` and row writes, run by `orbit.store.connector`). Decisions are not made here
+(see `orbit.domain.attempts` / `orbit.domain.leasing`); every task update is conditional on
 (id, state, revision), every attempt update on (id, state)."""
 
 from __future__ import annotations
@@ -10,54 +11,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from agentcall.orbit.domain.attempts import AttemptState, TaskFacts
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
-from agentcall.orbit.store import driver
-from agentcall.orbit.store import execution_mysql as store_mysql
-from agentcall.orbit.store.db import Dialect
+from agentcall.orbit.store.connector import HotConnection, execute, fetch, write_all
+from agentcall.orbit.store.sql import ConcurrentChange, Insert, Update
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 
-t, a = tasks.c, task_attempts.c
-LIVE = (AttemptState.LEASED.value, AttemptState.RUNNING.value)
+LIVE = [AttemptState.LEASED.value, AttemptState.RUNNING.value]
+_WAITING = TaskState.WAITING.value
 
 
 async def lease_candidates(
-    conn: AsyncConnection, dialect: Dialect, queue_id: str, handlers: Iterable[HandlerKey],
-    now: datetime, limit: int,
+    conn: HotConnection, queue_id: str, handlers: Iterable[HandlerKey], now: datetime,
+    limit: int,
 ) -> list[Any]:  # fmt: skip
-    """Rows of `leasable`, locked (SKIP LOCKED) on MySQL/MariaDB."""
-    if dialect is Dialect.MYSQL:
-        return await store_mysql.leasable(conn, queue_id, handlers, now, limit)
-    return list(await conn.execute(leasable(dialect, queue_id, handlers, now, limit)))
-
-
-def leasable(
-    dialect: Dialect, queue_id: str, handlers: Iterable[HandlerKey], now: datetime, limit: int
-) -> sa.Select[Any]:
-    """The SQL twin of `orbit.domain.leasing.ineligibility`, oldest-ready first."""
+    """WAITING task rows of the queue ready to lease, oldest-ready first, locked (SKIP LOCKED
+    on MySQL/MariaDB)."""
     pairs = [(h.handler, h.handler_version) for h in sorted(handlers)]
-    query = (
-        sa.select(tasks)
-        .where(
-            t.queue_id == queue_id,
-            t.state == TaskState.WAITING.value,
-            t.available_at <= now,
-            t.deadline_at > now,
-            sa.or_(t.start_deadline_at.is_(None), t.start_deadline_at > now),
-            t.attempt_count < t.retry_max_attempts,
-            sa.tuple_(t.handler, t.handler_version).in_(pairs),
-        )
-        .order_by(t.available_at, t.id)
-        .limit(limit)
-    )
-    if dialect is Dialect.MYSQL:
-        query = query.with_for_update(skip_locked=True)
-    return query
+    params = {"queue_id": queue_id, "waiting": _WAITING, "now": now, "handlers": pairs,
+              "limit": limit}  # fmt: skip
+    return await fetch(conn, "lease_candidates", params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,41 +59,18 @@ class LiveAttempt:
     facts: TaskFacts
 
 
-_ATTEMPT_COLUMNS = (
-    a.id, a.task_id, a.namespace_id, a.queue_id, a.number, a.state, a.lease_token_sha256,
-    a.connection_id, a.lease_expires_at, a.attempt_deadline_at, a.started_at, a.end_reason,
-    a.end_digest, a.evidence_count,
-    t.state.label("task_state"), t.revision.label("task_revision"),
-    t.cancel_requested_at.label("task_cancel_requested_at"), t.recovery_safety,
-    t.retry_max_attempts, t.retry_initial_delay_ms, t.retry_max_delay_ms,
-    t.retry_attempt_timeout_ms, t.attempt_count, t.deadline_at, t.start_deadline_at,
-)  # fmt: skip
-_JOIN = task_attempts.join(tasks, tasks.c.id == task_attempts.c.task_id)
+async def load_attempts(conn: HotConnection, attempt_ids: Sequence[str]) -> dict[str, LiveAttempt]:
+    """Attempts with their task's facts, locked (FOR UPDATE on MySQL/MariaDB)."""
+    if not attempt_ids:
+        return {}
+    rows = await fetch(conn, "live_attempts", {"ids": list(attempt_ids)})
+    return {row.id: _live(row) for row in rows}
 
 
-async def load_attempts(
-    conn: AsyncConnection, dialect: Dialect, attempt_ids: Sequence[str]
-) -> dict[str, LiveAttempt]:
-    if dialect is Dialect.MYSQL:
-        return {row.id: _live(row) for row in await store_mysql.attempts(conn, attempt_ids)}
-    query = sa.select(*_ATTEMPT_COLUMNS).select_from(_JOIN).where(a.id.in_(attempt_ids))
-    return {row.id: _live(row) for row in await conn.execute(query)}
-
-
-async def expired_attempts(
-    conn: AsyncConnection, dialect: Dialect, now: datetime, limit: int
-) -> list[LiveAttempt]:
+async def expired_attempts(conn: HotConnection, now: datetime, limit: int) -> list[LiveAttempt]:
     """Live attempts whose lease ran out (the lease never outlives the attempt deadline)."""
-    query = (
-        sa.select(*_ATTEMPT_COLUMNS)
-        .select_from(_JOIN)
-        .where(a.state.in_(LIVE), a.lease_expires_at <= now)
-        .order_by(a.lease_expires_at)
-        .limit(limit)
-    )
-    if dialect is Dialect.MYSQL:
-        query = query.with_for_update(skip_locked=True)
-    return [_live(row) for row in await conn.execute(query)]
+    rows = await fetch(conn, "expired_attempts", {"live": LIVE, "now": now, "limit": limit})
+    return [_live(row) for row in rows]
 
 
 def _live(row: Any) -> LiveAttempt:
@@ -156,45 +108,37 @@ def _live(row: Any) -> LiveAttempt:
     )
 
 
-async def expired_waiting(
-    conn: AsyncConnection, dialect: Dialect, now: datetime, limit: int
-) -> list[sa.Row[Any]]:
+async def expired_waiting(conn: HotConnection, now: datetime, limit: int) -> list[Any]:
     """WAITING tasks past their start deadline or task deadline."""
-    columns = (t.id, t.revision, t.start_deadline_at, t.deadline_at, t.queue_id)
-    rows: list[sa.Row[Any]] = []
-    for column in (t.deadline_at, t.start_deadline_at):
-        query = (
-            sa.select(*columns)
-            .where(t.state == TaskState.WAITING.value, column <= now)
-            .order_by(column)
-            .limit(limit)
-        )
-        if dialect is Dialect.MYSQL:
-            query = query.with_for_update(skip_locked=True)
-        rows.extend(await conn.execute(query))
+    params = {"waiting": _WAITING, "now": now, "limit": limit}
+    rows = [*await fetch(conn, "waiting_past_deadline", params),
+            *await fetch(conn, "waiting_past_start_deadline", params)]  # fmt: skip
     unique = {row.id: row for row in rows}
     return list(unique.values())
 
 
 async def update_task(
-    conn: AsyncConnection, task_id: str, state: TaskState, revision: int, values: dict[str, Any]
+    conn: HotConnection, task_id: str, state: TaskState, revision: int, values: dict[str, Any]
 ) -> bool:
     """Move the task from (state, revision) to `values` with revision + 1."""
-    result = await conn.execute(
-        tasks.update()
-        .where(t.id == task_id, t.state == state.value, t.revision == revision)
-        .values(revision=revision + 1, **values)
-    )
-    return result.rowcount == 1
+    row = {"id": task_id, "revision": revision + 1, **values}
+    return await _update_one(conn, Update(tasks, [row], {"state": state.value,
+                                                         "revision": revision}))  # fmt: skip
 
 
 async def update_attempt(
-    conn: AsyncConnection, attempt_id: str, state: AttemptState, values: dict[str, Any]
+    conn: HotConnection, attempt_id: str, state: AttemptState, values: dict[str, Any]
 ) -> bool:
-    result = await conn.execute(
-        task_attempts.update().where(a.id == attempt_id, a.state == state.value).values(**values)
-    )
-    return result.rowcount == 1
+    row = {"id": attempt_id, **values}
+    return await _update_one(conn, Update(task_attempts, [row], {"state": state.value}))
+
+
+async def _update_one(conn: HotConnection, update: Update) -> bool:
+    try:
+        await write_all(conn, [update])
+    except ConcurrentChange:
+        return False
+    return True
 
 
 def event_row(
@@ -219,35 +163,33 @@ def event_row(
     }
 
 
-async def insert_events(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+async def insert_events(conn: HotConnection, rows: list[dict[str, Any]]) -> None:
     await insert_rows(conn, task_events, rows)
 
 
-async def insert_rows(conn: AsyncConnection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """One multi-row INSERT (plain SQL on MySQL/MariaDB; rows with the same keys)."""
-    if not rows:
-        return
-    if conn.dialect.name in ("mysql", "mariadb"):
-        await driver.insert(conn, table.name, rows)
+async def insert_rows(conn: HotConnection, table: Any, rows: list[dict[str, Any]]) -> None:
+    """One multi-row INSERT (rows with the same keys)."""
+    await write_all(conn, [Insert(table, rows)])
+
+
+async def heartbeat_rows(conn: HotConnection, attempt_ids: Sequence[str]) -> list[Any]:
+    return await fetch(conn, "heartbeat_attempts", {"ids": list(attempt_ids)})
+
+
+async def renew_leases(
+    conn: HotConnection, ids: list[str], now: datetime, renewed: datetime,
+    rebind_to: str | None = None,
+) -> None:  # fmt: skip
+    """Each lease to min(`renewed`, its attempt deadline); `rebind_to` also moves them to
+    that connection."""
+    params: dict[str, Any] = {"renewed": renewed, "now": now, "ids": ids, "live": LIVE}
+    if rebind_to is None:
+        await execute(conn, "renew_leases", params)
     else:
-        await conn.execute(table.insert(), rows)
+        await execute(conn, "renew_and_rebind_leases", {**params, "connection_id": rebind_to})
 
 
-def heartbeat_rows(attempt_ids: Sequence[str]) -> sa.Select[Any]:
-    return (
-        sa.select(
-            a.id, a.state, a.lease_token_sha256, a.namespace_id, a.queue_id,
-            a.lease_expires_at, a.attempt_deadline_at, t.cancel_requested_at,
-        )  # fmt: skip
-        .select_from(_JOIN)
-        .where(a.id.in_(attempt_ids))
-    )
-
-
-def shorten_leases(connection_id: str, cut: datetime) -> sa.Update:
+async def shorten_leases(conn: HotConnection, connection_id: str, cut: datetime) -> None:
     """Leases of a closed connection end at `cut` unless they end earlier anyway."""
-    return (
-        task_attempts.update()
-        .where(a.connection_id == connection_id, a.state.in_(LIVE), a.lease_expires_at > cut)
-        .values(lease_expires_at=cut)
-    )
+    await execute(conn, "shorten_leases", {"cut": cut, "connection_id": connection_id,
+                                           "live": LIVE})  # fmt: skip

@@ -5,13 +5,18 @@ outcome only once the group is done.
 There is no background task: a caller that finds fewer than `lanes` groups running starts a
 lane, which takes everything waiting (up to `max_group`) as one group and goes on while callers
 wait, then ends. Callers arriving during a commit therefore form the next group by themselves;
-an idle process holds no task. A caller that goes away (cancelled) does not cancel its group.
+an idle process holds no task. A caller that goes away (cancelled) does not cancel its group;
+with `drop_abandoned`, an item whose caller went away before its group formed is left out.
+
+Both the submit path (`orbit.store.submit_group`) and the execution batcher
+(`orbit.execution.batch`) commit through this one primitive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -22,7 +27,8 @@ RunGroup = Callable[[list[I]], Awaitable[Sequence[O | BaseException]]]
 
 class GroupCommit(Generic[I, O]):
     """`weight(item)` (e.g. its size in bytes) bounds a group by `max_weight` as well; a
-    single item heavier than that still forms a group of its own."""
+    single item heavier than that still forms a group of its own. `close()` cancels the groups
+    running (their callers hear CancelledError)."""
 
     def __init__(
         self,
@@ -32,6 +38,7 @@ class GroupCommit(Generic[I, O]):
         max_group: int = 64,
         weight: Callable[[I], int] | None = None,
         max_weight: int = 0,
+        drop_abandoned: bool = False,
     ) -> None:
         if lanes < 1 or max_group < 1:
             raise ValueError("lanes and max_group must be at least 1")
@@ -40,6 +47,7 @@ class GroupCommit(Generic[I, O]):
         self.max_group = max_group
         self._weight = weight
         self.max_weight = max_weight
+        self._drop_abandoned = drop_abandoned
         self._waiting: collections.deque[tuple[I, asyncio.Future[O]]] = collections.deque()
         self._active = 0  # lanes that will still look at `_waiting` before they end
         self._tasks: set[asyncio.Task[None]] = set()  # strong references while they run
@@ -63,9 +71,19 @@ class GroupCommit(Generic[I, O]):
         finally:  # at once, not in a done callback: a caller arriving now starts a new lane
             self._active -= 1
 
+    async def close(self) -> None:
+        lanes = list(self._tasks)
+        for lane in lanes:
+            lane.cancel()
+        for lane in lanes:
+            with contextlib.suppress(asyncio.CancelledError):
+                await lane
+
     async def _groups(self) -> None:
         while self._waiting:
             group = self._take()
+            if not group:
+                continue
             self.groups += 1
             self.items += len(group)
             try:
@@ -81,14 +99,17 @@ class GroupCommit(Generic[I, O]):
             for (_, future), outcome in zip(group, outcomes, strict=True):
                 _settle(future, outcome)
 
-
     def _take(self) -> list[tuple[I, asyncio.Future[O]]]:
-        group = [self._waiting.popleft()]
-        total = 0 if self._weight is None else self._weight(group[0][0])
+        group: list[tuple[I, asyncio.Future[O]]] = []
+        total = 0
         while self._waiting and len(group) < self.max_group:
+            item, future = self._waiting[0]
+            if self._drop_abandoned and future.done():
+                self._waiting.popleft()
+                continue
             if self._weight is not None:
-                total += self._weight(self._waiting[0][0])
-                if total > self.max_weight:
+                total += self._weight(item)
+                if group and total > self.max_weight:
                     break
             group.append(self._waiting.popleft())
         return group

@@ -13,11 +13,9 @@ from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
-from agentcall.orbit.store.db import InsertRows, hot_execute
+from agentcall.orbit.store.connector import write_all
+from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import audit_log, task_events
-
-_EVENT = task_events.insert()
-_AUDIT = audit_log.insert()
 
 
 def _event_row(
@@ -64,7 +62,7 @@ async def append_event(
     detail: Mapping[str, JsonValue] | None = None,
 ) -> None:
     """One event per task revision (unique on task_id + revision)."""
-    await hot_execute(conn, _EVENT, _event_row(task, kind, from_state, now, detail))
+    await write_all(conn, [Insert(task_events, [_event_row(task, kind, from_state, now, detail)])])
 
 
 async def append_audit(
@@ -75,15 +73,16 @@ async def append_audit(
     request_id: str | None,
     now: datetime,
 ) -> None:
-    await hot_execute(conn, _AUDIT, _audit_row(principal, action, task, request_id, now))
+    row = _audit_row(principal, action, task, request_id, now)
+    await write_all(conn, [Insert(audit_log, [row])])
 
 
 def acceptance_rows(
     accepted: Sequence[tuple[Principal, Task, str]], action: str, now: datetime
-) -> tuple[InsertRows, InsertRows]:
+) -> tuple[Insert, Insert]:
     """The ACCEPTED event and the audit line of each new (principal, task, request ID): one
-    INSERT per table (`db.hot_insert_all`)."""
+    INSERT per table (`connector.insert_all`)."""
     events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
     audits = [_audit_row(principal, action, task, request_id, now)
               for principal, task, request_id in accepted]  # fmt: skip
-    return InsertRows(_EVENT, events), InsertRows(_AUDIT, audits)
+    return Insert(task_events, events), Insert(audit_log, audits)

@@ -37,7 +37,7 @@ from agentcall.orbit.store import idempotency, journal, tasks, tenancy
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.receipts import Receipt
-from agentcall.orbit.store.submit_group import DEFAULT_LANES, SubmitGroups
+from agentcall.orbit.store.submit_group import DEFAULT_LANES, Handoff, SubmitGroups
 from agentcall.orbit.store.task_writes import visible_task
 from agentcall.orbit.store.token_cache import DEFAULT_TTL_MS, TokenCache
 
@@ -54,8 +54,9 @@ class Operations:
     """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
     submit is its own transaction, `submit_lanes` groups commit at once (MySQL/MariaDB).
     `token_cache`: see `orbit.store.token_cache`.
-    `on_accepted(queue_id)` is called once a submit committed a new task (the execution
-    service's dispatcher wakes for that queue)."""
+    `on_accepted(queue_id)` is called once a submit committed a new task that was not leased
+    in its own transaction (the execution service's dispatcher wakes for that queue);
+    `handoff` leases accepted tasks inside a submit group's transaction (eager dispatch)."""
 
     def __init__(
         self,
@@ -64,13 +65,17 @@ class Operations:
         group_commit: bool = True,
         token_cache: TokenCache | None = None,
         submit_lanes: int = DEFAULT_LANES,
+        on_accepted: Callable[[str], None] | None = None,
+        handoff: Handoff | None = None,
     ) -> None:
         self.db = db
         self.groups = (
-            SubmitGroups(db, self._submit_alone, submit_lanes) if group_commit else None
+            SubmitGroups(db, self._submit_alone, submit_lanes, handoff=handoff)
+            if group_commit
+            else None
         )
         self.tokens = TokenCache(DEFAULT_TTL_MS / 1000) if token_cache is None else token_cache
-        self.on_accepted: Callable[[str], None] = _ignore
+        self.on_accepted = on_accepted or _ignore
 
     async def authenticate(self, secret: str) -> Principal:
         secret_sha256 = hash_secret(secret)

@@ -6,7 +6,7 @@ commit does for its log flushes.
 A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
 the decisions of `group_plan`, the eager leases of the execution service if it is there
 (`handoff`, `orbit.execution.eager`), then one multi-row INSERT per table (idempotency records
-first, tasks, attempts and their events, acceptance events, audit: `db.hot_insert_all`, which
+first, tasks, attempts and their events, acceptance events, audit: `connector.insert_all`, which
 sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
 after the commit, and released if the transaction fails. If it fails (a key was taken
 meanwhile by another transaction, the database is unavailable, ...) it is rolled back and
@@ -28,10 +28,12 @@ from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.store import idempotency, journal, tasks
-from agentcall.orbit.store.db import Database, Dialect, InsertRows, hot_insert_all
+from agentcall.orbit.store.connector import insert_all
+from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.group_commit import GroupCommit
 from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from agentcall.orbit.store.receipts import Receipt
+from agentcall.orbit.store.sql import Insert
 
 log = logging.getLogger("orbit.store")
 Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
@@ -43,7 +45,7 @@ class Claims(Protocol):
     @property
     def task_ids(self) -> frozenset[str]: ...
 
-    def inserts(self) -> list[InsertRows]: ...
+    def inserts(self) -> list[Insert]: ...
 
     def event_rows(self) -> list[dict[str, Any]]: ...
 
@@ -68,13 +70,16 @@ def lanes_for(db: Database, lanes: int = DEFAULT_LANES) -> int:
 
 
 class SubmitGroups:
-    """`handoff`, when the execution service set it, leases accepted tasks to connections of
-    this process inside the group's transaction (eager dispatch)."""
+    """`handoff`, when given (the execution service's eager dispatch), leases accepted tasks
+    to connections of this process inside the group's transaction."""
 
-    def __init__(self, db: Database, alone: Alone, lanes: int = DEFAULT_LANES) -> None:
+    def __init__(
+        self, db: Database, alone: Alone, lanes: int = DEFAULT_LANES, *,
+        handoff: Handoff | None = None,
+    ) -> None:  # fmt: skip
         self.db = db
         self.alone = alone
-        self.handoff: Handoff | None = None
+        self.handoff = handoff
         self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
             self._run, lanes=lanes_for(db, lanes), max_group=MAX_GROUP,
             weight=_size, max_weight=MAX_GROUP_BYTES,
@@ -119,8 +124,8 @@ class SubmitGroups:
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
                 if accepted:
                     claims = self._claim([d.task for _, d in accepted], now)
-                    await hot_insert_all(conn, self._inserts(accepted, claims, now),
-                                         one_trip=len(accepted) == 1, commit=True)  # fmt: skip
+                    await insert_all(conn, self._inserts(accepted, claims, now),
+                                     one_trip=len(accepted) == 1, commit=True)  # fmt: skip
         except sa.exc.IntegrityError as exc:
             _release(claims)
             if self.db.is_duplicate(exc):
@@ -137,7 +142,7 @@ class SubmitGroups:
     @staticmethod
     def _inserts(
         accepted: list[tuple[PendingSubmit, Accept]], claims: Claims | None, now: datetime
-    ) -> list[InsertRows]:
+    ) -> list[Insert]:
         """The group's rows, parents first; its last writes, so the COMMIT may go with them.
         The LEASED events of eager leases join the ACCEPTED events' INSERT (same table)."""
         leased = claims.task_ids if claims is not None else frozenset[str]()
@@ -148,7 +153,7 @@ class SubmitGroups:
             idempotency.receipt_rows([(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
             tasks.new_task_rows([d.task for _, d in accepted if d.task.id not in leased]),
             *(claims.inserts() if claims is not None else []),
-            InsertRows(events.statement, [*events.rows, *leased_events]),
+            Insert(events.table, [*events.rows, *leased_events]),
             audits,
         ]
 

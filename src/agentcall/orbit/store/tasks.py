@@ -13,7 +13,8 @@ from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 from agentcall.orbit.domain.task import Task, TaskSummary
-from agentcall.orbit.store.db import InsertRows, hot_execute
+from agentcall.orbit.store.connector import write_all
+from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import tasks
 
 c = tasks.c
@@ -86,17 +87,16 @@ def row_task(row: sa.Row[Any]) -> Task:
 
 
 # statements are built once: constructing them per call costs more than executing them
-_INSERT = tasks.insert()
 _LOAD = sa.select(tasks).where(c.id == sa.bindparam("task_id"))
 
 
 async def insert_task(conn: AsyncConnection, task: Task) -> None:
-    await hot_execute(conn, _INSERT, task_row(task))
+    await write_all(conn, [Insert(tasks, [task_row(task)])])
 
 
-def new_task_rows(many: Sequence[Task]) -> InsertRows:
-    """New tasks as one INSERT (`db.hot_insert_all`)."""
-    return InsertRows(_INSERT, [task_row(task) for task in many])
+def new_task_rows(many: Sequence[Task]) -> Insert:
+    """New tasks as one INSERT (`connector.insert_all`)."""
+    return Insert(tasks, [task_row(task) for task in many])
 
 
 async def load_task(conn: AsyncConnection, task_id: str) -> Task | None:

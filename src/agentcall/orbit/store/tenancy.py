@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.tokens import Permission, TokenRecord
-from agentcall.orbit.store.db import hot_execute
+from agentcall.orbit.store.connector import fetch
 from agentcall.orbit.store.tables import namespaces, queues, token_queues, tokens
 
 
@@ -77,22 +77,8 @@ async def revoke_token(conn: AsyncConnection, token_id: str, now: datetime) -> b
     return True
 
 
-_TOKEN_QUERY = (
-    sa.select(
-        tokens.c.id,
-        tokens.c.namespace_id,
-        tokens.c.permissions,
-        tokens.c.expires_at,
-        tokens.c.revoked_at,
-        token_queues.c.queue_id,
-    )
-    .select_from(tokens.outerjoin(token_queues, token_queues.c.token_id == tokens.c.id))
-    .where(tokens.c.secret_sha256 == sa.bindparam("secret_sha256"))
-)
-
-
 async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord | None:
-    rows = await hot_execute(conn, _TOKEN_QUERY, {"secret_sha256": secret_sha256})
+    rows = await fetch(conn, "token", {"secret_sha256": secret_sha256})
     if not rows:
         return None
     token_id, namespace_id, permissions, expires_at, revoked_at, _ = rows[0]
