@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from agentcall.dispatcher.contracts.schemas import ENV_DIR
 from agentcall.dispatcher.settings import Settings, env_name
 from agentcall.orbit import settings as orbit_settings
 from agentcall.orbit.sdk import settings as sdk_settings
@@ -170,6 +171,7 @@ def test_example_environments_name_only_real_settings() -> None:
     dispatcher = {env_name(f.name) for f in fields(Settings)} | {
         "DISPATCHER_SECRET_KEY_FILE",
         "DISPATCHER_CONFIG",
+        ENV_DIR,
     }
     cell_source = "\n".join(
         p.read_text() for p in (ROOT / "src" / "agentcall" / "cell").rglob("*.py")
@@ -200,11 +202,13 @@ def test_unit_variables_are_set_by_the_example_environment() -> None:
 
 
 def test_the_dispatcher_example_passes_check_config(tmp_path: Path) -> None:
+    example = env_values("dispatcher")
+    assert example["DISPATCHER_STATE_DB"].startswith("/var/lib/agentcall/dispatcher/")
     secret = tmp_path / "dispatcher.secret"
     secret.write_text("example-secret\n")
     secret.chmod(stat.S_IRUSR | stat.S_IWUSR)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DISPATCHER_")}
-    env |= env_values("dispatcher")
+    env |= example
     env |= {"DISPATCHER_SECRET_KEY_FILE": str(secret),
             "DISPATCHER_STATE_DB": str(tmp_path / "state.db")}  # fmt: skip
     result = subprocess.run(
