@@ -22,6 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "execution": {"store", "domain", "protocol"},
     "api": {"execution", "store", "domain", "protocol", "settings", "logs"},
     "sdk": {"protocol", "domain", "logs"},
+    # the server's ServerSettings: read from the environment where the server is assembled
+    # (cli, api.factory) and passed down as values, so only those two parts import it
     "settings": {"domain"},
     "logs": set(),
     "cli": {"api", "execution", "store", "domain", "protocol", "sdk", "settings", "logs"},

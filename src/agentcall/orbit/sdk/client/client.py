@@ -1,5 +1,5 @@
 """`Client` (blocking) and `AsyncClient` (asyncio) over httpx. Both build requests and read
-responses with `orbit.client._calls`; only the transport call differs. Writes are never
+responses with `orbit.sdk.client._calls`; only the transport call differs. Writes are never
 retried by the SDK: on `TransportError` or `UnavailableError` resend with the same key."""
 
 from __future__ import annotations
