@@ -37,13 +37,13 @@ TERMINAL = {"SUCCEEDED", "FAILED", "NEEDS_REVIEW", "CANCELLED"}
 def exec_db_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-p2"), migrated=True) as url:
+    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-workers"), migrated=True) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def exec_url(exec_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("orbit-p2-server") / "server.log"
+    log = tmp_path_factory.mktemp("orbit-workers-server") / "server.log"
     with execution_server(exec_db_url, log) as url:
         yield url
 

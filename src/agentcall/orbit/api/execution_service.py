@@ -23,7 +23,7 @@ from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.settings import ExecutionSettings
-from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.submit_group import Handoff
 
@@ -39,7 +39,7 @@ class ExecutionService:
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.settings = settings
-        lanes = self.settings.lanes or (1 if db.dialect is Dialect.SQLITE else 4)
+        lanes = self.settings.lanes or db.write_lanes(4)
         kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
                                          self.settings.reconnect_grace_ms,
                                          JitteredBackoff())  # fmt: skip

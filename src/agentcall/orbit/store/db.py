@@ -75,6 +75,11 @@ class Database:
         if self._reader is not None:
             await self._reader.dispose()
 
+    def write_lanes(self, wanted: int) -> int:
+        """How many write transactions of one kind may run at once: one on SQLite (a single
+        writer), else `wanted`."""
+        return 1 if self.dialect is Dialect.SQLITE else wanted
+
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """One write transaction; commits on success, rolls back on any exception."""
@@ -177,6 +182,11 @@ class KeptWriter:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._idle: list[tuple[AsyncConnection, float]] = []  # (connection, since)
+
+    def write_lanes(self, wanted: int) -> int:
+        """How many write transactions of one kind may run at once: one on SQLite (a single
+        writer), else `wanted`."""
+        return 1 if self.dialect is Dialect.SQLITE else wanted
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:

@@ -29,7 +29,7 @@ from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.store import idempotency, journal, tasks
 from agentcall.orbit.store.connector import insert_all
-from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_commit import GroupCommit
 from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from agentcall.orbit.store.receipts import Receipt
@@ -66,7 +66,7 @@ def lanes_for(db: Database, lanes: int = DEFAULT_LANES) -> int:
     """Groups committing at once per process: one writer on SQLite; on MySQL/MariaDB `lanes`
     (the server's `submit_lanes`, default 2: one group is decided and written while the other
     waits for its log flush)."""
-    return 1 if db.dialect is Dialect.SQLITE else lanes
+    return db.write_lanes(lanes)
 
 
 class SubmitGroups:
