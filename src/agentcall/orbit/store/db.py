@@ -183,11 +183,6 @@ class KeptWriter:
         self.db = db
         self._idle: list[tuple[AsyncConnection, float]] = []  # (connection, since)
 
-    def write_lanes(self, wanted: int) -> int:
-        """How many write transactions of one kind may run at once: one on SQLite (a single
-        writer), else `wanted`."""
-        return 1 if self.dialect is Dialect.SQLITE else wanted
-
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         if self.db.dialect is not Dialect.MYSQL:
