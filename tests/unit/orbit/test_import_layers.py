@@ -20,13 +20,12 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"domain"},
     "store": {"domain"},
     "execution": {"store", "domain", "protocol"},
-    "api": {"execution", "store", "domain", "protocol", "settings", "logs"},
-    "sdk": {"protocol", "domain", "logs"},
+    "api": {"execution", "store", "domain", "protocol", "settings"},
+    "sdk": {"protocol", "domain"},
     # the server's ServerSettings: read from the environment where the server is assembled
     # (cli, api.factory) and passed down as values, so only those two parts import it
     "settings": {"domain"},
-    "logs": set(),
-    "cli": {"api", "execution", "store", "domain", "protocol", "sdk", "settings", "logs"},
+    "cli": {"api", "execution", "store", "domain", "protocol", "sdk", "settings"},
 }
 
 pytestmark = pytest.mark.unit
