@@ -1,14 +1,15 @@
 # The two commands of the README:
 #   make demo   install, start the local services, run the demo of both services
 #   make test   install, start the local services, ruff, mypy, pytest
-# Also: make bench (benchmarks, prints figures and ratios), make services-stop.
+# Also: make bench (benchmarks, prints figures and ratios), make fuzz (the long fuzzing
+# profile: >= 10,000 cases per target), make services-stop.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench services-stop install services lint typecheck unit integration
+.PHONY: demo test fuzz bench services-stop install services system-packages lint typecheck unit integration
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +22,10 @@ install: $(STAMP)
 services: install
 	scripts/services start
 
+# Debian packages of scripts/debian-packages.txt: installed when run as root, named otherwise.
+system-packages:
+	scripts/system-packages
+
 demo: services
 	eval "$$(scripts/services env)" && $(BIN)/python scripts/demo.py
 
@@ -30,8 +35,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: services lint typecheck
+test: system-packages services lint typecheck
 	eval "$$(scripts/services env)" && $(BIN)/pytest
+
+fuzz: system-packages services
+	eval "$$(scripts/services env)" && FUZZ_EXAMPLES=10000 $(BIN)/pytest -m fuzz
 
 bench: services
 	eval "$$(scripts/services env)" && $(BIN)/python bench/run_all.py
