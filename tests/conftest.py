@@ -27,4 +27,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for tier in _TIERS:
             if tier in parts:
                 item.add_marker(getattr(pytest.mark, tier))
-
