@@ -17,6 +17,7 @@ from agentcall.cell import calls
 from agentcall.cell.calls import CallRecord, Ending, RecordingRef
 from agentcall.cell.driver import CallDriver
 from agentcall.cell.events import EventType, iso
+from agentcall.cell.metrics import count_handled
 from agentcall.cell.model import CallState, EndCause, Outcome, ReasonCode, Turn
 from agentcall.cell.plan import CallPlan
 from agentcall.cell.recording.store import RecordingStore
@@ -124,7 +125,8 @@ class LiveCall:
     async def run(self, driver: CallDriver) -> None:
         try:
             await driver.run(self)
-        except Exception:
+        except Exception:  # the call still ends (below) and its recording is closed
+            count_handled("call.driver")
             log.exception("driver failed", extra={"call_id": self._plan.call_id})
         finally:
             if not self.record.ended:

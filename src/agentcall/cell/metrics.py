@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+HANDLED: dict[str, int] = {}
+"""Failures caught, logged and survived, by place (``cell_handled_errors_total{where}``)."""
+
+
+def count_handled(where: str) -> None:
+    """Count a failure the process survives (its caller writes the log line)."""
+    HANDLED[where] = HANDLED.get(where, 0) + 1
+
+
+class _Handled(Collector):
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "cell_handled_errors", "Failures caught, logged and survived", labels=["where"]
+        )
+        for where, count in sorted(HANDLED.items()):
+            family.add_metric([where], count)
+        yield family
 
 
 class CellMetrics:
@@ -23,6 +45,7 @@ class CellMetrics:
         self.subscribers = Gauge(
             "cell_event_subscribers", "Connected event stream subscribers", registry=r
         )
+        r.register(_Handled())
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

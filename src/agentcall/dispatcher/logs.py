@@ -34,3 +34,22 @@ def log(logger: logging.Logger, level: int, event: str, **fields: Any) -> None:
 def configure(fmt: str, level: str) -> None:
     """Install one stderr handler on the root logger (``fmt``: auto, json or text)."""
     logs.configure(fmt, level, quiet=_QUIET, scrub=redact)
+
+
+HANDLED: dict[str, int] = {}
+"""Failures caught and survived, by place (``/status`` ``handled_errors``, and the metric
+``dispatcher_handled_errors_total{where}``): no error is swallowed without a log line and
+a count."""
+
+
+def handled(
+    logger: logging.Logger,
+    where: str,
+    exc: BaseException,
+    event: str = "error.handled",
+    level: int = logging.ERROR,
+    **fields: Any,
+) -> None:
+    """Log a failure the process survives (one line) and count it under ``where``."""
+    HANDLED[where] = HANDLED.get(where, 0) + 1
+    log(logger, level, event, where=where, error=repr(exc)[:300], **fields)

@@ -29,7 +29,7 @@ from agentcall.dispatcher.domain.consumption import queues_to_consume
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import TaskStatus
-from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.logs import handled, log
 from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 from agentcall.dispatcher.mq.consumers import TaskConsumers
 from agentcall.dispatcher.mq.intake import Intake
@@ -108,7 +108,7 @@ class Dispatcher:
             on_outbox=self.relay.wake,
             recordings=self.recordings,
         )
-        self.intake = Intake(self._admit, settings.intake_batch)
+        self.intake = Intake(self._admit, settings.intake_batch, quarantine=self._quarantine)
         self.consumers = TaskConsumers(self.link, did, settings.prefetch, self.intake.submit)
         self._features(settings, db, cell, clock)
         self.gate.subscribe(self._reconcile_wake.set)
@@ -159,6 +159,9 @@ class Dispatcher:
     async def _admit(self, batch: list[Any]) -> None:
         await self.admission.process(batch)
 
+    async def _quarantine(self, delivery: Any, exc: Exception) -> None:
+        await self.admission.quarantine(delivery, exc)
+
     async def _on_link_up(self) -> None:
         self._reconcile_wake.set()
         self.relay.wake()
@@ -195,7 +198,11 @@ class Dispatcher:
             self._reconcile_wake.clear()
 
     async def _http(self) -> None:
-        app = build_app(self.snapshot, lambda: self.failed is None)
+        app = build_app(
+            self.snapshot,
+            lambda: self.failed is None,
+            lambda request, exc: handled(LOG, "http", exc, path=request.url.path),
+        )
         config = uvicorn.Config(
             app,
             host=self.settings.http_host,
@@ -255,7 +262,7 @@ class Dispatcher:
         try:
             await asyncio.wait_for(self.consumers.close(), self.settings.grace_s)
         except (TimeoutError, Exception) as exc:  # shutting down: report, keep closing
-            log(LOG, logging.WARNING, "shutdown.consumers", error=repr(exc))
+            handled(LOG, "shutdown.consumers", exc, "shutdown.consumers", logging.WARNING)
         await self.link.close()
         await self.saas.aclose()
         await self.cell.aclose()

@@ -22,6 +22,7 @@ from agentcall.dispatcher.discovery.gate import GateStatus
 from agentcall.dispatcher.discovery.service import DiscoveryStatus
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
+from agentcall.dispatcher.logs import HANDLED
 from agentcall.dispatcher.mq.consumers import ConsumersStatus
 from agentcall.dispatcher.mq.intake import IntakeStatus
 from agentcall.dispatcher.mq.link import LinkStatus
@@ -191,4 +192,5 @@ def snapshot(facts: StoreFacts, c: Components) -> dict[str, Any]:
         "rejected_inputs": {"count": facts.rejected_count, "latest": facts.rejected_latest},
         "control": c.control,
         "last_errors": _errors(c),
+        "handled_errors": dict(HANDLED),
     }

@@ -26,7 +26,7 @@ async def test_valid_control_is_persisted_and_admission_closed_before_ack_d_mq_4
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        (b"{not json", "schema_violation"),
+        (b"{not json", "invalid_json"),
         (raw("pause").replace(b'"pause"', b'"purge"'), "schema_violation"),
         (
             json.dumps(

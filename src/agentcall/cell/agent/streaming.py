@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from agentcall.cell.agent.providers import Recognizer
 from agentcall.cell.agent.providers_errors import ProviderTimeoutError
+from agentcall.cell.metrics import count_handled
 
 log = logging.getLogger("cell.asr")
 
@@ -147,4 +148,5 @@ class UtteranceStream:
         try:
             self._on_interim(text)
         except Exception:  # a faulty listener must not end the recognition
+            count_handled("agent.interim_listener")
             log.exception("interim listener failed")

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 
 from agentcall.cell.errors import CellError
 from agentcall.cell.server import batch, routes, stream
-from agentcall.cell.server.http import handle_cell_error
+from agentcall.cell.server.http import handle_cell_error, handle_unexpected
 from agentcall.cell.service import CellService
 
 
@@ -24,7 +24,7 @@ def build_app(service: CellService) -> Starlette:
 
     app = Starlette(
         routes=[*batch.ROUTES, *routes.ROUTES, *stream.ROUTES],
-        exception_handlers={CellError: handle_cell_error},
+        exception_handlers={CellError: handle_cell_error, Exception: handle_unexpected},
         lifespan=lifespan,
     )
     app.state.service = service

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agentcall.cell.errors import CellError, InvalidRequestError, wire_error
+from agentcall.cell.metrics import count_handled
 
 log = logging.getLogger("cell.http")
 MAX_BODY_BYTES = 1 << 20
@@ -27,7 +28,9 @@ async def read_json(request: Request) -> Any:
         )
     try:
         return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise InvalidRequestError("body is nested too deeply", field="body") from None
+    except ValueError as exc:  # not UTF-8, not JSON, an integer of more than 4,300 digits
         raise InvalidRequestError(f"body is not valid JSON: {exc}", field="body") from None
 
 
@@ -48,3 +51,11 @@ def error_response(exc: CellError) -> JSONResponse:
 async def handle_cell_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CellError)
     return error_response(exc)
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    """Any other failure: logged, counted, and a 500 in the same JSON error shape."""
+    count_handled("http")
+    log.error("request failed: %s %s: %r", request.method, request.url.path, exc)
+    payload = {"code": "internal_error", "message": f"{type(exc).__name__} while answering"}
+    return JSONResponse({"error": payload}, status_code=500)

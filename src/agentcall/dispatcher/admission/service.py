@@ -11,31 +11,51 @@ Accepted executions are then handed to the call supervisor.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.admission.transaction import Inputs, Invalid, Item, Valid, run_batch
 from agentcall.dispatcher.domain.model import TenantQuota
+from agentcall.dispatcher.logs import handled
 from agentcall.dispatcher.mq.consumers import Delivery
 from agentcall.dispatcher.mq.settle import ChannelAcks, Settle
 from agentcall.dispatcher.saas.cache import ConfigCache, TaskLookup
 from agentcall.dispatcher.saas.parse import parse_command
+from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
+
+LOG = logging.getLogger("dispatcher.admission")
 
 
 def classify(delivery: Delivery) -> Item:
-    raw = delivery.body
+    """A delivery as a command, or as an invalid input to record and dead-letter (D-MQ-5).
+
+    No body can make this raise: what the decoder refuses, what it accepts but cannot
+    become a command (a date beyond the datetime range), and — last line — anything
+    unforeseen (logged and counted as ``admission.decode``) are all :class:`Invalid`.
+    """
+    raw, source = delivery.body, f"mq:{delivery.queue}"
     try:
         body = contracts.decode(contracts.Kind.CALL_EXECUTE, raw)
+        assert isinstance(body, dict)
+        command = parse_command(body)
+        for at in (command.issued_at, command.not_after):
+            at.astimezone(UTC)  # OverflowError for e.g. 0001-01-01T00:00:00+23:59
     except contracts.ContractError as exc:
         reason = "invalid_json" if exc.keyword in ("json", "maxBytes") else "schema_violation"
-        return Invalid(f"mq:{delivery.queue}", reason, str(exc), raw)
-    assert isinstance(body, dict)
-    return Valid(parse_command(body), delivery.task_id)
+        return Invalid(source, reason, str(exc), raw)
+    except (ValueError, OverflowError) as exc:
+        return Invalid(source, "schema_violation", f"unusable value ({type(exc).__name__})", raw)
+    except Exception as exc:  # the last line: no body may stop the intake (D-MQ-5)
+        handled(LOG, "admission.decode", exc, queue=delivery.queue)
+        return Invalid(source, "undecodable", f"decoding failed ({type(exc).__name__})", raw)
+    return Valid(command, delivery.task_id)
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,16 @@ class AdmissionService:
         if outcome.accepted:
             self._on_accepted(outcome.accepted)
 
+    async def quarantine(self, delivery: Delivery, exc: Exception) -> None:
+        """A delivery whose processing fails even alone: logged and counted, recorded
+        redacted and dead-lettered (D-MQ-5), so the commands after it go on."""
+        handled(LOG, "admission.process", exc, queue=delivery.queue)
+        detail = f"processing failed ({type(exc).__name__})"
+        source = f"mq:{delivery.queue}"
+        await self._db.write(_record_rejected, source, detail, delivery.body, self._clock())
+        self.counts["dead_lettered"] += 1
+        await _settle([delivery], [Settle.DEAD_LETTER])
+
     async def _inputs(self, items: list[Item]) -> Inputs:
         task_ids = sorted({i.command.task_id for i in items if isinstance(i, Valid)})
         if not task_ids:
@@ -128,6 +158,12 @@ class AdmissionService:
             "p99_ms": _quantile_ms(samples, 0.99),
             "samples": len(samples),
         }
+
+
+def _record_rejected(
+    conn: sqlite3.Connection, source: str, detail: str, raw: bytes, now: datetime
+) -> None:
+    rejected.record(conn, source=source, reason="unprocessable", detail=detail, raw=raw, now=now)
 
 
 def _quantile_ms(ordered: list[float], q: float) -> float:

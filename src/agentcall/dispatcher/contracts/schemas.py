@@ -30,7 +30,9 @@ JSON path, the failing keyword and the schema-side expectation.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from functools import cache
@@ -68,6 +70,7 @@ COMMON_FILE: Final = "common.schema.json"
 MAX_BODY_BYTES: Final = 8_388_608
 UINT64_MAX: Final = 2**64 - 1
 _NAMES_ONLY: Final = frozenset({"required", "additionalProperties"})
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")  # maybe a lone surrogate
 
 
 class Kind(StrEnum):
@@ -156,19 +159,35 @@ def validate(kind: str, body: object) -> None:
 
 
 def decode(kind: str, raw: bytes) -> object:
-    """Parse a UTF-8 JSON body strictly and validate it as ``kind`` (D-ID-3, D-MQ-5)."""
+    """Parse a UTF-8 JSON body strictly and validate it as ``kind`` (D-ID-3, D-MQ-5).
+
+    Every body that is not strict JSON raises :class:`ContractError` (keyword ``json``),
+    whatever it holds: invalid UTF-8, NaN/Infinity or a number beyond a float, duplicate
+    keys, an integer of more than 4,300 digits, a lone UTF-16 surrogate (it could not be
+    stored or logged as UTF-8), nesting deeper than the interpreter can follow. Nothing
+    else escapes: a body can never stop the loop that decodes it.
+    """
     if len(raw) > MAX_BODY_BYTES:
         raise ContractError(kind, "$", "maxBytes", f"body is {len(raw)} bytes > {MAX_BODY_BYTES}")
     try:
+        text = raw.decode("utf-8")
         body = json.loads(
-            raw.decode("utf-8"),
+            text,
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
+            parse_float=_finite_float,
         )
-    except (UnicodeDecodeError, ValueError) as exc:
+        if _SURROGATE_ESCAPE.search(text):
+            json.dumps(body, ensure_ascii=False).encode("utf-8")  # a lone one cannot encode
+    except RecursionError as exc:
+        raise ContractError(kind, "$", "json", "nested too deeply") from exc
+    except (UnicodeError, ValueError) as exc:
         detail = f"not strict UTF-8 JSON ({type(exc).__name__})"
         raise ContractError(kind, "$", "json", detail) from exc
-    validate(kind, body)
+    try:
+        validate(kind, body)
+    except RecursionError as exc:
+        raise ContractError(kind, "$", "depth", "nested too deeply to validate") from exc
     return body
 
 
@@ -311,3 +330,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> object:
     raise ValueError(f"non-finite number {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number beyond a double")
+    return value

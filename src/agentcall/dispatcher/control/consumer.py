@@ -17,7 +17,7 @@ import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
 from agentcall.dispatcher.control.service import ControlSettle
-from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.logs import handled, log
 from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 
 LOG = logging.getLogger("dispatcher.control.consumer")
@@ -56,6 +56,7 @@ class ControlQueueConsumer:
                 self._failed("amqp", exc)
             except Exception as exc:  # handling failed: the delivery is requeued in place
                 raise_if_cancelling(exc)
+                handled(LOG, "control.consumer", exc, queue=self.queue)
                 self._failed("handler", exc)
             await asyncio.sleep(self._retry)
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.logs import handled
 from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 
 LOG = logging.getLogger("dispatcher.control.lanes")
@@ -79,13 +79,14 @@ class TaskLanes:
                 raise_if_cancelling(exc)
                 lane.failures += 1
                 lane.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                log(
+                handled(
                     LOG,
-                    logging.WARNING,
+                    "control.lane",
+                    exc,
                     "control.lane.retry",
+                    logging.WARNING,
                     task_id=task_id,
                     work=item.name,
-                    error=lane.last_error,
                     retry_s=delay,
                 )
             await asyncio.sleep(delay)

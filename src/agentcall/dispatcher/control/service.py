@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TypedDict
 
@@ -29,7 +29,7 @@ from agentcall.dispatcher.domain.control import (
     ControlJob,
 )
 from agentcall.dispatcher.domain.states import Barrier
-from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.logs import handled, log
 
 LOG = logging.getLogger("dispatcher.control")
 
@@ -52,6 +52,8 @@ def parse_control(raw: bytes) -> ControlCommand:
     assert isinstance(body, dict)
     payload = body["payload"]
     policy = payload.get("active_call_policy")
+    for field in ("issued_at", "not_after"):  # OverflowError beyond the datetime range
+        datetime.fromisoformat(body[field]).astimezone(UTC)
     return ControlCommand(
         dispatcher_id=body["dispatcher_id"],
         tenant_id=body["tenant_id"],
@@ -91,7 +93,15 @@ class ControlService:
         try:
             command = parse_control(raw)
         except contracts.ContractError as exc:
-            return await self._refuse(source, "schema_violation", str(exc), raw)
+            reason = "invalid_json" if exc.keyword in ("json", "maxBytes") else "schema_violation"
+            return await self._refuse(source, reason, str(exc), raw)
+        except (ValueError, OverflowError) as exc:  # schema-valid, not a usable command
+            detail = f"unusable value ({type(exc).__name__})"
+            return await self._refuse(source, "schema_violation", detail, raw)
+        except Exception as exc:  # the last line: no body may stop the control queue
+            handled(LOG, "control.decode", exc, source=source)
+            detail = f"decoding failed ({type(exc).__name__})"
+            return await self._refuse(source, "undecodable", detail, raw)
         if command.dispatcher_id != self._dispatcher_id:
             return await self._refuse(
                 source, "wrong_dispatcher", "dispatcher_id is not this D", raw

@@ -6,17 +6,29 @@ one fsync) covers a whole batch, and with a trickle each delivery is handled at 
 Up to ``overlap`` batches are in flight: while one waits for its commit on the database
 thread, the next is decoded and validated. Their transactions still run one after the
 other (one writer thread), so every decision sees the commits of the batches before it.
+
+A batch whose handling fails for any reason but the state database or the operating
+system (which stop the process: the deliveries are redelivered after a restart) is taken
+apart: each delivery is handled alone, and one that still fails alone is handed to
+``quarantine`` (recorded redacted and dead-lettered, D-MQ-5). One message can therefore
+never stop the intake, nor take the commands batched with it down.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from agentcall.dispatcher.logs import handled
+from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 from agentcall.dispatcher.mq.consumers import Delivery
 
+LOG = logging.getLogger("dispatcher.intake")
 Handler = Callable[[list[Delivery]], Awaitable[None]]
+Quarantine = Callable[[Delivery, Exception], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -26,8 +38,15 @@ class IntakeStatus:
 
 
 class Intake:
-    def __init__(self, handler: Handler, batch_max: int, overlap: int = 2) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        batch_max: int,
+        overlap: int = 2,
+        quarantine: Quarantine | None = None,
+    ) -> None:
         self._handler = handler
+        self._quarantine = quarantine
         self._batch_max = batch_max
         self._queue: asyncio.Queue[Delivery] = asyncio.Queue()
         self._slots = asyncio.Semaphore(overlap)
@@ -55,6 +74,20 @@ class Intake:
 
     async def _handle(self, batch: list[Delivery]) -> None:
         try:
-            await self._handler(batch)
+            await self._isolating(batch)
         finally:
             self._slots.release()
+
+    async def _isolating(self, batch: list[Delivery]) -> None:
+        try:
+            await self._handler(batch)
+        except Exception as exc:
+            raise_if_cancelling(exc)
+            if self._quarantine is None or isinstance(exc, sqlite3.Error | OSError):
+                raise
+            if len(batch) == 1:
+                await self._quarantine(batch[0], exc)
+                return
+            handled(LOG, "intake.batch", exc, size=len(batch))
+            for delivery in batch:
+                await self._isolating([delivery])

@@ -1,4 +1,9 @@
-"""``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz``."""
+"""``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz``.
+
+A failure while answering is a 500 in the JSON error shape
+(``{"error": {"code": "internal_error", "message", "hint"}}``), reported to ``on_error``
+(which logs and counts it), never a bare text page.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +18,16 @@ from starlette.routing import Route
 from agentcall.dispatcher.web.metrics import render
 
 Snapshot = Callable[[], Awaitable[dict[str, Any]]]
+OnError = Callable[[Request, Exception], None]
 
 
-def build_app(snapshot: Snapshot, healthy: Callable[[], bool]) -> Starlette:
+def _ignore(request: Request, exc: Exception) -> None:
+    """The default ``on_error``: the assembly passes one that logs and counts."""
+
+
+def build_app(
+    snapshot: Snapshot, healthy: Callable[[], bool], on_error: OnError = _ignore
+) -> Starlette:
     async def status(request: Request) -> Response:
         return JSONResponse(await snapshot())
 
@@ -27,10 +39,20 @@ def build_app(snapshot: Snapshot, healthy: Callable[[], bool]) -> Starlette:
         ok = healthy()
         return JSONResponse({"status": "ok" if ok else "failing"}, status_code=200 if ok else 503)
 
+    async def failed(request: Request, exc: Exception) -> Response:
+        on_error(request, exc)
+        error = {
+            "code": "internal_error",
+            "message": f"{request.url.path} failed: {type(exc).__name__}",
+            "hint": "retry; if it persists, read the dispatcher log (error.handled)",
+        }
+        return JSONResponse({"error": error}, status_code=500)
+
     return Starlette(
         routes=[
             Route("/status", status),
             Route("/metrics", metrics),
             Route("/healthz", healthz),
-        ]
+        ],
+        exception_handlers={Exception: failed},
     )

@@ -67,6 +67,12 @@ class _SnapshotCollector(Collector):
             "dispatcher_rejected_inputs", "redacted rejected inputs", s["rejected_inputs"]["count"]
         )
         yield _gauge("dispatcher_amqp_connected", "1 when connected", s["amqp"]["connected"])
+        survived = CounterMetricFamily(
+            "dispatcher_handled_errors", "failures caught, logged and survived", labels=["where"]
+        )
+        for where, count in (s.get("handled_errors") or {}).items():
+            survived.add_metric([where], count)
+        yield survived
 
 
 def _recording_counts(values: Mapping[str, Any]) -> dict[str, int]:
