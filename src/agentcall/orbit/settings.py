@@ -3,14 +3,23 @@ variables where the server is assembled (`orbit serve`, the `uvicorn --factory` 
 `orbit.api.factory`) and passed down from there as plain values. Nothing below this module
 reads the environment. A bad value stops the server with a message naming the variable.
 
+Each variable can also be written in a TOML file (`orbit serve --config FILE` or
+`ORBIT_CONFIG`), as the variable's name without `ORBIT_`, in lower case (`port = 7470`,
+`database_url = "..."`), at the top level or in an `[orbit]` table. Precedence: command line,
+then environment, then the file, then the defaults (`load`).
+
 The worker and client command lines have their own settings in `orbit.sdk.settings`.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import tomllib
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.domain.leasing import DEFAULT_LEASE_TTL_MS, DEFAULT_RECONNECT_GRACE_MS
@@ -21,6 +30,10 @@ ENV_PORT = "ORBIT_PORT"
 ENV_LOG_FORMAT = "ORBIT_LOG_FORMAT"
 ENV_POOL = "ORBIT_POOL_SIZE"
 ENV_ACCESS_LOG = "ORBIT_ACCESS_LOG"
+ENV_WORKERS = "ORBIT_WORKERS"
+ENV_SSL_CERTFILE = "ORBIT_SSL_CERTFILE"
+ENV_SSL_KEYFILE = "ORBIT_SSL_KEYFILE"
+ENV_CONFIG = "ORBIT_CONFIG"
 ENV_TOKEN_CACHE_MS = "ORBIT_TOKEN_CACHE_MS"
 ENV_SUBMIT_LANES = "ORBIT_SUBMIT_LANES"
 ENV_LEASE_TTL_MS = "ORBIT_LEASE_TTL_MS"
@@ -29,11 +42,15 @@ ENV_SWEEP_INTERVAL_MS = "ORBIT_SWEEP_INTERVAL_MS"
 ENV_DISPATCH_TICK_MS = "ORBIT_DISPATCH_TICK_MS"
 ENV_WRITE_LANES = "ORBIT_WRITE_LANES"
 ENV_EAGER_DISPATCH = "ORBIT_EAGER_DISPATCH"
+ENV_WORKER_TOKEN_CHECK_MS = "ORBIT_WORKER_TOKEN_CHECK_MS"
 
 DEFAULT_DATABASE = "sqlite+aiosqlite:///var/orbit.db"
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8080
+# Not 8080 (the local S3's volume server), nor a port of the other services: the cell 8470,
+# the Dispatcher 9470, the mock SaaS 8088.
+DEFAULT_PORT = 7470
 DEFAULT_POOL_SIZE = 20
+MAX_WORKERS = 64
 DEFAULT_TOKEN_CACHE_MS, MAX_TOKEN_CACHE_MS = 1000, 60_000
 DEFAULT_SUBMIT_LANES, MAX_SUBMIT_LANES = 2, 16
 
@@ -49,6 +66,9 @@ class ExecutionSettings:
     dispatch_tick_ms: int = 250
     lanes: int = 0  # 0: 1 on SQLite (single writer), 4 on MySQL/MariaDB
     eager: bool = True  # lease a submit to an idle connection in its own transaction
+    # how often the tokens of open worker sessions are re-checked (revocation, expiry):
+    # a revoked token's sessions end, and get no lease, within this time
+    worker_token_check_ms: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +83,9 @@ class ServerSettings:
     log_format: str = "auto"
     access_log: bool = True
     pool_size: int = DEFAULT_POOL_SIZE
+    workers: int = 1  # server processes (MySQL/MariaDB only)
+    ssl_certfile: str | None = None  # TLS: certificate chain (PEM), with the key or without
+    ssl_keyfile: str | None = None
     token_cache_ms: int = DEFAULT_TOKEN_CACHE_MS
     submit_lanes: int = DEFAULT_SUBMIT_LANES
     execution: ExecutionSettings = field(default_factory=ExecutionSettings)
@@ -80,14 +103,18 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
         dispatch_tick_ms=_int(env, ENV_DISPATCH_TICK_MS, 250, 10, 60_000),
         lanes=_int(env, ENV_WRITE_LANES, 0, 0, 32),
         eager=_int(env, ENV_EAGER_DISPATCH, 1, 0, 1) == 1,
+        worker_token_check_ms=_int(env, ENV_WORKER_TOKEN_CHECK_MS, 1000, 50, 30_000),
     )
     return ServerSettings(
         database_url=env.get(ENV_DATABASE) or DEFAULT_DATABASE,
         host=env.get(ENV_HOST) or DEFAULT_HOST,
         port=_int(env, ENV_PORT, DEFAULT_PORT, 1, 65535),
         log_format=env.get(ENV_LOG_FORMAT) or "auto",
-        access_log=env.get(ENV_ACCESS_LOG, "1") == "1",
+        access_log=_int(env, ENV_ACCESS_LOG, 1, 0, 1) == 1,
         pool_size=_int(env, ENV_POOL, DEFAULT_POOL_SIZE, 1, 500),
+        workers=_int(env, ENV_WORKERS, 1, 1, MAX_WORKERS),
+        ssl_certfile=env.get(ENV_SSL_CERTFILE) or None,
+        ssl_keyfile=env.get(ENV_SSL_KEYFILE) or None,
         token_cache_ms=_int(env, ENV_TOKEN_CACHE_MS, DEFAULT_TOKEN_CACHE_MS, 0,
                             MAX_TOKEN_CACHE_MS),  # fmt: skip
         submit_lanes=_int(env, ENV_SUBMIT_LANES, DEFAULT_SUBMIT_LANES, 1, MAX_SUBMIT_LANES),
@@ -105,6 +132,9 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_LOG_FORMAT: settings.log_format,
         ENV_ACCESS_LOG: "1" if settings.access_log else "0",
         ENV_POOL: str(settings.pool_size),
+        ENV_WORKERS: str(settings.workers),
+        ENV_SSL_CERTFILE: settings.ssl_certfile or "",
+        ENV_SSL_KEYFILE: settings.ssl_keyfile or "",
         ENV_TOKEN_CACHE_MS: str(settings.token_cache_ms),
         ENV_SUBMIT_LANES: str(settings.submit_lanes),
         ENV_LEASE_TTL_MS: str(execution.lease_ttl_ms),
@@ -113,7 +143,57 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_DISPATCH_TICK_MS: str(execution.dispatch_tick_ms),
         ENV_WRITE_LANES: str(execution.lanes),
         ENV_EAGER_DISPATCH: "1" if execution.eager else "0",
+        ENV_WORKER_TOKEN_CHECK_MS: str(execution.worker_token_check_ms),
     }
+
+
+def load(
+    config_file: Path | None = None, environ: Mapping[str, str] | None = None
+) -> ServerSettings:
+    """The settings of `environ` (default: this process's environment) over those of the TOML
+    file `config_file` (default: the file named by `ORBIT_CONFIG`, if any)."""
+    env = os.environ if environ is None else environ
+    if config_file is None and env.get(ENV_CONFIG):
+        config_file = Path(env[ENV_CONFIG])
+    if config_file is None:
+        return from_environ(env)
+    from_file = read_config(config_file)
+    try:
+        from_environ(from_file)
+    except SetupError as exc:  # name the file's key, not the variable
+        names = re.sub(r"\bORBIT_(\w+)", lambda m: m[1].lower(), exc.message)
+        raise SetupError(f"config file {config_file}: {names}") from None
+    return from_environ({**from_file, **{k: v for k, v in env.items() if v}})
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """The variables a TOML config file sets, as `ORBIT_*` names and text values."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SetupError(f"cannot read the config file {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SetupError(f"config file {path} is not valid TOML: {exc}") from None
+    table = data.get("orbit", data)
+    if not isinstance(table, dict):
+        raise SetupError(f"config file {path}: [orbit] must be a table")
+    known = {name.removeprefix("ORBIT_").lower(): name for name in to_environ(ServerSettings())}
+    values = {}
+    for key, value in table.items():
+        if key not in known:
+            raise SetupError(
+                f"config file {path}: unknown setting {key!r}; known: {', '.join(sorted(known))}"
+            )
+        values[known[key]] = _text(path, key, value)
+    return values
+
+
+def _text(path: Path, key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | str):
+        return str(value)
+    raise SetupError(f"config file {path}: {key} must be a string, an integer or a boolean")
 
 
 def export(settings: ServerSettings, environ: MutableMapping[str, str] | None = None) -> None:

@@ -12,7 +12,7 @@ import pytest
 from starlette.routing import Route
 
 from agentcall.orbit.api.app import create_app, openapi_text
-from agentcall.orbit.api.errors import ERROR_CODES, ERROR_TABLE
+from agentcall.orbit.api.errors import ERROR_CODES, ERROR_TABLE, INTERNAL
 from agentcall.orbit.domain.jsonvalue import JsonNumber
 from agentcall.orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
 from agentcall.orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
@@ -20,7 +20,7 @@ from agentcall.orbit.store.db import Database
 
 pytestmark = pytest.mark.unit
 DOC: dict[str, Any] = json.loads(openapi_text())
-STATUS = {wire.code: wire.status for wire in ERROR_TABLE.values()}
+STATUS = {wire.code: wire.status for wire in (*ERROR_TABLE.values(), INTERNAL)}
 
 # what each operation can answer, beyond success (O-ERR-1)
 EXPECTED = {

@@ -14,16 +14,17 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from agentcall.orbit.api import routes, submit_metrics
 from agentcall.orbit.api.control_routes import ControlRoutes
-from agentcall.orbit.api.errors import wire_error
+from agentcall.orbit.api.errors import INTERNAL, wire_error
 from agentcall.orbit.api.execution_service import ExecutionService, Wrap
 from agentcall.orbit.api.http import envelope
+from agentcall.orbit.api.log_metrics import LogCounter
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.settings import ServerSettings
@@ -33,6 +34,7 @@ from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.token_cache import TokenCache
 
 log = logging.getLogger("orbit.api")
+CLIENT_CLOSED = 499  # the client closed the connection before the answer (nginx's code)
 Handler = Callable[[Request, routes.Context], Awaitable[Response]]
 
 
@@ -134,7 +136,7 @@ def create_app(
             *_service_routes(metrics),
         ],
         exception_handlers={HTTPException: _not_found(ops)},
-        lifespan=_lifespan(db, execution),
+        lifespan=_lifespan(db, execution, LogCounter(metrics.registry)),
     )
     app.submit = submit if fast_submit else None
     return app
@@ -149,6 +151,9 @@ def _endpoints(ops: Operations, metrics: Metrics, access_log: bool) -> Wrap:
             ctx = routes.Context(new_id(), ops)
             try:
                 response = await handler(request, ctx)
+            except ClientDisconnect:  # nobody to answer: not a failure of the server
+                ctx.rejected = ("CLIENT_CLOSED", "the client closed the connection")
+                response = Response(status_code=CLIENT_CLOSED)
             except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error
                 response = _error(ctx, request, exc)
             elapsed = time.perf_counter() - started
@@ -191,10 +196,11 @@ def _service_routes(metrics: Metrics) -> list[Route]:
 
 
 def _lifespan(
-    db: Database, execution: ExecutionService
+    db: Database, execution: ExecutionService, counter: LogCounter
 ) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        counter.attach()  # every warning and error Orbit logs is counted
         await require_current(db)
         await execution.start()
         # what startup made (modules, SQLAlchemy's tables and compiled caches) leaves the
@@ -204,14 +210,24 @@ def _lifespan(
         yield
         await execution.stop()
         await db.close()
+        counter.detach()
 
     return lifespan
 
 
 def _error(ctx: routes.Context, request: Request, exc: Exception) -> Response:
+    """The wire error of `exc`. 503 only when the database failed (retry with the same key);
+    an unexpected exception is a defect of the server: 500 INTERNAL, logged with its
+    traceback and request ID (and counted: orbit_http_requests_total{status="500"},
+    orbit_log_messages_total{level="error"})."""
     wire = wire_error(exc)
     if isinstance(exc, OrbitError) and not isinstance(exc, Unavailable):
         message = exc.message
+    elif wire is INTERNAL:
+        message = (f"internal error; the request was not completed. Retrying will not help: "
+                   f"report request_id {ctx.request_id}")  # fmt: skip
+        log.error("request failed: internal error", exc_info=exc,
+                  extra={"request_id": ctx.request_id})  # fmt: skip
     else:
         message = "the service could not complete the request; retry with the same key"
         log.error("request failed", exc_info=exc, extra={"request_id": ctx.request_id})

@@ -1,11 +1,16 @@
 """The one table from exceptions to wire errors (O-ERR-1), looked up along the class
-hierarchy (most specific class first)."""
+hierarchy (most specific class first). A failure of the database (a driver error, a refused
+or lost connection) is 503 UNAVAILABLE: the outcome is unknown, retry with the same key.
+Anything else that escapes a handler is a defect of the server, never of the request or of
+a dependency: 500 INTERNAL (logged with its traceback and counted), so that a client does
+not retry a request that can never succeed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from agentcall.orbit.domain import errors as e
+from agentcall.orbit.store.db import is_database_failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,13 +31,15 @@ ERROR_TABLE: dict[type[e.OrbitError], WireError] = {
     e.Unavailable: WireError(503, "UNAVAILABLE"),
 }
 UNAVAILABLE = ERROR_TABLE[e.Unavailable]
-ERROR_CODES = frozenset(wire.code for wire in ERROR_TABLE.values())
+INTERNAL = WireError(500, "INTERNAL")
+ERROR_CODES = frozenset(wire.code for wire in ERROR_TABLE.values()) | {INTERNAL.code}
 
 
 def wire_error(exc: BaseException) -> WireError:
-    """Unknown failures are 503: the caller must treat the outcome as unknown."""
+    """The table's entry; a database failure that was not translated yet is 503; any other
+    exception is 500 INTERNAL."""
     for cls in type(exc).__mro__:
         wire = ERROR_TABLE.get(cls)
         if wire is not None:
             return wire
-    return UNAVAILABLE
+    return UNAVAILABLE if is_database_failure(exc) else INTERNAL

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentcall.orbit.api.http import envelope
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.tokens import bearer_secret
+
+# what sending on a WebSocket that closed meanwhile raises (Starlette's disconnect, the server's
+# ClientDisconnected, an OSError, or RuntimeError for a send after the close was sent)
+GONE: tuple[type[BaseException], ...] = (WebSocketDisconnect, OSError, RuntimeError)
 
 
 def secret_of(websocket: WebSocket) -> str:
@@ -20,7 +24,7 @@ def secret_of(websocket: WebSocket) -> str:
 def msg_id_of(text: str) -> str | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # any text: malformed, or nested beyond the stack
         return None
     return msg_id_in(value)
 
@@ -48,5 +52,5 @@ async def deny(websocket: WebSocket, status: int, code: str, message: str) -> No
 async def close_quietly(websocket: WebSocket, code: int, reason: str) -> None:
     try:
         await websocket.close(code, reason)
-    except Exception:  # noqa: BLE001 - already closed
+    except GONE:  # already closed
         return

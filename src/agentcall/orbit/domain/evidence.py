@@ -38,6 +38,8 @@ class EvidenceKind(enum.StrEnum):
     NOTE = "note"
 
 
+_KINDS = frozenset(k.value for k in EvidenceKind)
+
 @dataclass(frozen=True, slots=True)
 class EvidenceItem:
     key: str
@@ -116,9 +118,7 @@ def read_items(value: JsonValue, field: str, *, required: bool) -> tuple[Evidenc
 def _item(value: JsonValue, prefix: str) -> EvidenceItem:
     fields = ObjectReader(value, _ITEM_FIELDS, prefix)
     key = _matching(fields, "key", _KEY, "1-128 characters of [A-Za-z0-9_.:-]")
-    kind = fields.raw("kind", required=True)
-    if kind not in {k.value for k in EvidenceKind}:
-        raise InvalidArgument("must be artifact, reference or note", fields.name("kind"))
+    kind = fields.choice("kind", _KINDS, "must be artifact, reference or note")
     uri = fields.string("uri", required=False, max_chars=2048)
     data_text = _data(fields)
     if uri is None and data_text is None:
@@ -127,7 +127,7 @@ def _item(value: JsonValue, prefix: str) -> EvidenceItem:
     sha = _matching(fields, "sha256", _SHA256, "64 lowercase hex", required=False)
     return EvidenceItem(
         key=key,
-        kind=EvidenceKind(str(kind)),
+        kind=EvidenceKind(kind),
         name=fields.string("name", required=False, max_chars=256),
         uri=uri,
         media_type=fields.string("media_type", required=False, max_chars=128),

@@ -43,6 +43,13 @@ class ObjectReader:
             raise InvalidArgument("must not be null", self.name(key))
         return item
 
+    def choice(self, key: str, choices: frozenset[str], message: str) -> str:
+        """A required string that is one of `choices` (any other JSON value: `message`)."""
+        item = self.raw(key, required=True)
+        if not isinstance(item, str) or item not in choices:
+            raise InvalidArgument(message, self.name(key))
+        return item
+
     def string(self, key: str, *, required: bool, max_chars: int, min_chars: int = 1) -> str | None:
         item = self.raw(key, required=required)
         if item is None:

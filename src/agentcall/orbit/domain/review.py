@@ -40,6 +40,9 @@ class Resolution(enum.StrEnum):
     FAILED = "failed"
 
 
+_OUTCOMES = frozenset(r.value for r in Resolution)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryRequest:
     expected_revision: int
@@ -68,9 +71,9 @@ def parse_resolve(body: JsonValue) -> ResolveRequest:
     fields = ObjectReader(body, frozenset(allowed))
     revision, reason = _revision(fields), _reason(fields)
     raw = fields.raw("outcome", required=True)
-    if raw not in {r.value for r in Resolution}:
-        raise InvalidArgument("must be succeeded or failed", "outcome")
-    outcome = Resolution(str(raw))
+    if not isinstance(raw, str) or raw not in _OUTCOMES:  # a list or an object is unhashable
+        raise InvalidArgument("must be the string succeeded or failed", "outcome")
+    outcome = Resolution(raw)
     succeeded = outcome is Resolution.SUCCEEDED
     _only_with(fields, "result", succeeded, outcome)
     _only_with(fields, "error", not succeeded, outcome)

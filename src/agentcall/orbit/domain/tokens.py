@@ -65,6 +65,7 @@ class Principal:
     namespace_id: str
     permissions: frozenset[Permission]
     queue_ids: frozenset[str]
+    expires_at: datetime | None = None  # a worker session ends at this instant
 
     def require(self, permission: Permission) -> None:
         if permission not in self.permissions:
@@ -96,4 +97,16 @@ def authenticate(record: TokenRecord | None, now: datetime) -> Principal:
         raise Unauthenticated("the token is unknown, expired or revoked")
     if record.expires_at is not None and record.expires_at <= now:
         raise Unauthenticated("the token is unknown, expired or revoked")
-    return Principal(record.token_id, record.namespace_id, record.permissions, record.queue_ids)
+    return Principal(record.token_id, record.namespace_id, record.permissions, record.queue_ids,
+                     record.expires_at)  # fmt: skip
+
+
+def session_valid(
+    found: bool, revoked_at: datetime | None, expires_at: datetime | None, now: datetime
+) -> bool:
+    """Whether a worker session on a token may go on: the token still exists, is not revoked
+    and has not expired at `now` (the same rule as `authenticate`, re-applied while a
+    connection stays open)."""
+    if not found or revoked_at is not None:
+        return False
+    return expires_at is None or now < expires_at

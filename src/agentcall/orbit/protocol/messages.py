@@ -78,6 +78,8 @@ class ResultOutcome(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
+_OUTCOMES = frozenset(o.value for o in ResultOutcome)
+
 @dataclass(frozen=True, slots=True)
 class Result:
     msg_id: str
@@ -99,6 +101,8 @@ class ReleaseReason(enum.StrEnum):
     SHUTDOWN = "shutdown"
     UNSUPPORTED = "unsupported"
 
+
+_REASONS = frozenset(r.value for r in ReleaseReason)
 
 @dataclass(frozen=True, slots=True)
 class Release:
@@ -252,10 +256,8 @@ def _heartbeat(value: JsonValue) -> Heartbeat:
 
 def _result(value: JsonValue) -> Result:
     fields = ObjectReader(value, _ATTEMPT_FIELDS | {"outcome", "result", "error", "evidence"})
-    raw_outcome = fields.raw("outcome", required=True)
-    if raw_outcome not in {o.value for o in ResultOutcome}:
-        raise InvalidArgument("must be succeeded, failed, needs_review or cancelled", "outcome")
-    outcome = ResultOutcome(str(raw_outcome))
+    outcome = ResultOutcome(fields.choice("outcome", _OUTCOMES,
+                                          "must be succeeded, failed, needs_review or cancelled"))
     succeeded = outcome is ResultOutcome.SUCCEEDED
     erred = outcome in (ResultOutcome.FAILED, ResultOutcome.NEEDS_REVIEW)
     _only_if(fields, "result", succeeded)
@@ -288,10 +290,8 @@ def _evidence(value: JsonValue) -> Evidence:
 
 def _release(value: JsonValue) -> Release:
     fields = ObjectReader(value, _ATTEMPT_FIELDS | {"reason"})
-    reason = fields.raw("reason", required=True)
-    if reason not in {r.value for r in ReleaseReason}:
-        raise InvalidArgument("must be shutdown or unsupported", "reason")
-    return Release(_msg_id(fields), _ref(fields), ReleaseReason(str(reason)))
+    reason = fields.choice("reason", _REASONS, "must be shutdown or unsupported")
+    return Release(_msg_id(fields), _ref(fields), ReleaseReason(reason))
 
 
 def _flow(value: JsonValue) -> Flow:

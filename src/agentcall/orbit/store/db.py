@@ -7,6 +7,14 @@ Dialect differences live here only:
 - MySQL/MariaDB: READ COMMITTED, utf8mb4, `UTC_TIMESTAMP(6)` as the clock.
 Transient failures (deadlock, lock wait timeout, "database is locked") are retried a few times
 as a whole transaction by `Database.retrying`; anything else surfaces as `Unavailable`.
+
+A lost connection (the server restarted, was killed, or dropped the session) is never used
+again, and neither is any connection opened before it: `Database.retrying` notes the time of
+every failure that looks like a lost connection (`lost_at`), and every pool checks it when a
+connection is taken (the SQLAlchemy pools through a checkout hook, the driver connections of
+`orbit.store.driver_pool` and the kept lane connections of `KeptWriter` by their opening
+time). So once the database is back, the first transaction gets a fresh connection instead
+of each pooled dead one failing a request in turn.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from asyncmy import errors as asyncmy_errors
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -28,11 +37,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from agentcall.orbit.domain.errors import SetupError, Unavailable
 from agentcall.orbit.store.connector import HotConnection, fetch
 from agentcall.orbit.store.driver_pool import DriverPool
+from agentcall.orbit.store.sql import ConcurrentChange
 
 T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
 _MYSQL_DUPLICATE, _MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT = 1062, 1213, 1205
 KEEP_S = 600.0  # a kept connection is renewed after this (below the pool's recycle, 1 h)
+# client errors of MySQL/MariaDB drivers that mean the session is gone: server gone away, lost
+# connection during a query, commands out of sync, connection killed, server shutdown in
+# progress, and asyncmy's own "Not connected" (0) on a connection it already closed
+_MYSQL_LOST = frozenset({0, 1053, 1927, 2006, 2013, 2014, 2045, 2055, 4031})
 
 
 class Dialect(enum.StrEnum):
@@ -49,8 +63,12 @@ class Database:
         self._reader = reader
         self._write_lock = asyncio.Lock() if dialect is Dialect.SQLITE else None
         self._drivers: DriverPool | None = None
+        self.lost_at = 0.0  # monotonic time of the last lost connection (see the module doc)
         if dialect is Dialect.MYSQL:
             self._drivers = DriverPool(engine.url, engine.dialect)
+            for pooled in (engine, reader):
+                if pooled is not None:
+                    _discard_older_than_loss(pooled, self)
 
     @classmethod
     def open(cls, url: str, *, pool_size: int = 20) -> Database:
@@ -164,12 +182,20 @@ class Database:
         for attempt in range(attempts):
             try:
                 return await operation()
-            except (sa.exc.DBAPIError, OSError) as exc:
+            except (sa.exc.DBAPIError, OSError, asyncmy_errors.Error) as exc:
+                self.note_failure(exc)
                 if self.is_transient(exc) and attempt + 1 < attempts:
                     await asyncio.sleep(0.005 * (attempt + 1))
                     continue
                 raise Unavailable("the database is unavailable; retry with the same key") from exc
         raise AssertionError("unreachable")
+
+    def note_failure(self, exc: BaseException) -> None:
+        """After a lost connection no connection opened before now is used again."""
+        if self.dialect is Dialect.MYSQL and is_lost_connection(exc):
+            self.lost_at = time.monotonic()
+            if self._drivers is not None:
+                self._drivers.lost_at = self.lost_at
 
 
 class KeptWriter:
@@ -201,7 +227,7 @@ class KeptWriter:
     async def _take(self) -> tuple[AsyncConnection, float]:
         while self._idle:
             conn, since = self._idle.pop()
-            if time.monotonic() - since <= KEEP_S:
+            if time.monotonic() - since <= KEEP_S and since > self.db.lost_at:
                 return conn, since
             await _close(conn)
         return await self.db.engine.connect(), time.monotonic()
@@ -209,6 +235,43 @@ class KeptWriter:
     async def close(self) -> None:
         while self._idle:
             await _close(self._idle.pop()[0])
+
+
+def is_lost_connection(exc: BaseException) -> bool:
+    """The error says that the connection to MySQL/MariaDB is gone (not a refused statement)."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig if exc.orig is not None else exc
+    if isinstance(exc, OSError):
+        return True
+    if isinstance(exc, (asyncmy_errors.OperationalError, asyncmy_errors.InterfaceError)):
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        return code in _MYSQL_LOST
+    return False
+
+
+def is_database_failure(exc: BaseException) -> bool:
+    """A failure of the database or of the way to it (a driver error, a refused, lost or
+    timed-out connection, a conflicting concurrent transaction): the request may succeed
+    later. Anything else reaching the edge of the server is a defect of the server."""
+    failures = (sa.exc.DBAPIError, sa.exc.TimeoutError, sa.exc.DisconnectionError, OSError,
+                asyncmy_errors.Error, ConcurrentChange)  # fmt: skip
+    return isinstance(exc, failures)
+
+
+def _discard_older_than_loss(engine: AsyncEngine, db: Database) -> None:
+    """Connections of this pool opened before the last lost connection are replaced when
+    taken (SQLAlchemy reconnects the pool entry and goes on with the new connection)."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _opened(_dbapi_connection: Any, record: Any) -> None:
+        record.info["orbit_opened"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if record.info.get("orbit_opened", 0.0) <= db.lost_at:
+            raise sa.exc.DisconnectionError("opened before a lost connection")
 
 
 async def _close(conn: AsyncConnection) -> None:

@@ -43,6 +43,7 @@ class DriverPool:
         self.url = url
         self.dialect = dialect
         self.keep = keep
+        self.lost_at = 0.0  # connections opened before this (monotonic) are not used again
         self._idle: list[tuple[Any, float]] = []  # (connection, opened at, monotonic)
 
     async def _connect(self) -> Any:
@@ -80,10 +81,11 @@ class DriverPool:
 
     async def _checkout(self) -> tuple[Any, float]:
         """An idle connection younger than RECYCLE_S (as the SQLAlchemy pool's pool_recycle:
-        the server drops idle sessions after wait_timeout), else a new one."""
+        the server drops idle sessions after wait_timeout) and opened after the last lost
+        connection (`Database.note_failure`), else a new one."""
         while self._idle:
             connection, opened = self._idle.pop()
-            if time.monotonic() - opened < RECYCLE_S:
+            if time.monotonic() - opened < RECYCLE_S and opened > self.lost_at:
                 return connection, opened
             await _discard(connection)
         return await self._connect(), time.monotonic()

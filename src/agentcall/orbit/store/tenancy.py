@@ -90,3 +90,16 @@ async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord |
         expires_at=expires_at,
         revoked_at=revoked_at,
     )
+
+
+async def token_states(
+    conn: AsyncConnection, token_ids: Iterable[str]
+) -> dict[str, tuple[datetime | None, datetime | None]]:
+    """(revoked_at, expires_at) of each of these tokens that exists, in one statement."""
+    ids = sorted(set(token_ids))
+    if not ids:
+        return {}
+    query = sa.select(tokens.c.id, tokens.c.revoked_at, tokens.c.expires_at).where(
+        tokens.c.id.in_(ids)
+    )
+    return {row.id: (row.revoked_at, row.expires_at) for row in await conn.execute(query)}
