@@ -12,14 +12,29 @@ and protocol changes send or drop what is held first, as the transport itself wo
 
 `CoalescingHttpToolsProtocol` is uvicorn's httptools protocol on such a transport; a
 WebSocket upgrade hands the plain transport to the WebSocket protocol (nothing is held then).
+
+It also bounds what a slow or hostile client can hold (uvicorn's httptools protocol has no
+such limits; its only timer is the keep-alive one, between requests):
+
+- a request's line and headers must arrive within `HEADER_TIMEOUT_S` of its first byte (or
+  of the connection, for a client that connects and sends nothing): else 408 and close;
+- they must fit in `MAX_HEADER_BYTES`: else 431 and close, without reading further;
+- its body must arrive within `BODY_TIMEOUT_S` of the end of the headers: else the
+  connection is closed (the handler sees the client gone: answered 499, not an error).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, cast
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+log = logging.getLogger("orbit.api")
+HEADER_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 30.0
+MAX_HEADER_BYTES = 32_768  # request line and headers (a worker's upgrade needs under 1 KiB)
 
 
 class CoalescingTransport(asyncio.Transport):
@@ -100,13 +115,76 @@ class CoalescingTransport(asyncio.Transport):
 
 
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+    header_timeout_s = HEADER_TIMEOUT_S
+    body_timeout_s = BODY_TIMEOUT_S
+    max_header_bytes = MAX_HEADER_BYTES
+    _in_head = True  # reading a request line and headers (or waiting for the next request)
+    _head_bytes = 0
+    _deadline: asyncio.TimerHandle | None = None
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are Transports in all but registration
         inner = cast(asyncio.Transport, transport)
         super().connection_made(CoalescingTransport(inner, self.loop))
+        self._arm(self.header_timeout_s, self._headers_too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            self._head_bytes += len(data)
+            if self._head_bytes > self.max_header_bytes:
+                self._refuse(431, "the request line and headers exceed 32 KiB")
+                return
+            if self._deadline is None:  # the first byte of a request after a keep-alive wait
+                self._arm(self.header_timeout_s, self._headers_too_slow)
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._arm(self.body_timeout_s, self._body_too_slow)
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        self._in_head, self._head_bytes = True, 0
+        super().on_message_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
     def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # the WebSocket protocol has its own pings and limits from here on
         if isinstance(self.transport, CoalescingTransport):
             self.transport.flush()
             self.transport = self.transport.inner
         super().handle_websocket_upgrade()
+
+    def _arm(self, seconds: float, action: Any) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(seconds, action)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._deadline = None
+        if self.cycle is None or self.cycle.response_complete:  # not inside a request
+            self._refuse(408, "the request line and headers did not arrive in time")
+
+    def _body_too_slow(self) -> None:
+        self._deadline = None
+        log.info("request body not received in time; closing the connection",
+                 extra={"client": self.client and self.client[0]})  # fmt: skip
+        self.transport.close()
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer `status` with a plain-text reason and close, reading nothing further."""
+        self._disarm()
+        body = message.encode("ascii")
+        head = (b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
+                + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n")  # fmt: skip
+        if not self.transport.is_closing():
+            self.transport.write(STATUS_LINE[status] + head + body)
+            self.transport.close()

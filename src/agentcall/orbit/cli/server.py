@@ -61,6 +61,7 @@ def serve(
         host=host, port=port, log_config=None, access_log=False, server_header=False,
         lifespan="on", timeout_graceful_shutdown=10,
         http=CoalescingHttpToolsProtocol,  # one write per response (orbit.api.transport)
+        ws_max_size=1_048_576,  # a worker frame is at most 1 MiB (worker-protocol.md §2)
     )  # fmt: skip
     if workers == 1:
         app = create_app(Database.open(database, pool_size=pool_size), settings)
