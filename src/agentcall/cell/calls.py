@@ -7,6 +7,7 @@ ringing → ended allowed; ended is final. Any other move raises
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,8 @@ class Ending:
     cause: EndCause
     ring_ms: int
     talk_ms: int
+    # the SIP call's media and voice figures (agentcall.cell.media.quality); None in sim mode
+    quality: Mapping[str, Any] | None = None
 
     @property
     def duration_ms(self) -> int:
@@ -108,6 +111,7 @@ class CallRecord:
             "transcript": [t.to_json() for t in self.transcript],
             "recording_expected": self.recording_expected,
             "recording": self.recording.to_json() if self.recording else None,
+            "quality": dict(end.quality) if end and end.quality is not None else None,
         }
 
 

@@ -17,7 +17,7 @@ from agentcall.cell import calls
 from agentcall.cell.calls import CallRecord, Ending, RecordingRef
 from agentcall.cell.driver import CallDriver
 from agentcall.cell.events import EventType, iso
-from agentcall.cell.metrics import count_handled
+from agentcall.cell.metrics import CellMetrics, count_handled
 from agentcall.cell.model import CallState, EndCause, Outcome, ReasonCode, Turn
 from agentcall.cell.plan import CallPlan
 from agentcall.cell.recording.store import RecordingStore
@@ -30,6 +30,7 @@ class CallHost(Protocol):
     """What a live call needs from the cell service."""
 
     recordings: RecordingStore
+    metrics: CellMetrics
     now: Callable[[], datetime]
 
     def record(self, call_id: str) -> CallRecord: ...
@@ -56,6 +57,7 @@ def ended_data(record: CallRecord) -> dict[str, Any]:
         "opt_out": record.opt_out,
         "transcript_turns": len(record.transcript),
         "recording_expected": record.recording_expected,
+        "quality": dict(end.quality) if end.quality is not None else None,
     }
 
 
@@ -108,6 +110,7 @@ class LiveCall:
         expected = self._writer is not None
         record = calls.end(self.record, self._host.now(), ending, expected)
         self._host.save(record)
+        self._host.metrics.observe_quality(ending.quality)
         self._emit(EventType.ENDED, ended_data(record))
 
     def open_recording(self) -> WavWriter:

@@ -1,12 +1,23 @@
-"""Prometheus metrics of one cell process (own registry, served on /metrics)."""
+"""Prometheus metrics of one cell process (own registry, served on /metrics).
+
+Voice and call-quality figures are observed once per answered SIP call, when it
+ends, from the ``quality`` summary of its record (:meth:`CellMetrics.observe_quality`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+LOSS_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+JITTER_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5)
+COUNT_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 500)
+LAG_BUCKETS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 
 HANDLED: dict[str, int] = {}
 """Failures caught, logged and survived, by place (``cell_handled_errors_total{where}``)."""
@@ -46,6 +57,57 @@ class CellMetrics:
             "cell_event_subscribers", "Connected event stream subscribers", registry=r
         )
         r.register(_Handled())
+        self.reply_latency = Histogram(
+            "cell_reply_latency_seconds",
+            "End of the callee's speech to the first packet of the agent's reply on the wire",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.rtp_loss = Histogram(
+            "cell_call_rtp_loss_ratio", "RTP packets lost / expected, per call",
+            buckets=LOSS_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.rtp_jitter = Histogram(
+            "cell_call_rtp_jitter_seconds", "RFC 3550 interarrival jitter at the call's end",
+            buckets=JITTER_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.rtp_late = Histogram(
+            "cell_call_rtp_late_packets", "RTP packets that arrived after their playout slot, "
+            "per call", buckets=COUNT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.clock_stalls = Histogram(
+            "cell_call_media_clock_stalls", "Times the media clock fell over 60 ms behind, "
+            "per call", buckets=COUNT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.clock_lag = Histogram(
+            "cell_call_media_clock_max_lag_seconds", "Worst media-clock lag of a call",
+            buckets=LAG_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.machines = Counter(
+            "cell_amd_verdicts_total", "Answering-machine detection verdicts", ["verdict"],
+            registry=r,
+        )  # fmt: skip
+        self.dtmf = Counter("cell_dtmf_keys_total", "Keypad presses heard", registry=r)
+
+    def observe_quality(self, quality: Mapping[str, Any] | None) -> None:
+        """Observe one ended call's quality summary (see agentcall.cell.media.quality)."""
+        if not quality:
+            return
+        for ms in quality.get("reply_latency_ms") or ():
+            self.reply_latency.observe(ms / 1000)
+        rtp, clock = quality.get("rtp"), quality.get("clock")
+        if rtp:
+            self.rtp_loss.observe(rtp["loss_ratio"])
+            self.rtp_jitter.observe(rtp["jitter_ms"] / 1000)
+            self.rtp_late.observe(rtp["late_packets"])
+        if clock:
+            self.clock_stalls.observe(clock["stalls"])
+            self.clock_lag.observe(clock["max_lag_ms"] / 1000)
+        amd = quality.get("answering_machine")
+        if amd:
+            self.machines.labels(amd["verdict"]).inc()
+        if quality.get("dtmf"):
+            self.dtmf.inc(len(quality["dtmf"]))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -47,6 +47,7 @@ class ReasonCode(StrEnum):
     MAX_TURNS = "max_turns"
     SILENCE_TIMEOUT = "silence_timeout"
     OPT_OUT = "opt_out"
+    ANSWERING_MACHINE = "answering_machine"
     HANGUP_REQUESTED = "hangup_requested"
     CELL_SHUTDOWN = "cell_shutdown"
     CELL_ERROR = "cell_error"

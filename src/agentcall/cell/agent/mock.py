@@ -3,7 +3,8 @@
 - ASR returns the utterance's reference text (the simulated ground truth), else the
   next text of its script (tests of live audio). Streaming, its interim hypotheses
   are the first words of that text: one more word per ``MOCK_MS_PER_WORD`` of audio.
-- LLM answers the last user message with a canned reply that echoes it.
+- LLM answers the last user message with a canned reply that echoes it (streamed: one
+  word per delta).
 - TTS renders a tone whose pitch depends on the voice and whose length depends on
   the text and speed.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from agentcall.cell.agent.config import ASRConfig, LLMConfig, TTSConfig
 from agentcall.cell.agent.providers import (
@@ -83,6 +84,13 @@ def mock_reply(messages: Sequence[ChatMessage]) -> str:
 class MockLLM:
     async def reply(self, messages: Sequence[ChatMessage], config: LLMConfig) -> str:
         return mock_reply(messages)
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], config: LLMConfig
+    ) -> AsyncIterator[str]:
+        """The same reply, one word (with its leading space) per delta."""
+        for i, word in enumerate(mock_reply(messages).split(" ")):
+            yield word if i == 0 else " " + word
 
 
 def speech_ms(text: str, speed: float | None) -> int:

@@ -7,7 +7,7 @@ a provider the registry lacks is refused before anything is dialled. Real provid
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -74,6 +74,15 @@ class StreamingASRProvider(Protocol):
 
 class LLMProvider(Protocol):
     async def reply(self, messages: Sequence[ChatMessage], config: LLMConfig) -> str: ...
+
+
+@runtime_checkable
+class StreamingLLMProvider(Protocol):
+    """An LLM provider that can also stream its reply: text deltas as they are made."""
+
+    async def reply(self, messages: Sequence[ChatMessage], config: LLMConfig) -> str: ...
+
+    def stream(self, messages: Sequence[ChatMessage], config: LLMConfig) -> AsyncIterator[str]: ...
 
 
 class TTSProvider(Protocol):

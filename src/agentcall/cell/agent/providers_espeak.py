@@ -66,5 +66,9 @@ class EspeakTTS:
             proc.kill()
             await proc.wait()
             raise ProviderTimeoutError(f"espeak-ng took longer than {timeout:.1f} s") from None
+        except asyncio.CancelledError:  # barge-in: the sentence is not wanted any more
+            if proc.returncode is None:
+                proc.kill()
+            raise
         if proc.returncode != 0:
             raise ProviderError(f"espeak-ng failed ({proc.returncode}): {err.decode()[:200]}")

@@ -3,11 +3,18 @@
 Base URL and API key come from configuration (never from the task config); the
 task's model, temperature, max_tokens and timeout_ms are sent as given (absent
 ones are omitted, never invented). The key is never logged.
+
+One HTTP client per provider, kept for the life of the process (connections are
+reused from turn to turn: no TCP/TLS set-up per reply). :meth:`OpenAIChatLLM.stream`
+asks for ``"stream": true`` and yields the text deltas of the server-sent events
+(``data: {...}`` lines, ``data: [DONE]`` at the end) as they arrive; cancelling the
+iteration closes the response, so a barge-in stops the generation at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,21 +73,86 @@ def reply_text(payload: object) -> str:
     return content.strip()
 
 
+DONE = "[DONE]"
+
+
+def sse_delta(line: str) -> str | None:
+    """The text delta of one server-sent-event line (pure): ``""`` for a line without
+    text (comments, role-only chunks, blank lines), ``None`` at ``data: [DONE]``;
+    raises ProviderError on a data line that is not a chat-completion chunk."""
+    if not line.startswith("data:"):
+        return ""
+    data = line[5:].strip()
+    if data == DONE:
+        return None
+    try:
+        choices = json.loads(data)["choices"]
+    except (ValueError, KeyError, TypeError):
+        raise ProviderError("LLM stream sent a data line that is not a chunk") from None
+    if not choices:
+        return ""
+    try:
+        content = choices[0].get("delta", {}).get("content")
+    except AttributeError:
+        raise ProviderError("LLM stream chunk lacks choices[0].delta") from None
+    return content if isinstance(content, str) else ""
+
+
 class OpenAIChatLLM:
     def __init__(self, settings: OpenAISettings, transport: httpx.AsyncBaseTransport | None = None):
         self.settings = settings
         self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self.clients_made = 0
 
-    async def reply(self, messages: Sequence[ChatMessage], config: LLMConfig) -> str:
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None or self._client.is_closed:
+            limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+            self._client = httpx.AsyncClient(transport=self._transport, limits=limits)
+            self.clients_made += 1
+        return self._client
+
+    def _request(
+        self, messages: Sequence[ChatMessage], config: LLMConfig, stream: bool
+    ) -> tuple[str, dict[str, Any], dict[str, str], float]:
         body = chat_request(messages, config, self.settings.default_model)
+        if stream:
+            body["stream"] = True
         headers = {"Content-Type": "application/json"}
         if self.settings.api_key:
             headers["Authorization"] = f"Bearer {self.settings.api_key}"
         timeout = (config.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
         url = self.settings.base_url.rstrip("/") + "/chat/completions"
+        return url, body, headers, timeout
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], config: LLMConfig
+    ) -> AsyncIterator[str]:
+        url, body, headers, timeout = self._request(messages, config, stream=True)
         try:
-            async with httpx.AsyncClient(timeout=timeout, transport=self._transport) as client:
-                response = await client.post(url, json=body, headers=headers)
+            request = self._http().stream("POST", url, json=body, headers=headers, timeout=timeout)
+            async with request as response:
+                if response.status_code != 200:
+                    raise ProviderError(f"LLM answered HTTP {response.status_code}")
+                async for line in response.aiter_lines():
+                    delta = sse_delta(line)
+                    if delta is None:
+                        return
+                    if delta:
+                        yield delta
+        except httpx.TimeoutException:
+            raise ProviderTimeoutError(f"LLM did not answer within {timeout:.1f} s") from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"LLM request failed: {type(exc).__name__}") from exc
+
+    async def reply(self, messages: Sequence[ChatMessage], config: LLMConfig) -> str:
+        url, body, headers, timeout = self._request(messages, config, stream=False)
+        try:
+            response = await self._http().post(url, json=body, headers=headers, timeout=timeout)
         except httpx.TimeoutException:
             raise ProviderTimeoutError(f"LLM did not answer within {timeout:.1f} s") from None
         except httpx.HTTPError as exc:

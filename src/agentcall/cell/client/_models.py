@@ -172,6 +172,8 @@ class CallInfo:
     recording_expected: bool
     recording: RecordingInfo | None
     tags: Mapping[str, str]
+    # the cell's media/voice figures of an answered SIP call (docs/cell-sip.md), as is
+    quality: Mapping[str, Any] | None = None
 
     @property
     def ended(self) -> bool:
@@ -207,6 +209,7 @@ class CallInfo:
             recording_expected=bool(obj.get("recording_expected", False)),
             recording=RecordingInfo.from_json(recording) if recording else None,
             tags=dict(obj.get("tags") or {}),
+            quality=obj["quality"] if isinstance(obj.get("quality"), dict) else None,
         )
 
 
@@ -281,6 +284,7 @@ class UploadResult:
     expires_at: datetime | None
     size_bytes: int
     sha256: str
+    renewal_requested: bool = False  # expired before the PUT began: the cell asks for a new grant
 
     @staticmethod
     def from_json(obj: Mapping[str, Any]) -> UploadResult:
@@ -295,6 +299,7 @@ class UploadResult:
             expires_at=_time(obj.get("expires_at")),
             size_bytes=_need(obj, "size_bytes"),
             sha256=_need(obj, "sha256"),
+            renewal_requested=obj.get("renewal_requested") is True,
         )
 
 

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from agentcall.cell.errors import SipParseError
 from agentcall.cell.media import g711
+from agentcall.cell.media.dtmf import EventReader
 from agentcall.cell.media.jitter import JitterBuffer, ReceiveStats, on_packet
 from agentcall.cell.media.recording import CallRecorder
 from agentcall.cell.media.rtp import (
@@ -31,6 +32,7 @@ log = logging.getLogger("cell.media")
 
 TICK_S = FRAME_MS / 1000
 LATE_TICK_S = 0.010
+STALL_S = 0.060  # a tick this late means the clock stalled (3 frames behind)
 SILENCE_PCM = bytes(PCM_BYTES_PER_FRAME)
 SILENCE_ALAW = bytes([g711.SILENCE_BYTE]) * (PCM_BYTES_PER_FRAME // 2)
 Address = tuple[str, int]
@@ -56,6 +58,9 @@ class MediaReport:
     late_ticks: int
     ticks: int
     other_payloads: int
+    stalls: int = 0  # times the media clock fell more than STALL_S behind
+    max_lag_ms: float = 0.0  # how far behind it fell at worst
+    dtmf_events: int = 0
 
 
 class MediaClock:
@@ -83,11 +88,12 @@ class MediaClock:
             delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            late = loop.time() - due > LATE_TICK_S
+            lag = loop.time() - due
+            late = lag > LATE_TICK_S
             self.ticks += 1
             self.late_ticks += late
             for session in list(self.sessions):
-                session.tick(late)
+                session.tick(late, lag)
 
     async def stop(self) -> None:
         self.sessions.clear()
@@ -105,6 +111,7 @@ class MediaSession(asyncio.DatagramProtocol):
         *,
         recorder: CallRecorder | None = None,
         payload_type: int = 8,
+        telephone_event: int = 101,
         rtp_timeout_s: float = 10.0,
         on_timeout: Callable[[], None] | None = None,
     ) -> None:
@@ -114,6 +121,12 @@ class MediaSession(asyncio.DatagramProtocol):
         self.payload_type = payload_type
         self.rtp_timeout_s = rtp_timeout_s
         self.on_timeout = on_timeout
+        self.telephone_events = frozenset({telephone_event})
+        self.dtmf = EventReader()
+        self.dtmf_events = 0
+        self.stalls = 0
+        self.max_lag_s = 0.0
+        self._stalled = False
         self.jitter = JitterBuffer()
         self.stats = ReceiveStats()
         self.send_state = SendState(
@@ -150,17 +163,38 @@ class MediaSession(asyncio.DatagramProtocol):
         except SipParseError:
             self.other_payloads += 1
             return
+        if packet.payload_type in self.telephone_events:
+            self._on_event(packet.ssrc, packet.timestamp, packet.payload)
+            return
         if packet.payload_type != self.payload_type:
-            self.other_payloads += 1  # telephone-event, comfort noise: not audio
+            self.other_payloads += 1  # comfort noise, another codec: not audio
             return
         now = asyncio.get_running_loop().time()
         self._last_rx = now
         self.stats = on_packet(self.stats, packet.sequence, packet.timestamp, now)
         self.jitter.push(packet.sequence, packet.payload)
 
-    def tick(self, late: bool) -> None:
+    def accept_telephone_events(self, payload_type: int | None) -> None:
+        """Also read telephone-events on the payload type the peer's answer names."""
+        if payload_type is not None:
+            self.telephone_events = self.telephone_events | {payload_type}
+
+    def _on_event(self, ssrc: int, timestamp: int, payload: bytes) -> None:
+        self.dtmf, key = self.dtmf.step(ssrc, timestamp, payload)
+        if key is None:
+            return
+        self.dtmf_events += 1
+        on_dtmf = getattr(self.audio, "on_dtmf", None)
+        if on_dtmf is not None:
+            on_dtmf(key)
+
+    def tick(self, late: bool, lag_s: float = 0.0) -> None:
         self.ticks += 1
         self.late_ticks += late
+        self.max_lag_s = max(self.max_lag_s, lag_s)
+        stalled = lag_s > STALL_S
+        self.stalls += stalled and not self._stalled
+        self._stalled = stalled
         spoken = self.audio.next_outbound()
         payload = g711.encode(spoken) if spoken else SILENCE_ALAW
         packet, self.send_state = self.send_state.next(payload)
@@ -200,4 +234,7 @@ class MediaSession(asyncio.DatagramProtocol):
             late_ticks=self.late_ticks,
             ticks=self.ticks,
             other_payloads=self.other_payloads,
+            stalls=self.stalls,
+            max_lag_ms=round(self.max_lag_s * 1000, 1),
+            dtmf_events=self.dtmf_events,
         )

@@ -1,7 +1,8 @@
 """Turn-taking decisions of the voice agent on a live call (pure, times in ms).
 
-Energy-based voice activity, end of an utterance, barge-in, silence timeout,
-max turns and sentence splitting; :mod:`agentcall.cell.media.voice` applies them.
+Energy-based voice activity (the fallback of :mod:`agentcall.cell.audio.vad`), end of an
+utterance, barge-in, silence timeout, max turns and sentence splitting;
+:mod:`agentcall.cell.media.voice` applies them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 SPEECH_RMS = 500.0  # 16-bit RMS above which a 20 ms frame counts as speech
 END_OF_UTTERANCE_MS = 600  # this much silence after speech ends the utterance
 MIN_UTTERANCE_MS = 200  # shorter bursts are noise, not a turn
+BARGE_IN_MS = 40  # this much of the callee's speech stops the agent (allow_interrupt)
 
 
 def frame_rms(pcm: bytes) -> float:
@@ -43,8 +45,15 @@ class Heard:
     speech_started: bool = False  # the callee just started talking (barge-in point)
 
 
-def listen(state: Listening, voiced: bool, now_ms: int, frame_ms: int = 20) -> Heard:
-    """Advance the voice-activity state by one frame."""
+def listen(
+    state: Listening,
+    voiced: bool,
+    now_ms: int,
+    frame_ms: int = 20,
+    end_ms: int = END_OF_UTTERANCE_MS,
+) -> Heard:
+    """Advance the voice-activity state by one frame; ``end_ms`` of silence after speech
+    ends the utterance."""
     if voiced:
         started = state.started_at_ms is None
         begin = now_ms if started else state.started_at_ms
@@ -53,11 +62,25 @@ def listen(state: Listening, voiced: bool, now_ms: int, frame_ms: int = 20) -> H
     if not state.in_utterance:
         return Heard(state)
     silence = state.silence_ms + frame_ms
-    if silence < END_OF_UTTERANCE_MS:
+    if silence < end_ms:
         return Heard(replace(state, silence_ms=silence))
     if state.speech_ms < MIN_UTTERANCE_MS:
         return Heard(Listening())  # a click or a cough
     return Heard(Listening(), utterance_done=True)
+
+
+def onset(before: Listening, after: Listening, min_ms: int = BARGE_IN_MS) -> bool:
+    """The callee has now spoken ``min_ms`` in this utterance (one frame of noise is not
+    a reason to stop the agent)."""
+    return after.in_utterance and before.speech_ms < min_ms <= after.speech_ms
+
+
+def end_of_utterance_ms(setting_ms: int, silence_timeout_ms: int | None) -> int:
+    """Silence that ends an utterance: the cell's setting, never longer than the task's
+    ``silence_timeout_ms``."""
+    if silence_timeout_ms is None:
+        return setting_ms
+    return max(20, min(setting_ms, silence_timeout_ms))
 
 
 def should_barge_in(allow_interrupt: bool | None, agent_speaking: bool, started: bool) -> bool:

@@ -1,24 +1,28 @@
 """The voice agent on a live call: hears 20 ms frames, speaks synthesised sentences.
 
-It is the :class:`~agentcall.cell.media.session.CallAudio` of a SIP call. Utterances found
-by :func:`agentcall.cell.media.turns.listen` go to the ASR provider; in ``full_ai`` mode the
-transcript goes to the LLM and the reply, split into sentences of at most
-``sentence_max_chars``, to the TTS. ``conversation.*`` limits are honoured:
-opening line, barge-in (``allow_interrupt``), ``silence_timeout_ms``,
+It is the :class:`~agentcall.cell.media.session.CallAudio` of a SIP call. Each frame is
+read by :class:`~agentcall.cell.media.hearing.Hearing` (VAD, in-band DTMF, beep, AMD);
+utterances found by :func:`agentcall.cell.media.turns.listen` go to the ASR; in
+``full_ai`` the transcript goes to the LLM, whose reply is streamed into sentence-by-
+sentence synthesis (:mod:`agentcall.cell.media.speaker`). ``conversation.*`` is
+honoured: opening line, barge-in (``allow_interrupt``: the queue is emptied and the
+reply being written is cancelled, LLM stream and TTS included), ``silence_timeout_ms``,
 ``max_turns``, ``max_pending_audio_chunks``; ``asr_only`` only listens.
 
-When ``asr.interim`` is true and the provider streams, each utterance is recognised
-as it arrives (:class:`~agentcall.cell.agent.streaming.UtteranceStream`): interim hypotheses
-go to ``AgentSink.interim`` and, with ``allow_interrupt``, stop the agent's speech;
-only the final result becomes a transcript turn. Otherwise the whole utterance is
-transcribed once it ended.
+Key presses (RFC 4733 through :meth:`VoiceAgent.on_dtmf`, in-band tones through the
+hearing) become transcript entries ``DTMF <key>``; the cell's opt-out digits end the
+call like an opt-out phrase. With answering-machine detection on, the opening line
+waits for the verdict: a person hears it; a machine is hung up on, or gets the
+opening line after its beep (reason ``answering_machine``). With ``asr.interim`` and
+a streaming ASR, interim hypotheses go to ``AgentSink.interim`` (and barge in); only
+the final result becomes a transcript turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,20 +34,30 @@ from agentcall.cell.agent.providers import (
     ProviderRegistry,
     Recognizer,
     StreamingASRProvider,
+    StreamingLLMProvider,
     Utterance,
 )
 from agentcall.cell.agent.streaming import UtteranceStream
-from agentcall.cell.audio.resample import resample
+from agentcall.cell.audio.amd import Verdict
+from agentcall.cell.audio.vad import EnergyVAD, VoiceDetector
 from agentcall.cell.errors import CellError
 from agentcall.cell.media import turns
+from agentcall.cell.media.hearing import AmdAction, Hearing, VoiceOptions
 from agentcall.cell.media.rtp import FRAME_MS, PCM_BYTES_PER_FRAME
+from agentcall.cell.media.speaker import ReplyTiming, Speaker, frames_of
 from agentcall.cell.model import Role, Turn
+
+__all__ = ["AgentSink", "VoiceAgent", "frames_of"]
 
 log = logging.getLogger("cell.voice")
 LINE_HZ = 8000
 GOODBYE = "Understood. We will not call you again. Goodbye."
 DRAIN_LIMIT_MS = 10_000
 ASR_TIMEOUT_MS = 10_000  # final result after the end of an utterance (asr.timeout_ms wins)
+RTP_KEY_HOLD_MS = 1000  # in-band tones this soon after an RFC 4733 event are the same press
+LEAVE_AFTER_SILENCE_MS = 1500  # a machine without a beep: speak after this much silence
+MACHINE_WAIT_MS = 30_000  # never wait longer than this for a machine's beep
+ANSWERING_MACHINE = "answering_machine"
 
 
 @dataclass
@@ -52,15 +66,9 @@ class AgentSink:
 
     transcript: Callable[[Turn], None]
     opt_out: Callable[[str | None, int], None]
-    finish: Callable[[str], None]  # reason code: opt_out, max_turns, silence_timeout
+    finish: Callable[[str], None]  # reason: opt_out, max_turns, silence_timeout, answering_machine
     # interim hypothesis (text, utterance start ms); never part of the final transcript
     interim: Callable[[str, int], None] | None = None
-
-
-def frames_of(pcm: bytes) -> list[bytes]:
-    pad = -len(pcm) % PCM_BYTES_PER_FRAME
-    pcm += bytes(pad)
-    return [pcm[i : i + PCM_BYTES_PER_FRAME] for i in range(0, len(pcm), PCM_BYTES_PER_FRAME)]
 
 
 @dataclass
@@ -69,57 +77,143 @@ class VoiceAgent:
     providers: ProviderRegistry
     sink: AgentSink
     detector: OptOutDetector = field(default_factory=OptOutDetector)
+    options: VoiceOptions = field(default_factory=VoiceOptions)
+    vad: VoiceDetector = field(default_factory=EnergyVAD)
+    clock: Callable[[], float] = time.monotonic
     now_ms: int = 0
     user_turns: int = 0
     finished: str | None = None
-    dropped_chunks: int = 0
     interims: int = 0
-    _chunks: deque[deque[bytes]] = field(default_factory=deque)
+    digits: list[str] = field(default_factory=list)
+    answering_machine: bool = False
     _listening: turns.Listening = field(default_factory=turns.Listening)
     _utterance: bytearray = field(default_factory=bytearray)
     _history: list[ChatMessage] = field(default_factory=list)
     _last_activity_ms: int = 0
+    _last_voiced_ms: int = 0
+    _last_voiced_t: float = 0.0
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _turn_no: int = 0
     _closing: bool = False
     _stream: UtteranceStream | None = None
+    _reply_task: asyncio.Task[Any] | None = None
+    _opening_due: bool = False
+    _replies_from_ms: int = 0  # utterances that started earlier get no reply (AMD)
+    _waiting_for_beep_since: int | None = None
+    _rtp_key_ms: int = -RTP_KEY_HOLD_MS
+    _opted_out: bool = False
+
+    def __post_init__(self) -> None:
+        self.hearing = Hearing(self.vad, self.options)
+        self.speaker = Speaker(self.config, self.providers, self.clock)
+        silence = self.config.conversation.silence_timeout_ms
+        self._end_ms = turns.end_of_utterance_ms(self.options.end_of_utterance_ms, silence)
 
     # -- CallAudio --------------------------------------------------------------
     def next_outbound(self) -> bytes | None:
-        while self._chunks and not self._chunks[0]:
-            self._chunks.popleft()
-        if not self._chunks:
-            return None
-        self._last_activity_ms = self.now_ms
-        return self._chunks[0].popleft()
+        frame = self.speaker.next_frame()
+        if frame is not None:
+            self._last_activity_ms = self.now_ms
+        return frame
 
     def on_inbound(self, pcm: bytes | None) -> None:
         self.now_ms += FRAME_MS
-        voiced = pcm is not None and turns.frame_rms(pcm) > turns.SPEECH_RMS
-        was_in_utterance = self._listening.in_utterance
-        heard = turns.listen(self._listening, voiced, self.now_ms)
+        reading = self.hearing.hear(pcm, self.now_ms)
+        if reading.voiced:
+            self._last_activity_ms = self._last_voiced_ms = self.now_ms
+            self._last_voiced_t = self.clock()
+        before = self._listening
+        heard = turns.listen(before, reading.voiced, self.now_ms, end_ms=self._end_ms)
         self._listening = heard.state
         if heard.state.in_utterance or heard.utterance_done:
             self._hear_frame(pcm or bytes(PCM_BYTES_PER_FRAME), heard.speech_started)
-        elif was_in_utterance:
+        elif before.in_utterance:
             self._drop_utterance()  # a click or a cough
-        if voiced:
-            self._last_activity_ms = self.now_ms
-        if turns.should_barge_in(
-            self.config.conversation.allow_interrupt, self.speaking, heard.speech_started
-        ):
-            self._chunks.clear()  # barge-in: stop talking
+        allow = self.config.conversation.allow_interrupt
+        if turns.should_barge_in(allow, self.speaking, turns.onset(before, heard.state)):
+            self.interrupt()
         if heard.utterance_done:
             self._end_utterance()
+        if reading.key is not None and self.now_ms - self._rtp_key_ms > RTP_KEY_HOLD_MS:
+            self._digit(reading.key)
+        if reading.verdict is not None:
+            self._on_verdict(reading.verdict)
+        self._machine_tick(reading.beep_ended_at_ms)
         timeout = self.config.conversation.silence_timeout_ms
         if not self.speaking and turns.silence_expired(
             timeout, self._last_activity_ms, self.now_ms
         ):
             self._finish("silence_timeout")
 
+    def on_dtmf(self, key: str) -> None:
+        """An RFC 4733 key press (reported once per press by the media session)."""
+        self._rtp_key_ms = self.now_ms
+        self._digit(key)
+
     @property
     def speaking(self) -> bool:
-        return any(self._chunks)
+        return self.speaker.speaking
+
+    @property
+    def dropped_chunks(self) -> int:
+        return self.speaker.dropped_chunks
+
+    @property
+    def reply_timings(self) -> list[ReplyTiming]:
+        return self.speaker.timings
+
+    def interrupt(self) -> None:
+        """Barge-in: stop talking now, and stop writing and synthesising the reply."""
+        self.speaker.stop()
+        if self._reply_task is not None and not self._reply_task.done():
+            self._reply_task.cancel()
+
+    # -- keys and machines ---------------------------------------------------------
+    def _digit(self, key: str) -> None:
+        self.digits.append(key)
+        self._last_activity_ms = self.now_ms
+        self._turn(Role.USER, f"DTMF {key}", self.now_ms, self.now_ms)
+        if key in self.options.opt_out_digits and not self._opted_out and not self._closing:
+            self._opted_out = True
+            self.sink.opt_out(f"dtmf {key}", self.now_ms)
+            self.interrupt()
+            self._spawn(self._say_then_finish(GOODBYE, "opt_out"))
+
+    def _on_verdict(self, verdict: Verdict) -> None:
+        log.info("answering-machine detection: %s (%s)", verdict, self.hearing.amd.why)
+        if verdict is not Verdict.MACHINE:
+            self._replies_from_ms = self.now_ms
+            if self._opening_due:
+                self._opening_due = False
+                self._spawn(self._say(self.config.conversation.opening or ""))
+            return
+        self.answering_machine = True
+        self._opening_due = False
+        self.interrupt()
+        if self.options.amd is AmdAction.HANGUP:
+            self._finish(ANSWERING_MACHINE)
+        else:
+            self._waiting_for_beep_since = self.now_ms
+
+    def _machine_tick(self, beep_ended_at_ms: int | None) -> None:
+        since = self._waiting_for_beep_since
+        if since is None or self.finished is not None:
+            return
+        quiet = self.hearing.beep.hz is None and not self._listening.in_utterance
+        silent_ms = self.now_ms - max(self._last_voiced_ms, since)
+        if (
+            beep_ended_at_ms is not None
+            or (quiet and silent_ms >= LEAVE_AFTER_SILENCE_MS)
+            or self.now_ms - since >= MACHINE_WAIT_MS
+        ):
+            self._waiting_for_beep_since = None
+            opening = self.config.conversation.opening or None
+            self._spawn(self._say_then_finish(opening, ANSWERING_MACHINE))
+
+    def _may_reply(self, start_ms: int) -> bool:
+        if self.answering_machine or self._opening_due:
+            return False
+        return start_ms >= self._replies_from_ms or not self.hearing.detecting_machines
 
     # -- utterances ----------------------------------------------------------------
     def _streaming_asr(self) -> StreamingASRProvider | None:
@@ -145,11 +239,9 @@ class VoiceAgent:
         async def recognizer() -> Recognizer:
             return await asr.open_recognizer(config, LINE_HZ)
 
-        stream = UtteranceStream(
+        return UtteranceStream(
             recognizer, LINE_HZ, lambda text: self._on_interim(text, start_ms), start_ms=start_ms
         )
-        self._spawn(self._streamed_turn(stream))
-        return stream
 
     def _on_interim(self, text: str, start_ms: int) -> None:
         self.interims += 1
@@ -157,15 +249,17 @@ class VoiceAgent:
         if self.sink.interim is not None:
             self.sink.interim(text, start_ms)
         if turns.interim_barges_in(self.config.conversation.allow_interrupt, self.speaking, text):
-            self._chunks.clear()  # barge-in on recognised words
+            self.interrupt()  # barge-in on recognised words
 
     def _end_utterance(self) -> None:
+        timing = ReplyTiming(speech_end=self._last_voiced_t, utterance_end=self.clock())
         if self._stream is not None:
             self._stream.end(self.now_ms)
+            self._spawn(self._streamed_turn(self._stream, timing))
             self._stream = None
             return
         pcm, self._utterance = bytes(self._utterance), bytearray()
-        self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms))
+        self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms, timing))
 
     def _drop_utterance(self) -> None:
         if self._stream is not None:
@@ -177,7 +271,10 @@ class VoiceAgent:
     def start(self) -> None:
         opening = self.config.conversation.opening
         if self.config.mode is AgentMode.FULL_AI and opening:
-            self._spawn(self._say(opening))
+            if self.hearing.detecting_machines:
+                self._opening_due = True  # a person hears it once the verdict is in
+            else:
+                self._spawn(self._say(opening))
 
     async def aclose(self, grace_s: float = 2.0) -> None:
         """The call ended: transcribe what the callee was still saying, give running
@@ -188,17 +285,18 @@ class VoiceAgent:
         else:
             self._drop_utterance()
         self._listening = turns.Listening()
-        self._chunks.clear()
+        self.interrupt()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=grace_s)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _finish(self, reason: str) -> None:
         if self.finished is None:
@@ -211,7 +309,7 @@ class VoiceAgent:
         self.sink.transcript(Turn(f"turn-{n}", f"segment-{n}", role, text, start, end))
 
     # -- the conversation -------------------------------------------------------------
-    async def _user_turn(self, pcm: bytes, start: int, end: int) -> None:
+    async def _user_turn(self, pcm: bytes, start: int, end: int, timing: ReplyTiming) -> None:
         try:
             heard = await self.providers.get_asr(self.config.asr.provider_ref).transcribe(
                 Utterance(pcm=pcm, sample_rate_hz=LINE_HZ), self.config.asr
@@ -219,19 +317,21 @@ class VoiceAgent:
         except CellError as exc:
             log.warning("ASR failed: %s", exc.message)
             return
-        await self._heard(heard.text, start, end)
+        timing.transcribed = self.clock()
+        await self._heard(heard.text, start, end, timing)
 
-    async def _streamed_turn(self, stream: UtteranceStream) -> None:
+    async def _streamed_turn(self, stream: UtteranceStream, timing: ReplyTiming) -> None:
         timeout_s = (self.config.asr.timeout_ms or ASR_TIMEOUT_MS) / 1000
         try:
             text = await stream.result(timeout_s)
         except CellError as exc:
             log.warning("ASR failed: %s", exc.message)
             return
+        timing.transcribed = self.clock()
         if text is not None:
-            await self._heard(text, stream.start_ms, stream.end_ms)
+            await self._heard(text, stream.start_ms, stream.end_ms, timing)
 
-    async def _heard(self, text: str, start: int, end: int) -> None:
+    async def _heard(self, text: str, start: int, end: int, timing: ReplyTiming) -> None:
         """The callee's final words of one utterance: transcript, opt-out, reply."""
         text = text.strip()
         if not text:
@@ -240,53 +340,53 @@ class VoiceAgent:
         self.user_turns += 1
         self._history.append(ChatMessage("user", text))
         phrase = self.detector.detect(text)
-        if self._closing:
-            if phrase is not None:
-                self.sink.opt_out(phrase, end)
+        if self._opted_out:
             return
         if phrase is not None:
             self.sink.opt_out(phrase, end)
+        if self._closing:
+            return
+        if phrase is not None:
+            self._opted_out = True
+            self.speaker.owe(timing)
             await self._say_then_finish(GOODBYE, "opt_out")
         elif turns.turns_exhausted(self.config.conversation.max_turns, self.user_turns):
             await self._say_then_finish(None, "max_turns")
-        elif self.config.mode is AgentMode.FULL_AI:
-            await self._reply()
+        elif self.config.mode is AgentMode.FULL_AI and self._may_reply(start):
+            self._reply_task = asyncio.current_task()
+            self.speaker.owe(timing)
+            await self._reply(timing)
 
-    async def _reply(self) -> None:
+    async def _reply(self, timing: ReplyTiming) -> None:
         assert self.config.llm is not None
-        system = [ChatMessage("system", self.config.prompt_text or "")]
+        messages = [ChatMessage("system", self.config.prompt_text or ""), *self._history]
+        start, text = self.now_ms, None
+        spoken: list[str] = []
         try:
             llm = self.providers.get_llm(self.config.llm.provider_ref)
-            text = await llm.reply(system + self._history, self.config.llm)
+            if isinstance(llm, StreamingLLMProvider):
+                timing.streamed = True
+                text = await self.speaker.say_stream(llm.stream(messages, self.config.llm), spoken)
+            else:
+                text = await llm.reply(messages, self.config.llm)
+                timing.first_token = self.clock()
+                await self.speaker.say(text)
         except CellError as exc:
             log.warning("LLM failed: %s", exc.message)
-            return
-        self._history.append(ChatMessage("assistant", text))
-        await self._say(text)
+        finally:
+            self._reply_task = None
+            said = text.strip() if text is not None else " ".join(spoken)
+            if said:
+                self._history.append(ChatMessage("assistant", said))
+                end = start + self.speaker.queued_ms() if text is not None else self.now_ms
+                self._turn(Role.AGENT, said, start, max(end, start))
 
     async def _say(self, text: str) -> None:
-        if self.config.tts is None or self.config.mode is AgentMode.ASR_ONLY:
+        if not text or not self.speaker.can_speak:
             return
         start = self.now_ms
-        tts = self.providers.get_tts(self.config.tts.provider_ref)
-        limit = self.config.conversation.max_pending_audio_chunks
-        for sentence in turns.split_sentences(text, self.config.conversation.sentence_max_chars):
-            try:
-                speech = await tts.synthesize(sentence, self.config.tts)
-            except CellError as exc:
-                log.warning("TTS failed: %s", exc.message)
-                return
-            pcm = speech.pcm
-            if speech.sample_rate_hz != LINE_HZ:
-                pcm = resample(pcm, speech.sample_rate_hz, LINE_HZ)
-            if limit is not None and len(self._chunks) >= limit:
-                self.dropped_chunks += 1  # back-pressure: never queue unbounded audio
-                continue
-            self._chunks.append(deque(frames_of(pcm)))
-        self._turn(Role.AGENT, text, start, start + self._queued_ms())
-
-    def _queued_ms(self) -> int:
-        return sum(len(c) for c in self._chunks) * FRAME_MS
+        if await self.speaker.say(text):
+            self._turn(Role.AGENT, text, start, start + self.speaker.queued_ms())
 
     async def _say_then_finish(self, text: str | None, reason: str) -> None:
         if text:

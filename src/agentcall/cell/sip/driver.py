@@ -11,12 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.agent.providers import ProviderRegistry
+from agentcall.cell.audio.vad import make_vad
 from agentcall.cell.calls import Ending
 from agentcall.cell.driver import CallControl
 from agentcall.cell.errors import SipError
+from agentcall.cell.media.hearing import VoiceOptions
+from agentcall.cell.media.quality import call_quality
 from agentcall.cell.media.session import MediaClock
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
 from agentcall.cell.model import EndCause, Outcome, ReasonCode
@@ -76,6 +81,18 @@ class _Observer:
         self.agent.start()
 
 
+def quality_of(report: CallReport, agent: VoiceAgent) -> dict[str, Any] | None:
+    """The call record's ``quality`` summary of an answered call (None otherwise)."""
+    if not report.answered:
+        return None
+    amd = None
+    if agent.hearing.detecting_machines:
+        verdict = agent.hearing.amd
+        amd = {"verdict": verdict.verdict.value, "why": verdict.why, "action": agent.options.amd}
+    latencies = [t.reply_ms for t in agent.reply_timings if t.reply_ms is not None]
+    return call_quality(report.media, latencies, vad=agent.vad.name, amd=amd, dtmf=agent.digits)
+
+
 class SipDriver:
     mode = "sip"
 
@@ -88,7 +105,11 @@ class SipDriver:
         advertised_host: str | None = None,
         rtp_timeout_ms: int = 10_000,
         timers: SipTimers | None = None,
+        voice: VoiceOptions | None = None,
+        vad: str = "webrtc",
     ) -> None:
+        self.voice = voice or VoiceOptions()
+        self.vad = vad
         self.providers = providers
         self.credentials = credentials
         self.bind_host = bind_host
@@ -131,7 +152,9 @@ class SipDriver:
         sink = AgentSink(
             transcript=call.transcript, opt_out=call.opt_out, finish=finish, interim=interim
         )
-        agent = VoiceAgent(plan.agent, self.providers, sink, OptOutDetector())
+        agent = VoiceAgent(
+            plan.agent, self.providers, sink, OptOutDetector(), self.voice, make_vad(self.vad)
+        )
         sip_plan = SipCallPlan(
             call_id=plan.call_id,
             caller_id=plan.caller_id,
@@ -175,9 +198,10 @@ class SipDriver:
     def _ending(report: CallReport, obs: _Observer, agent: VoiceAgent, call: CallControl) -> Ending:
         elapsed = int((asyncio.get_running_loop().time() - obs.started) * 1000)
         ring_ms = obs.ring_ms if report.answered else elapsed
-        return ending_for(
+        ending = ending_for(
             report.end, ring_ms, report.talk_ms, agent.finished, call.hangup_reason.value
         )
+        return replace(ending, quality=quality_of(report, agent))
 
     async def aclose(self) -> None:
         await self.clock.stop()

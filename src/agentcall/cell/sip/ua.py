@@ -362,6 +362,7 @@ class SipCall:
             log.warning("call %s: unusable SDP answer: %s", self.plan.call_id, exc)
             self._post(Event(EventKind.MEDIA_FAILED))
             return
+        self.media.accept_telephone_events(remote.telephone_event)
         if self._open_recording is not None:
             self._recorder = CallRecorder(self._open_recording())
             self.media.recorder = self._recorder
