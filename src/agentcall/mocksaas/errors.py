@@ -11,6 +11,7 @@
     │   └── Conflict                  the request contradicts the stored state
     │       ├── IllegalTransition     task status change not allowed
     │       ├── TaskQueueLimit        256 task queues not yet retired (D-MQ-6)
+    │       ├── IdempotencyKeyReused  the key was used with another request
     │       └── TaskNotPublishable    call.execute to a stopped/finished/removed task
     ├── ContractError                 an error a Dispatcher sees on the four GETs
     │   ├── Unauthorized              401 unauthorized
@@ -74,6 +75,10 @@ class TaskQueueLimit(Conflict):
     hint = "stop a task and wait for its queue retirement before creating another (D-MQ-6)"
 
 
+class IdempotencyKeyReused(Conflict):
+    hint = "send a new Idempotency-Key for a new request; reuse one only to retry the same"
+
+
 class TaskNotPublishable(Conflict):
     hint = "publish call.execute only to running or paused tasks"
 
@@ -115,6 +120,7 @@ WIRE_ERRORS: dict[type[MockSaasError], tuple[int, str]] = {
     NotFound: (404, "not_found"),
     TaskQueueLimit: (409, "task_queue_limit"),
     TaskNotPublishable: (409, "task_not_publishable"),
+    IdempotencyKeyReused: (409, "idempotency_key_reused"),
     IllegalTransition: (409, "illegal_transition"),
     Conflict: (409, "conflict"),
     Unauthorized: (401, "unauthorized"),

@@ -18,6 +18,8 @@ class Metrics:
                                ["valid"], registry=self.registry)
         self.retired = Counter("mocksaas_task_queues_retired", "Task queues retired",
                                registry=self.registry)
+        self.handled = Counter("mocksaas_handled_errors", "Failures caught, logged and survived",
+                               ["where"], registry=self.registry)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -46,8 +46,8 @@ class Runtime:
         self.topology = Topology.load(directory)
         self.db = Database(settings.db_path)
         self.broker = Broker(settings.amqp_url)
-        self.relay = Relay(self.db, self.broker, clock)
         self.metrics = Metrics()
+        self.relay = Relay(self.db, self.broker, clock, self.metrics)
         self.results = ResultConsumer(self.broker, self.db, self.contracts, self.topology,
                                       clock, self.retire, self.metrics)
         self.loops: list[asyncio.Task[None]] = []

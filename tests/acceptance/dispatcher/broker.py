@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -79,3 +80,72 @@ def originate_log(cell_data: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+COMMAND_EXCHANGE = "agent-call.dispatchers.v3"
+
+
+class Publisher:
+    """One AMQP connection (its own event loop in a thread) for publishing many raw bodies
+    from a synchronous test, as the SaaS would: persistent, mandatory, confirmed."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._connection: aio_pika.abc.AbstractConnection | None = None
+        self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._call(self._open())
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
+
+    async def _open(self) -> None:
+        self._connection = await aio_pika.connect(amqp_url())
+        self._channel = await self._connection.channel(
+            publisher_confirms=True, on_return_raises=True
+        )
+
+    def publish(
+        self, routing_key: str, bodies: list[bytes], properties: dict[str, Any] | None = None
+    ) -> None:
+        async def send() -> None:
+            assert self._channel is not None
+            exchange = await self._channel.get_exchange(COMMAND_EXCHANGE, ensure=False)
+            for body in bodies:
+                message = aio_pika.Message(
+                    body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, **(properties or {})
+                )
+                await exchange.publish(message, routing_key=routing_key, mandatory=True)
+
+        self._call(send())
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._call(self._connection.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+
+def drop_dead_letters(queue: str) -> int:
+    """Remove the dead letters that came from ``queue`` (their ``x-death`` header names
+    it); every other dead letter goes back. Returns how many were removed."""
+
+    def came_from(message: aio_pika.abc.AbstractIncomingMessage) -> bool:
+        deaths = (message.headers or {}).get("x-death") or []
+        assert isinstance(deaths, list)
+        names = {d.get("queue") for d in deaths if isinstance(d, dict)}
+        return queue in names or queue.encode() in names
+
+    async def take(connection: aio_pika.abc.AbstractConnection) -> int:
+        channel = await connection.channel()
+        dead = await channel.declare_queue(DEAD_LETTER_QUEUE, passive=True)
+        removed = 0
+        while (message := await dead.get(no_ack=False, fail=False, timeout=5)) is not None:
+            if came_from(message):
+                await message.ack()
+                removed += 1
+        await channel.close()
+        return removed
+
+    return _run(take)

@@ -37,7 +37,9 @@ def mocksaas_command() -> list[str]:
 class Server:
     """One `mocksaas serve` process on a free loopback port with its own SQLite file."""
 
-    def __init__(self, db: Path, log: Path, page_size: int | None = None) -> None:
+    def __init__(self, db: Path, log: Path, page_size: int | None = None,
+                 amqp: str | None = None) -> None:
+        self.amqp = amqp or amqp_url()
         self.db = db
         self.log = log
         self.port = free_port()
@@ -48,7 +50,7 @@ class Server:
 
     def start(self) -> Server:
         args = [*mocksaas_command(), "serve", "--http-port", str(self.port), "--amqp-url",
-                amqp_url(), "--db", str(self.db), "--log-format", "json"]
+                self.amqp, "--db", str(self.db), "--log-format", "json"]
         if self.page_size:
             args += ["--discovery-page-size", str(self.page_size)]
         with self.log.open("ab") as out:

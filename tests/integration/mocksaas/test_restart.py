@@ -25,7 +25,7 @@ async def test_state_survives_restart(tmp_path: Path, amqp: AbstractRobustConnec
         queue = f"agent-call.d.{d.id}.task.{ids[2]}.v3"
         channel = await amqp.channel()
         await channel.queue_delete(queue)  # make the next publish unroutable
-        pending = d.admin("POST", f"/tasks/{ids[2]}/calls", {"count": 2})
+        pending = d.admin("POST", f"/tasks/{ids[2]}/calls", {"count": 2}, expect=202)
         assert pending["pending"] == 2
         pages = [d.page(c).json() for c in ("0", "2", "4", "5")]
         assert srv.stop() == 0

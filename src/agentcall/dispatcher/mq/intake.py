@@ -74,11 +74,12 @@ class Intake:
 
     async def _handle(self, batch: list[Delivery]) -> None:
         try:
-            await self._isolating(batch)
+            await self.handle(batch)
         finally:
             self._slots.release()
 
-    async def _isolating(self, batch: list[Delivery]) -> None:
+    async def handle(self, batch: list[Delivery]) -> None:
+        """Handle one batch; if it fails, take it apart (see the module docstring)."""
         try:
             await self._handler(batch)
         except Exception as exc:
@@ -90,4 +91,4 @@ class Intake:
                 return
             handled(LOG, "intake.batch", exc, size=len(batch))
             for delivery in batch:
-                await self._isolating([delivery])
+                await self.handle([delivery])

@@ -24,7 +24,10 @@ from agentcall.mocksaas.topology import Declarations
 
 log = logging.getLogger("mocksaas.amqp")
 CONFIRM_TIMEOUT_S = 10.0
+CHANNEL_TIMEOUT_S = 5.0
 DECLARE_CHANNELS = 4
+# What a lost or refusing broker raises (aiormq errors, closed channels, sockets, timeouts).
+LINK_ERRORS = (aiormq.exceptions.AMQPError, RuntimeError, OSError, TimeoutError, BrokerError)
 
 
 class Broker:
@@ -61,7 +64,8 @@ class Broker:
         channel = await self._decl_pool.get()
         try:
             if channel is None or channel.is_closed:
-                channel = await self.connection.channel(publisher_confirms=False)
+                opening = self.connection.channel(publisher_confirms=False)
+                channel = await asyncio.wait_for(opening, CHANNEL_TIMEOUT_S)
             yield channel
         finally:
             self._decl_pool.put_nowait(channel)
@@ -80,8 +84,8 @@ class Broker:
                 for b in decl.bindings:
                     queue = await ch.get_queue(b.queue, ensure=False)
                     await queue.bind(b.exchange, routing_key=b.routing_key)
-        except aiormq.exceptions.AMQPError as exc:
-            raise BrokerError(f"declare failed: {exc}") from exc
+        except LINK_ERRORS as exc:
+            raise BrokerError(f"declare failed: {type(exc).__name__}: {exc}") from exc
 
     async def retire(self, decl: Declarations) -> None:
         """Unbind the task queue, then delete it (after the D's stopped/applied receipt)."""
@@ -92,8 +96,8 @@ class Broker:
                     await queue.unbind(b.exchange, routing_key=b.routing_key)
                 for q in decl.queues:
                     await ch.queue_delete(q.name)
-        except aiormq.exceptions.AMQPError as exc:
-            raise BrokerError(f"retire failed: {exc}") from exc
+        except LINK_ERRORS as exc:
+            raise BrokerError(f"retire failed: {type(exc).__name__}: {exc}") from exc
 
     async def delete_queues(self, names: Sequence[str]) -> None:
         """Delete queues (admin purge, failed creation); missing ones are fine."""
@@ -103,23 +107,30 @@ class Broker:
                     await ch.queue_delete(name)
             except aiormq.exceptions.ChannelNotFoundEntity:
                 continue
-            except aiormq.exceptions.AMQPError as exc:
-                raise BrokerError(f"delete {name} failed: {exc}") from exc
+            except LINK_ERRORS as exc:
+                raise BrokerError(f"delete {name} failed: {type(exc).__name__}: {exc}") from exc
 
     async def _channel(self) -> AbstractChannel:
         if self._pub is None or self._pub.is_closed:
-            self._pub = await self.connection.channel(publisher_confirms=True,
-                                                      on_return_raises=True)
+            opening = self.connection.channel(publisher_confirms=True, on_return_raises=True)
+            self._pub = await asyncio.wait_for(opening, CHANNEL_TIMEOUT_S)
         return self._pub
 
     async def publish(self, messages: Sequence[OutgoingMessage], batch: int = 64
                       ) -> list[str | None]:
-        """Publish in order; per message ``None`` (confirmed, routed) or the error text."""
+        """Publish in order; per message ``None`` (confirmed, routed) or the error text.
+
+        Never raises for the broker's sake: while it is unreachable every message gets
+        its error and stays pending in the outbox."""
         async with self._pub_lock:
             outcomes: list[str | None] = []
             for start in range(0, len(messages), batch):
                 chunk = messages[start:start + batch]
-                channel = await self._channel()
+                try:
+                    channel = await self._channel()
+                except LINK_ERRORS as exc:
+                    error = f"no publisher channel: {type(exc).__name__}: {exc}"[:300]
+                    return outcomes + [error] * (len(messages) - start)
                 outcomes.extend(await asyncio.gather(*(self._one(channel, m) for m in chunk)))
             return outcomes
 
@@ -132,7 +143,7 @@ class Broker:
                 message, routing_key=m.routing_key, mandatory=True, timeout=CONFIRM_TIMEOUT_S)
         except aio_pika.exceptions.DeliveryError as exc:
             return f"returned or nacked: {exc.frame!r}"[:300]
-        except (TimeoutError, aiormq.exceptions.AMQPError, RuntimeError) as exc:
+        except LINK_ERRORS as exc:
             return f"publish failed: {type(exc).__name__}: {exc}"[:300]
         if isinstance(confirmation, aiormq.spec.Basic.Ack):
             return None

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from agentcall.mocksaas.amqp.broker import Broker
 from agentcall.mocksaas.domain.timefmt import rfc3339
+from agentcall.mocksaas.metrics import Metrics
 from agentcall.mocksaas.store import outbox
 from agentcall.mocksaas.store.db import Database
 
@@ -20,8 +21,10 @@ log = logging.getLogger("mocksaas.relay")
 
 
 class Relay:
-    def __init__(self, db: Database, broker: Broker, clock: Callable[[], datetime]) -> None:
+    def __init__(self, db: Database, broker: Broker, clock: Callable[[], datetime],
+                 metrics: Metrics | None = None) -> None:
         self._db = db
+        self._metrics = metrics
         self._broker = broker
         self._clock = clock
         self._lock = asyncio.Lock()
@@ -53,5 +56,7 @@ class Relay:
             await asyncio.sleep(interval_s)
             try:
                 await self.flush()
-            except Exception as exc:  # noqa: BLE001 - keep retrying; logged
-                log.warning("relay flush failed", extra={"fields": {"error": str(exc)}})
+            except Exception as exc:  # noqa: BLE001 - keep retrying; logged and counted
+                if self._metrics is not None:
+                    self._metrics.handled.labels("relay.flush").inc()
+                log.warning("relay flush failed", extra={"fields": {"error": repr(exc)}})

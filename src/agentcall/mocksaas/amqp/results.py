@@ -16,7 +16,7 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 
 from agentcall.mocksaas.amqp.broker import Broker
 from agentcall.mocksaas.contracts import Contracts
-from agentcall.mocksaas.domain.results import check_result, facts_of
+from agentcall.mocksaas.domain.results import ResultFacts, check_result, facts_of
 from agentcall.mocksaas.domain.timefmt import rfc3339
 from agentcall.mocksaas.metrics import Metrics
 from agentcall.mocksaas.store import outbox, results
@@ -25,6 +25,8 @@ from agentcall.mocksaas.topology import Topology
 
 log = logging.getLogger("mocksaas.results")
 OnStopApplied = Callable[[str, str], Awaitable[object]]
+
+
 class ResultConsumer:
     def __init__(self, broker: Broker, db: Database, contracts: Contracts, topology: Topology,
                  clock: Callable[[], datetime], on_stop_applied: OnStopApplied,
@@ -72,15 +74,26 @@ class ResultConsumer:
             record = replace(record, facts=replace(facts, task_id=task_id or None))
         return results.insert(conn, record)
 
+    def _check(self, dispatcher_id: str, raw: bytes) -> tuple[ResultFacts, list[str]]:
+        """Index facts and violations of a body; never raises, whatever ``raw`` holds."""
+        try:
+            body, errors = check_result(self._contracts, dispatcher_id, raw)
+            return facts_of(body), errors
+        except Exception as exc:  # the last line: no body may stop the consumer
+            self._metrics.handled.labels("results.check").inc()
+            log.error("checking a result failed; stored as invalid",
+                      extra={"fields": {"dispatcher_id": dispatcher_id, "error": repr(exc)}})
+            return ResultFacts(), [f"$: cannot be checked ({type(exc).__name__})"]
+
     async def _handle(self, dispatcher_id: str, message: AbstractIncomingMessage) -> None:
-        body, errors = check_result(self._contracts, dispatcher_id, message.body)
-        facts = facts_of(body)
+        facts, errors = self._check(dispatcher_id, message.body)
         record = results.ReceivedResult(dispatcher_id, rfc3339(self._clock()),
                                         bool(message.redelivered), facts, tuple(errors),
                                         message.body)
         try:
             await self._db.run(self._store, record)
-        except Exception:
+        except Exception:  # the store failed: the broker redelivers it later
+            self._metrics.handled.labels("results.store").inc()
             log.exception("storing a result failed; requeued")
             await message.nack(requeue=True)
             return

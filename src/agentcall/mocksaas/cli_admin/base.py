@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 import click
@@ -15,15 +16,27 @@ class Api:
         self.url = url.rstrip("/")
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None,
-             params: dict[str, Any] | None = None) -> Any:
-        try:
-            r = httpx.request(method, f"{self.url}/admin/v1{path}", json=body, params=params,
-                              timeout=120)
-        except httpx.HTTPError as exc:
-            click.echo(json.dumps({"error": {"code": "unreachable", "message": str(exc),
-                                             "hint": "start `mocksaas serve` or fix --url"}}),
-                       err=True)
-            sys.exit(1)
+             params: dict[str, Any] | None = None, *, idempotency_key: str | None = None,
+             attempts: int = 1) -> Any:
+        """One admin request. With an idempotency key, a transport error or a 5xx is
+        retried (``attempts`` in all) with the same key: the server answers the first
+        request's outcome and never acts twice."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        for attempt in range(1, attempts + 1):
+            try:
+                r = httpx.request(method, f"{self.url}/admin/v1{path}", json=body,
+                                  params=params, headers=headers, timeout=120)
+            except httpx.HTTPError as exc:
+                if attempt < attempts:
+                    time.sleep(0.5 * attempt)
+                    continue
+                click.echo(json.dumps({"error": {"code": "unreachable", "message": str(exc),
+                                                 "hint": "start `mocksaas serve` or fix --url"}}),
+                           err=True)
+                sys.exit(1)
+            if r.status_code < 500 or attempt == attempts:
+                break
+            time.sleep(0.5 * attempt)
         data = r.json() if r.content else {}
         if r.status_code >= 300:
             click.echo(json.dumps(data), err=True)

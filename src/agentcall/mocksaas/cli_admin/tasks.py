@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import click
@@ -130,9 +131,17 @@ def quota_set(api: Api, /, dispatcher_id: str, tenant_id: str, unavailable: bool
 @click.option("--callee-start", type=int, help="Offset of the generated callees.")
 @click.option("--not-after-s", type=int, help="not_after = now + this (default 900; <0 expired).")
 @click.option("--command-id", help="Explicit command_id (one call; publish twice = duplicate).")
+@click.option("--idempotency-key", help="Key of this request (default: a new one); a retry with"
+              " the same key publishes nothing new.")
 @pass_api
 def call(api: Api, /, dispatcher_id: str, task_id: str, callees: tuple[str, ...],
-         **opts: Any) -> None:
-    """Publish call.execute to a running or paused task (confirmed, mandatory)."""
+         idempotency_key: str | None, **opts: Any) -> None:
+    """Publish call.execute to a running or paused task (confirmed, mandatory).
+
+    Prints the command ids and the state of each (confirmed, or pending: stored and
+    published by the Mock SaaS once the broker is back). Transport errors and 5xx are
+    retried with the same Idempotency-Key, so a retry never dials anyone twice."""
     body = drop_none(**opts, callees=list(callees) or None)
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/tasks/{task_id}/calls", body))
+    key = idempotency_key or str(uuid.uuid4())
+    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/tasks/{task_id}/calls", body,
+                  idempotency_key=key, attempts=4))

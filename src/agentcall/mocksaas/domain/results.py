@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -36,17 +38,63 @@ class ResultFacts:
 
 
 def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    """A string index field; None for anything else, and for a string that cannot be
+    stored as UTF-8 (a lone surrogate) or is too long to be an index value."""
+    if not isinstance(value, str) or len(value) > 1024:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # maybe a lone surrogate
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        raise ValueError("duplicate key")
+    return body
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"non-finite number {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number beyond a double")
+    return value
 
 
 def parse_body(raw: bytes) -> tuple[Any, str | None]:
-    """Parsed JSON or the reason it is not JSON."""
+    """Parsed strict JSON or the reason it is not; never raises, whatever ``raw`` holds.
+
+    Strict: UTF-8, no duplicate keys, no NaN/Infinity nor numbers beyond a double, integers
+    of at most 4,300 digits, no lone UTF-16 surrogate, nesting the interpreter can follow:
+    what it returns can always be stored and answered as JSON.
+    """
     try:
-        return json.loads(raw.decode("utf-8")), None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None, "body is not UTF-8"
+    try:
+        body = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                          parse_float=_finite_float)
+        if _SURROGATE_ESCAPE.search(text):
+            json.dumps(body, ensure_ascii=False).encode("utf-8")  # a lone one cannot encode
     except json.JSONDecodeError as exc:
         return None, f"body is not JSON: {exc.msg} at {exc.pos}"
+    except RecursionError:
+        return None, "body is nested too deeply"
+    except UnicodeEncodeError:
+        return None, "body is not strict JSON: a lone UTF-16 surrogate"
+    except ValueError as exc:
+        return None, f"body is not strict JSON: {str(exc)[:100]}"
+    return body, None
 
 
 def facts_of(body: Any) -> ResultFacts:
@@ -84,6 +132,7 @@ def schema_kind(body: Any) -> str | None:
 
 
 MAX_BODY_BYTES = 8_388_608  # D-ID-3
+MAX_ERRORS = 20  # violations kept per result, each cut to 300 characters
 
 
 class Validator(Protocol):
@@ -101,7 +150,10 @@ def check_result(validator: Validator, dispatcher_id: str, raw: bytes
     kind = schema_kind(body)
     if kind is None:
         return body, ["$.event_type: not command.result or call.result"]
-    errors = [str(v) for v in validator.violations(kind, body)]
+    try:
+        errors = [str(v)[:300] for v in validator.violations(kind, body)][:MAX_ERRORS]
+    except RecursionError:
+        return body, ["$: nested too deeply to validate"]
     if isinstance(body, dict) and body.get("dispatcher_id") != dispatcher_id:
         errors.append("$.dispatcher_id: does not match the result queue's dispatcher")
     return body, errors

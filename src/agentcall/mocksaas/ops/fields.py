@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from agentcall.mocksaas.errors import InvalidRequest
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer whose HTTP status depends on the outcome (e.g. 202: stored, not yet sent)."""
+
+    body: dict[str, Any]
+    status: int
+
+
+def idempotency_key(value: str | None) -> str | None:
+    """The ``Idempotency-Key`` header: 1..255 visible ASCII characters, or absent."""
+    if value is None:
+        return None
+    if not 1 <= len(value) <= 255 or not all("!" <= c <= "~" for c in value):
+        raise InvalidRequest(IDEMPOTENCY_HEADER, "must be 1..255 visible ASCII characters")
+    return value
 
 
 def only(body: dict[str, Any], allowed: Collection[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import timedelta
@@ -15,8 +16,10 @@ from agentcall.mocksaas.domain.commands import (
 )
 from agentcall.mocksaas.domain.ids import check_task_id, check_tenant
 from agentcall.mocksaas.domain.tasks import QueueState, can_publish_calls
-from agentcall.mocksaas.errors import InvalidRequest, TaskNotPublishable
+from agentcall.mocksaas.errors import IdempotencyKeyReused, InvalidRequest, TaskNotPublishable
 from agentcall.mocksaas.ops.fields import (
+    IDEMPOTENCY_HEADER,
+    Reply,
     choice,
     get_int,
     only,
@@ -29,7 +32,8 @@ from agentcall.mocksaas.ops.fields import (
 )
 from agentcall.mocksaas.ops.tasks import flushed, owned_task
 from agentcall.mocksaas.runtime import Runtime
-from agentcall.mocksaas.store import configs, dispatchers, outbox, tasks
+from agentcall.mocksaas.store import configs, dispatchers, idempotency, outbox, tasks
+from agentcall.mocksaas.store.idempotency import StoredRequest
 from agentcall.mocksaas.store.outbox import OutgoingMessage
 from agentcall.mocksaas.store.tasks import TaskRow
 
@@ -66,23 +70,51 @@ def _call_messages(rt: Runtime, task: TaskRow, body: dict[str, Any]) -> list[Out
     return messages
 
 
-async def calls(rt: Runtime, d: str, task_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Publish ``call.execute`` for one or N callees to a running or paused task."""
-    only(body, {"count", "callees", "callee_start", "not_after_s", "command_id", "trace_id"})
+def _fingerprint(task_id: str, body: dict[str, Any]) -> str:
+    canonical = json.dumps({"task_id": task_id, "body": body}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
-    def txn(conn: sqlite3.Connection) -> tuple[list[int], list[str]]:
+
+async def calls(rt: Runtime, d: str, task_id: str, body: dict[str, Any],
+                key: str | None = None) -> Reply:
+    """Store ``call.execute`` for one or N callees of a running or paused task, then
+    publish them once. 200 when every one is confirmed, 202 when some are stored but still
+    pending (the relay publishes them when the broker is back: do not send them again).
+
+    With an ``Idempotency-Key`` (``key``), a retry of the same request answers the same
+    command ids and publishes nothing new; the key with another request is a 409.
+    """
+    only(body, {"count", "callees", "callee_start", "not_after_s", "command_id", "trace_id"})
+    fingerprint = _fingerprint(task_id, body)
+
+    def txn(conn: sqlite3.Connection) -> tuple[StoredRequest, bool]:
+        earlier = idempotency.find(conn, d, key) if key is not None else None
+        if earlier is not None:
+            if earlier.fingerprint != fingerprint:
+                raise IdempotencyKeyReused(f"{IDEMPOTENCY_HEADER} {key} was used for another"
+                                           " request")
+            return earlier, True
         task = owned_task(conn, d, task_id)
         if not can_publish_calls(task.status) or task.queue_state is not QueueState.ACTIVE:
             raise TaskNotPublishable(f"task {task_id} is {task.status.value}")
         messages = _call_messages(rt, task, body)
-        return outbox.add(conn, messages, rt.stamp()), [str(m.ref) for m in messages]
+        stored = StoredRequest(fingerprint, outbox.add(conn, messages, rt.stamp()),
+                               [str(m.ref) for m in messages])
+        if key is not None:
+            idempotency.save(conn, d, key, stored, rt.stamp())
+        return stored, False
 
-    ids, command_ids = await rt.db.run(txn)
-    rt.metrics.published.labels("call.execute").inc(len(ids))
-    states = await flushed(rt, ids)
-    confirmed = sum(1 for s in states.values() if s == "confirmed")
-    return {"command_ids": command_ids, "confirmed": confirmed,
-            "pending": len(ids) - confirmed}
+    stored, replayed = await rt.db.run(txn)
+    if not replayed:
+        rt.metrics.published.labels("call.execute").inc(len(stored.outbox_ids))
+    states = await flushed(rt, stored.outbox_ids)
+    commands = [{"command_id": c, "state": states.get(i, "pending")}
+                for i, c in zip(stored.outbox_ids, stored.command_ids, strict=True)]
+    confirmed = sum(1 for c in commands if c["state"] == "confirmed")
+    pending = len(commands) - confirmed
+    out = {"command_ids": stored.command_ids, "confirmed": confirmed, "pending": pending,
+           "commands": commands, "replayed": replayed}
+    return Reply(out, 202 if pending else 200)
 
 
 async def raw(rt: Runtime, d: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -88,8 +88,8 @@ def next_event_id(conn: sqlite3.Connection, dispatcher_id: str) -> int:
                             (dispatcher_id,)).fetchone()[0])
 
 
-PURGED_TABLES = ("faults", "results", "outbox", "quotas", "events", "tasks", "sip_snapshots",
-                 "dispatchers")
+PURGED_TABLES = ("faults", "results", "outbox", "admin_requests", "quotas", "events", "tasks",
+                 "sip_snapshots", "dispatchers")
 
 
 def purge(conn: sqlite3.Connection, dispatcher_id: str) -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import astuple, dataclass, fields
 from typing import Any
 
-from agentcall.mocksaas.domain.results import ResultFacts
+from agentcall.mocksaas.domain.results import ResultFacts, parse_body
 
 _FACT_COLUMNS = [f.name for f in fields(ResultFacts)]
 
@@ -48,10 +48,7 @@ def deliveries(conn: sqlite3.Connection, dispatcher_id: str, event_id: str) -> i
 
 def _public(row: sqlite3.Row, counts: dict[str, int]) -> dict[str, Any]:
     body = bytes(row["body"])
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        parsed = None
+    parsed, _ = parse_body(body)  # strict: what it returns can be answered as JSON
     out = {c: row[c] for c in ("id", "received_at", *_FACT_COLUMNS)}
     out.update(
         redelivered=bool(row["redelivered"]),

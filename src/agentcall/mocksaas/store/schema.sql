@@ -101,3 +101,15 @@ CREATE TABLE IF NOT EXISTS faults (
     remaining     INTEGER NOT NULL,
     delay_ms      INTEGER NOT NULL DEFAULT 0
 );
+
+-- Admin requests made idempotent by an Idempotency-Key header (POST …/calls): a retry
+-- with the same key answers the same commands and publishes nothing new.
+CREATE TABLE IF NOT EXISTS admin_requests (
+    dispatcher_id   TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    fingerprint     TEXT NOT NULL,                  -- SHA-256 of the task and the body
+    outbox_ids      TEXT NOT NULL,                  -- JSON list
+    command_ids     TEXT NOT NULL,                  -- JSON list
+    created_at      TEXT NOT NULL,
+    PRIMARY KEY (dispatcher_id, idempotency_key)
+);

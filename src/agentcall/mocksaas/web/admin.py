@@ -15,12 +15,13 @@ from starlette.routing import Route
 from agentcall.mocksaas.domain.results import ResultFacts
 from agentcall.mocksaas.errors import InvalidRequest, MockSaasError, wire_error
 from agentcall.mocksaas.ops import dispatchers, faults, publish, tasks
-from agentcall.mocksaas.ops.fields import as_object
+from agentcall.mocksaas.ops.fields import IDEMPOTENCY_HEADER, Reply, as_object, idempotency_key
 from agentcall.mocksaas.runtime import Runtime
 from agentcall.mocksaas.store import results
 
 log = logging.getLogger("mocksaas.admin")
-Op = Callable[[Runtime, dict[str, str], dict[str, Any], Request], Awaitable[dict[str, Any]]]
+Op = Callable[[Runtime, dict[str, str], dict[str, Any], Request],
+             Awaitable[dict[str, Any] | Reply]]
 MAX_ADMIN_BODY = 16 * 1024 * 1024
 RESULT_FILTERS = tuple(f.name for f in fields(ResultFacts))
 
@@ -43,8 +44,9 @@ def admin(op: Op, status: int = 200) -> Callable[[Request], Awaitable[JSONRespon
     async def run(request: Request) -> JSONResponse:
         rt: Runtime = request.app.state.runtime
         try:
-            out = await op(rt, dict(request.path_params), await _body(request), request)
-            code = status
+            answer = await op(rt, dict(request.path_params), await _body(request), request)
+            out, code = (answer.body, answer.status) if isinstance(answer, Reply) \
+                else (answer, status)
         except MockSaasError as exc:
             code, name = wire_error(exc)
             out = {"error": {"code": name, "message": exc.message, "hint": exc.hint}}
@@ -97,6 +99,11 @@ async def _events(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request
     return await dispatchers.events(rt, p["d"], int(after), _limit(r))
 
 
+async def _calls(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request) -> Reply:
+    key = idempotency_key(r.headers.get(IDEMPOTENCY_HEADER))
+    return await publish.calls(rt, p["d"], p["t"], b, key)
+
+
 D = "/admin/v1/dispatchers/{d}"
 T = D + "/tasks/{t}"
 routes = [
@@ -117,8 +124,7 @@ routes = [
     Route(T + "/controls",
           admin(lambda rt, p, b, r: tasks.publish_control(rt, p["d"], p["t"], b)),
           methods=["POST"]),
-    Route(T + "/calls", admin(lambda rt, p, b, r: publish.calls(rt, p["d"], p["t"], b)),
-          methods=["POST"]),
+    Route(T + "/calls", admin(_calls), methods=["POST"]),
     Route(D + "/tenants/{tenant}/quota",
           admin(lambda rt, p, b, r: publish.set_quota(rt, p["d"], p["tenant"], b)),
           methods=["PUT"]),

@@ -29,6 +29,18 @@ async def metrics(request: Request) -> Response:
     return Response(rt.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
+async def failed(request: Request, exc: Exception) -> JSONResponse:
+    """Any failure not answered by a route: logged, counted, a 500 in the JSON error shape."""
+    rt: Runtime = request.app.state.runtime
+    rt.metrics.handled.labels("http").inc()
+    rt.metrics.http.labels("error", "500").inc()
+    log.error("request failed", extra={"fields": {"method": request.method,
+                                                  "path": request.url.path, "error": repr(exc)}})
+    error = {"code": "internal_error", "message": f"{type(exc).__name__} while answering",
+             "hint": "a Mock SaaS bug: see its log (request failed) and report it"}
+    return JSONResponse({"error": error}, status_code=500)
+
+
 def build_app(rt: Runtime) -> Starlette:
     """The app over a started runtime; the runtime is stopped when the app shuts down."""
 
@@ -43,6 +55,7 @@ def build_app(rt: Runtime) -> Starlette:
         routes=[*contract.routes, *admin.routes, Route("/healthz", healthz),
                 Route("/metrics", metrics)],
         lifespan=lifespan,
+        exception_handlers={Exception: failed},
     )
     app.state.runtime = rt
     return app

@@ -1,0 +1,130 @@
+"""No message on any queue stops the Dispatcher (D-MQ-5), with the real D, the real broker
+and the real Mock SaaS.
+
+Finding: a 10 KB body of 5,000 nested ``[`` published to a task queue raised
+RecursionError in the intake loop; the D exited, and after every restart read the same
+message and died again. The same body on the control queue made the control consumer
+requeue it for ever, so no control was applied any more. Now such a body is recorded
+redacted and dead-lettered, and the next command is processed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.acceptance.dispatcher.broker import (
+    Publisher,
+    drop_dead_letters,
+    message_count,
+    take_dead_letters,
+)
+from tests.acceptance.dispatcher.harness import Scenario, unique, wait_for
+from tests.fuzzing import FUZZ
+from tests.hostile import hostile_bodies
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
+
+
+def nested(marker: str) -> str:
+    """5,000 nested ``[`` (10 KB), then a marker to find its dead letter."""
+    return "[" * 5000 + "]" * 5000 + " " + marker
+
+
+def healthy(s: Scenario) -> bool:
+    assert s.proc is not None and s.proc.alive, f"the D exited:\n{s.log()[-3000:]}"
+    base = s.status_url.removesuffix("/status")
+    return httpx.get(f"{base}/healthz", timeout=5).status_code == 200
+
+
+def test_nested_body_on_a_task_queue_is_dead_lettered_and_the_next_command_runs_d_mq_5(
+    scenario: Scenario,
+) -> None:
+    s = scenario
+    s.sip()
+    s.task("poison")
+    s.quota()
+    s.start()
+    marker = unique("nested")
+    s.raw("poison", nested(marker))
+    [command_id] = s.calls("poison", callees=["15000000001"])
+    [result] = s.wait_results(1, timeout=20, event_type="command.result")
+    assert result["command_id"] == command_id and result["valid"]
+    assert len(wait_for(lambda: take_dead_letters(marker), 10, "the dead letter")) == 1
+    status = s.status()
+    assert [e["reason"] for e in status["rejected_inputs"]["latest"]] == ["invalid_json"]
+    assert status["commands"]["dead_lettered"] == 1
+    assert marker not in json.dumps(status), "redacted: no payload"
+    assert healthy(s)
+    assert message_count(f"agent-call.d.{s.d}.task.poison.v3") == 0
+
+
+def test_nested_body_on_the_control_queue_is_dead_lettered_and_controls_go_on_d_mq_5(
+    scenario: Scenario,
+) -> None:
+    s = scenario
+    s.sip()
+    s.task("ctl")
+    s.quota()
+    s.start()
+    marker = unique("nested")
+    body = {"target": "control", "body": nested(marker)}
+    s.saas.admin("POST", f"/dispatchers/{s.d}/faults/raw", body)
+    s.saas.admin("POST", f"/dispatchers/{s.d}/tasks/ctl/controls", {"action": "pause"})
+    [receipt] = s.wait_results(1, timeout=20, event_type="command.result", action="pause")
+    assert receipt["valid"] and receipt["status"] == "applied", receipt
+    assert len(wait_for(lambda: take_dead_letters(marker), 10, "the dead letter")) == 1
+    assert s.status()["control"]["dead_lettered"] == 1
+    assert healthy(s)
+    assert message_count(f"agent-call.d.{s.d}.control.v3") == 0
+
+
+@pytest.fixture
+def fuzzed(scenario: Scenario) -> Iterator[tuple[Scenario, Publisher]]:
+    s = scenario
+    s.sip()
+    s.task("fuzz")
+    s.quota()
+    s.start()
+    publisher = Publisher()
+    yield s, publisher
+    publisher.close()
+    try:  # after every generated body, a valid command is still decided
+        [command_id] = s.calls("fuzz", callees=["15000000001"])
+        [result] = s.wait_results(1, timeout=30, event_type="command.result")
+        assert result["command_id"] == command_id
+        assert healthy(s)
+    finally:
+        drop_dead_letters(f"agent-call.d.{s.d}.task.fuzz.v3")
+
+
+PROPERTIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "content_type": st.sampled_from(["application/json", "text/plain", "x/unknown"]),
+        "content_encoding": st.sampled_from(["gzip", "utf-16", "identity"]),
+        "headers": st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3),
+    },
+)
+
+
+@pytest.mark.fuzz
+@FUZZ
+@given(bodies=st.lists(hostile_bodies(), min_size=1, max_size=5), properties=PROPERTIES)
+def test_fuzz_task_queue_survives_and_dead_letters_every_hostile_body_d_mq_5(
+    fuzzed: tuple[Scenario, Publisher], bodies: list[bytes], properties: dict[str, object]
+) -> None:
+    """Generated bodies (any depth, bytes, encoding, content type) straight onto the D's
+    task queue: each one is recorded and dead-lettered, the D stays up."""
+    s, publisher = fuzzed
+    before = s.status()["rejected_inputs"]["count"]
+    publisher.publish(f"d.{s.d}.task.fuzz.in", bodies, properties)
+    want = before + len(bodies)
+    wait_for(lambda: s.status()["rejected_inputs"]["count"] >= want, 20, f"{want} rejected")
+    assert s.status()["rejected_inputs"]["count"] == want
+    assert s.proc is not None and s.proc.alive

@@ -1,0 +1,105 @@
+"""A TCP relay between a process under test and a shared server, to cut a link on purpose.
+
+The shared RabbitMQ is never stopped: a test points one process at a :class:`TcpProxy`
+instead, then :meth:`TcpProxy.cut` drops every relayed connection and refuses new ones
+(as a broker that went down), and :meth:`TcpProxy.restore` accepts again on the same port.
+The relay runs its own event loop in a daemon thread, so synchronous and asynchronous
+tests use it alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+T = TypeVar("T")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TcpProxy:
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.port = _free_port()
+        self.accepted = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @classmethod
+    def for_url(cls, url: str) -> TcpProxy:
+        parts = urlsplit(url)
+        return cls(parts.hostname or "127.0.0.1", parts.port or 5672)
+
+    def url(self, url: str) -> str:
+        """``url`` with its host and port replaced by this proxy's."""
+        parts = urlsplit(url)
+        auth = parts.netloc.rpartition("@")[0]
+        netloc = f"{auth}@127.0.0.1:{self.port}" if auth else f"127.0.0.1:{self.port}"
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
+
+    def start(self) -> TcpProxy:
+        self._thread.start()
+        self.restore()
+        return self
+
+    def restore(self) -> None:
+        """Accept and relay connections (again)."""
+        self._run(self._listen())
+
+    def cut(self) -> None:
+        """Refuse new connections and drop every open one, at once."""
+        self._run(self._cut())
+
+    def close(self) -> None:
+        self.cut()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    async def _listen(self) -> None:
+        if self._server is None:
+            self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
+
+    async def _cut(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+
+    async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        if self._server is None:
+            client_w.transport.abort()
+            return
+        try:
+            server_r, server_w = await asyncio.open_connection(*self.target)
+        except OSError:
+            client_w.transport.abort()
+            return
+        self.accepted += 1
+        self._writers.update((client_w, server_w))
+        await asyncio.gather(self._pipe(client_r, server_w), self._pipe(server_r, client_w))
+        self._writers.difference_update((client_w, server_w))
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.transport.abort()
