@@ -8,7 +8,7 @@
     → driver → calls → plan     the driver interface, the call table, the call plan
     → agent                     agent config, providers, opt-out, the simulated conversation
     → recording                 WAV files and the recording store
-    → fields → errors, model, events, audio, metrics, originate_log   (the shared base)
+    → fields → errors, model, events, audio, metrics, originate_log, approved (the shared base)
 
 `client` (the Dispatcher's client) depends on the wire only, on nothing else of the cell.
 No import cycle between modules or between packages."""
@@ -36,7 +36,7 @@ LAYERS: list[set[str]] = [
     {"agent"},
     {"recording"},
     {"fields"},
-    {"", "errors", "model", "events", "audio", "metrics", "originate_log"},
+    {"", "errors", "model", "events", "audio", "metrics", "originate_log", "approved"},
 ]
 
 

@@ -54,3 +54,23 @@ def test_reply_timing_breakdown() -> None:
         "first_sentence": 1100, "tts_first_audio": 1150, "first_packet": 1160,
     }  # fmt: skip
     assert ReplyTiming(speech_end=1.0).reply_ms is None
+
+
+@pytest.mark.parametrize(
+    ("deltas", "expected"),
+    [
+        (
+            ["Thanks for asking,", " I can", " help. Yes,", " sure."],
+            [[], ["Thanks for asking,"], ["I can help."], [], ["Yes, sure."]],
+        ),
+        (["Hi, there", " friend. Ok"], [[], ["Hi, there friend."], ["Ok"]]),  # clause too short
+        (["好的，我来帮您查询", "一下。"], [["好的，"], ["我来帮您查询一下。"], []]),
+    ],
+)
+def test_the_first_piece_of_a_streamed_reply_may_end_at_a_comma(
+    deltas: list[str], expected: list[list[str]]
+) -> None:
+    chunker = SentenceChunker(None, first_clause_chars=3)
+    if deltas[0].startswith("Hi"):
+        chunker = SentenceChunker(None, first_clause_chars=16)
+    assert [chunker.feed(d) for d in deltas] + [chunker.flush()] == expected

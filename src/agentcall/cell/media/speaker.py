@@ -31,6 +31,8 @@ from agentcall.cell.media.rtp import FRAME_MS, PCM_BYTES_PER_FRAME
 log = logging.getLogger("cell.voice")
 LINE_HZ = 8000
 _END = re.compile(r"[.!?;](?=\s)|[。！？；]")
+_CLAUSE = re.compile(r",(?=\s)|[，、]")
+FIRST_CLAUSE_CHARS = 16  # a streamed reply starts speaking at its first comma past this
 
 
 def frames_of(pcm: bytes) -> list[bytes]:
@@ -45,25 +47,42 @@ def _cut(text: str, max_chars: int) -> tuple[str, str]:
     return text[:cut].strip(), text[cut:].lstrip()
 
 
+def _first_clause(text: str, min_chars: int) -> re.Match[str] | None:
+    """A comma (``,`` ``，`` ``、``) ending a clause of at least ``min_chars``."""
+    for match in _CLAUSE.finditer(text):
+        if match.end() >= min_chars:
+            return match
+    return None
+
+
 @dataclass
 class SentenceChunker:
     """Splits streamed text into sentences (pure): a sentence ends at ``. ! ? ;``
     followed by white space (so ``3.5`` stays whole) or at CJK end punctuation, and is
-    cut at a word boundary when longer than ``max_chars``."""
+    cut at a word boundary when longer than ``max_chars``. With ``first_clause_chars``
+    the first piece of a reply already ends at a comma once it is that long, so the
+    callee hears the start of a long first sentence sooner."""
 
     max_chars: int | None = None
+    first_clause_chars: int | None = None  # the first piece may end at a comma this long
     _pending: str = ""
+    _cut_any: bool = False
 
     def feed(self, delta: str) -> list[str]:
         self._pending += delta
         out: list[str] = []
         while True:
             match = _END.search(self._pending)
+            if match is None and not self._cut_any and self.first_clause_chars is not None:
+                match = _first_clause(self._pending, self.first_clause_chars)
+            if match is not None:
+                self._cut_any = True
             if match is not None:
                 sentence, self._pending = self._pending[: match.end()], self._pending[match.end() :]
                 out += self._bounded(sentence.strip())
                 continue
             if self.max_chars is not None and len(self._pending.strip()) > self.max_chars:
+                self._cut_any = True
                 head, self._pending = _cut(self._pending.strip(), self.max_chars)
                 out.append(head)
                 continue
@@ -165,7 +184,8 @@ class Speaker:
     async def say_stream(self, deltas: AsyncIterator[str], spoken: list[str]) -> str:
         """Speak a streamed reply as it arrives; returns the whole text. ``spoken`` gets
         each sentence once it is queued (what the callee heard if this is cancelled)."""
-        chunker = SentenceChunker(self.config.conversation.sentence_max_chars)
+        max_chars = self.config.conversation.sentence_max_chars
+        chunker = SentenceChunker(max_chars, FIRST_CLAUSE_CHARS)
         owed, text = self._owed, ""
         async for delta in deltas:
             if owed is not None and owed.first_token is None:

@@ -81,6 +81,7 @@ def ending_from_event(
         reason_code=data.get("reason_code"),
         transcript=transcript,
         opt_out=bool(data.get("opt_out")),
+        quality=data["quality"] if isinstance(data.get("quality"), dict) else None,
     )
     return Ending(end, recording_expected=bool(data.get("recording_expected")))
 

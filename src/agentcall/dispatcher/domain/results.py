@@ -85,6 +85,8 @@ class CallEnd:
     reason_code: str | None
     transcript: tuple[TranscriptSegment, ...] = ()
     opt_out: bool = False
+    # the cell's media/voice figures of the call, kept locally; never in call.result
+    quality: Mapping[str, Any] | None = None
 
 
 def recording_not_created(reason_code: str) -> dict[str, Any]:

@@ -194,6 +194,7 @@ def _end_json(end: CallEnd) -> dict[str, Any]:
         "reason_code": end.reason_code,
         "transcript": [dict(vars(segment)) for segment in end.transcript],
         "opt_out": end.opt_out,
+        "quality": dict(end.quality) if end.quality is not None else None,
     }
 
 
@@ -206,6 +207,7 @@ def end_from_json(body: Mapping[str, Any]) -> CallEnd:
         reason_code=body.get("reason_code"),
         transcript=transcript_from(list(body.get("transcript") or [])),
         opt_out=bool(body.get("opt_out")),
+        quality=body.get("quality"),
     )
 
 
