@@ -3,7 +3,9 @@
 Every tick a session sends one PCMA frame (agent speech or silence), plays one
 frame out of its jitter buffer to the agent, and records the mix of both. The
 clock keeps an absolute schedule, so a slow tick is followed by catch-up ticks
-rather than drift; ticks run more than ``LATE_TICK_S`` behind are counted late.
+rather than drift; ticks run more than ``LATE_TICK_S`` behind are counted late, and
+a fall of more than ``STALL_S`` behind is a stall. RFC 4733 telephone-events go to
+the agent's ``on_dtmf`` (one call per key press).
 """
 
 from __future__ import annotations

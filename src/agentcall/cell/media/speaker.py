@@ -187,13 +187,18 @@ class Speaker:
         max_chars = self.config.conversation.sentence_max_chars
         chunker = SentenceChunker(max_chars, FIRST_CLAUSE_CHARS)
         owed, text = self._owed, ""
-        async for delta in deltas:
-            if owed is not None and owed.first_token is None:
-                owed.first_token = self.clock()
-            text += delta
-            for sentence in chunker.feed(delta):
-                if await self.sentence(sentence):
-                    spoken.append(sentence)
+        try:
+            async for delta in deltas:
+                if owed is not None and owed.first_token is None:
+                    owed.first_token = self.clock()
+                text += delta
+                for sentence in chunker.feed(delta):
+                    if await self.sentence(sentence):
+                        spoken.append(sentence)
+        finally:  # cancelled mid-sentence: close the LLM's response now, not at GC
+            close = getattr(deltas, "aclose", None)
+            if close is not None:
+                await close()
         for sentence in chunker.flush():
             if await self.sentence(sentence):
                 spoken.append(sentence)
