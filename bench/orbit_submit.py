@@ -41,6 +41,9 @@ from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.console_viewer import console_open  # noqa: E402
+
 DEFAULT_URL = os.environ.get(
     "ORBIT_TEST_MYSQL_URL", "mysql+asyncmy://orbit:orbit@127.0.0.1:3306/orbit"
 )
@@ -408,6 +411,8 @@ async def main() -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="orbit serve processes (1: least CPU per submit, see docs)")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    parser.add_argument("--console", action="store_true",
+                        help="keep the console open and refreshing during the run")
     args = parser.parse_args()
     async with bench_database(args.database, args.keep) as url:
         url_text = url.render_as_string(hide_password=False)
@@ -425,8 +430,10 @@ async def main() -> None:
             try:
                 await over_http(port, token, queue_id, 200, 4)  # warm-up
                 meter = CpuMeter({server.pid})
-                orbit = await over_http(port, token, queue_id, args.n, args.concurrency)
-                usage = meter.line(args.n)
+                base_url = f"http://127.0.0.1:{port}"
+                async with console_open(base_url, token, queue_id, args.console):
+                    orbit = await over_http(port, token, queue_id, args.n, args.concurrency)
+                    usage = meter.line(args.n)
                 groups = group_line(port)
             finally:
                 server.terminate()

@@ -50,6 +50,7 @@ from agentcall.orbit.store.admin import Admin  # noqa: E402
 from agentcall.orbit.store.db import Database  # noqa: E402
 from agentcall.orbit.store.migrate import upgrade  # noqa: E402
 from agentcall.orbit.store.tables import task_attempts, tasks  # noqa: E402
+from bench.console_viewer import console_open  # noqa: E402
 from bench.idle_floor import idle_floor, quantile  # noqa: E402
 from bench.orbit_submit import DEFAULT_URL, Connection, bench_database, free_port  # noqa: E402
 
@@ -434,11 +435,14 @@ async def _orbit(
         cpu = cpu_use(pids)
         before = leases_granted(server_base)
         began = time.perf_counter()
-        await submit_all(server_base, token, queues.orbit, args.n, args.submitters, args.batch)
-        how = ("POST /v1/tasks" if args.batch == 1
-               else f"POST /v1/tasks:batch, {args.batch} per request")  # fmt: skip
-        print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s ({how})", flush=True)
-        await wait_done(db, queues.orbit, args.n, "orbit")
+        async with console_open(server_base, token, queues.orbit, args.console):
+            await submit_all(server_base, token, queues.orbit, args.n, args.submitters,
+                             args.batch)  # fmt: skip
+            how = ("POST /v1/tasks" if args.batch == 1
+                   else f"POST /v1/tasks:batch, {args.batch} per request")  # fmt: skip
+            print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s ({how})",
+                  flush=True)  # fmt: skip
+            await wait_done(db, queues.orbit, args.n, "orbit")
         print(cpu_line("orbit", cpu_use(pids, cpu), args.n), flush=True)
         print(leases_line("orbit", before, leases_granted(server_base)), flush=True)
         return drain, idle, await measure(db, queues.orbit, "orbit", began)
@@ -461,6 +465,8 @@ async def main() -> None:
     parser.add_argument("--submitters", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--idle", type=int, default=200, help="tasks of the idle phase")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    parser.add_argument("--console", action="store_true",
+                        help="keep the console open and refreshing during the submit phase")
     parser.add_argument("--server-processes", type=int, default=1,
                         help="orbit serve --workers (each process has its own dispatcher)")
     parser.add_argument("--batch", type=int, default=1, choices=range(1, 101),

@@ -144,6 +144,8 @@ async def run(tmp: Path) -> int:
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
             await wait_ready(client, tmp, list(workers))
             print(f"server {base} (SQLite {tmp / 'orbit-demo.db'}), workers alpha and beta")
+            print(f"console {base}/ui (while the demo runs): sign in with the token "
+                  f"{made.token}")  # fmt: skip
             planned = mix()
             kinds = await submit_all(client, made.queue_id, planned[:1])
             print("submitted the RECONCILE_ONLY payment")
@@ -152,9 +154,19 @@ async def run(tmp: Path) -> int:
             kinds.update(await submit_all(client, made.queue_id, planned[1:]))
             print(f"submitted {len(kinds) - 1} more tasks")
             await watcher
-            return await report(client, kinds)
+            code = await report(client, kinds)
+            await hold_console(base, made.token)
+            return code
     finally:
         procs.stop()
+
+
+async def hold_console(base: str, token: str) -> None:
+    """On a terminal, keep the server up for the console until Enter is pressed."""
+    if not sys.stdin.isatty():
+        return
+    print(f"\nconsole {base}/ui is up (token {token}); press Enter to stop the demo")
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
 
 async def watch(client: httpx.AsyncClient, queue_id: str, total: int) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -24,9 +26,16 @@ from agentcall.orbit.protocol.messages import WorkerIdentity
 pytestmark = pytest.mark.unit
 
 
+_LEASED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
 @dataclass
 class _Grant:
     attempt_id: str
+    # what the hub observes of a grant (lease wait, the attempt's task and handler)
+    task: Any = field(default_factory=lambda: SimpleNamespace(
+        id="t" * 32, handler="h", available_at=_LEASED_AT))  # fmt: skip
+    leased_at: datetime = _LEASED_AT
 
     def message(self) -> dict[str, Any]:
         return {"type": "lease", "attempt_id": self.attempt_id}

@@ -20,7 +20,10 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"domain"},
     "store": {"domain"},
     "execution": {"store", "domain", "protocol"},
-    "api": {"execution", "store", "domain", "protocol", "settings"},
+    "api": {"console", "execution", "store", "domain", "protocol", "settings"},
+    # the console at /ui: an HTTP edge beside the API (which mounts it), reading through
+    # execution's inspection and the store, acting through execution's use cases
+    "console": {"execution", "store", "domain"},
     "sdk": {"protocol", "domain"},
     # the server's ServerSettings: read from the environment where the server is assembled
     # (cli, api.factory) and passed down as values, so only those two parts import it

@@ -25,6 +25,7 @@ from agentcall.orbit.api.errors import INTERNAL, wire_error
 from agentcall.orbit.api.execution_service import ExecutionService, Wrap
 from agentcall.orbit.api.http import envelope
 from agentcall.orbit.api.log_metrics import LogCounter
+from agentcall.orbit.console.routes import Hooks, console_routes
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.settings import ServerSettings
@@ -50,6 +51,8 @@ class Metrics:
             ["route"], registry=self.registry,
             buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
         )  # fmt: skip
+        # refreshed before each scrape (gauges computed from the database, cached)
+        self.before_scrape: list[Callable[[], Awaitable[None]]] = []
         # the labelled children, looked up once (`labels()` validates and locks every call)
         self._counts: dict[tuple[str, int], Counter] = {}
         self._latencies: dict[str, Histogram] = {}
@@ -112,7 +115,10 @@ def create_app(
         handoff=execution.handoff,
     )
     submit_metrics.register(metrics.registry, ops)
-    control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify)
+    control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify,
+                            changed=execution.waiters.wake)  # fmt: skip
+    metrics.before_scrape.append(execution.gauges.refresh)
+    hooks = Hooks(execution.hub.tell_cancel, execution.hub.notify, execution.waiters.wake)
     endpoint = _endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
     app = OrbitApp(
@@ -131,14 +137,17 @@ def create_app(
                 endpoint("resolve", control.resolve),
                 methods=["POST"],
             ),
-            Route("/v1/tasks/{task_id}", endpoint("get", routes.get_task), methods=["GET"]),
+            Route("/v1/tasks/{task_id}", endpoint("get", execution.inspection_routes.get_task),
+                  methods=["GET"]),  # fmt: skip
             *execution.routes(endpoint, ops),
             *_service_routes(metrics),
+            *console_routes(ops, execution.inspection, hooks, execution.gauges.failures.inc),
         ],
         exception_handlers={HTTPException: _not_found(ops)},
         lifespan=_lifespan(db, execution, LogCounter(metrics.registry)),
     )
     app.submit = submit if fast_submit else None
+    app.state.inspection = execution.inspection  # waiters and counts, for tests and tools
     return app
 
 
@@ -186,6 +195,8 @@ def _service_routes(metrics: Metrics) -> list[Route]:
         return Response(b'{"status":"ok"}', media_type="application/json")
 
     async def metrics_page(request: Request) -> Response:
+        for refresh in metrics.before_scrape:
+            await refresh()  # never raises: on failure the scrape shows the last values
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return [

@@ -29,9 +29,15 @@ class ControlRoutes:
     tells the dispatcher that tasks became WAITING in these queues (a batch) or somewhere (a
     retry: no queue named, the next round asks every queue)."""
 
-    def __init__(self, tell_cancel: Callable[[str], None], wake: Callable[..., None]) -> None:
+    def __init__(
+        self,
+        tell_cancel: Callable[[str], None],
+        wake: Callable[..., None],
+        changed: Callable[[str], None] = lambda task_id: None,
+    ) -> None:
         self.tell_cancel = tell_cancel
         self.wake = wake
+        self.changed = changed  # whoever waits for this task (long-poll) reads it again
 
     async def cancel(self, request: Request, ctx: Context) -> Response:
         principal = await ctx.principal(request, Permission.CANCEL)
@@ -40,6 +46,7 @@ class ControlRoutes:
         written = await cancel_task(ctx.ops.db, principal, task_id, cancel, key, ctx.request_id)
         if written.tell_worker is not None:
             self.tell_cancel(written.tell_worker)
+        self.changed(task_id)
         return _receipt(ctx, written)
 
     async def retry(self, request: Request, ctx: Context) -> Response:
@@ -56,6 +63,7 @@ class ControlRoutes:
         task_id, body, key = await _write_request(request)
         resolve = parse_resolve(body)
         written = await resolve_task(ctx.ops.db, principal, task_id, resolve, key, ctx.request_id)
+        self.changed(task_id)
         return _receipt(ctx, written)
 
 

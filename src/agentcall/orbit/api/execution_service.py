@@ -6,7 +6,7 @@ object, three calls: routes, start, stop) and hands its hooks (`on_accepted`, `h
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter
 from starlette.requests import Request
@@ -14,14 +14,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from agentcall.orbit.api import attempt_routes as routes
+from agentcall.orbit.api.inspection_routes import InspectionRoutes, readiness
+from agentcall.orbit.api.observability import ExecutionMetrics, TaskGauges
 from agentcall.orbit.api.routes import Context
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
 from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.execution.batch import Batcher, Many
 from agentcall.orbit.execution.eager import EagerDispatch
 from agentcall.orbit.execution.hub import Hub
+from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import Upkeep
+from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.operations import Operations
@@ -52,6 +56,9 @@ class ExecutionService:
         self.batcher = Batcher(db, lanes, kinds=kinds)
         registry = registry or CollectorRegistry()
         leases = Counter("orbit_leases", "Leases granted to workers", registry=registry)
+        self.db = db
+        self.waiters = Waiters(self._settled_among)
+        observer = ExecutionMetrics(registry, self.waiters)
         self.hub = Hub(
             self.batcher,
             kernel,
@@ -59,7 +66,13 @@ class ExecutionService:
             tick_s=self.settings.dispatch_tick_ms / 1000,
             sweep_s=self.settings.sweep_interval_ms / 1000,
             on_grants=leases.inc,
+            observer=observer,
         )
+        # what the inspection API, the console and /metrics read (counts cached, shared)
+        self.inspection = Inspection(db, self.hub, self.waiters)
+        self.inspection_routes = InspectionRoutes(self.inspection)
+        self.gauges = TaskGauges(registry, self.inspection)
+        self.waiters.on_failure = self.gauges.failures.inc
         # the hooks of `Operations`: a committed submit wakes the dispatcher for its queue;
         # a submit group leases to an idle connection of this process in its transaction
         self.on_accepted: Callable[[str], None] = self.hub.notify
@@ -77,11 +90,20 @@ class ExecutionService:
                   methods=["GET"]),  # fmt: skip
             Route("/v1/tasks/{task_id}/attempts/{attempt_id}", wrap("attempt", routes.get_attempt),
                   methods=["GET"]),  # fmt: skip
+            Route("/v1/queues", wrap("queues", self.inspection_routes.queues), methods=["GET"]),
+            Route("/v1/workers", wrap("workers", self.inspection_routes.workers),
+                  methods=["GET"]),  # fmt: skip
+            Route("/readyz", readiness(self.db, self.gauges.failures.inc), methods=["GET"]),
         ]
+
+    async def _settled_among(self, task_ids: Sequence[str]) -> set[str]:
+        return await self.inspection.settled_among(task_ids)
 
     async def start(self) -> None:
         self.hub.start()
+        self.waiters.start()
 
     async def stop(self) -> None:
+        await self.waiters.stop()
         await self.hub.stop()
         await self.batcher.stop()

@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Coroutine
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -245,6 +245,7 @@ class _Session:
             return Ack(True, {"capacity": message.capacity}).body(message.msg_id)
         ack = await self._step(message)
         if ack.ended:
+            self.hub.finished(ack.ended, *_ending(message, ack))
             self.hub.ended(ack.ended)
         if ack.wake:
             self.hub.notify(ack.wake)
@@ -271,6 +272,8 @@ class _Session:
     async def _heartbeat(self, message: Heartbeat) -> dict[str, JsonValue]:
         await self._recheck_token()
         peer = self._peer()
+        if self.link is not None:
+            self.link.seen_at = datetime.now(UTC)
         step = partial(steps.heartbeat, self.hub.upkeep.heartbeat, peer, message)
         try:
             statuses = await self.hub.batcher.run(step)
@@ -301,3 +304,11 @@ class _Session:
     def _peer(self) -> Peer:
         assert self.link is not None
         return self.link.peer
+
+
+def _ending(message: ClientMessage, ack: Ack) -> tuple[str, str]:
+    """(outcome, error code) of an ending message, for the metrics: the task's state after
+    it, or the refusal code; the worker's error code of a result."""
+    outcome = str(ack.fields.get("task_state", "")) if ack.ok else str(ack.code)
+    error = message.error if isinstance(message, Result) else None
+    return outcome or "UNKNOWN", "" if error is None else error.code

@@ -1,5 +1,5 @@
-"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks`, `worker`,
-`idempotency`.
+"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `task` (alias `tasks`),
+`worker`, `idempotency`.
 
 Operator commands (`migrate`, `init`, `queue`, `token`, `idempotency`) talk to the database given by
 `--database` / ORBIT_DATABASE_URL; `tasks` talks to the API at ORBIT_URL with ORBIT_TOKEN.
@@ -20,10 +20,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("agentcall.orbit.cli.server", "serve"),
     "migrate": ("agentcall.orbit.cli.server", "migrate"),
     "init": ("agentcall.orbit.cli.admin", "init"),
-    "queue": ("agentcall.orbit.cli.admin", "queue"),
-    "token": ("agentcall.orbit.cli.admin", "token"),
-    "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # with retry, resolve and batch
-    "worker": ("agentcall.orbit.sdk.worker.cli", "worker"),
+    "queue": ("agentcall.orbit.cli.inspect_commands", "queue"),  # with list
+    "token": ("agentcall.orbit.cli.inspect_commands", "token"),  # with list
+    "task": ("agentcall.orbit.cli.inspect_commands", "task"),
+    "tasks": ("agentcall.orbit.cli.inspect_commands", "tasks"),  # the same commands as task
+    "worker": ("agentcall.orbit.cli.workers", "worker"),  # run one, or list
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
 }
 

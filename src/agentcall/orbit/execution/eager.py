@@ -66,7 +66,7 @@ class Claims:
             return
         for link, grant in self.grants:
             self.hub.spawn((link.urgent or link.send)(grant.message()))
-        self.hub.on_grants(len(self.grants))
+        self.hub.granted([grant for _, grant in self.grants])
         self.on_delivered(len(self.grants))
         for connection_id in {link.peer.connection_id for link, _ in self.grants
                               if not link.open}:  # fmt: skip

@@ -10,9 +10,10 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -24,6 +25,7 @@ from agentcall.orbit.domain.leasing import HandlerKey, free_slots
 from agentcall.orbit.execution.acks import Grant, Peer
 from agentcall.orbit.execution.batch import Batcher
 from agentcall.orbit.execution.kernel import Kernel, LeaseAsk
+from agentcall.orbit.execution.observe import ExecutionObserver, Leased
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 
 log = logging.getLogger("orbit.workers")
@@ -45,6 +47,8 @@ class Link:
     in_flight: set[str] = field(default_factory=set)
     rotation: int = 0
     open: bool = True
+    connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    seen_at: datetime = field(default_factory=lambda: datetime.now(UTC))  # last heartbeat
     # the queues that may still hold work for this link (`orbit.domain.dispatch`): all of
     # them until a round asked; a freed slot runs a round only while this is not empty
     pending: frozenset[str] = field(init=False)
@@ -75,6 +79,7 @@ class Hub:
         tick_s: float,
         sweep_s: float,
         on_grants: Callable[[int], None] = lambda n: None,
+        observer: ExecutionObserver | None = None,
     ) -> None:
         self.batcher = batcher
         self.kernel = kernel
@@ -82,6 +87,8 @@ class Hub:
         self.tick_s = tick_s
         self.sweep_s = sweep_s
         self.on_grants = on_grants
+        self.observer = observer or ExecutionObserver()
+        self.leased: dict[str, Leased] = {}  # attempts leased here, until they end
         self.links: dict[str, Link] = {}
         self.owner: dict[str, str] = {}
         self._wake = asyncio.Event()
@@ -128,6 +135,7 @@ class Hub:
         self.links.pop(link.peer.connection_id, None)
         for attempt_id in link.in_flight:
             self.owner.pop(attempt_id, None)
+            self.leased.pop(attempt_id, None)  # it may end anywhere now: not observed here
 
     def spawn(self, work: Awaitable[Any]) -> None:
         """Run `work` (a send, a disconnect) in the background, quietly; referenced until done
@@ -149,12 +157,32 @@ class Hub:
         """An attempt of this process ended: its slot is free. Dispatch now only if its
         connection may have left work waiting (see `Link.saturated`); otherwise the freed
         slot waits for the next notify or tick, and no empty lease transaction is run."""
+        self.finished(attempt_id, "LOST")  # no-op when its end was observed already
         connection_id = self.owner.pop(attempt_id, None)
         link = self.links.get(connection_id) if connection_id else None
         if link is not None:
             link.in_flight.discard(attempt_id)
             if link.pending:
                 self._wake.set()
+
+    def granted(self, grants: list[Grant]) -> None:
+        """Leases were committed (a round or eager dispatch): count them, remember each
+        attempt's task and handler, observe how long each task waited for its lease."""
+        self.on_grants(len(grants))
+        at = time.monotonic()
+        for grant in grants:
+            task = grant.task
+            self.leased[grant.attempt_id] = Leased(task.id, task.handler, at)
+            waited = (grant.leased_at - task.available_at).total_seconds()
+            self.observer.lease_waited(task.handler, max(0.0, waited))
+
+    def finished(self, attempt_id: str, outcome: str, error_code: str = "") -> None:
+        """An attempt leased here ended with `outcome` (observed once; waiters woken)."""
+        leased = self.leased.pop(attempt_id, None)
+        if leased is not None:
+            seconds = time.monotonic() - leased.at
+            self.observer.attempt_ended(leased.handler, outcome, error_code, seconds)
+            self.observer.task_changed(leased.task_id)
 
     def tell_cancel(self, attempt_id: str) -> None:
         """A cancel was committed for this attempt: push `cancel_requested` to its connection
@@ -213,7 +241,7 @@ class Hub:
             link.in_flight.add(grant.attempt_id)
             self.owner[grant.attempt_id] = link.peer.connection_id
         if grants:
-            self.on_grants(len(grants))
+            self.granted(grants)
         if grants:  # sent together: with batch framing they share one frame
             await asyncio.gather(*(quietly(link.send(grant.message())) for grant in grants))
         if grants and not link.open:  # closed while leasing: shorten these leases too

@@ -38,6 +38,7 @@ from agentcall.orbit.sdk.client.errors import (
     UnavailableError,
     UnsupportedMediaTypeError,
 )
+from agentcall.orbit.sdk.client.inspection import SETTLED_STATES, QueueInfo, WorkerInfo
 from agentcall.orbit.sdk.client.models import (
     TASK_STATES,
     CancelTaskRequest,
@@ -73,7 +74,9 @@ __all__ = [
     "NotFoundError",
     "OrbitClientError",
     "PermissionDeniedError",
+    "QueueInfo",
     "RetryPolicy",
+    "SETTLED_STATES",
     "StateConflictError",
     "SubmitTaskRequest",
     "TASK_STATES",
@@ -85,4 +88,5 @@ __all__ = [
     "UnauthenticatedError",
     "UnavailableError",
     "UnsupportedMediaTypeError",
+    "WorkerInfo",
 ]

@@ -34,6 +34,7 @@ class Call(Generic[T]):
     params: Mapping[str, str] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     content: bytes | None = None
+    timeout: float | None = None  # the read timeout of this call (a long-poll), else the client's
 
 
 def loads(body: bytes) -> Any:

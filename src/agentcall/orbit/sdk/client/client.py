@@ -4,17 +4,19 @@ retried by the SDK: on `TransportError` or `UnavailableError` resend with the sa
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
-from agentcall.orbit.sdk.client import _calls, attempts, control
+from agentcall.orbit.sdk.client import _calls, attempts, control, inspection
 from agentcall.orbit.sdk.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
 from agentcall.orbit.sdk.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
 from agentcall.orbit.sdk.client.errors import TransportError
+from agentcall.orbit.sdk.client.inspection import QueueInfo, WorkerInfo, next_wait_ms, settled
 from agentcall.orbit.sdk.client.models import (
     CancelTaskRequest,
     ListTasksRequest,
@@ -74,6 +76,13 @@ async def _apages(
         request = replace(request, cursor=page.next_cursor)
 
 
+def _timeout(call: _calls.Call[Any]) -> Any:
+    """The call's own read timeout (a long-poll), else the client's."""
+    if call.timeout is None:
+        return httpx.USE_CLIENT_DEFAULT
+    return httpx.Timeout(call.timeout, connect=5.0)
+
+
 def _headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
@@ -97,7 +106,7 @@ class Client:
         try:
             response = self._http.request(
                 call.method, call.path, params=call.params, headers=call.headers,
-                content=call.content,
+                content=call.content, timeout=_timeout(call),
             )  # fmt: skip
         except httpx.TransportError as exc:
             raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
@@ -143,6 +152,25 @@ class Client:
         """One attempt with its evidence."""
         return self._send(attempts.get_attempt(task_id, attempt_id))
 
+    def wait(self, task_id: str, timeout: float = 60.0) -> Task:
+        """The task once it is SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW, or as last read
+        when `timeout` seconds ran out (check `state`). Long-polls: the server answers as
+        soon as the task settles, without polling the database per waiter."""
+        deadline = time.monotonic() + timeout
+        while True:
+            wait_ms = next_wait_ms(deadline - time.monotonic())
+            task = self._send(inspection.wait_task(task_id, wait_ms))
+            if settled(task) or wait_ms == 0:
+                return task
+
+    def list_queues(self) -> list[QueueInfo]:
+        """The token's queues with their counts per state."""
+        return self._send(inspection.list_queues())
+
+    def list_workers(self) -> list[WorkerInfo]:
+        """Workers connected to the server process that answers, on the token's queues."""
+        return self._send(inspection.list_workers())
+
     def close(self) -> None:
         self._http.close()
 
@@ -176,7 +204,7 @@ class AsyncClient:
         try:
             response = await self._http.request(
                 call.method, call.path, params=call.params, headers=call.headers,
-                content=call.content,
+                content=call.content, timeout=_timeout(call),
             )  # fmt: skip
         except httpx.TransportError as exc:
             raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
@@ -218,6 +246,21 @@ class AsyncClient:
 
     async def get_attempt(self, task_id: str, attempt_id: str) -> Attempt:
         return await self._send(attempts.get_attempt(task_id, attempt_id))
+
+    async def wait(self, task_id: str, timeout: float = 60.0) -> Task:
+        """`Client.wait` for asyncio."""
+        deadline = time.monotonic() + timeout
+        while True:
+            wait_ms = next_wait_ms(deadline - time.monotonic())
+            task = await self._send(inspection.wait_task(task_id, wait_ms))
+            if settled(task) or wait_ms == 0:
+                return task
+
+    async def list_queues(self) -> list[QueueInfo]:
+        return await self._send(inspection.list_queues())
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        return await self._send(inspection.list_workers())
 
     async def aclose(self) -> None:
         await self._http.aclose()

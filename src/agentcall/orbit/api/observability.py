@@ -1,0 +1,93 @@
+"""The execution side's Prometheus metrics and the waiters' wake-ups.
+
+- `orbit_tasks{queue_id,state}` (gauge): computed when scraped from the inspection snapshot
+  (one grouped query, cached a few seconds), never on the submit or lease paths;
+- `orbit_attempt_duration_seconds{handler}` (histogram): lease to end, attempts leased here;
+- `orbit_attempt_outcomes_total{handler,outcome,error_code}`: the task state after each end;
+- `orbit_lease_wait_seconds{handler}` (histogram): ready (WAITING) to LEASED;
+- `orbit_workers_connected` (gauge): worker connections of this process.
+
+Each observation is O(1); label sets are capped (`MAX_SERIES`) so hostile handler names or
+error codes cannot grow the registry without bound."""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from agentcall.orbit.execution.inspection import Inspection
+from agentcall.orbit.execution.observe import ExecutionObserver
+from agentcall.orbit.execution.waiters import Waiters
+
+log = logging.getLogger("orbit.api")
+MAX_SERIES = 2000
+OTHER = "_other"
+SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+class ExecutionMetrics(ExecutionObserver):
+    def __init__(self, registry: CollectorRegistry, waiters: Waiters) -> None:
+        self.waiters = waiters
+        self.durations = Histogram(
+            "orbit_attempt_duration_seconds", "Attempt duration (lease to end) by handler",
+            ["handler"], registry=registry, buckets=SECONDS,
+        )  # fmt: skip
+        self.outcomes = Counter(
+            "orbit_attempt_outcomes", "Attempt ends by handler, task state after the end and "
+            "the worker's error code", ["handler", "outcome", "error_code"], registry=registry,
+        )  # fmt: skip
+        self.lease_wait = Histogram(
+            "orbit_lease_wait_seconds", "Time from ready (WAITING) to LEASED by handler",
+            ["handler"], registry=registry, buckets=SECONDS,
+        )  # fmt: skip
+        self._series: set[tuple[str, ...]] = set()
+
+    def _labels(self, *values: str) -> tuple[str, ...]:
+        if values in self._series or len(self._series) < MAX_SERIES:
+            self._series.add(values)
+            return values
+        return tuple(OTHER for _ in values)
+
+    def lease_waited(self, handler: str, seconds: float) -> None:
+        self.lease_wait.labels(*self._labels(handler)).observe(seconds)
+
+    def attempt_ended(self, handler: str, outcome: str, error_code: str, seconds: float) -> None:
+        (label,) = self._labels(handler)
+        self.durations.labels(label).observe(seconds)
+        self.outcomes.labels(*self._labels(handler, outcome, error_code)).inc()
+
+    def task_changed(self, task_id: str) -> None:
+        self.waiters.wake(task_id)
+
+
+class TaskGauges:
+    """`orbit_tasks` and `orbit_workers_connected`, refreshed by `refresh()` before a scrape."""
+
+    def __init__(self, registry: CollectorRegistry, inspection: Inspection) -> None:
+        self.inspection = inspection
+        self.tasks = Gauge("orbit_tasks", "Tasks by queue and state (a few seconds old at most)",
+                           ["queue_id", "state"], registry=registry)  # fmt: skip
+        workers = Gauge("orbit_workers_connected", "Worker connections of this server process",
+                        registry=registry)  # fmt: skip
+        workers.set_function(lambda: len(inspection.hub.links))
+        self.failures = Counter("orbit_inspection_failures", "Failed inspection queries "
+                                "(metrics scrape, waiters' shared check, readiness)",
+                                registry=registry)  # fmt: skip
+        self._taken = -1.0
+
+    async def refresh(self) -> None:
+        """Never raises: when the database does not answer, the last values stay."""
+        try:
+            snap = await self.inspection.snapshot()
+        except Exception:  # noqa: BLE001 - counted and logged; the scrape still answers
+            self.failures.inc()
+            log.warning("orbit_tasks refresh failed; the last values stay", exc_info=True)
+            return
+        if snap.taken == self._taken:
+            return
+        self._taken = snap.taken
+        self.tasks.clear()
+        for queue_id, states in snap.counts.items():
+            for state, count in states.items():
+                self.tasks.labels(queue_id, state).set(count)

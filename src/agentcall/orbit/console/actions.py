@@ -1,0 +1,173 @@
+"""The console's actions (POST): sign in, sign out, cancel, retry, resolve. Every action but
+sign-in needs the session's CSRF token in the form (403 without it); each one runs the same use
+case, permission check and idempotency as its API endpoint, with a key made when the form was
+rendered (sending a form twice acts once)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from agentcall.orbit.console.pages import HEADERS, Pages, Session, error_status
+from agentcall.orbit.console.session import COOKIE, PATH, cookie_attributes, csrf_ok
+from agentcall.orbit.domain.cancel import parse_cancel
+from agentcall.orbit.domain.errors import (
+    BodyTooLarge,
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+    UnsupportedMediaType,
+)
+from agentcall.orbit.domain.idempotency import check_key
+from agentcall.orbit.domain.ids import new_id, task_id_from_path
+from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.review import parse_resolve, parse_retry
+from agentcall.orbit.domain.strictjson import read_json
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.execution.cancel import cancel_task
+from agentcall.orbit.execution.review import resolve_task, retry_task
+
+MAX_FORM_BYTES = 65_536
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """After a committed action: tell a running attempt's worker of a cancel; wake the
+    dispatcher (a retried task is WAITING again); wake whoever waits for the task."""
+
+    tell_cancel: Callable[[str], None]
+    notify: Callable[..., None]
+    changed: Callable[[str], None]
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """A urlencoded form of single-valued fields, at most MAX_FORM_BYTES."""
+    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media != FORM_TYPE:
+        raise UnsupportedMediaType(f"send the form as {FORM_TYPE}")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise BodyTooLarge(f"the form exceeds {MAX_FORM_BYTES} bytes")
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=32)
+    except (UnicodeDecodeError, ValueError):
+        raise InvalidArgument("the form is not valid UTF-8 urlencoded text") from None
+    form: dict[str, str] = {}
+    for name, values in fields.items():
+        if len(values) != 1:
+            raise InvalidArgument("a form field must appear once", name)
+        form[name] = values[0]
+    return form
+
+
+class Actions:
+    def __init__(self, pages: Pages, hooks: Hooks) -> None:
+        self.pages = pages
+        self.hooks = hooks
+
+    async def signin(self, request: Request) -> Response:
+        try:
+            secret = (await read_form(request)).get("token", "").strip()
+            principal = await self.pages.ops.authenticate(secret)
+            principal.require(Permission.READ)
+        except (Unauthenticated, PermissionDenied, InvalidArgument, BodyTooLarge,
+                UnsupportedMediaType) as exc:  # fmt: skip
+            return self.pages.render(request, "signin.html", error_status(exc), session=None,
+                                     message=exc.message)  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the database is down: a page, logged
+            return self.pages.error(request, None, exc)
+        response = RedirectResponse("/ui", status_code=303, headers=HEADERS)
+        secure = request.url.scheme == "https"
+        response.set_cookie(COOKIE, secret, httponly=True, samesite="strict", path=PATH,
+                            secure=secure)  # fmt: skip
+        return response
+
+    async def signout(self, request: Request) -> Response:
+        _, _, refusal = await self._checked(request)
+        if refusal is not None:
+            return refusal
+        response = RedirectResponse("/ui/signin", status_code=303, headers=HEADERS)
+        attributes = cookie_attributes(request.url.scheme == "https")
+        response.delete_cookie(COOKIE, path=PATH, secure=bool(attributes["secure"]),
+                               httponly=True, samesite="strict")  # fmt: skip
+        return response
+
+    async def act(self, request: Request) -> Response:
+        """POST /ui/tasks/{task_id}/{action}: cancel, retry or resolve."""
+        session, form, refusal = await self._checked(request)
+        if refusal is not None or session is None:
+            return refusal or self._unauthenticated(request)
+        action = request.path_params["action"]
+        try:
+            task_id = task_id_from_path(request.path_params["task_id"])
+            key = check_key(form.get("key"))
+            await self._run(session, action, task_id, form, key)
+        except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
+            return self.pages.error(request, session, exc)
+        back = form.get("back") if form.get("back") == "/ui/review" else f"/ui/tasks/{task_id}"
+        return RedirectResponse(f"{back}?done={action}", status_code=303, headers=HEADERS)
+
+    async def _run(
+        self, session: Session, action: str, task_id: str, form: dict[str, str], key: str
+    ) -> None:
+        principal, db, request_id = session.principal, self.pages.ops.db, new_id()
+        revision, reason = form.get("revision", ""), form.get("reason", "")
+        body: dict[str, JsonValue] = {"expected_revision": revision, "reason": reason}
+        if action == "cancel":
+            principal.require(Permission.CANCEL)
+            written = await cancel_task(db, principal, task_id, parse_cancel(body), key,
+                                        request_id)  # fmt: skip
+            if written.tell_worker is not None:
+                self.hooks.tell_cancel(written.tell_worker)
+        elif action == "retry":
+            principal.require(Permission.REVIEW)
+            await retry_task(db, principal, task_id, parse_retry(body), key, request_id)
+            self.hooks.notify()
+        elif action == "resolve":
+            principal.require(Permission.REVIEW)
+            request = parse_resolve(_resolution(body, form))
+            await resolve_task(db, principal, task_id, request, key, request_id)
+        else:
+            raise InvalidArgument("the action must be cancel, retry or resolve", "action")
+        self.hooks.changed(task_id)
+
+    async def _checked(
+        self, request: Request
+    ) -> tuple[Session | None, dict[str, str], Response | None]:
+        """The session and its form with a valid CSRF token, or the refusal to send."""
+        try:
+            session = await self.pages.session(request)
+            if session is None:
+                return None, {}, self._unauthenticated(request)
+            form = await read_form(request)
+        except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
+            return None, {}, self.pages.error(request, None, exc)
+        if not csrf_ok(session.secret, form.get("csrf")):
+            forged = PermissionDenied("the form has no valid CSRF token: reload the page "
+                                      "and send it again")  # fmt: skip
+            return session, form, self.pages.error(request, session, forged)
+        return session, form, None
+
+    def _unauthenticated(self, request: Request) -> Response:
+        return self.pages.render(request, "signin.html", 401, session=None,
+                                 message="sign in first")  # fmt: skip
+
+
+def _resolution(body: dict[str, JsonValue], form: dict[str, str]) -> dict[str, JsonValue]:
+    """The resolve body from the form: succeeded with an optional JSON result, or failed with
+    an error code and message."""
+    outcome = form.get("outcome", "")
+    body = {**body, "outcome": outcome}
+    if outcome == "succeeded" and form.get("result", "").strip():
+        body["result"] = read_json(form["result"].encode("utf-8"))
+    elif outcome == "failed":
+        body["error"] = {"code": form.get("error_code") or "RESOLVED_FAILED",
+                         "message": form.get("error_message") or str(body["reason"])}  # fmt: skip
+    return body

@@ -1,0 +1,208 @@
+"""The console's pages (GET): sign-in, overview, queue, task, review inbox. Each request
+authenticates the session's token like an API request; a page that is refreshed live answers
+only its `<main>` when asked with `X-Orbit-Fragment: 1`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from agentcall.orbit.console import reads
+from agentcall.orbit.console.session import COOKIE, csrf_token
+from agentcall.orbit.domain.cursor import decode_cursor, encode_cursor
+from agentcall.orbit.domain.errors import (
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    OrbitError,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+)
+from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.times import format_time
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.execution.inspection import Inspection
+from agentcall.orbit.store import inspect
+from agentcall.orbit.store.operations import Operations
+
+log = logging.getLogger("orbit.console")
+HERE = Path(__file__).parent
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+STATES = [state.value for state in TaskState]
+LIVE = frozenset({TaskState.WAITING, TaskState.LEASED, TaskState.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    secret: str
+    principal: Principal
+    csrf: str
+
+    def can(self, permission: Permission) -> bool:
+        return permission in self.principal.permissions
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+    env.filters["when"] = lambda value: "" if value is None else format_time(value)
+    env.filters["age"] = _age
+    return env
+
+
+def _age(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    seconds = max(0, int((datetime.now(UTC) - value) / timedelta(seconds=1)))
+    if seconds < 120:
+        return f"{seconds} s"
+    return f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
+
+
+class Pages:
+    def __init__(
+        self, ops: Operations, inspection: Inspection, on_failure: Callable[[], None]
+    ) -> None:
+        self.ops = ops
+        self.inspection = inspection
+        self.on_failure = on_failure  # a metric: failed console requests
+        self.env = environment()
+
+    # ------------------------------------------------------------------ plumbing
+    async def session(self, request: Request) -> Session | None:
+        secret = request.cookies.get(COOKIE)
+        if not secret:
+            return None
+        try:
+            principal = await self.ops.authenticate(secret)
+        except Unauthenticated:
+            return None
+        return Session(secret, principal, csrf_token(secret))
+
+    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+        fragment = request.headers.get("x-orbit-fragment") == "1"
+        html = self.env.get_template(name).render(fragment=fragment, request=request, **values)
+        return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+    def page(
+        self, handler: Callable[[Request, Session], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """Signed in with tasks:read, or sent to the sign-in page; errors become a page."""
+
+        async def run(request: Request) -> Response:
+            session: Session | None = None
+            try:
+                session = await self.session(request)
+                if session is None:
+                    return RedirectResponse("/ui/signin", status_code=303, headers=HEADERS)
+                session.principal.require(Permission.READ)
+                return await handler(request, session)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a page (logged)
+                return self.error(request, session, exc)
+
+        return run
+
+    def error(self, request: Request, session: Session | None, exc: Exception) -> Response:
+        if not isinstance(exc, OrbitError) or isinstance(exc, Unavailable):
+            self.on_failure()
+            log.error("console request failed", exc_info=exc)
+            message = "the service could not complete the request; try again"
+        else:
+            message = exc.message
+        return self.render(request, "error.html", error_status(exc), session=session,
+                           message=message)
+
+
+    # ------------------------------------------------------------------ pages
+    async def signin_form(self, request: Request) -> Response:
+        return self.render(request, "signin.html", session=None, message=None)
+
+    async def overview(self, request: Request, session: Session) -> Response:
+        queues = await self.inspection.queues(session.principal)
+        chart = await reads.throughput(self.ops.db, session.principal)
+        workers = self.inspection.workers(session.principal)
+        reviews = sum(q.counts.get(TaskState.NEEDS_REVIEW.value, 0) for q in queues)
+        return self.render(request, "overview.html", session=session, queues=queues,
+                           chart=chart, workers=workers, states=STATES, reviews=reviews,
+                           refresh=3000)  # fmt: skip
+
+    async def queue(self, request: Request, session: Session) -> Response:
+        params = _params(request, {"state", "handler", "cursor"})
+        queue_id = check_id(request.path_params["queue_id"], "queue_id")
+        session.principal.require_queue(queue_id)
+        state = TaskState(params["state"]) if params.get("state") in STATES else None
+        handler = params.get("handler") or None
+        cursor = params.get("cursor") or None
+        after = decode_cursor(cursor, queue_id, state) if cursor else None
+        where = inspect.Filter(queue_id, state, handler)
+        page = await reads.queue_page(self.ops.db, where, after)
+        names = {q.id: q for q in await self.inspection.queues(session.principal)}
+        next_cursor = encode_cursor(page.next_position) if page.next_position else None
+        return self.render(request, "queue.html", session=session, queue=names.get(queue_id),
+                           queue_id=queue_id, rows=page.rows, state=state, handler=handler,
+                           states=STATES, next_cursor=next_cursor,
+                           refresh=0 if cursor else 3000)  # fmt: skip
+
+    async def task(self, request: Request, session: Session) -> Response:
+        task_id = task_id_from_path(request.path_params["task_id"])
+        detail = await reads.task_detail(self.ops.db, session.principal, task_id)
+        task = detail.task
+        live = task.state in LIVE
+        return self.render(request, "task.html", session=session, task=task, detail=detail,
+                           payload=reads.pretty(task.payload_text),
+                           result=reads.pretty(task.result_text),
+                           can_cancel=session.can(Permission.CANCEL) and not task.state.terminal,
+                           can_review=session.can(Permission.REVIEW),
+                           done=request.query_params.get("done"), key=_new_key(),
+                           refresh=2000 if live else 0)  # fmt: skip
+
+    async def review(self, request: Request, session: Session) -> Response:
+        queues = await self.inspection.queues(session.principal)
+        names = {q.id: q.name for q in queues}
+        items = await reads.review_inbox(self.ops.db, session.principal, names)
+        return self.render(request, "review.html", session=session, items=items,
+                           can_review=session.can(Permission.REVIEW), key=_new_key(),
+                           refresh=5000)  # fmt: skip
+
+
+def _params(request: Request, allowed: set[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if name not in allowed or name in params:
+            raise InvalidArgument("unknown or repeated query parameter", name)
+        params[name] = value
+    return params
+
+
+def _new_key() -> str:
+    """An idempotency key per rendered form: sending the same form twice acts once."""
+    return f"console-{new_id()}"
+
+
+_STATUS: tuple[tuple[type[OrbitError], int], ...] = (
+    (InvalidArgument, 400), (Unauthenticated, 401), (PermissionDenied, 403), (NotFound, 404),
+    (Conflict, 409),
+)  # fmt: skip
+
+
+def error_status(exc: Exception) -> int:
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 503

@@ -1,0 +1,40 @@
+"""The console's routes under `/ui`, assembled by `orbit.api.app.create_app`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from agentcall.orbit.console.actions import Actions, Hooks
+from agentcall.orbit.console.pages import HERE, Pages
+from agentcall.orbit.execution.inspection import Inspection
+from agentcall.orbit.store.operations import Operations
+
+__all__ = ["Hooks", "console_routes"]
+
+
+def console_routes(
+    ops: Operations, inspection: Inspection, hooks: Hooks, on_failure: Callable[[], None]
+) -> list[BaseRoute]:
+    pages = Pages(ops, inspection, on_failure)
+    actions = Actions(pages, hooks)
+
+    async def slash(request: Request) -> Response:
+        return RedirectResponse("/ui", status_code=308)
+
+    return [
+        Route("/ui", pages.page(pages.overview), methods=["GET"]),
+        Route("/ui/", slash, methods=["GET"]),
+        Route("/ui/signin", pages.signin_form, methods=["GET"]),
+        Route("/ui/signin", actions.signin, methods=["POST"]),
+        Route("/ui/signout", actions.signout, methods=["POST"]),
+        Route("/ui/review", pages.page(pages.review), methods=["GET"]),
+        Route("/ui/queues/{queue_id}", pages.page(pages.queue), methods=["GET"]),
+        Route("/ui/tasks/{task_id}", pages.page(pages.task), methods=["GET"]),
+        Route("/ui/tasks/{task_id}/{action}", actions.act, methods=["POST"]),
+        Mount("/ui/static", StaticFiles(directory=HERE / "static"), name="console-static"),
+    ]

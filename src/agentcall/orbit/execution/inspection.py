@@ -1,0 +1,150 @@
+"""What the inspection API, the console and the metrics see: the token's queues with counts per
+state and the age of their oldest WAITING task, the workers connected to this server process,
+and waiting for a task to settle (`orbit.execution.waiters`).
+
+Counts come from one grouped query over every queue, kept for `cache_s` seconds and shared by
+every reader of this process (API, console, /metrics): their cost does not grow with the
+number of viewers or scrapes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.task import Task
+from agentcall.orbit.domain.times import format_time
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.waiters import Waiters
+from agentcall.orbit.store import inspect
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.operations import Operations
+
+SETTLED = frozenset(TaskState(s) for s in inspect.SETTLED)
+MAX_WAIT_MS = 60_000
+SERVER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    taken: float  # monotonic
+    counts: dict[str, dict[str, int]]  # queue_id -> state -> count
+    oldest: dict[str, datetime]  # queue_id -> created_at of its oldest WAITING task
+    names: dict[str, str]  # queue_id -> name
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    id: str
+    name: str
+    counts: dict[str, int]
+    oldest_waiting_at: datetime | None
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def view(self) -> dict[str, JsonValue]:
+        counts: dict[str, JsonValue] = {state.value: self.counts.get(state.value, 0)
+                                        for state in TaskState}  # fmt: skip
+        data: dict[str, JsonValue] = {"id": self.id, "name": self.name, "counts": counts}
+        if self.oldest_waiting_at is not None:
+            data["oldest_waiting_at"] = format_time(self.oldest_waiting_at)
+            age = max(timedelta(0), self.at - self.oldest_waiting_at)
+            data["oldest_waiting_age_ms"] = age // timedelta(milliseconds=1)
+        return data
+
+
+class Inspection:
+    def __init__(self, db: Database, hub: Hub, waiters: Waiters, cache_s: float = 2.0) -> None:
+        self.db = db
+        self.hub = hub
+        self.waiters = waiters
+        self.cache_s = cache_s
+        self._snapshot: Snapshot | None = None
+        self._lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ queues
+    async def snapshot(self) -> Snapshot:
+        """Counts of every queue, at most `cache_s` old (one refresh at a time)."""
+        current = self._snapshot
+        if current is not None and time.monotonic() - current.taken < self.cache_s:
+            return current
+        async with self._lock:
+            current = self._snapshot
+            if current is None or time.monotonic() - current.taken >= self.cache_s:
+                current = self._snapshot = await self.db.retrying(self._take)
+            return current
+
+    async def _take(self) -> Snapshot:
+        async with self.db.single_read() as conn:
+            counts = await inspect.state_counts(conn)
+        async with self.db.single_read() as conn:
+            names = await inspect.all_queues(conn)
+        async with self.db.single_read() as conn:
+            oldest = await inspect.oldest_waiting(conn, sorted(names)) if names else {}
+        return Snapshot(time.monotonic(), counts, oldest, names)
+
+    async def queues(self, principal: Principal) -> list[QueueView]:
+        """The token's queues, by name."""
+        principal.require(Permission.READ)
+        snap = await self.snapshot()
+        views = [QueueView(queue_id, snap.names.get(queue_id, ""), snap.counts.get(queue_id, {}),
+                           snap.oldest.get(queue_id))
+                 for queue_id in principal.queue_ids]  # fmt: skip
+        return sorted(views, key=lambda view: (view.name, view.id))
+
+    # ------------------------------------------------------------------ workers
+    def workers(self, principal: Principal) -> list[dict[str, JsonValue]]:
+        """Workers connected to this server process that serve the token's queues (only
+        those queues are shown)."""
+        principal.require(Permission.READ)
+        views = []
+        for link in self.hub.links.values():
+            shown = [q for q in link.queue_order if q in principal.queue_ids]
+            if link.peer.namespace_id == principal.namespace_id and shown:
+                views.append(worker_view(link, shown))
+        return sorted(views, key=lambda view: (str(view["name"]), str(view["connection_id"])))
+
+    # ------------------------------------------------------------------ waiting
+    async def wait(self, ops: Operations, principal: Principal, task_id: str,
+                   wait_ms: int) -> Task:  # fmt: skip
+        """The task once it is settled (SUCCEEDED, FAILED, CANCELLED, NEEDS_REVIEW), or as
+        last read when `wait_ms` runs out. Reads: one, plus one per wake-up."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000
+        with self.waiters.watch(task_id) as watch:
+            task = await ops.get(principal, task_id)
+            while task.state not in SETTLED and (left := deadline - loop.time()) > 0:
+                if await watch.woken(left):
+                    task = await ops.get(principal, task_id)
+        return task
+
+    async def settled_among(self, task_ids: Sequence[str]) -> set[str]:
+        """The waiters' shared check: one query for every waited task."""
+        async with self.db.single_read() as conn:
+            return await inspect.settled_among(conn, task_ids)
+
+
+def worker_view(link: Link, queues: list[str]) -> dict[str, JsonValue]:
+    peer, worker = link.peer, link.peer.worker
+    view: dict[str, JsonValue] = {
+        "connection_id": peer.connection_id, "server": SERVER, "name": worker.name,
+        "instance_id": worker.instance_id,
+    }  # fmt: skip
+    for key in ("sdk", "host", "pid"):
+        value = getattr(worker, key)
+        if value is not None:
+            view[key] = value
+    handlers: list[JsonValue] = [{"handler": h.handler, "handler_version": h.handler_version}
+                                 for h in sorted(link.handlers)]  # fmt: skip
+    view.update({
+        "queues": list(queues), "handlers": handlers, "slots": link.capacity,
+        "in_flight": len(link.in_flight), "connected_at": format_time(link.connected_at),
+        "last_heartbeat_at": format_time(link.seen_at),
+    })  # fmt: skip
+    return view

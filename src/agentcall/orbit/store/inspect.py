@@ -1,0 +1,151 @@
+"""Read-only queries behind the inspection API, the console, the metrics and the readiness
+check: per-state counts (one grouped query), the oldest WAITING task per queue, completions
+per minute, which of some tasks have settled, a task's events, a filtered keyset page,
+queue names and tokens. None of them takes a lock or runs on the submit or lease paths."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.store.tables import (
+    queues,
+    task_attempt_evidence,
+    task_attempts,
+    task_events,
+    tasks,
+    token_queues,
+    tokens,
+)
+
+c = tasks.c
+SETTLED = [TaskState.SUCCEEDED.value, TaskState.FAILED.value, TaskState.CANCELLED.value,
+           TaskState.NEEDS_REVIEW.value]  # fmt: skip
+FINISHED = [TaskState.SUCCEEDED.value, TaskState.FAILED.value, TaskState.CANCELLED.value]
+
+
+async def queue_names(conn: AsyncConnection, queue_ids: Sequence[str]) -> dict[str, str]:
+    query = sa.select(queues.c.id, queues.c.name).where(queues.c.id.in_(list(queue_ids)))
+    return {row.id: row.name for row in await conn.execute(query)}
+
+
+async def all_queues(conn: AsyncConnection) -> dict[str, str]:
+    return {row.id: row.name for row in await conn.execute(sa.select(queues.c.id, queues.c.name))}
+
+
+async def state_counts(
+    conn: AsyncConnection, queue_ids: Sequence[str] | None = None
+) -> dict[str, dict[str, int]]:
+    """{queue_id: {state: count}} in one grouped query (every queue when `queue_ids` is
+    None); the (queue_id, state, created_at, id) index answers it without reading rows."""
+    query = sa.select(c.queue_id, c.state, sa.func.count()).group_by(c.queue_id, c.state)
+    if queue_ids is not None:
+        query = query.where(c.queue_id.in_(list(queue_ids)))
+    counts: dict[str, dict[str, int]] = {}
+    for queue_id, state, count in await conn.execute(query):
+        counts.setdefault(queue_id, {})[state] = int(count)
+    return counts
+
+
+async def oldest_waiting(conn: AsyncConnection, queue_ids: Sequence[str]) -> dict[str, datetime]:
+    """The creation time of the oldest WAITING task of each queue that has one."""
+    oldest = sa.func.min(c.created_at).label("oldest")
+    query = (sa.select(c.queue_id, oldest)
+             .where(c.queue_id.in_(list(queue_ids)), c.state == TaskState.WAITING.value)
+             .group_by(c.queue_id))  # fmt: skip
+    found: dict[str, datetime] = {}
+    for row in await conn.execute(query):
+        if row.oldest is not None:
+            found[row.queue_id] = row.oldest  # min() keeps the column type: aware UTC
+    return found
+
+
+async def completions(
+    conn: AsyncConnection, queue_ids: Sequence[str], since: datetime, created_since: datetime
+) -> list[tuple[str, str, int]]:
+    """(minute 'YYYY-MM-DD HH:MM', state, count) of tasks that finished since `since`, among
+    those created since `created_since` (the bound keeps the scan on the state index)."""
+    minute = sa.func.substr(sa.cast(c.completed_at, sa.String), 1, 16).label("minute")
+    query = (sa.select(minute, c.state, sa.func.count())
+             .where(c.queue_id.in_(list(queue_ids)), c.state.in_(FINISHED),
+                    c.created_at >= created_since, c.completed_at >= since)
+             .group_by(minute, c.state))  # fmt: skip
+    return [(str(m), str(s), int(n)) for m, s, n in await conn.execute(query)]
+
+
+async def settled_among(conn: AsyncConnection, task_ids: Sequence[str]) -> set[str]:
+    """Which of `task_ids` are SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW (primary key)."""
+    query = sa.select(c.id).where(c.id.in_(list(task_ids)), c.state.in_(SETTLED))
+    return set((await conn.execute(query)).scalars())
+
+
+async def events(conn: AsyncConnection, task_id: str, limit: int = 200) -> list[Any]:
+    e = task_events.c
+    query = (sa.select(e.revision, e.kind, e.from_state, e.to_state, e.detail, e.created_at)
+             .where(e.task_id == task_id).order_by(e.revision).limit(limit))  # fmt: skip
+    return list((await conn.execute(query)).all())
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    queue_id: str
+    state: TaskState | None = None
+    handler: str | None = None
+
+
+async def page(
+    conn: AsyncConnection, where: Filter, after: Position | None, limit: int
+) -> list[Any]:
+    """Summary rows, newest first, strictly after `after` (keyset on created_at, id)."""
+    query = sa.select(c.id, c.state, c.revision, c.handler, c.handler_version, c.business_key,
+                      c.attempt_count, c.created_at, c.updated_at, c.error_code
+                      ).where(c.queue_id == where.queue_id)  # fmt: skip
+    if where.state is not None:
+        query = query.where(c.state == where.state.value)
+    if where.handler is not None:
+        query = query.where(c.handler == where.handler)
+    if after is not None:
+        query = query.where(sa.or_(
+            c.created_at < after.created_at,
+            sa.and_(c.created_at == after.created_at, c.id < after.task_id)))  # fmt: skip
+    query = query.order_by(c.created_at.desc(), c.id.desc()).limit(limit)
+    return list((await conn.execute(query)).all())
+
+
+async def token_rows(conn: AsyncConnection, namespace_id: str | None) -> list[dict[str, Any]]:
+    """Every token (of one namespace, or all) with its permissions and queues, never a
+    secret or its hash."""
+    t = tokens.c
+    query = sa.select(t.id, t.namespace_id, t.permissions, t.expires_at, t.revoked_at,
+                      t.created_at).order_by(t.created_at, t.id)  # fmt: skip
+    if namespace_id is not None:
+        query = query.where(t.namespace_id == namespace_id)
+    rows = [dict(row._mapping) for row in await conn.execute(query)]
+    scopes: dict[str, list[str]] = {}
+    pairs = sa.select(token_queues.c.token_id, token_queues.c.queue_id)
+    for token_id, queue_id in await conn.execute(pairs):
+        scopes.setdefault(token_id, []).append(queue_id)
+    for row in rows:
+        row["queue_ids"] = sorted(scopes.get(row["id"], []))
+        row["permissions"] = row["permissions"].split()
+    return rows
+
+
+async def attempts_of(conn: AsyncConnection, task_id: str, limit: int = 100) -> list[Any]:
+    a = task_attempts.c
+    query = sa.select(task_attempts).where(a.task_id == task_id).order_by(a.number).limit(limit)
+    return list((await conn.execute(query)).all())
+
+
+async def evidence_of(conn: AsyncConnection, task_id: str, limit: int = 500) -> list[Any]:
+    ev = task_attempt_evidence.c
+    query = (sa.select(task_attempt_evidence).where(ev.task_id == task_id)
+             .order_by(ev.attempt_id, ev.seq).limit(limit))  # fmt: skip
+    return list((await conn.execute(query)).all())

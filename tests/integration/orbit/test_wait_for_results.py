@@ -1,0 +1,119 @@
+"""Waiting for results: `client.wait` returns within 50 ms of the task's completion (a real
+worker runs the tasks), and 200 concurrent long-polls add no database query per waiter: while
+they wait, the server runs only the waiters' one shared check (about once a second), counted
+with SQLAlchemy's cursor events on the server's own engines."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import statistics
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy import event
+
+from agentcall.orbit.api.app import create_app
+from agentcall.orbit.sdk.client import AsyncClient
+from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.db import Database
+from tests.integration.orbit.server import Tenant, free_port
+from tests.integration.orbit.workers_harness import WorkerProcess, execution_server, submit
+
+pytestmark = [pytest.mark.integration]
+
+
+async def test_client_wait_returns_within_50_ms_of_completion(
+    db_url: str, db: Database, tmp_path: Path
+) -> None:
+    with execution_server(db_url, tmp_path / "serve.log") as base:
+        tenant = await Tenant.create(db, base)
+        worker = WorkerProcess(base, tenant.token, [tenant.queue_id], tmp_path / "w.log",
+                               concurrency=8)  # fmt: skip
+        try:
+            await worker.connected()
+            async with httpx.AsyncClient(base_url=base, timeout=30) as http, \
+                    AsyncClient(base, tenant.token) as client:  # fmt: skip
+                ids = [await submit(http, tenant, payload={"sleep_ms": 400 + 50 * i})
+                       for i in range(8)]  # fmt: skip
+
+                async def wait(task_id: str) -> float:
+                    task = await client.wait(task_id, timeout=20)
+                    returned = time.time()
+                    assert task.state == "SUCCEEDED" and task.completed_at is not None
+                    return returned - task.completed_at.timestamp()
+
+                lags = await asyncio.gather(*(wait(task_id) for task_id in ids))
+        finally:
+            worker.close()
+    print(f"client.wait after completion: median {1000 * statistics.median(lags):.1f} ms, "
+          f"max {1000 * max(lags):.1f} ms")
+    assert max(lags) < 0.050, [round(1000 * lag, 1) for lag in lags]
+
+
+@contextlib.asynccontextmanager
+async def _in_process(db: Database) -> AsyncIterator[tuple[str, Any]]:
+    app = create_app(db)
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}", app.state.inspection
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> None:
+    db = Database.open(db_url, pool_size=8)
+    queries: list[float] = []
+
+    def count(*_: Any) -> None:
+        queries.append(time.monotonic())
+
+    engines = [db.engine.sync_engine]
+    if db._reader is not None:  # noqa: SLF001 - the autocommit reader of MySQL/MariaDB
+        engines.append(db._reader.sync_engine)  # noqa: SLF001
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", count)
+    async with _in_process(db) as (base, inspection):
+        made = await Admin(db).init(f"w-{secrets.token_hex(6)}", "main")
+        tenant = Tenant(db, base, made.namespace_id, made.queue_id, made.token)
+        async with httpx.AsyncClient(base_url=base, timeout=30,
+                                     limits=httpx.Limits(max_connections=250)) as http:  # fmt: skip
+            ids = await asyncio.gather(*(submit(http, tenant) for _ in range(200)))
+            await asyncio.sleep(0.5)
+            quiet = time.monotonic()
+            await asyncio.sleep(3.0)  # the same window without waiters: the upkeep loops only
+            idle = len([t for t in queries if t >= quiet])
+            polls = [asyncio.create_task(http.get(f"/v1/tasks/{task_id}?wait_ms=5000",
+                                                  headers=tenant.headers()))
+                     for task_id in ids]  # fmt: skip
+            deadline = time.monotonic() + 10
+            while inspection.waiters.waiting < 200 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert inspection.waiters.waiting == 200
+            began, checks_before = time.monotonic(), inspection.waiters.checks
+            await asyncio.sleep(3.0)
+            window = [t for t in queries if t >= began]
+            checks = inspection.waiters.checks - checks_before
+            answers = await asyncio.gather(*polls)
+    for engine in engines:
+        event.remove(engine, "before_cursor_execute", count)
+    assert all(a.status_code == 200 and a.json()["data"]["state"] == "WAITING" for a in answers)
+    added = len(window) - idle
+    print(f"3 s without waiters: {idle} queries; 3 s with 200 waiters: {len(window)} "
+          f"({checks} shared checks): {added / 3.0 / 200:.4f} added per waiter per second")
+    # the shared check names all 200 tasks in one query, about once a second; the upkeep
+    # loops run their own queries whoever waits (the window without waiters counts them)
+    assert 2 <= checks <= 4
+    assert added <= checks + 3, (idle, len(window), checks)
