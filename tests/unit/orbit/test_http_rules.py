@@ -79,11 +79,12 @@ def test_headers_and_query_appear_once() -> None:
         (e.BodyTooLarge("x"), 413, "BODY_TOO_LARGE"),
         (e.UnsupportedMediaType("x"), 415, "UNSUPPORTED_MEDIA_TYPE"),
         (e.Unavailable("x"), 503, "UNAVAILABLE"),
-        (RuntimeError("bug"), 503, "UNAVAILABLE"),
+        (RuntimeError("bug"), 500, "INTERNAL"),
     ],
 )
 def test_o_err_1_error_table(exc: BaseException, status: int, code: str) -> None:
-    """O-ERR-1: one table, looked up along the class hierarchy; unknown failures are 503."""
+    """O-ERR-1: one table, looked up along the class hierarchy; an unknown failure is a
+    defect of the server, 500 INTERNAL (never 503: see test_error_truth.py)."""
     wire = wire_error(exc)
     assert (wire.status, wire.code) == (status, code)
     assert code in ERROR_CODES

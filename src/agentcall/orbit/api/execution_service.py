@@ -24,6 +24,7 @@ from agentcall.orbit.execution.eager import EagerDispatch
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
+from agentcall.orbit.execution.token_watch import TokenWatch
 from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.settings import ExecutionSettings
@@ -56,6 +57,10 @@ class ExecutionService:
         self.batcher = Batcher(db, lanes, kinds=kinds)
         registry = registry or CollectorRegistry()
         leases = Counter("orbit_leases", "Leases granted to workers", registry=registry)
+        revoked = Counter("orbit_worker_sessions_revoked", "Worker sessions ended because their "
+                          "token was revoked or expired", registry=registry)  # fmt: skip
+        self.token_watch = TokenWatch(db, self.settings.worker_token_check_ms / 1000,
+                                      on_ended=revoked.inc)  # fmt: skip
         self.db = db
         self.waiters = Waiters(self._settled_among)
         observer = ExecutionMetrics(registry, self.waiters)
@@ -83,7 +88,7 @@ class ExecutionService:
             self.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms, eager.inc).claim
 
     def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:
-        endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms)
+        endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms, self.token_watch)
         return [
             WebSocketRoute("/v1/workers/connect", endpoint.handle),
             Route("/v1/tasks/{task_id}/attempts", wrap("attempts", routes.list_attempts),
@@ -101,9 +106,11 @@ class ExecutionService:
 
     async def start(self) -> None:
         self.hub.start()
+        self.token_watch.start()
         self.waiters.start()
 
     async def stop(self) -> None:
+        await self.token_watch.stop()
         await self.waiters.stop()
         await self.hub.stop()
         await self.batcher.stop()

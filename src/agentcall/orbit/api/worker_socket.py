@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Coroutine
 from datetime import UTC, datetime
 from functools import partial
@@ -17,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentcall.orbit.api.socket_edge import (
+    GONE,
     close_quietly,
     close_reason,
     deny,
@@ -33,6 +33,7 @@ from agentcall.orbit.domain.worker_errors import ProtocolError
 from agentcall.orbit.execution import steps
 from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.token_watch import TokenWatch, Watched
 from agentcall.orbit.protocol.frames import read_frame
 from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, FrameWriter
 from agentcall.orbit.protocol.messages import (
@@ -48,11 +49,11 @@ from agentcall.orbit.protocol.messages import (
     parse_message,
     parse_value,
 )
+from agentcall.orbit.store.db import is_database_failure
 from agentcall.orbit.store.operations import Operations
 
 log = logging.getLogger("orbit.workers")
 HELLO_TIMEOUT = 10.0
-REAUTH_SECONDS = 30.0
 MAX_CONCURRENT_MESSAGES = 256
 
 
@@ -64,10 +65,13 @@ class Close(Exception):
 
 
 class WorkerEndpoint:
-    def __init__(self, ops: Operations, hub: Hub, lease_ttl_ms: int) -> None:
+    def __init__(
+        self, ops: Operations, hub: Hub, lease_ttl_ms: int, watch: TokenWatch | None = None
+    ) -> None:
         self.ops = ops
         self.hub = hub
         self.lease_ttl_ms = lease_ttl_ms
+        self.watch = watch  # ends sessions whose token is revoked or expires
 
     async def handle(self, websocket: WebSocket) -> None:
         principal = await self._authenticate(websocket)
@@ -110,8 +114,6 @@ class _Session:
         self.kernel = endpoint.hub.kernel
         self.websocket = websocket
         self.principal = principal
-        self.secret = secret_of(websocket)
-        self.checked_at = time.monotonic()
         self._send_lock = asyncio.Lock()
         self.batching = batching
         self._frames = FrameWriter(websocket.send_text)
@@ -136,14 +138,32 @@ class _Session:
         held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}
         await self.send(self._hello_ok(peer, statuses, now))
         self.hub.add(link, held)
+        self._watch(link)
         log.info("worker connected", extra={"connection_id": peer.connection_id,
                  "worker": hello.worker.name, "capacity": hello.capacity})  # fmt: skip
         try:
             await self._pump()
         finally:
+            if self.endpoint.watch is not None:
+                self.endpoint.watch.remove(peer.connection_id)
             self.hub.remove(link)
             await self.hub.disconnect(peer.connection_id)
             log.info("worker disconnected", extra={"connection_id": peer.connection_id})
+
+    def _watch(self, link: Link) -> None:
+        """From now on a revoked or expired token ends this session (`TokenWatch`): no lease
+        is granted to it any more, and it is closed with 4401."""
+        if self.endpoint.watch is None:
+            return
+
+        def stop() -> None:
+            link.open = False
+
+        async def end() -> None:
+            await close_quietly(self.websocket, 4401, "the token expired or was revoked")
+
+        watched = Watched(self.principal.token_id, self.principal.expires_at, stop, end)
+        self.endpoint.watch.add(link.peer.connection_id, watched)
 
     async def _hello(self) -> Hello:
         try:
@@ -213,8 +233,11 @@ class _Session:
             await self._invalid(msg_id_of(text), problem)
         except Close as close:
             await close_quietly(self.websocket, close.code, close.reason)
-        except Exception:  # noqa: BLE001 - a closed socket while answering
+        except GONE:  # the connection closed while answering: the worker resends
             log.debug("answer not delivered", exc_info=True)
+        except Exception:  # a defect: logged (and counted), the connection closed
+            log.exception("worker message failed")
+            await close_quietly(self.websocket, 1011, "internal error; reconnect")
         finally:
             self._slots.release()
 
@@ -228,8 +251,11 @@ class _Session:
             await self.send(await self._apply(message))
         except Close as close:
             await close_quietly(self.websocket, close.code, close.reason)
-        except Exception:  # noqa: BLE001 - a closed socket while answering: the worker resends
+        except GONE:  # the connection closed while answering: the worker resends
             log.debug("answer not delivered", exc_info=True)
+        except Exception:  # a defect: logged (and counted), the connection closed
+            log.exception("worker message failed")
+            await close_quietly(self.websocket, 1011, "internal error; reconnect")
         finally:
             self._slots.release()
 
@@ -265,36 +291,22 @@ class _Session:
                 step = partial(steps.call_evidence, kernel.evidence, peer, message)
                 ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
             return ack
-        except Exception:
-            log.exception("worker message failed", extra={"type": type(message).__name__})
-            return Ack(False, code="UNAVAILABLE", message="the database is unavailable; resend")
+        except Exception as exc:
+            return _failed(exc, type(message).__name__)
 
     async def _heartbeat(self, message: Heartbeat) -> dict[str, JsonValue]:
-        await self._recheck_token()
         peer = self._peer()
         if self.link is not None:
             self.link.seen_at = datetime.now(UTC)
         step = partial(steps.heartbeat, self.hub.upkeep.heartbeat, peer, message)
         try:
             statuses = await self.hub.batcher.run(step)
-        except Exception:
-            log.exception("heartbeat failed")
-            return Ack(False, code="UNAVAILABLE", message="the database is unavailable").body(
-                message.msg_id
-            )
+        except Exception as exc:
+            return _failed(exc, "Heartbeat").body(message.msg_id)
         for status in statuses:
             if status["status"] == "lost":
                 self.hub.ended(str(status["attempt_id"]))
         return Ack(True, {"attempts": list(statuses)}).body(message.msg_id)
-
-    async def _recheck_token(self) -> None:
-        if time.monotonic() - self.checked_at < REAUTH_SECONDS:
-            return
-        try:
-            await self.endpoint.ops.authenticate(self.secret)
-        except Unauthenticated:
-            raise Close(4401, "the token expired or was revoked") from None
-        self.checked_at = time.monotonic()
 
     async def _invalid(self, msg_id: str | None, problem: str) -> None:
         if msg_id is None:
@@ -312,3 +324,15 @@ def _ending(message: ClientMessage, ack: Ack) -> tuple[str, str]:
     outcome = str(ack.fields.get("task_state", "")) if ack.ok else str(ack.code)
     error = message.error if isinstance(message, Result) else None
     return outcome or "UNKNOWN", "" if error is None else error.code
+
+
+def _failed(exc: Exception, kind: str) -> Ack:
+    """A message that could not be applied: the database failed (UNAVAILABLE, the worker
+    resends it), or the server has a defect: logged with its traceback (counted in
+    orbit_log_messages_total) and the connection closed with 1011 (reconnect with backoff)."""
+    if is_database_failure(exc):
+        log.warning("worker message not applied: the database failed",
+                    extra={"type": kind, "error": type(exc).__name__})  # fmt: skip
+        return Ack(False, code="UNAVAILABLE", message="the database is unavailable; resend")
+    log.exception("worker message failed", extra={"type": kind})
+    raise Close(1011, "internal error; reconnect") from exc

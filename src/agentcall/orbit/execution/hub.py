@@ -31,6 +31,7 @@ from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 log = logging.getLogger("orbit.workers")
 SWEEP_LIMIT = 500
 WAITING_SWEEP_S = 1.0  # WAITING tasks past a deadline: scanned about once a second
+RETRY_PAUSE_S = 0.2  # after a failed dispatch or sweep round (e.g. the database is down)
 Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
 
 
@@ -112,15 +113,16 @@ class Hub:
                 await task
 
     async def _supervise(self, loop: Callable[[], Awaitable[None]]) -> None:
-        """A failing round is logged and retried after a pause; the loop itself never dies."""
+        """A failing round is logged and retried after a short pause (so that the loops are
+        back within a fraction of a second of the database); the loop itself never dies."""
         while True:
             try:
                 await loop()
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("execution loop failed; retrying in 1 s")
-                await asyncio.sleep(1.0)
+                log.exception("execution loop failed; retrying in %.2f s", RETRY_PAUSE_S)
+                await asyncio.sleep(RETRY_PAUSE_S)
 
     # ------------------------------------------------------------------ connections
     def add(self, link: Link, held: set[str]) -> None:

@@ -14,7 +14,10 @@ every failure that looks like a lost connection (`lost_at`), and every pool chec
 connection is taken (the SQLAlchemy pools through a checkout hook, the driver connections of
 `orbit.store.driver_pool` and the kept lane connections of `KeptWriter` by their opening
 time). So once the database is back, the first transaction gets a fresh connection instead
-of each pooled dead one failing a request in turn.
+of each pooled dead one failing a request in turn. A connection that sat idle for more than
+`PING_IDLE_S` is pinged before it is used (one round trip, only after a quiet second: under
+load connections are reused within milliseconds and never pinged), so that a restart during
+a quiet spell fails no request either.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///var/orbit.db"
 _MYSQL_DUPLICATE, _MYSQL_DEADLOCK, _MYSQL_LOCK_WAIT = 1062, 1213, 1205
 KEEP_S = 600.0  # a kept connection is renewed after this (below the pool's recycle, 1 h)
+PING_IDLE_S = 1.0  # a connection idle for longer is pinged before use
 # client errors of MySQL/MariaDB drivers that mean the session is gone: server gone away, lost
 # connection during a query, commands out of sync, connection killed, server shutdown in
 # progress, and asyncmy's own "Not connected" (0) on a connection it already closed
@@ -207,7 +211,7 @@ class KeptWriter:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._idle: list[tuple[AsyncConnection, float]] = []  # (connection, since)
+        self._idle: list[tuple[AsyncConnection, float, float]] = []  # (connection, since, idle)
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
@@ -222,15 +226,28 @@ class KeptWriter:
         except BaseException:
             await _close(conn)  # rolled back by begin(): back to the pool, not kept
             raise
-        self._idle.append((conn, since))
+        self._idle.append((conn, since, time.monotonic()))
 
     async def _take(self) -> tuple[AsyncConnection, float]:
         while self._idle:
-            conn, since = self._idle.pop()
-            if time.monotonic() - since <= KEEP_S and since > self.db.lost_at:
+            conn, since, idle = self._idle.pop()
+            now = time.monotonic()
+            fresh = now - since <= KEEP_S and since > self.db.lost_at
+            if fresh and (now - idle <= PING_IDLE_S or await self._alive(conn)):
                 return conn, since
             await _close(conn)
         return await self.db.engine.connect(), time.monotonic()
+
+    @staticmethod
+    async def _alive(conn: AsyncConnection) -> bool:
+        """One round trip on a kept connection that sat idle: False when it is gone."""
+        try:
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None
+            await driver.ping(reconnect=False)
+        except (sa.exc.DBAPIError, OSError, asyncmy_errors.Error, AttributeError):
+            return False
+        return True
 
     async def close(self) -> None:
         while self._idle:
@@ -266,12 +283,21 @@ def _discard_older_than_loss(engine: AsyncEngine, db: Database) -> None:
 
     @event.listens_for(engine.sync_engine, "connect")
     def _opened(_dbapi_connection: Any, record: Any) -> None:
-        record.info["orbit_opened"] = time.monotonic()
+        record.info["orbit_opened"] = record.info["orbit_idle"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info["orbit_idle"] = time.monotonic()
 
     @event.listens_for(engine.sync_engine, "checkout")
-    def _checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         if record.info.get("orbit_opened", 0.0) <= db.lost_at:
             raise sa.exc.DisconnectionError("opened before a lost connection")
+        if time.monotonic() - record.info.get("orbit_idle", 0.0) > PING_IDLE_S:
+            try:
+                dbapi_connection.ping(False)  # runs in SQLAlchemy's greenlet, like pre_ping
+            except (OSError, asyncmy_errors.Error) as exc:  # dead: SQLAlchemy reconnects
+                raise sa.exc.DisconnectionError("the connection was lost while idle") from exc
 
 
 async def _close(conn: AsyncConnection) -> None:

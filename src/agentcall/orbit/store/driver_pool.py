@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from asyncmy import errors as asyncmy_errors
 
 STATEMENT_CACHE = 32
+PING_IDLE_S = 1.0  # a connection idle for longer is pinged before use (orbit.store.db)
 
 
 @dataclass(slots=True)
@@ -44,7 +45,7 @@ class DriverPool:
         self.dialect = dialect
         self.keep = keep
         self.lost_at = 0.0  # connections opened before this (monotonic) are not used again
-        self._idle: list[tuple[Any, float]] = []  # (connection, opened at, monotonic)
+        self._idle: list[tuple[Any, float, float]] = []  # (connection, opened, idle since)
 
     async def _connect(self) -> Any:
         url = self.url
@@ -68,24 +69,29 @@ class DriverPool:
             yield session
             if not session.ended:
                 await connection.commit()
-        except asyncmy_errors.Error as exc:
+        except (asyncmy_errors.Error, AttributeError) as exc:  # AttributeError: closed by asyncmy
             await _discard(connection)
+            if isinstance(exc, AttributeError):
+                exc = asyncmy_errors.InterfaceError(0, f"Not connected ({exc})")
             raise sa.exc.DBAPIError.instance(None, None, exc, asyncmy_errors.Error) from exc
         except BaseException:
             await _discard(connection)
             raise
         if len(self._idle) < self.keep:
-            self._idle.append((connection, opened))
+            self._idle.append((connection, opened, time.monotonic()))
         else:
             await _discard(connection)
 
     async def _checkout(self) -> tuple[Any, float]:
         """An idle connection younger than RECYCLE_S (as the SQLAlchemy pool's pool_recycle:
-        the server drops idle sessions after wait_timeout) and opened after the last lost
-        connection (`Database.note_failure`), else a new one."""
+        the server drops idle sessions after wait_timeout), opened after the last lost
+        connection (`Database.note_failure`) and, when it sat idle for over a second,
+        answering a ping; else a new one."""
         while self._idle:
-            connection, opened = self._idle.pop()
-            if time.monotonic() - opened < RECYCLE_S and opened > self.lost_at:
+            connection, opened, idle = self._idle.pop()
+            now = time.monotonic()
+            fresh = now - opened < RECYCLE_S and opened > self.lost_at
+            if fresh and (now - idle <= PING_IDLE_S or await _alive(connection)):
                 return connection, opened
             await _discard(connection)
         return await self._connect(), time.monotonic()
@@ -93,6 +99,15 @@ class DriverPool:
     async def close(self) -> None:
         while self._idle:
             await _discard(self._idle.pop()[0])
+
+
+async def _alive(connection: Any) -> bool:
+    """One round trip on a connection that sat idle: False when it is gone."""
+    try:
+        await connection.ping(reconnect=False)
+    except (asyncmy_errors.Error, OSError, AttributeError):  # AttributeError: closed by asyncmy
+        return False
+    return True
 
 
 async def _discard(connection: Any) -> None:

@@ -37,6 +37,9 @@ from agentcall.orbit.store.sql import (
 from agentcall.orbit.store.types import UtcDateTime
 
 HotConnection = AsyncConnection | DriverSession
+# asyncmy raises AttributeError when a statement is sent on a connection it already closed
+# (its transport is gone), as SQLAlchemy's own asyncmy adapter notes
+DRIVER_ERRORS = (asyncmy_errors.Error, AttributeError)
 FRAGMENTS = Fragments(" FOR UPDATE", " FOR UPDATE SKIP LOCKED", "LEAST", "UTC_TIMESTAMP(6)",
                       "", "%s")
 _TIMES: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
@@ -79,8 +82,8 @@ async def fetch(conn: HotConnection, name: str, params: Mapping[str, Any]) -> li
             await cursor.execute(compiled.sql, bound)
             rows = await cursor.fetchall()
             names = tuple(column[0] for column in cursor.description or ())
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(compiled.sql, bound, exc, asyncmy_errors.Error) from exc
+    except DRIVER_ERRORS as exc:
+        raise translated(compiled.sql, bound, exc) from exc
     make = record(names)._make
     return [make(_result(value) for value in row) for row in rows]
 
@@ -97,8 +100,8 @@ async def _execute(conn: HotConnection, sql: str, values: Sequence[Any]) -> int:
     try:
         async with driver.cursor() as cursor:
             return int(await cursor.execute(sql, bound))
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error) from exc
+    except DRIVER_ERRORS as exc:
+        raise translated(sql, bound, exc) from exc
 
 
 async def write_all(conn: HotConnection, writes: Sequence[Write]) -> None:
@@ -147,8 +150,8 @@ async def _insert_bulk(conn: HotConnection, insert: Insert) -> None:
     try:
         async with driver.cursor() as cursor:
             await cursor.executemany(sql, values)
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, values, exc, asyncmy_errors.Error) from exc
+    except DRIVER_ERRORS as exc:
+        raise translated(sql, values, exc) from exc
 
 
 async def run_script(driver: Any, statements: Sequence[Statement]) -> list[int]:
@@ -164,12 +167,20 @@ async def run_script(driver: Any, statements: Sequence[Statement]) -> list[int]:
             counts = [int(await cursor.execute(sql, bound))]
             while await cursor.nextset():
                 counts.append(int(cursor.rowcount))
-    except asyncmy_errors.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error) from exc
+    except DRIVER_ERRORS as exc:
+        raise translated(sql, bound, exc) from exc
     if len(counts) != len(statements):
         raise sa.exc.InterfaceError(sql, bound, RuntimeError(
             f"{len(counts)} results for {len(statements)} statements"))  # fmt: skip
     return counts
+
+
+def translated(sql: str, bound: Any, exc: Exception) -> sa.exc.StatementError:
+    """A driver error as SQLAlchemy's (duplicate, transient and lost-connection detection are
+    shared); an AttributeError of a closed connection as asyncmy's "Not connected"."""
+    if isinstance(exc, AttributeError):
+        exc = asyncmy_errors.InterfaceError(0, f"Not connected ({exc})")
+    return sa.exc.DBAPIError.instance(sql, bound, exc, asyncmy_errors.Error)
 
 
 def _bound_rows(

@@ -1,0 +1,182 @@
+"""A revoked worker token ends the worker's session within a bound, whatever the worker is
+doing, and no lease is granted on it afterwards (finding 2: the token was re-checked only
+on heartbeats, which the SDK sends only while it holds attempts, so an idle worker or one
+running short tasks kept leasing for minutes after `orbit token revoke`).
+
+Real processes: `orbit serve`, `orbit worker` (examples/orbit_workers.py) and the
+`orbit token revoke` command, on SQLite and MariaDB."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from agentcall.orbit.domain.times import parse_time
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import tokens
+from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.integration.orbit.server import Tenant
+from tests.integration.orbit.workers_harness import (
+    WorkerProcess,
+    attempts,
+    execution_server,
+    get_task,
+    submit,
+    wait_state,
+    wait_until,
+    workers,
+)
+
+pytestmark = pytest.mark.integration
+CHECK_MS = 1000  # the default ORBIT_WORKER_TOKEN_CHECK_MS
+# the promise: the session ends within one check interval of the revocation's commit; the
+# slack covers one check query, the close handshake and the worker process exiting on a
+# shared 2-core machine
+BOUND_S = CHECK_MS / 1000 + 2.0
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def revoke_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    with fresh_url(request.param, tmp_path_factory.mktemp("orbit-revoke"), migrated=True) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def revoke_url(revoke_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("orbit-revoke-server") / "server.log"
+    with execution_server(revoke_db_url, log) as url:
+        yield url
+
+
+@pytest.fixture
+async def tenant(revoke_db_url: str, revoke_url: str) -> AsyncIterator[Tenant]:
+    db = Database.open(revoke_db_url, pool_size=2)
+    yield await Tenant.create(db, revoke_url)
+    await db.close()
+
+
+@pytest.fixture
+async def http(revoke_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=revoke_url, timeout=30) as client:
+        yield client
+
+
+def revoke(db_url: str, token_id: str) -> None:
+    """`orbit token revoke`, the operator's command."""
+    command = [sys.executable, "-m", "agentcall.orbit", "token", "revoke", "--database", db_url,
+               "--token-id", token_id]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+
+
+async def revoked_at(tenant: Tenant, token_id: str) -> datetime:
+    async with tenant.db.read() as conn:
+        found = (await conn.execute(sa.select(tokens.c.revoked_at)
+                                    .where(tokens.c.id == token_id))).scalar_one()  # fmt: skip
+    assert isinstance(found, datetime)
+    return found
+
+
+async def ended_within(proc: WorkerProcess, seconds: float) -> float:
+    """Seconds until the worker process stopped for its token (exit 3, close 4401)."""
+    started = time.monotonic()
+
+    async def stopped() -> bool:
+        return proc.process.poll() is not None
+
+    await wait_until(stopped, 30, "the worker to stop")
+    elapsed = time.monotonic() - started
+    assert proc.process.returncode == 3, proc.log()[-2000:]
+    assert "4401" in proc.log(), proc.log()[-2000:]
+    assert elapsed <= seconds, f"the session ended {elapsed:.2f} s after the revocation"
+    return elapsed
+
+
+async def no_lease_after(
+    http: httpx.AsyncClient, tenant: Tenant, task_ids: list[str], worker: str, after: datetime
+) -> None:
+    for task_id in task_ids:
+        for attempt in await attempts(http, tenant, task_id):
+            if attempt["worker"]["name"] == worker:
+                assert parse_time(attempt["leased_at"], "leased_at") <= after, attempt
+
+
+async def test_revoked_token_ends_an_idle_worker_session_finding_2(
+    tenant: Tenant, http: httpx.AsyncClient, revoke_db_url: str, tmp_path: Path
+) -> None:
+    """An idle worker sends no heartbeat: the server's own check ends its session."""
+    token_id, secret = await tenant.token_for([Permission.WORK])
+    proc = WorkerProcess(tenant.base_url, secret, [tenant.queue_id], tmp_path / "idle.log",
+                         name="idle")  # fmt: skip
+    with workers(proc):
+        await proc.connected()
+        first = await submit(http, tenant)
+        await wait_state(http, tenant, first, {"SUCCEEDED"})  # the token works
+        await asyncio.to_thread(revoke, revoke_db_url, token_id)
+        await ended_within(proc, BOUND_S)
+        later = [await submit(http, tenant) for _ in range(3)]
+        await asyncio.sleep(1.0)
+        for task_id in later:
+            assert (await get_task(http, tenant, task_id))["state"] == "WAITING"
+            assert await attempts(http, tenant, task_id) == []
+
+
+async def test_revoked_token_ends_a_busy_worker_session_finding_2(
+    tenant: Tenant, http: httpx.AsyncClient, revoke_db_url: str, tmp_path: Path
+) -> None:
+    """A worker kept busy with short tasks: its session ends within the bound, and no lease
+    is granted on the token later than one check interval after the revocation."""
+    token_id, secret = await tenant.token_for([Permission.WORK])
+    proc = WorkerProcess(tenant.base_url, secret, [tenant.queue_id], tmp_path / "busy.log",
+                         name="busy", concurrency=4)  # fmt: skip
+    submitted: list[str] = []
+
+    async def feed() -> None:
+        while True:
+            submitted.append(await submit(http, tenant, recovery_safety="IDEMPOTENT",
+                                          payload={"sleep_ms": 50}))  # fmt: skip
+            await asyncio.sleep(0.02)
+
+    with workers(proc):
+        await proc.connected()
+        feeder = asyncio.create_task(feed())
+        try:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(revoke, revoke_db_url, token_id)
+            await ended_within(proc, BOUND_S)
+            await asyncio.sleep(0.5)
+        finally:
+            feeder.cancel()
+        when = await revoked_at(tenant, token_id)
+        await no_lease_after(http, tenant, submitted, "busy",
+                             when + timedelta(seconds=CHECK_MS / 1000 + 0.5))  # fmt: skip
+        done = [(await get_task(http, tenant, t))["state"] for t in submitted[:5]]
+        assert "SUCCEEDED" in done  # it was really working before the revocation
+
+
+async def test_expired_token_ends_an_idle_worker_session_at_its_expiry(
+    tenant: Tenant, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Expiry too: the watch wakes at the token's `expires_at`, without any heartbeat."""
+    expires = datetime.now(UTC) + timedelta(seconds=4)
+    _, secret = await tenant.token_for([Permission.WORK], expires_at=expires)
+    proc = WorkerProcess(tenant.base_url, secret, [tenant.queue_id], tmp_path / "exp.log",
+                         name="expiring")  # fmt: skip
+    with workers(proc):
+        await proc.connected()
+        await asyncio.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()))
+        await ended_within(proc, 2.0)
+        task_id = await submit(http, tenant)
+        await asyncio.sleep(0.5)
+        assert await attempts(http, tenant, task_id) == []
