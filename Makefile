@@ -11,10 +11,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test fuzz bench services-stop install services system-packages lint typecheck unit integration
 
+# Everything, editable (the extras `all`, `dev`, `services`). The distribution was called
+# agentcall-orbit before: that install goes first, so that one editable install remains.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,services]'
+	$(BIN)/pip uninstall -q -y agentcall-orbit 2>/dev/null || true
+	rm -rf src/agentcall_orbit.egg-info
+	$(BIN)/pip install -q -c constraints.txt -e '.[all,dev,services]'
 	touch $(STAMP)
 
 install: $(STAMP)

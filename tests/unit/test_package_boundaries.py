@@ -3,7 +3,9 @@ service may import `agentcall.logs` (the one shared module: JSON log lines with 
 key), and the dispatcher may import the cell's public client module (`agentcall.cell.client`).
 
 Nothing else lives directly under `src/agentcall/`: a new shared module fails here, so code
-shared by the services stays one deliberate exception. The shared module imports no service.
+shared by the services stays one deliberate exception. Besides code, `agentcall/contracts/` holds
+data only (the SaaS <-> Dispatcher schemas both sides of the contract read); a Python module
+there fails too. The shared module imports no service.
 The test parses every module under src/ (absolute and relative imports) and fails naming
 each forbidden import.
 """
@@ -18,6 +20,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "agentcall"
 PACKAGES = ("dispatcher", "cell", "mocksaas", "orbit")
 SHARED = ("logs",)
+DATA = ("contracts",)  # directories of data files, never Python
 ALLOWED = {("dispatcher", "agentcall.cell.client")}
 
 
@@ -71,14 +74,21 @@ def _violations(package: str, root: Path = SRC) -> list[str]:
 
 def _strangers(root: Path = SRC) -> list[str]:
     """Entries directly under `agentcall/` that are neither a service nor the shared module."""
-    known = {*PACKAGES, *(f"{name}.py" for name in SHARED)}
-    return sorted(
+    known = {*PACKAGES, *DATA, *(f"{name}.py" for name in SHARED)}
+    strangers = [
         entry.name
         for entry in root.iterdir()
         if entry.name not in known
         and entry.name != "__pycache__"
         and (entry.suffix == ".py" or entry.is_dir())
-    )
+    ]
+    code_in_data = [
+        str(path.relative_to(root))
+        for name in DATA
+        if (root / name).is_dir()
+        for path in (root / name).glob("**/*.py")
+    ]
+    return sorted(strangers + code_in_data)
 
 
 @pytest.mark.parametrize("package", PACKAGES + SHARED)
@@ -105,6 +115,8 @@ def test_the_check_fails_on_a_second_shared_module(tmp_path: Path) -> None:
     (root / "logs.py").write_text("import json\n", encoding="utf-8")
     (root / "util.py").write_text("from agentcall.cell import x\n", encoding="utf-8")
     (root / "helpers").mkdir()
+    (root / "contracts" / "x").mkdir(parents=True)
+    (root / "contracts" / "x" / "a.schema.json").write_text("{}", encoding="utf-8")
     (root / "cell" / "a.py").write_text(
         "from agentcall import logs, util\nfrom agentcall.logs import configure\n"
         "from ..helpers import y\nfrom . import b\n",
@@ -112,6 +124,8 @@ def test_the_check_fails_on_a_second_shared_module(tmp_path: Path) -> None:
     )
     (root / "orbit" / "c.py").write_text("import agentcall.cell.client\n", encoding="utf-8")
     assert _strangers(root) == ["helpers", "util.py"]
+    (root / "contracts" / "x" / "code.py").write_text("import json\n", encoding="utf-8")
+    assert _strangers(root) == ["contracts/x/code.py", "helpers", "util.py"]
     assert _violations("cell", root) == [
         "cell/a.py imports agentcall.util",
         "cell/a.py imports agentcall.helpers",

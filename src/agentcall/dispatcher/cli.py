@@ -9,12 +9,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 import httpx
 
 from agentcall.dispatcher.logs import configure, register_secret
-from agentcall.dispatcher.settings import Settings, SettingsError, load_settings
+from agentcall.dispatcher.settings import Settings, SettingsError, describe, load_settings
 
 
 def _load(config: Path | None) -> Settings:
@@ -24,6 +25,8 @@ def _load(config: Path | None) -> Settings:
         click.echo(f"dispatcher: {exc}", err=True)
         raise SystemExit(2) from None
     register_secret(settings.secret_key.reveal())
+    for url in (settings.amqp_url, settings.saas_url, settings.s3_endpoint or ""):
+        register_secret(urlsplit(url).password or "")
     return settings
 
 
@@ -52,8 +55,13 @@ def run(config: Path | None) -> None:
     """
     settings = _load(config)
     configure(settings.log_format, settings.log_level)
-    from agentcall.dispatcher.cell.adapter import CellAdapter
-    from agentcall.dispatcher.service import serve
+    try:
+        from agentcall.dispatcher.cell.adapter import CellAdapter
+        from agentcall.dispatcher.service import serve
+    except ModuleNotFoundError as exc:  # installed without the Dispatcher's dependencies
+        click.echo(f"dispatcher: {exc}: install the extra with pip install "
+                   "'agentcall[dispatcher]'", err=True)  # fmt: skip
+        raise SystemExit(2) from None
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         code = runner.run(serve(settings, lambda: CellAdapter(settings.cell_url)))
@@ -73,9 +81,11 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 @main.command("check-config")
 @CONFIG
 def check_config(config: Path | None) -> None:
-    """Validate the settings and print them (the secret is never shown)."""
+    """Validate the settings and print them (secrets and URL passwords are never shown).
+
+    Every missing or invalid setting is named in one run (exit 2)."""
     settings = _load(config)
-    click.echo(repr(settings))
+    click.echo(describe(settings))
 
 
 def _default_url() -> str:

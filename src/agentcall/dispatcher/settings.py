@@ -1,8 +1,8 @@
 """Typed settings of the Dispatcher: a TOML file and ``DISPATCHER_*`` environment variables.
 
-Environment variables win over the file. Every value is validated at start; the first
-problem stops the process with a message naming the setting (``DISPATCHER_X`` / ``x``)
-and saying what a valid value looks like. The secret key comes only from the environment
+Environment variables win over the file. Every value is validated at start; the process
+stops with one message that names every missing or invalid setting (``DISPATCHER_X`` /
+``x``) and says what a valid value looks like. The secret key comes only from the environment
 (``DISPATCHER_SECRET_KEY``) or from a file readable by the service user alone
 (``DISPATCHER_SECRET_KEY_FILE`` / ``secret_key_file``); it is never printed.
 """
@@ -18,7 +18,7 @@ from dataclasses import MISSING as _MISSING
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from agentcall.dispatcher.errors import DispatcherError
 
@@ -219,18 +219,20 @@ def _read_toml(path: Path | None) -> dict[str, Any]:
     return section
 
 
-def _check_file_keys(toml: Mapping[str, Any]) -> None:
+def _file_key_problems(toml: Mapping[str, Any]) -> list[str]:
+    problems = []
     if "secret_key" in toml:
-        raise SettingsError(
+        problems.append(
             "secret_key must not be written in the config file; set DISPATCHER_SECRET_KEY "
             "or point secret_key_file / DISPATCHER_SECRET_KEY_FILE at a file with mode 0600"
         )
-    known = set(_PARSERS) | _FILE_ONLY_KEYS
-    for key in toml:
-        if key not in known:
-            raise SettingsError(
-                f"{key} (config file) is not a known setting; see docs/dispatcher.md"
-            )
+    known = set(_PARSERS) | _FILE_ONLY_KEYS | {"secret_key"}
+    problems += [
+        f"{key} (config file) is not a known setting; see docs/dispatcher.md"
+        for key in toml
+        if key not in known
+    ]
+    return problems
 
 
 def _load_secret(env: Mapping[str, str], toml: Mapping[str, Any]) -> Secret:
@@ -271,24 +273,60 @@ def _value_for(key: str, env: Mapping[str, str], toml: Mapping[str, Any]) -> tup
 def load_settings(
     env: Mapping[str, str] | None = None, config_file: Path | None = None
 ) -> Settings:
-    """Build settings from ``env`` (default ``os.environ``) and an optional TOML file."""
+    """Build settings from ``env`` (default ``os.environ``) and an optional TOML file; every
+    problem found is named in the one :class:`SettingsError` raised."""
     env = os.environ if env is None else env
     if config_file is None and env.get(f"{ENV_PREFIX}CONFIG"):
         config_file = Path(env[f"{ENV_PREFIX}CONFIG"])
-    toml = _read_toml(config_file)
-    _check_file_keys(toml)
-    values: dict[str, Any] = {"secret_key": _load_secret(env, toml)}
+    toml = _read_toml(config_file)  # an unreadable file leaves nothing else to check
+    problems = _file_key_problems(toml)
+    values: dict[str, Any] = {}
+    try:
+        values["secret_key"] = _load_secret(env, toml)
+    except SettingsError as exc:
+        problems.append(str(exc))
     defaults = {f.name: f.default for f in fields(Settings)}
     for key, parse in _PARSERS.items():
         raw, from_env = _value_for(key, env, toml)
         if raw is None:
             if defaults[key] is _MISSING:
-                raise SettingsError(
-                    f"{_describe(key, True)} is missing (or {key} in the config file)"
-                )
+                problems.append(f"{_describe(key, True)} is missing (or {key} in the config file)")
             continue
         try:
             values[key] = parse(str(raw))
         except ValueError as exc:
-            raise SettingsError(f"{_describe(key, from_env)} is invalid: {exc}") from None
+            problems.append(f"{_describe(key, from_env)} is invalid: {exc}")
+    if problems:
+        raise SettingsError(_summary(problems))
     return Settings(**values)
+
+
+def _summary(problems: list[str]) -> str:
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} settings are missing or invalid:\n  " + "\n  ".join(problems)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its user part replaced by ``***`` (for printing)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def describe(settings: Settings) -> str:
+    """One ``NAME = value`` line per setting, for ``dispatcher check-config``: secrets are
+    never shown, URLs lose their password."""
+    lines = []
+    for item in fields(Settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, Secret):
+            shown = "*** (set)"
+        elif isinstance(value, str) and "://" in value:
+            shown = redact_url(value)
+        else:
+            shown = "-" if value is None else str(value)
+        lines.append(f"{env_name(item.name):<34} = {shown}")
+    return "\n".join(lines)

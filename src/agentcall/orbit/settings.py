@@ -166,6 +166,17 @@ def load(
     return from_environ({**from_file, **{k: v for k, v in env.items() if v}})
 
 
+def database_url(environ: Mapping[str, str] | None = None) -> str:
+    """The database of the operator commands (`orbit migrate`, `init`, ...): `ORBIT_DATABASE_URL`,
+    else `database_url` in the file of `ORBIT_CONFIG`, else the default."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_DATABASE):
+        return env[ENV_DATABASE]
+    if env.get(ENV_CONFIG):
+        return read_config(Path(env[ENV_CONFIG])).get(ENV_DATABASE) or DEFAULT_DATABASE
+    return DEFAULT_DATABASE
+
+
 def read_config(path: Path) -> dict[str, str]:
     """The variables a TOML config file sets, as `ORBIT_*` names and text values."""
     try:

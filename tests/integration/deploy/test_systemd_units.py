@@ -176,8 +176,7 @@ def test_example_environments_name_only_real_settings() -> None:
     cell_source = "\n".join(
         p.read_text() for p in (ROOT / "src" / "agentcall" / "cell").rglob("*.py")
     )
-    unit_only = {"SERVE_WORKERS", "SERVE_POOL_SIZE", "WORKER_APP", "PYTHONPATH",
-                 "FORWARDED_ALLOW_IPS"}  # fmt: skip
+    unit_only = {"PYTHONPATH", "FORWARDED_ALLOW_IPS"}
     for name in ENV_FILES:
         for var in env_names(name):
             if var.startswith("ORBIT_"):
@@ -198,7 +197,7 @@ def test_unit_variables_are_set_by_the_example_environment() -> None:
     pairs = {"orbit-server.service": "orbit-server", "orbit-worker@.service": "orbit-worker"}
     for unit, env in pairs.items():
         used = re.findall(r"\$\{(\w+)\}", (UNIT_DIR / unit).read_text())
-        assert used and set(used) <= set(env_values(env)), (unit, used)
+        assert set(used) <= set(env_values(env)), (unit, used)
 
 
 def test_the_dispatcher_example_passes_check_config(tmp_path: Path) -> None:
@@ -217,3 +216,11 @@ def test_the_dispatcher_example_passes_check_config(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "example-secret" not in result.stdout
+    assert "CHANGE-ME" not in result.stdout  # the AMQP URL's password is masked
+    assert "amqps://dispatcher:***@mq.example.com:5671/" in result.stdout
+
+
+def test_the_dispatcher_example_needs_no_schema_directory() -> None:
+    """The package carries the contract schemas: no deployment setting points at them."""
+    assert ENV_DIR not in env_values("dispatcher")
+    assert ENV_DIR not in (UNIT_DIR / "agentcall-dispatcher.service").read_text()

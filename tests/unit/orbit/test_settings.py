@@ -46,17 +46,20 @@ def test_every_variable_is_read() -> None:
     env = {
         "ORBIT_DATABASE_URL": "sqlite+aiosqlite:///x.db", "ORBIT_HOST": "0.0.0.0",
         "ORBIT_PORT": "9000", "ORBIT_LOG_FORMAT": "json", "ORBIT_ACCESS_LOG": "0",
-        "ORBIT_POOL_SIZE": "7", "ORBIT_TOKEN_CACHE_MS": "0", "ORBIT_SUBMIT_LANES": "3",
+        "ORBIT_POOL_SIZE": "7", "ORBIT_WORKERS": "3", "ORBIT_SSL_CERTFILE": "/c.pem",
+        "ORBIT_SSL_KEYFILE": "/k.pem", "ORBIT_TOKEN_CACHE_MS": "0", "ORBIT_SUBMIT_LANES": "3",
         "ORBIT_LEASE_TTL_MS": "1500", "ORBIT_RECONNECT_GRACE_MS": "0",
         "ORBIT_SWEEP_INTERVAL_MS": "50", "ORBIT_DISPATCH_TICK_MS": "100",
         "ORBIT_WRITE_LANES": "2", "ORBIT_EAGER_DISPATCH": "0",
+        "ORBIT_WORKER_TOKEN_CHECK_MS": "500",
     }  # fmt: skip
     assert from_environ(env) == ServerSettings(
         database_url="sqlite+aiosqlite:///x.db", host="0.0.0.0", port=9000, log_format="json",
-        access_log=False, pool_size=7, token_cache_ms=0, submit_lanes=3,
+        access_log=False, pool_size=7, workers=3, ssl_certfile="/c.pem", ssl_keyfile="/k.pem",
+        token_cache_ms=0, submit_lanes=3,
         execution=ExecutionSettings(lease_ttl_ms=1500, reconnect_grace_ms=0,
                                     sweep_interval_ms=50, dispatch_tick_ms=100, lanes=2,
-                                    eager=False),
+                                    eager=False, worker_token_check_ms=500),
     )  # fmt: skip
     assert to_environ(from_environ(env)) == env
 
@@ -64,7 +67,9 @@ def test_every_variable_is_read() -> None:
 @pytest.mark.parametrize(
     ("name", "text"),
     [("ORBIT_SUBMIT_LANES", "0"), ("ORBIT_SUBMIT_LANES", "17"), ("ORBIT_LEASE_TTL_MS", "299"),
-     ("ORBIT_EAGER_DISPATCH", "2"), ("ORBIT_WRITE_LANES", "x"), ("ORBIT_POOL_SIZE", "0")],
+     ("ORBIT_EAGER_DISPATCH", "2"), ("ORBIT_WRITE_LANES", "x"), ("ORBIT_POOL_SIZE", "0"),
+     ("ORBIT_WORKERS", "0"), ("ORBIT_WORKERS", "65"), ("ORBIT_ACCESS_LOG", "yes"),
+     ("ORBIT_WORKER_TOKEN_CHECK_MS", "49"), ("ORBIT_WORKER_TOKEN_CHECK_MS", "30001")],
 )
 def test_bad_values_are_refused_naming_the_variable(name: str, text: str) -> None:
     with pytest.raises(SetupError, match=name):

@@ -2,17 +2,17 @@
 
 The schemas live in ``contracts/dispatcher/`` at the repository root, one file
 ``<kind>.schema.json`` per message kind plus ``common.schema.json`` (shared
-``$defs``, not a kind). They are loaded, checked against Draft 2020-12 and
+``$defs``, not a kind). The package reaches them as ``agentcall/contracts/dispatcher``: in
+a checkout a link to that folder, in an installed wheel a copy of its ``*.json`` files
+(package data). They are loaded, checked against Draft 2020-12 and
 compiled ONCE (lazily, on first use, cached per directory), with a
 ``referencing`` registry resolving ``$ref`` between files and the format checker
 enabled (``date-time`` via rfc3339-validator, ``date``).
 
-Locating the files (choice: no packaged copy, one source of truth):
+Locating the files:
 
-1. ``DISPATCHER_CONTRACTS_DIR`` if set (use it for an installed wheel or a
-   deployment that ships the ``contracts/dispatcher`` folder elsewhere);
-2. otherwise ``<checkout>/contracts/dispatcher`` relative to this file
-   (editable install / source checkout).
+1. ``DISPATCHER_CONTRACTS_DIR`` if set (a test, or schemas other than the installed ones);
+2. otherwise ``agentcall/contracts/dispatcher`` beside this package (checkout or wheel).
 
 If neither holds the files, :class:`ContractSetupError` says so on first use.
 
@@ -115,8 +115,8 @@ class ContractError(DispatcherError):
 class ContractSetupError(DispatcherError):
     """The contract schemas cannot be used (missing, invalid) or the kind is unknown.
 
-    Fix: run from a checkout, or set DISPATCHER_CONTRACTS_DIR to a copy of
-    ``contracts/dispatcher``; ask only for kinds listed by :func:`kinds`.
+    Fix: reinstall the package (it carries the schemas), or set DISPATCHER_CONTRACTS_DIR
+    to a copy of ``contracts/dispatcher``; ask only for kinds listed by :func:`kinds`.
     """
 
 
@@ -125,13 +125,14 @@ def contracts_dir() -> Path:
     override = os.environ.get(ENV_DIR)
     if override:
         return Path(override)
-    return _checkout_dir()
+    return _package_dir()
 
 
 @cache
-def _checkout_dir() -> Path:
-    """Resolved once: it is looked up for every message validated."""
-    return Path(__file__).resolve().parents[4] / "contracts" / "dispatcher"
+def _package_dir() -> Path:
+    """``agentcall/contracts/dispatcher``; resolved once: it is looked up for every message
+    validated."""
+    return Path(__file__).resolve().parents[2] / "contracts" / "dispatcher"
 
 
 def kinds() -> tuple[str, ...]:

@@ -7,7 +7,8 @@ Operator commands (`migrate`, `init`, `queue`, `token`, `idempotency`) talk to t
 Subcommands are imported on first use (`LazyGroup`): `orbit worker` then starts without loading
 the server, SQLAlchemy and Alembic (about 2 s less on a busy 2-core machine), while `orbit --help`
 imports them all to show their summaries. `COMMANDS` is the single list of commands; a unit
-test resolves every entry.
+test resolves every entry. Installed without the server's dependencies (`pip install agentcall`,
+the SDK only), a server command says which extra to install instead of failing on an import.
 """
 
 from __future__ import annotations
@@ -39,17 +40,38 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, attribute = target
-        command = getattr(importlib.import_module(module), attribute)
+        try:
+            loaded = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.startswith("agentcall"):
+                raise
+            return _not_installed(cmd_name, exc)
+        command = getattr(loaded, attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{module}.{attribute} is not a click command")
         return command
 
 
 
+def _not_installed(name: str, missing: ModuleNotFoundError) -> click.Command:
+    """A stand-in for a command whose dependencies are not installed: listed in the help,
+    and when run, it says what to install."""
+    extra = "pip install 'agentcall[orbit]'"
+
+    def refuse() -> None:
+        raise click.ClickException(f"orbit {name} needs the server's dependencies ({missing}): "
+                                   f"{extra}")  # fmt: skip
+
+    return click.Command(
+        name, callback=refuse, add_help_option=False, short_help=f"(not installed: {extra})",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )  # fmt: skip
+
+
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(package_name="agentcall-orbit", prog_name="orbit")
+@click.version_option(package_name="agentcall", prog_name="orbit")
 def main() -> None:
     """Orbit: a durable task service (Task API v1)."""

@@ -1,4 +1,7 @@
-"""Shared command-line pieces: options, error reporting and `--json` output."""
+"""Shared command-line pieces: options, error reporting and `--json` output.
+
+The database pieces are imported where they are used: a command that only talks HTTP does not
+load SQLAlchemy."""
 
 from __future__ import annotations
 
@@ -7,23 +10,44 @@ import json
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from agentcall.orbit.domain.errors import OrbitError
+from agentcall.orbit.domain.errors import NotMigrated, OrbitError, SetupError
 from agentcall.orbit.domain.times import parse_time
-from agentcall.orbit.settings import DEFAULT_DATABASE, ENV_DATABASE
-from agentcall.orbit.store.db import Database
+from agentcall.orbit.settings import ENV_CONFIG, ENV_DATABASE, database_url
+
+if TYPE_CHECKING:
+    from agentcall.orbit.store.db import Database
+
+URL_HELP = (
+    "SQLAlchemy URL of the database. SQLite: sqlite+aiosqlite:///var/orbit.db is the relative "
+    "path var/orbit.db, resolved from the working directory; an absolute path takes four "
+    "slashes: sqlite+aiosqlite:////var/lib/orbit/orbit.db. MySQL/MariaDB: "
+    "mysql+asyncmy://USER:PASSWORD@HOST:3306/DATABASE (special characters of the password "
+    "URL-encoded, e.g. @ as %40)."
+)
 
 T = TypeVar("T")
 
+
+
+def _database(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """--database, else the environment, else the config file of ORBIT_CONFIG, else SQLite."""
+    if value:
+        return value
+    try:
+        return database_url()
+    except SetupError as exc:
+        raise click.BadParameter(exc.message, ctx, param) from None
+
+
 database_option = click.option(
     "--database",
-    envvar=ENV_DATABASE,
-    default=DEFAULT_DATABASE,
-    show_default=True,
-    help=f"SQLAlchemy URL (sqlite+aiosqlite:///PATH or mysql+asyncmy://...); env {ENV_DATABASE}.",
+    callback=_database,
+    help=f"{URL_HELP} [default: env {ENV_DATABASE}, else database_url in the file of "
+    f"{ENV_CONFIG}, else sqlite+aiosqlite:///var/orbit.db]",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -42,6 +66,12 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def with_database(url: str, action: Callable[[Database], Coroutine[Any, Any, T]]) -> T:
+    """Run `action` on the database of `url`; a database that cannot be used (unparsable URL,
+    wrong password, unreachable server, missing database) is one line naming the problem and
+    exit status 1 (`orbit.cli.database`)."""
+    from agentcall.orbit.cli.database import explain, location
+    from agentcall.orbit.store.db import Database
+
     async def go() -> T:
         db = Database.open(url)
         try:
@@ -49,7 +79,17 @@ def with_database(url: str, action: Callable[[Database], Coroutine[Any, Any, T]]
         finally:
             await db.close()
 
-    return run(go())
+    try:
+        return asyncio.run(go())
+    except Exception as exc:  # explained in one line, or raised again with its traceback
+        line = explain(url, exc)
+        if line is not None:
+            fail(line)
+        if isinstance(exc, NotMigrated):  # which file or database, when it is not the expected
+            fail(f"{location(url)}: {exc.message}")
+        if isinstance(exc, OrbitError):
+            fail(exc.message)
+        raise
 
 
 def emit(data: dict[str, Any], as_json: bool, text: str) -> None:

@@ -13,6 +13,7 @@ import click
 from agentcall import logs
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.sdk.settings import (
+    ENV_APP,
     ENV_CONCURRENCY,
     ENV_GRACE_PERIOD,
     ENV_LOG_FORMAT,
@@ -48,8 +49,9 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--app", "app_spec", required=True, metavar="MODULE:ATTRIBUTE",
-              help="The orbit.worker.Registry to serve, e.g. myapp.tasks:registry.")
+@click.option("--app", "app_spec", required=True, metavar="MODULE:ATTRIBUTE", envvar=ENV_APP,
+              help="The Registry of handlers to serve, e.g. myapp.tasks:registry (the module is "
+              f"imported from the working directory or the Python path); env {ENV_APP}.")
 @click.option("--queue", "queues", multiple=True, metavar="QUEUE_ID",
               help=f"Queue to serve (repeat for several); env {ENV_QUEUES} (space-separated).")
 @click.option("--url", help=f"Orbit API base URL; env {ENV_URL}.")

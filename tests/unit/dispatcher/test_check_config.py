@@ -1,0 +1,80 @@
+"""`dispatcher check-config`: every missing or invalid setting in one run, and a printout
+that shows no secret and no password of any URL."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from agentcall.dispatcher.cli import main
+from agentcall.dispatcher.settings import SettingsError, describe, load_settings, redact_url
+
+from .factories import D_ID
+
+ENV = {
+    "DISPATCHER_ID": D_ID,
+    "DISPATCHER_SECRET_KEY": "very-secret-value",
+    "DISPATCHER_SAAS_URL": "https://saas.example.com",
+    "DISPATCHER_AMQP_URL": "amqps://dispatcher:amqp-pass%40word@mq.example.com:5671/",
+    "DISPATCHER_STATE_DB": "/tmp/never-opened.sqlite",
+    "DISPATCHER_CELL_URL": "http://127.0.0.1:8470",
+}
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("amqp://u:p@127.0.0.1:5672/", "amqp://u:***@127.0.0.1:5672/"),
+        ("amqps://user:pa%40ss@mq.example.com:5671/vhost", "amqps://user:***@mq.example.com:5671/vhost"),
+        ("amqp://u:p@[::1]:5672/", "amqp://u:***@[::1]:5672/"),
+        ("amqp://:p@h/", "amqp://:***@h/"),
+        ("amqp://guest@h/", "amqp://guest@h/"),
+        ("https://saas.example.com/x?a=1", "https://saas.example.com/x?a=1"),
+    ],
+)
+def test_redact_url_hides_only_the_password(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_describe_shows_no_secret_and_no_url_password() -> None:
+    env = dict(ENV, DISPATCHER_S3_SECRET_KEY="s3-secret-value", DISPATCHER_S3_BUCKET="rec")
+    text = describe(load_settings(env))
+    for secret in ("very-secret-value", "amqp-pass", "s3-secret-value"):
+        assert secret not in text
+    assert "DISPATCHER_AMQP_URL" in text and "amqps://dispatcher:***@mq.example.com:5671/" in text
+    assert "DISPATCHER_SECRET_KEY" in text and "*** (set)" in text
+    assert f"DISPATCHER_ID                      = {D_ID}" in text
+
+
+def test_every_problem_is_named_in_one_error() -> None:
+    env = dict(ENV, DISPATCHER_ID="not-a-uuid", DISPATCHER_HTTP_PORT="99999")
+    del env["DISPATCHER_AMQP_URL"], env["DISPATCHER_SECRET_KEY"]
+    with pytest.raises(SettingsError) as info:
+        load_settings(env)
+    message = str(info.value)
+    assert message.startswith("4 settings are missing or invalid:")
+    for name in ("DISPATCHER_ID", "DISPATCHER_HTTP_PORT", "DISPATCHER_AMQP_URL is missing",
+                 "DISPATCHER_SECRET_KEY is missing"):  # fmt: skip
+        assert name in message
+
+
+def test_one_problem_is_one_line() -> None:
+    env = dict(ENV, DISPATCHER_LOG_FORMAT="xml")
+    with pytest.raises(SettingsError) as info:
+        load_settings(env)
+    assert "\n" not in str(info.value) and "DISPATCHER_LOG_FORMAT" in str(info.value)
+
+
+def test_check_config_prints_the_masked_settings() -> None:
+    result = CliRunner().invoke(main, ["check-config"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "amqp-pass" not in result.output and "very-secret-value" not in result.output
+    assert "amqps://dispatcher:***@mq.example.com:5671/" in result.output
+
+
+def test_check_config_names_every_problem_and_exits_2() -> None:
+    env = dict(ENV, DISPATCHER_CELL_URL="ftp://x", DISPATCHER_PREFETCH="0")
+    result = CliRunner().invoke(main, ["check-config"], env=env)
+    assert result.exit_code == 2
+    assert "DISPATCHER_CELL_URL" in result.output and "DISPATCHER_PREFETCH" in result.output
+    assert "amqp-pass" not in result.output
