@@ -126,8 +126,13 @@ def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout} s: {what}")
 
 
-def sign_in(driver: WebDriver, site: Site, token: str) -> None:
+def signed_out(driver: WebDriver, site: Site) -> None:
+    driver.get(site.base + "/ui/signin")
     driver.delete_all_cookies()
+
+
+def sign_in(driver: WebDriver, site: Site, token: str) -> None:
+    signed_out(driver, site)
     driver.get(site.base + "/ui")
     assert driver.current_url.endswith("/ui/signin")
     driver.find_element(By.ID, "token").send_keys(token)
@@ -143,7 +148,7 @@ def count(driver: WebDriver, site: Site, state: str) -> int:
 
 
 def test_sign_in_and_watch_a_queue_while_a_worker_runs(browser: WebDriver, site: Site) -> None:
-    browser.delete_all_cookies()
+    signed_out(browser, site)
     browser.get(site.base + "/ui")
     shot(browser, site, "signin")
     browser.find_element(By.ID, "token").send_keys("orb_not-a-token")

@@ -60,6 +60,10 @@ class Target:
             case.path_parameters["task_id"] = self.task_ids[seed % len(self.task_ids)]
         if case.query and "queue_id" in case.query and seed % 3:
             case.query["queue_id"] = self.queue_id
+        wait = case.query.get("wait_ms") if case.query else None
+        valid_wait = isinstance(wait, str) and wait.isdigit() and wait == str(int(wait))
+        if valid_wait and int(str(wait)) <= 60_000:  # a long-poll really waits: keep it brief
+            case.query["wait_ms"] = str(min(int(str(wait)), 50))
         body = case.body if isinstance(case.body, dict) else {}
         items = body.get("tasks") if isinstance(body.get("tasks"), list) else [body]
         for item in items:

@@ -5,6 +5,7 @@ only its `<main>` when asked with `X-Orbit-Fragment: 1`."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,9 +17,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agentcall.orbit.console import reads
+from agentcall.orbit.console.chart import Chart
 from agentcall.orbit.console.session import COOKIE, csrf_token
 from agentcall.orbit.domain.cursor import decode_cursor, encode_cursor
 from agentcall.orbit.domain.errors import (
+    BodyTooLarge,
     Conflict,
     InvalidArgument,
     NotFound,
@@ -26,6 +29,7 @@ from agentcall.orbit.domain.errors import (
     PermissionDenied,
     Unauthenticated,
     Unavailable,
+    UnsupportedMediaType,
 )
 from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
 from agentcall.orbit.domain.states import TaskState
@@ -46,6 +50,7 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 STATES = [state.value for state in TaskState]
+CHART_S = 5.0
 LIVE = frozenset({TaskState.WAITING, TaskState.LEASED, TaskState.RUNNING})
 
 
@@ -83,6 +88,7 @@ class Pages:
         self.inspection = inspection
         self.on_failure = on_failure  # a metric: failed console requests
         self.env = environment()
+        self._charts: dict[frozenset[str], tuple[float, Chart]] = {}
 
     # ------------------------------------------------------------------ plumbing
     async def session(self, request: Request) -> Session | None:
@@ -135,12 +141,24 @@ class Pages:
 
     async def overview(self, request: Request, session: Session) -> Response:
         queues = await self.inspection.queues(session.principal)
-        chart = await reads.throughput(self.ops.db, session.principal)
+        chart = await self._chart(session.principal)
         workers = self.inspection.workers(session.principal)
         reviews = sum(q.counts.get(TaskState.NEEDS_REVIEW.value, 0) for q in queues)
         return self.render(request, "overview.html", session=session, queues=queues,
                            chart=chart, workers=workers, states=STATES, reviews=reviews,
                            refresh=3000)  # fmt: skip
+
+    async def _chart(self, principal: Principal) -> Chart:
+        """The throughput chart of these queues, shared by their viewers for CHART_S."""
+        key, now = principal.queue_ids, time.monotonic()
+        cached = self._charts.get(key)
+        if cached is not None and now - cached[0] < CHART_S:
+            return cached[1]
+        chart = await reads.throughput(self.ops.db, principal)
+        if len(self._charts) > 256:
+            self._charts.clear()
+        self._charts[key] = (now, chart)
+        return chart
 
     async def queue(self, request: Request, session: Session) -> Response:
         params = _params(request, {"state", "handler", "cursor"})
@@ -197,7 +215,7 @@ def _new_key() -> str:
 
 _STATUS: tuple[tuple[type[OrbitError], int], ...] = (
     (InvalidArgument, 400), (Unauthenticated, 401), (PermissionDenied, 403), (NotFound, 404),
-    (Conflict, 409),
+    (Conflict, 409), (BodyTooLarge, 413), (UnsupportedMediaType, 415),
 )  # fmt: skip
 
 
