@@ -43,6 +43,9 @@ ENV_DISPATCH_TICK_MS = "ORBIT_DISPATCH_TICK_MS"
 ENV_WRITE_LANES = "ORBIT_WRITE_LANES"
 ENV_EAGER_DISPATCH = "ORBIT_EAGER_DISPATCH"
 ENV_WORKER_TOKEN_CHECK_MS = "ORBIT_WORKER_TOKEN_CHECK_MS"
+ENV_PEER_HOST = "ORBIT_PEER_HOST"
+ENV_PEER_PORT = "ORBIT_PEER_PORT"
+ENV_PEER_ADVERTISE = "ORBIT_PEER_ADVERTISE"
 
 DEFAULT_DATABASE = "sqlite+aiosqlite:///var/orbit.db"
 DEFAULT_HOST = "127.0.0.1"
@@ -69,6 +72,12 @@ class ExecutionSettings:
     # how often the tokens of open worker sessions are re-checked (revocation, expiry):
     # a revoked token's sessions end, and get no lease, within this time
     worker_token_check_ms: int = 1000
+    # cross-process wake-ups (docs/orbit/scaling.md): where this process hears the other
+    # processes' hints (UDP; port 0: any free port) and the host it tells them to use
+    # (default: peer_host); MySQL/MariaDB only
+    peer_host: str = "127.0.0.1"
+    peer_port: int = 0
+    peer_advertise: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +113,9 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
         lanes=_int(env, ENV_WRITE_LANES, 0, 0, 32),
         eager=_int(env, ENV_EAGER_DISPATCH, 1, 0, 1) == 1,
         worker_token_check_ms=_int(env, ENV_WORKER_TOKEN_CHECK_MS, 1000, 50, 30_000),
+        peer_host=env.get(ENV_PEER_HOST) or "127.0.0.1",
+        peer_port=_int(env, ENV_PEER_PORT, 0, 0, 65535),
+        peer_advertise=env.get(ENV_PEER_ADVERTISE) or "",
     )
     return ServerSettings(
         database_url=env.get(ENV_DATABASE) or DEFAULT_DATABASE,
@@ -144,6 +156,9 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_WRITE_LANES: str(execution.lanes),
         ENV_EAGER_DISPATCH: "1" if execution.eager else "0",
         ENV_WORKER_TOKEN_CHECK_MS: str(execution.worker_token_check_ms),
+        ENV_PEER_HOST: execution.peer_host,
+        ENV_PEER_PORT: str(execution.peer_port),
+        ENV_PEER_ADVERTISE: execution.peer_advertise,
     }
 
 

@@ -24,11 +24,12 @@ from agentcall.orbit.execution.eager import EagerDispatch
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
+from agentcall.orbit.execution.peers import PeerCounters, PeerHints
 from agentcall.orbit.execution.token_watch import TokenWatch
 from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.settings import ExecutionSettings
-from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.submit_group import Handoff
 
@@ -78,6 +79,7 @@ class ExecutionService:
         self.inspection_routes = InspectionRoutes(self.inspection)
         self.gauges = TaskGauges(registry, self.inspection)
         self.waiters.on_failure = self.gauges.failures.inc
+        self.peers = _peer_hints(db, settings, self.hub, registry)
         # the hooks of `Operations`: a committed submit wakes the dispatcher for its queue;
         # a submit group leases to an idle connection of this process in its transaction
         self.on_accepted: Callable[[str], None] = self.hub.notify
@@ -105,6 +107,8 @@ class ExecutionService:
         return await self.inspection.settled_among(task_ids)
 
     async def start(self) -> None:
+        if self.peers is not None:
+            await self.peers.start()
         self.hub.start()
         self.token_watch.start()
         self.waiters.start()
@@ -113,4 +117,28 @@ class ExecutionService:
         await self.token_watch.stop()
         await self.waiters.stop()
         await self.hub.stop()
+        if self.peers is not None:
+            await self.peers.stop()
         await self.batcher.stop()
+
+
+def _peer_hints(
+    db: Database, settings: ExecutionSettings, hub: Hub, registry: CollectorRegistry
+) -> PeerHints | None:
+    """Cross-process wake-ups between the server processes of one MySQL/MariaDB database
+    (docs/orbit/scaling.md); none on SQLite (one process)."""
+    if db.dialect is not Dialect.MYSQL:
+        return None
+    sent = Counter("orbit_peer_hints_sent", "Wake-up hints sent to other server processes "
+                   "(datagrams)", registry=registry)  # fmt: skip
+    heard = Counter("orbit_peer_hints_received", "Wake-up hints received from other server "
+                    "processes", registry=registry)  # fmt: skip
+    ignored = Counter("orbit_peer_hints_ignored", "Datagrams on the hint port that were not "
+                      "valid hints", registry=registry)  # fmt: skip
+    failed = Counter("orbit_peer_registration_failures", "Server registration rounds that "
+                     "failed (the database was unreachable)", registry=registry)  # fmt: skip
+    counters = PeerCounters(sent.inc, heard.inc, ignored.inc, failed.inc)
+    peers = PeerHints(db, hub.hinted, bind_host=settings.peer_host, bind_port=settings.peer_port,
+                      advertise_host=settings.peer_advertise, counters=counters)  # fmt: skip
+    hub.relay = peers.announce
+    return peers

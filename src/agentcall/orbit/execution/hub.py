@@ -97,6 +97,9 @@ class Hub:
         self._every = False  # a notify named no queue: the next round asks every queue
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
+        # tells the other server processes which queues got ready work here
+        # (`orbit.execution.peers`); set where the engine is assembled
+        self.relay: Callable[[tuple[str, ...]], None] = lambda queue_ids: None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -149,6 +152,12 @@ class Hub:
     def notify(self, *queue_ids: str) -> None:
         """New work may be ready in these queues (submit, requeue, retry), or anywhere when
         none is named (a capacity change): dispatch now."""
+        if queue_ids:
+            self.relay(queue_ids)
+        self.hinted(queue_ids)
+
+    def hinted(self, queue_ids: tuple[str, ...]) -> None:
+        """`notify` without telling the other processes: what a peer's hint does here."""
         if queue_ids:
             self._hinted.update(queue_ids)
         else:

@@ -39,7 +39,9 @@ class ClientSettings:
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
-    """What `orbit worker` serves with: the server, the queues and how the process runs."""
+    """What `orbit worker` serves with: the server, the queues and how the process runs.
+    `url` is one server URL or several, comma-separated: the worker moves to the next one
+    when its server goes away (docs/orbit/scaling.md)."""
 
     url: str
     token: str
@@ -61,7 +63,7 @@ def client_settings(url: str | None, token: str | None) -> ClientSettings:
 
 def worker_settings(
     *,
-    url: str | None,
+    url: str | tuple[str, ...] | None,
     token: str | None,
     queues: tuple[str, ...],
     concurrency: int = 4,
@@ -71,17 +73,22 @@ def worker_settings(
     loop: str = "auto",
 ) -> WorkerSettings:
     """The worker's settings from its options; queues, address and token fall back to the
-    environment. The name defaults to `orbit@HOST`."""
+    environment. The name defaults to `orbit@HOST`. Several URLs: a tuple (repeated `--url`),
+    or one text with commas or spaces between them (`ORBIT_URL`)."""
     queue_ids = queues or tuple(os.environ.get(ENV_QUEUES, "").split())
     if not queue_ids or not all(is_id(q) for q in queue_ids):
         raise SetupError(
             f"give one or more --queue QUEUE_ID (32 hex characters) or set {ENV_QUEUES}"
         )
-    url, token = _connection(url, token)
-    if not url.startswith(HTTP + WEBSOCKET):
-        raise SetupError(f"{ENV_URL} must be an http(s):// or ws(s):// URL, got {url!r}")
+    joined = " ".join(url) if isinstance(url, tuple) else url
+    text, token = _connection(joined, token)
+    urls = text.replace(",", " ").split()
+    bad = [one for one in urls if not one.startswith(HTTP + WEBSOCKET)]
+    if bad or not urls:
+        raise SetupError(f"{ENV_URL} must be an http(s):// or ws(s):// URL (several: separated "
+                         f"by commas), got {(bad or [text])[0]!r}")  # fmt: skip
     return WorkerSettings(
-        url=url, token=token, queues=queue_ids, concurrency=concurrency,
+        url=",".join(urls), token=token, queues=queue_ids, concurrency=concurrency,
         name=name or f"orbit@{socket.gethostname()}"[:128], grace_period=grace_period,
         log_format=log_format, loop=loop,
     )  # fmt: skip

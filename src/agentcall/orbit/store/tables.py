@@ -209,3 +209,16 @@ task_attempt_evidence = sa.Table(
     sa.UniqueConstraint("attempt_id", "ev_key", name="uq_task_attempt_evidence_key"),
     **MYSQL_TABLE_ARGS,
 )
+
+# ---- server processes: registrations for cross-process wake-ups (orbit.domain.peers) ----
+
+orbit_servers = sa.Table(
+    "orbit_servers",
+    metadata,
+    sa.Column("id", ident(), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),  # where it hears hints (UDP)
+    sa.Column("port", sa.Integer(), nullable=False),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("heartbeat_at", UtcDateTime(), nullable=False),
+    **MYSQL_TABLE_ARGS,
+)

@@ -54,7 +54,9 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
               f"imported from the working directory or the Python path); env {ENV_APP}.")
 @click.option("--queue", "queues", multiple=True, metavar="QUEUE_ID",
               help=f"Queue to serve (repeat for several); env {ENV_QUEUES} (space-separated).")
-@click.option("--url", help=f"Orbit API base URL; env {ENV_URL}.")
+@click.option("--url", "urls", multiple=True,
+              help="Orbit API base URL; repeat for several servers of one database (the worker "
+              f"moves to the next when its server goes away); env {ENV_URL} (comma-separated).")
 @click.option("--token", help=f"Token with tasks:work on the queues; env {ENV_TOKEN}.")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 1000),
               envvar=ENV_CONCURRENCY, help="Attempts run at the same time.")
@@ -71,7 +73,7 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
 def worker(
     app_spec: str,
     queues: tuple[str, ...],
-    url: str | None,
+    urls: tuple[str, ...],
     token: str | None,
     concurrency: int,
     name: str | None,
@@ -86,7 +88,7 @@ def worker(
     logs.configure(fmt=log_format, logger="orbit")
     try:
         settings = worker_settings(
-            url=url, token=token, queues=queues, concurrency=concurrency, name=name,
+            url=urls or None, token=token, queues=queues, concurrency=concurrency, name=name,
             grace_period=grace_period, log_format=log_format, loop=loop_name,
         )  # fmt: skip
         sys.path.insert(0, os.getcwd())

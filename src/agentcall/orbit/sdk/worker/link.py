@@ -86,6 +86,22 @@ def backoff_delay(attempt: int, *, base: float = 0.1, cap: float = 10.0) -> floa
     return random.uniform(0, min(cap, base * (2 ** min(attempt, 30))))
 
 
+def next_server(count: int, index: int, failures: int) -> tuple[int, int]:
+    """After a session on server `index` (of `count`) ended, with `failures` sessions in a row
+    now ended without a welcome: the server to try next and the backoff round (0: at once).
+    Every session end moves to the next server, so a dead one is left at once; the backoff
+    grows only once a whole turn over the servers failed."""
+    nxt = (index + 1) % count if count > 1 else 0
+    if failures == 0 or failures % count != 0:
+        return nxt, 0
+    return nxt, failures // count
+
+
+def split_urls(text: str) -> tuple[str, ...]:
+    """Several server URLs in one value (`ORBIT_URL`): separated by commas or white space."""
+    return tuple(part for part in text.replace(",", " ").split() if part)
+
+
 def endpoint(url: str) -> str:
     """`http(s)://host:port[/prefix]` or `ws(s)://…` → the WebSocket URL of the endpoint."""
     parts = urlsplit(url)

@@ -19,7 +19,14 @@ from typing import Any
 
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.sdk.worker.execution import AttemptRun, Phase, invoke, run_from_lease
-from agentcall.orbit.sdk.worker.link import LinkDown, Outbox, backoff_delay, endpoint
+from agentcall.orbit.sdk.worker.link import (
+    LinkDown,
+    Outbox,
+    backoff_delay,
+    endpoint,
+    next_server,
+    split_urls,
+)
 from agentcall.orbit.sdk.worker.outcomes import invalid_result
 from agentcall.orbit.sdk.worker.registry import Registry
 from agentcall.orbit.sdk.worker.session import Session, SessionEnded
@@ -31,6 +38,10 @@ _SERVER_ENDED = frozenset({"attempt_timeout", "deadline_exceeded", "lease_lost"}
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
+    """`url`: one server URL, or several separated by commas or spaces (stateless servers on
+    one database: the worker connects to the first and moves on to the next when its server
+    goes away, docs/orbit/scaling.md)."""
+
     url: str
     token: str
     queues: tuple[str, ...]
@@ -120,9 +131,10 @@ class Worker:
 
     # ----------------------------------------------------------------- connection
     async def _connect_forever(self) -> None:
-        failures = 0
+        urls = [endpoint(url) for url in split_urls(self.config.url)] or [self.config.url]
+        failures = index = 0
         while True:
-            session = Session(self, endpoint(self.config.url), self.config.token)
+            session = Session(self, urls[index], self.config.token)
             self._session = session
             try:
                 await session.serve()
@@ -132,7 +144,8 @@ class Worker:
                 self._session = None
                 self.outbox.disconnected()
             failures = 0 if session.welcomed else failures + 1
-            await asyncio.sleep(backoff_delay(failures, cap=self.config.max_backoff))
+            index, backoff = next_server(len(urls), index, failures)
+            await asyncio.sleep(backoff_delay(backoff, cap=self.config.max_backoff))
 
     def hello(self) -> dict[str, JsonValue]:
         handlers: list[JsonValue] = [

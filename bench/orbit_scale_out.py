@@ -1,0 +1,204 @@
+"""Benchmark: Orbit with several `orbit serve` processes on one MySQL/MariaDB database.
+
+    .venv/bin/python bench/orbit_scale_out.py [--database mysql+asyncmy://...] [--n 4000]
+        [--idle 100] [--workers 3] [--concurrency 64] [--submitters 6] [--batch 50]
+
+Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
+  idle      two server processes A and B, one idle worker connected to B only; one task at a
+            time submitted to B (same process: the eager path, the reference) and then to A
+            (cross-process: A's hint wakes B's dispatcher): submit → started p50 and p99, on
+            the database clock (attempt.started_at − task.created_at)
+  scale     for 1, 2 and 3 server processes: --n no-op tasks submitted in batches round-robin
+            through all of them by --submitters clients while --workers worker processes
+            (spread over the servers, each knowing all of them) run them: tasks/s from the
+            first submit to the last completion, the ratio to one process in the same run,
+            and CPU per task of the servers, workers, MariaDB and the bench client
+Targets: cross-process idle dispatch p50 < 10 ms; 2 processes >= 1.3x one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentcall.orbit.domain.tokens import ALL_PERMISSIONS  # noqa: E402
+from agentcall.orbit.store.admin import Admin  # noqa: E402
+from agentcall.orbit.store.db import Database  # noqa: E402
+from agentcall.orbit.store.migrate import upgrade  # noqa: E402
+from bench.orbit_submit import DEFAULT_URL, bench_database, free_port  # noqa: E402
+from bench.orbit_workers import (  # noqa: E402
+    REPO,
+    Figures,
+    _wait,
+    breakdown,
+    cpu_use,
+    idle_phase,
+    measure,
+    submit_all,
+    wait_done,
+)
+
+WORKER = [sys.executable, "-m", "agentcall.orbit.sdk.worker", "--app",
+          "examples.orbit_workers:registry", "--log-format", "json"]  # fmt: skip
+
+
+class Fleet:
+    """Server processes and worker processes of one phase."""
+
+    def __init__(self, url: str, servers: int, tmp: Path, pool: int) -> None:
+        self.tmp = tmp
+        self.ports = [free_port() for _ in range(servers)]
+        self.servers = [subprocess.Popen(
+            [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
+             "--port", str(port), "--no-access-log", "--log-format", "json",
+             "--pool-size", str(pool)],
+            stdout=(tmp / f"serve-{port}.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+        ) for port in self.ports]  # fmt: skip
+        self.workers: list[subprocess.Popen[bytes]] = []
+        for base, process in zip(self.urls, self.servers, strict=True):
+            _wait(lambda base=base: httpx.get(f"{base}/healthz", timeout=1).status_code == 200,
+                  process, f"serve {base}")  # fmt: skip
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{port}" for port in self.ports]
+
+    def worker(self, urls: list[str], token: str, queues: list[str], concurrency: int) -> None:
+        log = self.tmp / f"worker-{len(self.workers)}-{self.ports[0]}.log"
+        env = {**os.environ, "ORBIT_URL": ",".join(urls), "ORBIT_TOKEN": token}
+        process = subprocess.Popen(
+            [*WORKER, *[a for q in queues for a in ("--queue", q)], "--concurrency",
+             str(concurrency), "--name", f"bench-{len(self.workers)}"],
+            stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO, env=env)  # fmt: skip
+        self.workers.append(process)
+        _wait(lambda: '"connected"' in log.read_text(), process, "worker")
+
+    @property
+    def pids(self) -> list[int]:
+        """[servers…, workers…] for cpu_use, which reads [server, workers…, MariaDB, self]."""
+        return [p.pid for p in self.servers + self.workers]
+
+    def stop(self) -> None:
+        for process in self.workers + self.servers:
+            process.terminate()
+        for process in self.workers + self.servers:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+async def idle(
+    db: Database, url: str, token: str, queues: tuple[str, str], n: int, tmp: Path
+) -> None:
+    same_queue, cross_queue = queues
+    fleet = Fleet(url, 2, tmp, 16)
+    try:
+        a, b = fleet.urls
+        fleet.worker([b], token, list(queues), 1)
+        same = await idle_phase(db, b, token, same_queue, n)
+        same.name = "idle B→B"
+        print(same.line(), " (submit to the worker's own server)", flush=True)
+        print(await breakdown(db, same_queue), flush=True)
+        cross = await idle_phase(db, a, token, cross_queue, n)
+        cross.name = "idle A→B"
+        print(cross.line(), " (submit to A, worker on B)", flush=True)
+        print(await breakdown(db, cross_queue), flush=True)
+        met = cross.q(0.5) < 10
+        print(f"target    cross-process idle dispatch p50 < 10 ms: {'met' if met else 'NOT met'}")
+    finally:
+        fleet.stop()
+
+
+async def scale(
+    db: Database, url: str, token: str, queue_id: str, servers: int, args: argparse.Namespace,
+    tmp: Path,
+) -> Figures:
+    fleet = Fleet(url, servers, tmp, args.submitters + 8)
+    try:
+        urls = fleet.urls
+        for n in range(args.workers):
+            k = n % servers
+            fleet.worker(urls[k:] + urls[:k], token, [queue_id], args.concurrency)
+        cpu = cpu_use(fleet.pids)
+        began = time.perf_counter()
+        share = args.n // servers
+        await asyncio.gather(*(
+            submit_all(base, token, queue_id, share + (args.n % servers if i == 0 else 0),
+                       max(1, args.submitters // servers), args.batch)
+            for i, base in enumerate(urls)))  # fmt: skip
+        await wait_done(db, queue_id, args.n, f"{servers} server(s)")
+        used = cpu_use(fleet.pids, cpu)
+        figures = await measure(db, queue_id, f"{servers} proc", began)
+        n = args.n
+        server_cpu, worker_cpu = sum(used[:servers]), sum(used[servers:-2])
+        print(f"{figures.line()}\n  CPU per task: servers {server_cpu * 1000 / n:.2f} ms, "
+              f"workers {worker_cpu * 1000 / n:.2f} ms, MariaDB {used[-2] * 1000 / n:.2f} ms, "
+              f"bench client {used[-1] * 1000 / n:.2f} ms; wall {time.perf_counter() - began:.2f}"
+              " s", flush=True)  # fmt: skip
+        return figures
+    finally:
+        fleet.stop()
+
+
+async def run(args: argparse.Namespace, url: sa.URL) -> None:
+    url_text = url.render_as_string(hide_password=False)
+    db = Database.open(url_text, pool_size=4)
+    try:
+        await upgrade(db)
+        admin = Admin(db)
+        made = await admin.init("bench", "idle")
+        cross_queue = await admin.create_queue(made.namespace_id, "cross")
+        scale_queues = [await admin.create_queue(made.namespace_id, f"scale{k}") for k in (1, 2, 3)]
+        issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
+                                          [made.queue_id, cross_queue, *scale_queues],
+                                          None)  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.idle:
+                await idle(db, url_text, issued.token, (made.queue_id, cross_queue), args.idle,
+                           Path(tmp))
+            results = []
+            for k, queue_id in zip((1, 2, 3), scale_queues if args.n else [], strict=False):
+                results.append(await scale(db, url_text, issued.token, queue_id, k, args,
+                                           Path(tmp)))  # fmt: skip
+        if not results:
+            return
+        one = results[0].rate
+        for k, figures in zip((1, 2, 3), results, strict=True):
+            print(f"ratio     {k} process(es) / 1 process: {figures.rate / one:.2f}")
+        met = results[1].rate >= 1.3 * one
+        print(f"target    2 processes >= 1.3x one process: {'met' if met else 'NOT met'}")
+        print(f"load      {os.getloadavg()[0]:.1f} (1 min average at the end)")
+    finally:
+        await db.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", default=DEFAULT_URL, help="mysql+asyncmy:// admin URL")
+    parser.add_argument("--n", type=int, default=4000, help="tasks per scale phase")
+    parser.add_argument("--idle", type=int, default=100, help="tasks per idle phase (0: skip)")
+    parser.add_argument("--workers", type=int, default=3, help="worker processes")
+    parser.add_argument("--concurrency", type=int, default=64, help="attempts per worker")
+    parser.add_argument("--submitters", type=int, default=6, help="concurrent HTTP clients")
+    parser.add_argument("--batch", type=int, default=50, choices=range(1, 101),
+                        help="tasks per POST /v1/tasks:batch (1: single submits)")
+    parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    args = parser.parse_args()
+    async with bench_database(args.database, args.keep) as url:
+        await run(args, url)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
