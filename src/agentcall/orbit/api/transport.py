@@ -35,6 +35,7 @@ log = logging.getLogger("orbit.api")
 HEADER_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
 MAX_HEADER_BYTES = 32_768  # request line and headers (a worker's upgrade needs under 1 KiB)
+LINGER_S = 1.0  # after a refusal, what the client still sends is read and dropped this long
 
 
 class CoalescingTransport(asyncio.Transport):
@@ -121,6 +122,7 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     _in_head = True  # reading a request line and headers (or waiting for the next request)
     _head_bytes = 0
     _deadline: asyncio.TimerHandle | None = None
+    _refused = False  # answered 408/431: the rest of what arrives is dropped
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are Transports in all but registration
@@ -129,6 +131,8 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         self._arm(self.header_timeout_s, self._headers_too_slow)
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
         if self._in_head:
             self._head_bytes += len(data)
             if self._head_bytes > self.max_header_bytes:
@@ -180,11 +184,21 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def _refuse(self, status: int, message: str) -> None:
-        """Answer `status` with a plain-text reason and close, reading nothing further."""
+        """Answer `status` with a plain-text reason and close without parsing anything more.
+        The close lingers: the answer goes with a FIN, and what the client is still sending
+        is read and dropped for LINGER_S (closing with unread data would reset the connection,
+        and the reset could destroy the answer before the client reads it)."""
         self._disarm()
+        self._refused = True
         body = message.encode("ascii")
         head = (b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
                 + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n")  # fmt: skip
-        if not self.transport.is_closing():
-            self.transport.write(STATUS_LINE[status] + head + body)
-            self.transport.close()
+        transport = self.transport
+        if transport.is_closing():
+            return
+        transport.write(STATUS_LINE[status] + head + body)
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.loop.call_later(LINGER_S, transport.close)
+        else:
+            transport.close()
