@@ -17,9 +17,8 @@ handling), for about 22 s after a restart under load."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime
-from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -33,19 +32,24 @@ pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 Path_ = Callable[[], Awaitable[datetime]]
 
 
+@pytest.fixture(scope="module")
+def lost_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with fresh_url("mariadb", tmp_path_factory.mktemp("lost"), migrated=True) as url:
+        yield url
+
+
 @pytest.fixture
-async def proxied(tmp_path: Any) -> AsyncIterator[tuple[Database, TcpProxy]]:
-    with fresh_url("mariadb", tmp_path, migrated=True) as url:
-        target = make_url(url)
-        proxy = TcpProxy(target.port or 3306)
-        await proxy.start()
-        db = Database.open(target.set(port=proxy.port).render_as_string(hide_password=False),
-                           pool_size=4)  # fmt: skip
-        try:
-            yield db, proxy
-        finally:
-            await db.close()
-            await proxy.cut()
+async def proxied(lost_db_url: str) -> AsyncIterator[tuple[Database, TcpProxy]]:
+    target = make_url(lost_db_url)
+    proxy = TcpProxy(target.port or 3306)
+    await proxy.start()
+    db = Database.open(target.set(port=proxy.port).render_as_string(hide_password=False),
+                       pool_size=4)  # fmt: skip
+    try:
+        yield db, proxy
+    finally:
+        await db.close()
+        await proxy.cut()
 
 
 def paths(db: Database) -> dict[str, Path_]:
