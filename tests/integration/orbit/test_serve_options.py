@@ -1,7 +1,8 @@
 """`orbit serve` as an operator starts it: HTTPS with its own certificate, settings from a TOML
 file and the environment, "ready" only once the socket listens (a taken port is one line and
 no "ready"), and a database that cannot be used is one line naming the problem, never a
-traceback."""
+traceback. Processes only where the process is the point (startup order, TLS, the port); the
+database and certificate checks run the commands in this process."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from sqlalchemy.engine import make_url
 
+from agentcall.orbit.cli import main
+from agentcall.orbit.cli.server import _check_tls
+from agentcall.orbit.settings import ServerSettings
 from tests.acceptance.processes import free_port, wait_until
 from tests.services import mysql_url
 
@@ -35,8 +40,8 @@ def clean_env(**extra: str) -> dict[str, str]:
 @pytest.fixture
 def migrated(tmp_path: Path) -> str:
     url = f"sqlite+aiosqlite:///{tmp_path / 'orbit.db'}"
-    done = orbit("migrate", "--database", url)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(main, ["migrate", "--database", url])
+    assert done.exit_code == 0, done.output
     return url
 
 
@@ -76,20 +81,6 @@ def test_a_taken_port_is_one_line_and_never_ready(migrated: str) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_ready_is_logged_after_the_socket_listens(migrated: str, tmp_path: Path) -> None:
-    port = free_port()
-    log = tmp_path / "serve.log"
-    process = start(["serve", "--database", migrated, "--port", str(port), "--log-format",
-                     "json"], clean_env(), log)  # fmt: skip
-    try:
-        wait_until(lambda: healthy(f"http://127.0.0.1:{port}"), 60, "orbit serve")
-        text = log.read_text()
-        assert 0 <= text.index('"msg": "listening"') < text.index('"msg": "orbit api ready"')
-        assert f"http://127.0.0.1:{port}" in text
-    finally:
-        stop(process)
-
-
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
     cert, key = tmp_path / "orbit.crt", tmp_path / "orbit.key"
     subprocess.run(
@@ -114,26 +105,29 @@ def test_https_from_a_config_file_with_the_environment_over_it(
     try:
         trust = ssl.create_default_context(cafile=str(cert))
         wait_until(lambda: healthy(f"https://127.0.0.1:{port}", trust), 60, "orbit over https")
-        assert f"https://127.0.0.1:{port}" in (tmp_path / "serve.log").read_text()
+        text = (tmp_path / "serve.log").read_text()
+        assert f"https://127.0.0.1:{port}" in text
+        # "ready" only once the socket listens
+        assert 0 <= text.index('"msg": "listening"') < text.index('"msg": "orbit api ready"')
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)  # TLS only
     finally:
         stop(process)
 
 
-def test_a_certificate_that_cannot_be_used_is_one_line(migrated: str, tmp_path: Path) -> None:
-    missing = orbit("serve", "--database", migrated, "--port", str(free_port()),
-                    "--ssl-certfile", str(tmp_path / "absent.crt"))  # fmt: skip
-    assert missing.returncode == 1
-    assert f"cannot use the TLS certificate {tmp_path / 'absent.crt'}: No such file" in (
-        missing.stderr
-    )
+def test_a_certificate_that_cannot_be_used_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     garbage = tmp_path / "garbage.crt"
     garbage.write_text("not a certificate\n")
-    bad = orbit("serve", "--database", migrated, "--port", str(free_port()),
-                "--ssl-certfile", str(garbage))  # fmt: skip
-    assert bad.returncode == 1 and "cannot use the TLS certificate" in bad.stderr
-    assert "Traceback" not in missing.stderr + bad.stderr
+    cases = [(str(tmp_path / "absent.crt"), None, "No such file"),
+             (str(garbage), None, "PEM"), (None, str(garbage), "needs --ssl-certfile")]  # fmt: skip
+    for certfile, keyfile, why in cases:
+        with pytest.raises(SystemExit) as stopped:
+            _check_tls(ServerSettings(ssl_certfile=certfile, ssl_keyfile=keyfile))
+        assert stopped.value.code == 1
+        line = capsys.readouterr().err.strip()
+        assert line.startswith("orbit: error: ") and "\n" not in line and why in line, line
 
 
 def _mysql(**parts: object) -> str:
@@ -155,10 +149,18 @@ def _mysql(**parts: object) -> str:
 @pytest.mark.mariadb
 def test_a_bad_database_url_is_one_line(make: object, expected: str) -> None:
     url = make()  # type: ignore[operator]
-    for command in (["migrate"], ["serve", "--port", str(free_port())]):
-        done = orbit(*command, "--database", url)
-        assert done.returncode == 1, (command, done.stderr)
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("orbit: error: "), done.stderr
-        assert expected in lines[0]
-        assert "wrong-password" not in lines[0]
+    done = CliRunner().invoke(main, ["migrate", "--database", url])
+    assert done.exit_code == 1 and isinstance(done.exception, SystemExit), done.output
+    lines = done.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("orbit: error: "), done.output
+    assert expected in lines[0]
+    assert "wrong-password" not in lines[0]
+
+
+@pytest.mark.mariadb
+def test_serve_names_a_bad_database_in_one_line() -> None:
+    done = orbit("serve", "--port", str(free_port()), "--database",
+                 _mysql(password="wrong-password"))  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
+    assert "wrong user name or password" in done.stderr and "Traceback" not in done.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from agentcall.orbit.cli.server import _settings
+from agentcall.orbit.cli.server import _settings, serve
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.sdk.settings import ENV_APP
 from agentcall.orbit.sdk.worker.cli import worker
@@ -59,6 +59,26 @@ def test_environment_over_file_and_command_line_over_both(
         monkeypatch.setenv(name, value)
     given = _settings(None, {"port": 9300, "workers": None, "database": "sqlite+aiosqlite:///x"})
     assert (given.port, given.workers, given.database_url) == (9300, 2, "sqlite+aiosqlite:///x")
+
+
+def test_serve_honours_every_variable_it_has_an_option_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The options' defaults never hide a variable (ORBIT_POOL_SIZE and ORBIT_ACCESS_LOG were
+    ignored: the command line's defaults won)."""
+    env = {"ORBIT_POOL_SIZE": "7", "ORBIT_ACCESS_LOG": "0", "ORBIT_WORKERS": "3",
+           "ORBIT_PORT": "9400", "ORBIT_HOST": "0.0.0.0", "ORBIT_LOG_FORMAT": "json",
+           "ORBIT_SSL_CERTFILE": "/c.pem", "ORBIT_SSL_KEYFILE": "/k.pem",
+           "ORBIT_DATABASE_URL": "sqlite+aiosqlite:////srv/o.db"}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("ORBIT_CONFIG", raising=False)
+    params = serve.make_context("serve", []).params
+    settings = _settings(params.pop("config_file"), params)
+    assert (settings.pool_size, settings.access_log, settings.workers) == (7, False, 3)
+    assert (settings.port, settings.host, settings.log_format) == (9400, "0.0.0.0", "json")
+    assert (settings.ssl_certfile, settings.ssl_keyfile) == ("/c.pem", "/k.pem")
+    assert settings.database_url == "sqlite+aiosqlite:////srv/o.db"
 
 
 @pytest.mark.parametrize(
