@@ -31,8 +31,8 @@ async def test_stream_yields_deltas_as_written_and_reuses_one_connection() -> No
                 text += delta
             assert text == state.reply
             assert len(arrivals) == len(tokens_of(state.reply))
-            assert 0.15 <= arrivals[0] <= 0.6  # the first token, not the whole reply
-            assert arrivals[-1] - arrivals[0] >= 0.25  # spread at the stub's pace
+            assert 0.15 <= arrivals[0] <= 1.0  # the first token, not the whole reply
+            assert arrivals[-1] - arrivals[0] >= 0.25  # spread at the stub's pace (0.4 s)
         assert await llm.reply(ASK, LLM) == state.reply
         await llm.aclose()
     assert [r.get("stream") for r in state.requests] == [True, True, None]

@@ -13,6 +13,7 @@ iteration closes the response, so a barge-in stops the generation at once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -98,18 +99,36 @@ def sse_delta(line: str) -> str | None:
     return content if isinstance(content, str) else ""
 
 
+async def _drain(lines: AsyncIterator[str], limit_s: float = 1.0) -> None:
+    """Read what follows ``[DONE]`` (the end of the chunked body), for at most ``limit_s``;
+    a response not read to its end cannot be reused for the next turn."""
+
+    async def rest() -> None:
+        async for _ in lines:
+            pass
+
+    try:
+        await asyncio.wait_for(rest(), limit_s)
+    except TimeoutError:
+        pass  # the server keeps the stream open: this connection is not reused
+
+
 class OpenAIChatLLM:
     def __init__(self, settings: OpenAISettings, transport: httpx.AsyncBaseTransport | None = None):
         self.settings = settings
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
         self.clients_made = 0
+        # made now, not at the first turn: loading the TLS trust store takes ~0.1-1 s
+        self._client = self._new_client()
+
+    def _new_client(self) -> httpx.AsyncClient:
+        self.clients_made += 1
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        return httpx.AsyncClient(transport=self._transport, limits=limits)
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None or self._client.is_closed:
-            limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-            self._client = httpx.AsyncClient(transport=self._transport, limits=limits)
-            self.clients_made += 1
+        if self._client.is_closed:
+            self._client = self._new_client()
         return self._client
 
     def _request(
@@ -126,8 +145,7 @@ class OpenAIChatLLM:
         return url, body, headers, timeout
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+        await self._client.aclose()
 
     async def stream(
         self, messages: Sequence[ChatMessage], config: LLMConfig
@@ -138,12 +156,14 @@ class OpenAIChatLLM:
             async with request as response:
                 if response.status_code != 200:
                     raise ProviderError(f"LLM answered HTTP {response.status_code}")
-                async for line in response.aiter_lines():
+                lines = response.aiter_lines()
+                async for line in lines:
                     delta = sse_delta(line)
                     if delta is None:
-                        return
+                        break
                     if delta:
                         yield delta
+                await _drain(lines)  # read to the end: the connection goes back to the pool
         except httpx.TimeoutException:
             raise ProviderTimeoutError(f"LLM did not answer within {timeout:.1f} s") from None
         except httpx.HTTPError as exc:
