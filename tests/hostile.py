@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 # Lone surrogates ("Cs") included: json.dumps writes them as \udXXX escapes.
-ODD_TEXT = st.text(st.characters(codec=None, categories=None), max_size=40) | st.sampled_from(
+ODD_TEXT = st.text(st.characters(codec=None, categories=None), max_size=20) | st.sampled_from(
     ["", "\x00", "\ud800", "\udfff", "\u202e", "\ufeff", "𝕏" * 30, "e\u0301", "\uffff"]
 )
 HUGE_INTS = st.integers(min_value=-(10**30), max_value=10**30) | st.sampled_from(
@@ -33,9 +33,9 @@ SCALARS = (
 JSON_VALUES = st.recursive(
     SCALARS,
     lambda children: (
-        st.lists(children, max_size=6) | st.dictionaries(ODD_TEXT, children, max_size=6)
+        st.lists(children, max_size=4) | st.dictionaries(ODD_TEXT, children, max_size=4)
     ),
-    max_leaves=40,
+    max_leaves=16,
 )
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from starlette.requests import Request
-from starlette.testclient import TestClient
 
 from agentcall.dispatcher.web.app import build_app
 
 
-def test_a_failing_status_answers_json_and_is_reported() -> None:
+async def test_a_failing_status_answers_json_and_is_reported() -> None:
     reported: list[tuple[str, str]] = []
 
     async def snapshot() -> dict[str, Any]:
@@ -20,8 +20,10 @@ def test_a_failing_status_answers_json_and_is_reported() -> None:
     def on_error(request: Request, exc: Exception) -> None:
         reported.append((request.url.path, type(exc).__name__))
 
-    client = TestClient(build_app(snapshot, lambda: True, on_error), raise_server_exceptions=False)
-    answer = client.get("/status")
+    app = build_app(snapshot, lambda: True, on_error)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://d") as client:
+        answer = await client.get("/status")
     assert answer.status_code == 500
     assert answer.headers["content-type"] == "application/json"
     assert answer.json()["error"]["code"] == "internal_error"

@@ -6,6 +6,7 @@ the store committed; a valid ``stopped/applied`` receipt triggers queue retireme
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -14,10 +15,11 @@ from datetime import datetime
 
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 
-from agentcall.mocksaas.amqp.broker import Broker
+from agentcall.mocksaas.amqp.broker import CHANNEL_TIMEOUT_S, LINK_ERRORS, Broker
 from agentcall.mocksaas.contracts import Contracts
 from agentcall.mocksaas.domain.results import ResultFacts, check_result, facts_of
 from agentcall.mocksaas.domain.timefmt import rfc3339
+from agentcall.mocksaas.errors import BrokerError
 from agentcall.mocksaas.metrics import Metrics
 from agentcall.mocksaas.store import outbox, results
 from agentcall.mocksaas.store.db import Database
@@ -43,9 +45,16 @@ class ResultConsumer:
         self.received = 0
 
     async def start(self, dispatcher_id: str) -> None:
+        """Consume the dispatcher's result queue; :class:`BrokerError` if the broker cannot."""
         if dispatcher_id in self._consuming:
             return
-        if self._channel is None:
+        try:
+            await asyncio.wait_for(self._consume(dispatcher_id), CHANNEL_TIMEOUT_S)
+        except LINK_ERRORS as exc:
+            raise BrokerError(f"consuming results failed: {type(exc).__name__}: {exc}") from exc
+
+    async def _consume(self, dispatcher_id: str) -> None:
+        if self._channel is None or self._channel.is_closed:
             self._channel = await self._broker.connection.channel()
             await self._channel.set_qos(prefetch_count=256)
         name = self._topology.queue_name("result", dispatcher_id)

@@ -36,8 +36,10 @@ async def _body(request: Request) -> dict[str, Any]:
         return {}
     try:
         return as_object(json.loads(raw))
-    except ValueError as exc:
-        raise InvalidRequest("body", f"not JSON: {exc}") from exc
+    except RecursionError:
+        raise InvalidRequest("body", "nested too deeply") from None
+    except ValueError as exc:  # not UTF-8, not JSON, an integer of more than 4,300 digits
+        raise InvalidRequest("body", f"not JSON: {str(exc)[:200]}") from exc
 
 
 def admin(op: Op, status: int = 200) -> Callable[[Request], Awaitable[JSONResponse]]:
