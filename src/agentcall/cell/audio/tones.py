@@ -17,6 +17,7 @@ the frame is that one sinusoid, 0.5 half of it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,41 +39,44 @@ BEEP_MIN_SHARE = 0.80
 BEEP_MIN_MS = 160
 
 
-def _table(freqs: tuple[int, ...], n: int) -> NDArray[np.complex128]:
-    t = np.arange(n)
-    table: NDArray[np.complex128] = np.exp(-2j * np.pi * np.outer(freqs, t) / SAMPLE_RATE_HZ)
-    return table
+def _table(freqs: tuple[int, ...], n: int) -> NDArray[np.float32]:
+    """Cosines then sines of every frequency: one product gives every DFT bin."""
+    phase = 2 * np.pi * np.outer(freqs, np.arange(n)) / SAMPLE_RATE_HZ
+    return np.vstack([np.cos(phase), np.sin(phase)]).astype(np.float32)
 
 
 _TABLE = _table(FREQS_HZ, FRAME_SAMPLES)
+_K = len(FREQS_HZ)
 
 
-def tone_shares(pcm: bytes) -> NDArray[np.float64] | None:
+def tone_shares(pcm: bytes) -> list[float] | None:
     """Share of the frame's energy at each of ``FREQS_HZ`` (None: too quiet to hold a tone)."""
-    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
+    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float32)
     n = samples.size
     if n == 0:
         return None
-    energy = float(np.dot(samples, samples))
-    if energy / n <= MIN_TONE_RMS**2:
+    energy = float(samples @ samples)
+    if energy <= n * MIN_TONE_RMS**2:
         return None
     table = _TABLE if n == FRAME_SAMPLES else _table(FREQS_HZ, n)
-    spectrum = table @ samples
-    shares: NDArray[np.float64] = 2.0 * (spectrum.real**2 + spectrum.imag**2) / (n * energy)
-    return shares
+    bins = table @ samples
+    shares = (bins[:_K] ** 2 + bins[_K:] ** 2) * np.float32(2.0 / (n * energy))
+    result: list[float] = shares.tolist()
+    return result
 
 
-def _strongest(group: NDArray[np.float64]) -> tuple[int, float] | None:
-    order = np.argsort(group)
-    best, second = float(group[order[-1]]), float(group[order[-2]])
-    if best < DTMF_GROUP_MARGIN * second:
+def _strongest(group: Sequence[float]) -> tuple[int, float] | None:
+    """The index and share of the strongest frequency of a group, if it stands out."""
+    best = max(range(len(group)), key=group.__getitem__)
+    second = max(x for i, x in enumerate(group) if i != best)
+    if group[best] < DTMF_GROUP_MARGIN * second:
         return None
-    return int(order[-1]), best
+    return best, group[best]
 
 
-def dtmf_key(shares: NDArray[np.float64] | None) -> str | None:
+def dtmf_key(shares: Sequence[float] | None) -> str | None:
     """The DTMF key this frame holds, or None."""
-    if shares is None:
+    if shares is None or sum(shares[0:8]) < DTMF_MIN_SHARE:
         return None
     low = _strongest(shares[0:4])
     high = _strongest(shares[4:8])
@@ -86,13 +90,14 @@ def dtmf_key(shares: NDArray[np.float64] | None) -> str | None:
     return KEYS[row][col]
 
 
-def beep_hz(shares: NDArray[np.float64] | None) -> int | None:
+def beep_hz(shares: Sequence[float] | None) -> int | None:
     """The beep frequency this frame holds, or None."""
     if shares is None:
         return None
-    beeps = shares[8:]
-    i = int(np.argmax(beeps))
-    return BEEP_HZ[i] if float(beeps[i]) >= BEEP_MIN_SHARE else None
+    for hz, share in zip(BEEP_HZ, shares[8:], strict=True):
+        if share >= BEEP_MIN_SHARE:
+            return hz
+    return None
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class KeyPress:
 
     def step(self, key: str | None) -> tuple[KeyPress, str | None]:
         if key is None:
-            return KeyPress(), None
+            return (self if self.key is None else _RELEASED), None
         frames = self.frames + 1 if key == self.key else 1
         if frames >= DTMF_FRAMES and not (self.reported and key == self.key):
             return KeyPress(key, frames, True), key
@@ -123,6 +128,8 @@ class BeepTracker:
     ended_at_ms: int | None = None
 
     def step(self, hz: int | None, now_ms: int, frame_ms: int = 20) -> BeepTracker:
+        if hz is None and self.hz is None:
+            return self  # no tone before, none now (``since_ms`` is unused then)
         if hz is not None and hz == self.hz:
             long_enough = now_ms - self.since_ms >= BEEP_MIN_MS
             heard = hz if long_enough else self.heard_hz
@@ -133,3 +140,6 @@ class BeepTracker:
         if hz is not None:
             return BeepTracker(hz, now_ms - frame_ms, self.heard_hz, ended)
         return BeepTracker(None, now_ms, self.heard_hz, ended)
+
+
+_RELEASED = KeyPress()
