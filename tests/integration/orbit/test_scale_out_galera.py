@@ -1,0 +1,95 @@
+"""Orbit on a three-node MariaDB Galera cluster on loopback (docs/orbit/scaling.md, "Galera"):
+three `orbit serve` processes, each writing to a different node, workers spread over them;
+every task SUCCEEDED exactly once although the nodes lease from the same queue at once (a
+lease that loses Galera's certification is rolled back with a deadlock error and retried).
+Skips, saying why, where galera-4 or mariadbd is not installed. A long variant: it starts its
+own cluster (about a minute), so it runs with `make fuzz`, not `make test`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.migrate import upgrade
+from tests.acceptance.orbit.test_scale_out import (
+    _every_task_succeeded_once,
+    _wait_count,
+    body,
+)
+from tests.integration.orbit import galera
+from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
+from tests.integration.orbit.workers_harness import WorkerProcess, workers
+
+pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
+TASKS = 3_000
+
+
+async def _migrate(url: str) -> None:
+    db = Database.open(url, pool_size=1)
+    try:
+        await upgrade(db)
+    finally:
+        await db.close()
+
+
+def test_three_servers_on_three_galera_nodes_run_every_task_once(tmp_path: Path) -> None:
+    why = galera.missing()
+    if why:
+        pytest.skip(why)
+    with galera.cluster(f"orbit_g_{secrets.token_hex(4)}") as urls:
+        asyncio.run(_migrate(urls[0]))
+        ports = [free_port() for _ in urls]
+        env = {**os.environ, "ORBIT_LEASE_TTL_MS": "3000"}
+        servers = []
+        for n, (url, port) in enumerate(zip(urls, ports, strict=True)):
+            command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
+                       "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+            log = (tmp_path / f"serve-{n}.log").open("wb")
+            servers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            env=env))  # fmt: skip
+        try:
+            bases = [f"http://127.0.0.1:{port}" for port in ports]
+            for n, (base, process) in enumerate(zip(bases, servers, strict=True)):
+                _wait_healthy(base, process, tmp_path / f"serve-{n}.log")
+            asyncio.run(_run(urls[0], bases, tmp_path))
+        finally:
+            for process in servers:
+                process.kill()
+                process.wait(10)
+
+
+async def _run(url: str, bases: list[str], tmp: Path) -> None:
+    db = Database.open(url, pool_size=4)
+    try:
+        tenant = await Tenant.create(db, bases[0])
+        procs = [WorkerProcess(",".join(bases[n:] + bases[:n]), tenant.token,
+                               [tenant.queue_id], tmp / f"worker-{n}.log", concurrency=32)
+                 for n in range(3)]  # fmt: skip
+        with workers(*procs):
+            for proc in procs:
+                await proc.connected()
+            async with httpx.AsyncClient(timeout=30) as http:
+                sent = await asyncio.gather(*(_batch(http, tenant, bases[n % 3], n)
+                                              for n in range(TASKS // 100)))  # fmt: skip
+            assert sum(sent) == TASKS
+            await _wait_count(tenant, TASKS, timeout=120)
+        await _every_task_succeeded_once(tenant)
+    finally:
+        await db.close()
+
+
+async def _batch(http: httpx.AsyncClient, tenant: Tenant, base: str, n: int) -> int:
+    await asyncio.sleep(n * 0.05)
+    items = [body(tenant) for _ in range(100)]
+    response = await http.post(f"{base}/v1/tasks:batch", json={"tasks": items},
+                               headers=tenant.headers(key=f"g-{n}"))  # fmt: skip
+    assert response.status_code in (200, 201), response.text
+    return len(response.json()["data"]["items"])
