@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 import socket
@@ -14,7 +15,7 @@ import uvicorn
 from agentcall import logs
 from agentcall.cell import __version__
 from agentcall.cell.agent.mock import mock_registry
-from agentcall.cell.errors import CellConfigError
+from agentcall.cell.errors import CellConfigError, CellError
 from agentcall.cell.server.app import build_app
 from agentcall.cell.service import CellConfig, CellService
 from agentcall.cell.sim.driver import SimDriver
@@ -44,7 +45,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _service(
-    mode: str, script: Script, data_dir: Path, scale: float, max_calls: int
+    mode: str, script: Script, data_dir: Path, scale: float, max_calls: int, cell_id: str | None
 ) -> CellService:
     if mode == "sip":  # real SIP calls to the pinned trunk (docs/cell-sip.md)
         from agentcall.cell.sip.setup import sip_driver
@@ -53,11 +54,24 @@ def _service(
             driver, registry = sip_driver()
         except CellConfigError as exc:
             raise click.UsageError(exc.message) from None
-        config = CellConfig(data_dir=data_dir, mode=mode, max_calls=max_calls)
+        config = CellConfig(data_dir=data_dir, mode=mode, max_calls=max_calls, cell_id=cell_id)
         return CellService(config, driver, registry)
     providers = mock_registry()
-    config = CellConfig(data_dir=data_dir, mode=mode, time_scale=scale, max_calls=max_calls)
+    config = CellConfig(
+        data_dir=data_dir, mode=mode, time_scale=scale, max_calls=max_calls, cell_id=cell_id
+    )
     return CellService(config, SimDriver(script, providers, scale), providers)
+
+
+def _load_approved(service: CellService, path: Path | None) -> None:
+    if path is None:
+        return
+    try:
+        service.approved.load(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, CellConfigError) as exc:
+        raise click.UsageError(f"--sip-config: {exc}") from None
+    except CellError as exc:
+        raise click.UsageError(f"--sip-config: {exc.message}") from None
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -119,6 +133,19 @@ def _exit_cleanly(signum: int, frame: object) -> None:
     help="Calls in progress at most; more are refused (503).",
 )
 @click.option(
+    "--cell-id",
+    envvar="CELL_ID",
+    help="This cell's id, reported in /v1/info; the Dispatcher admits only when it equals"
+    " the approved SIP snapshot's artifact.cell_id.",
+)
+@click.option(
+    "--sip-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="CELL_SIP_CONFIG",
+    help="Load this approved SIP snapshot (JSON) at start; also PUT /v1/config."
+    " Kept in the data dir across restarts.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -141,6 +168,8 @@ def serve(
     data_dir: Path,
     time_scale: float | None,
     max_calls: int,
+    cell_id: str | None,
+    sip_config: Path | None,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -151,11 +180,12 @@ def serve(
     except CellConfigError as exc:
         raise click.UsageError(f"--script: {exc.message}") from None
     scale = time_scale or script.time_scale or 1.0
-    service = _service(mode, script, data_dir, scale, max_calls)
+    service = _service(mode, script, data_dir, scale, max_calls, cell_id)
     try:
         service.lock()
     except CellConfigError as exc:
         raise click.UsageError(f"--data-dir: {exc.message}") from None
+    _load_approved(service, sip_config)
     sock = _bind(http_host, http_port)
     url = _announce(sock, data_dir)
     log.info(

@@ -26,6 +26,7 @@ import httpx
 
 from agentcall.cell import __version__
 from agentcall.cell.agent.providers import ProviderRegistry
+from agentcall.cell.approved import ApprovedConfig
 from agentcall.cell.calls import CallRecord
 from agentcall.cell.driver import CallDriver
 from agentcall.cell.errors import (
@@ -65,6 +66,7 @@ class CellConfig:
     max_calls: int = 1000
     shutdown_grace_s: float = 5.0
     upload_timeout_s: float = 120.0
+    cell_id: str | None = None  # reported in /v1/info; the D compares it (D-NOTE-9)
 
 
 class CellService:
@@ -84,6 +86,7 @@ class CellService:
         self.metrics = CellMetrics()
         self.events = EventLog(self.boot_id, on_append=self._on_event)
         self.recordings = RecordingStore(config.data_dir / "recordings", self.boot_id)
+        self.approved = ApprovedConfig(config.data_dir)
         self._calls: dict[str, CallRecord] = {}
         self._live: dict[str, LiveCall] = {}
         self._acked: set[str] = set()
@@ -116,6 +119,7 @@ class CellService:
         self.lock()
         data_dir = self.config.data_dir
         self._originate_log = OriginateLog(data_dir / "originate.log")
+        self.approved.recover()
         for meta in self.recordings.recover():
             log.warning("recovered recording", extra={"call_id": meta.call_id})
         timeout = httpx.Timeout(self.config.upload_timeout_s, connect=10.0)
@@ -299,7 +303,15 @@ class CellService:
             "max_calls": self.config.max_calls,
             "draining": self._draining,
             "providers": self.providers.names(),
+            "cell_id": self.config.cell_id,
+            "config_sha256": self.approved.digest,
         }
+
+    def load_config(self, body: object) -> dict[str, Any]:
+        """Carry this approved SIP snapshot from now on (kept across restarts)."""
+        digest = self.approved.load(body)
+        log.info("approved configuration loaded", extra={"config_sha256": digest})
+        return {"cell_id": self.config.cell_id, "config_sha256": digest}
 
     async def wait_events(self, after: int, timeout: float, limit: int = 500) -> list[CellEvent]:
         """Events after ``after``; waits up to ``timeout`` seconds for the first one."""

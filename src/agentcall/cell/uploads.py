@@ -3,7 +3,9 @@
 - ``uploaded``: the server answered 2xx (size and SHA-256 of what was sent);
 - ``expired``: the authorization had expired — answered 403 "expired" by the server,
   or expired more than ``EXPIRY_SKEW_S`` ago by the cell's clock (then no PUT is
-  sent at all); nothing was stored, the D may re-authorize the same upload_id;
+  sent at all); nothing was stored. When no PUT began, the answer (and its
+  ``call.upload`` event) carries ``renewal_requested: true``: the cell's explicit request
+  for a new authorization of the same upload_id; the D renews only on it (D-NOTE-7);
 - ``failed``: anything else (authorization refused, HTTP error, timeout, network),
   with the contract's error code. The cell never retries.
 """
@@ -89,6 +91,7 @@ class UploadResult:
             "sha256": self.sha256,
             "started_at": s.started_at,
             "finished_at": s.finished_at,
+            "renewal_requested": s.status is UploadStatus.EXPIRED and not s.put_started,
         }
 
 

@@ -8,7 +8,8 @@
     → driver → calls → plan     the driver interface, the call table, the call plan
     → agent                     agent config, providers, opt-out, the simulated conversation
     → recording                 WAV files and the recording store
-    → fields → errors, model, events, audio, metrics, originate_log, approved (the shared base)
+    → fields, approved          field readers; the approved SIP configuration the cell carries
+    → errors, model, events, audio, metrics, originate_log   (the shared base)
 
 `client` (the Dispatcher's client) depends on the wire only, on nothing else of the cell.
 No import cycle between modules or between packages."""
@@ -35,8 +36,8 @@ LAYERS: list[set[str]] = [
     {"plan"},
     {"agent"},
     {"recording"},
-    {"fields"},
-    {"", "errors", "model", "events", "audio", "metrics", "originate_log", "approved"},
+    {"fields", "approved"},
+    {"", "errors", "model", "events", "audio", "metrics", "originate_log"},
 ]
 
 

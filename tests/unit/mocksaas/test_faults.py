@@ -135,3 +135,10 @@ def test_body_faults_pass_errors_through() -> None:
 def test_fault_matching(fault: Fault, resource: ConfigResource | None, target: str | None,
                         ok: bool) -> None:
     assert fault.matches(resource, target) is ok
+
+
+def test_d_note_1_stale_replica_serves_the_old_record_of_a_task() -> None:
+    normal, old = Response(200, b'{"task_revision": 3}'), Response(200, b'{"task_revision": 1}')
+    served = config_fault(ConfigFault.STALE_REPLICA, ConfigResource.TASK, normal, stale=old)
+    assert served is old
+    assert config_fault(ConfigFault.STALE_REPLICA, ConfigResource.TASK, normal) is normal

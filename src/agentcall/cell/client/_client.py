@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -139,6 +139,11 @@ class CellClient:
 
     async def info(self) -> CellInfo:
         return CellInfo.from_json(await self._json("GET", "/v1/info"))
+
+    async def load_config(self, snapshot: Mapping[str, Any]) -> CellInfo:
+        """Load the approved SIP snapshot into the cell (``PUT /v1/config``, D-NOTE-9)."""
+        await self._json("PUT", "/v1/config", json=dict(snapshot))
+        return await self.info()
 
     async def upload_recording(self, call_id: str, target: UploadTarget) -> UploadResult:
         """PUT the call's recording to ``target`` (at most once; never retried)."""

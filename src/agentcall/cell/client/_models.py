@@ -247,6 +247,11 @@ class Event:
         return RecordingInfo.from_json(self.data)
 
 
+def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
 @dataclass(frozen=True)
 class CellInfo:
     boot_id: str
@@ -256,6 +261,8 @@ class CellInfo:
     calls_tracked: int
     last_seq: int
     raw: Mapping[str, Any]
+    cell_id: str | None = None  # the cell's own id (D-NOTE-9)
+    config_sha256: str | None = None  # digest of the approved configuration it applies
 
     @staticmethod
     def from_json(obj: Mapping[str, Any]) -> CellInfo:
@@ -267,6 +274,8 @@ class CellInfo:
             calls_tracked=_need(obj, "calls_tracked"),
             last_seq=_need(obj, "last_seq"),
             raw=dict(obj),
+            cell_id=_opt_str(obj, "cell_id"),
+            config_sha256=_opt_str(obj, "config_sha256"),
         )
 
 

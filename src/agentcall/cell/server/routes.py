@@ -80,6 +80,10 @@ async def info(request: Request) -> Response:
     return JSONResponse(_service(request).info())
 
 
+async def load_config(request: Request) -> Response:
+    return JSONResponse(_service(request).load_config(await read_json(request)))
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "boot_id": _service(request).boot_id})
 
@@ -99,6 +103,7 @@ ROUTES = [
     Route("/v1/orphans", orphans, methods=["GET"]),
     Route("/v1/orphans/{call_id}", delete_orphan, methods=["DELETE"]),
     Route("/v1/info", info, methods=["GET"]),
+    Route("/v1/config", load_config, methods=["PUT"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/metrics", metrics, methods=["GET"]),
 ]

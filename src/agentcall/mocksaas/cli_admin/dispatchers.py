@@ -68,7 +68,8 @@ def sip() -> None:
               help="Full snapshot JSON instead of the builder.")
 @click.option("--time-zone", help="Trunk schedule time zone (default Asia/Shanghai, 24x7).")
 @click.option("--allowed-target", "allowed_targets", multiple=True,
-              help="Allowed callee (repeat); none = no restriction.")
+              help="Allowed callee (repeat); none given = the default whitelist of the"
+                   " generated callees 15000000000..15000000999.")
 @click.option("--max-concurrent-calls", type=int, help="Trunk limit (default 30).")
 @click.option("--trunk-id", help="Trunk id (default trunk-mock).")
 @click.option("--caller-profile-id", help="Caller profile id (default caller-profile-mock).")

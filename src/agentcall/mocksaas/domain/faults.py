@@ -42,6 +42,9 @@ class ConfigFault(enum.StrEnum):
     SCHEMA_INVALID = "schema_invalid"
     IDENTITY_CONFLICT = "identity_conflict"
     SLOW = "slow"
+    # task GET only: a lagging replica answers the task as it was at its first revision
+    # (status and revision of its first event), a valid body that is simply old (D-NOTE-1)
+    STALE_REPLICA = "stale_replica"
 
 
 class ConfigResource(enum.StrEnum):
@@ -126,9 +129,13 @@ def discovery_fault(
 
 
 def config_fault(
-    kind: ConfigFault, resource: ConfigResource, normal: Response, delay_ms: int = 0
+    kind: ConfigFault, resource: ConfigResource, normal: Response, delay_ms: int = 0,
+    stale: Response | None = None,
 ) -> Response:
-    """The response a config-GET fault serves instead of ``normal``."""
+    """The response a config-GET fault serves instead of ``normal`` (``stale``: the old
+    record a lagging replica would serve, for ``stale_replica``)."""
+    if kind is ConfigFault.STALE_REPLICA:
+        return stale if stale is not None else normal
     if kind is ConfigFault.NOT_FOUND:
         return Response(404, encode(error_body(CONFIG_VERSION, "resource_not_found",
                                                "Injected: resource not found.")))

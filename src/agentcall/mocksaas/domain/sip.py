@@ -6,9 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agentcall.mocksaas.domain.commands import generated_callees
 from agentcall.mocksaas.domain.timefmt import canonical_sha256, open_all_week, rfc3339
 
 SCHEMA_VERSION = "config-read.v0.1"
+DEFAULT_TARGETS = 1000
+"""``allowed_targets`` is a whitelist (an empty list allows nobody, D-NOTE-6): unless told
+otherwise the mock approves the first 1,000 callees it generates (``15000000000`` …
+``15000000999``), so ``calls --count`` and the usual test numbers can be dialled."""
 
 
 @dataclass(frozen=True)
@@ -16,7 +21,7 @@ class SipOptions:
     """Knobs of the default snapshot; every field has a usable default."""
 
     time_zone: str = "Asia/Shanghai"
-    allowed_targets: tuple[str, ...] = ()
+    allowed_targets: tuple[str, ...] = tuple(generated_callees(DEFAULT_TARGETS))
     max_concurrent_calls: int | None = 30
     trunk_id: str = "trunk-mock"
     caller_profile_id: str = "caller-profile-mock"

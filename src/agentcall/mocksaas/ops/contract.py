@@ -67,24 +67,29 @@ def error_response(rt: Runtime, exc: ContractError, scope: FaultScope) -> Respon
     return Response(status, encode(body))
 
 
-async def _with_config_fault(rt: Runtime, d: str, resource: ConfigResource, target: str | None,
-                             normal: Response) -> Response:
+Build = Callable[[sqlite3.Connection], dict[str, Any]]
+
+
+async def _render(rt: Runtime, kind: str, build: Build) -> Response:
+    try:
+        body = await rt.db.run(build)
+        rt.check_out(kind, body)
+        return Response(200, encode(body))
+    except ContractError as exc:
+        return error_response(rt, exc, FaultScope.CONFIG)
+
+
+async def _config(rt: Runtime, d: str, resource: ConfigResource, target: str | None,
+                  kind: str, build: Build, stale: Build | None = None) -> Response:
+    normal = await _render(rt, kind, build)
     fault = await rt.db.run(faults.take, d, FaultScope.CONFIG, resource, target)
     if fault is None:
         return normal
     rt.metrics.faults.labels("config", fault.kind).inc()
-    return config_fault(ConfigFault(fault.kind), resource, normal, fault.delay_ms)
-
-
-async def _config(rt: Runtime, d: str, resource: ConfigResource, target: str | None,
-                  kind: str, build: Callable[[sqlite3.Connection], dict[str, Any]]) -> Response:
-    try:
-        body = await rt.db.run(build)
-        rt.check_out(kind, body)
-        normal = Response(200, encode(body))
-    except ContractError as exc:
-        normal = error_response(rt, exc, FaultScope.CONFIG)
-    return await _with_config_fault(rt, d, resource, target, normal)
+    old = None
+    if fault.kind == ConfigFault.STALE_REPLICA and stale is not None and normal.status == 200:
+        old = await _render(rt, kind, stale)
+    return config_fault(ConfigFault(fault.kind), resource, normal, fault.delay_ms, old)
 
 
 async def get_sip(rt: Runtime, d: Dispatcher) -> Response:
@@ -106,8 +111,14 @@ async def get_task(rt: Runtime, d: Dispatcher, task_id: str) -> Response:
             raise ResourceNotFound("Task is not assigned to this Dispatcher.")
         return build_task_config(task.identity, task.status.value, task.task_revision, task.spec)
 
+    def first(conn: sqlite3.Connection) -> dict[str, Any]:
+        task = tasks.find(conn, task_id)
+        assert task is not None  # only asked after ``build`` answered 200
+        status, revision = tasks.first_record(conn, d.dispatcher_id, task_id)
+        return build_task_config(task.identity, status, revision, task.spec)
+
     return await _config(rt, d.dispatcher_id, ConfigResource.TASK, task_id,
-                         "config-read.task_config", build)
+                         "config-read.task_config", build, first)
 
 
 async def get_quota(rt: Runtime, d: Dispatcher, tenant_id: str) -> Response:

@@ -89,6 +89,12 @@ SIP_FIELDS = {"snapshot", "time_zone", "allowed_targets", "max_concurrent_calls"
               "extra_trunk_ids", "caller_profile_id", "caller_id", "mode", "enabled"}
 
 
+def _targets(body: dict[str, Any], default: tuple[str, ...]) -> tuple[str, ...]:
+    """The whitelist as sent ([] = nobody may be called, D-NOTE-6); absent = the default."""
+    given = opt_str_list(body, "allowed_targets")
+    return default if given is None else given
+
+
 def sip_options(body: dict[str, Any]) -> SipOptions:
     base = SipOptions()
     mcc: int | None = base.max_concurrent_calls
@@ -96,7 +102,7 @@ def sip_options(body: dict[str, Any]) -> SipOptions:
         mcc = opt_int(body, "max_concurrent_calls", 0, 1_000_000)
     return SipOptions(
         time_zone=opt_str(body, "time_zone", 64) or base.time_zone,
-        allowed_targets=opt_str_list(body, "allowed_targets") or (),
+        allowed_targets=_targets(body, base.allowed_targets),
         max_concurrent_calls=mcc,
         trunk_id=opt_str(body, "trunk_id") or base.trunk_id,
         caller_profile_id=opt_str(body, "caller_profile_id") or base.caller_profile_id,

@@ -23,14 +23,14 @@ from agentcall.mocksaas.errors import (
     NotFound,
     TaskQueueLimit,
 )
-from agentcall.mocksaas.ops.fields import choice, only, opt_str
+from agentcall.mocksaas.ops.fields import choice, only, opt_bool, opt_str
 from agentcall.mocksaas.runtime import Runtime
 from agentcall.mocksaas.store import dispatchers, outbox, tasks
 from agentcall.mocksaas.store.outbox import OutgoingMessage
 from agentcall.mocksaas.store.tasks import TaskRow
 
 SPEC_FIELDS = {f for f in TaskSpec.__dataclass_fields__}
-PUT_FIELDS = SPEC_FIELDS | {"tenant_id", "tenant_key", "status"}
+PUT_FIELDS = SPEC_FIELDS | {"tenant_id", "tenant_key", "status", "over_queue_limit"}
 POLICIES = ("drain", "hangup")
 
 
@@ -58,17 +58,18 @@ def owned_task(conn: sqlite3.Connection, dispatcher_id: str, task_id: str) -> Ta
     return task
 
 
-def _room_for_queue(conn: sqlite3.Connection, rt: Runtime, d: str) -> None:
-    """D-MQ-6: at most 256 task queues not yet retired per dispatcher."""
+def _room_for_queue(conn: sqlite3.Connection, rt: Runtime, d: str, over: bool = False) -> None:
+    """D-MQ-6: at most 256 task queues not yet retired per dispatcher, unless ``over``:
+    a misbehaving SaaS that assigns more, to show the Dispatcher refusing it (D-NOTE-5)."""
     dispatchers.get(conn, d)
-    if tasks.active_queue_count(conn, d) >= rt.topology.max_task_queues:
+    if not over and tasks.active_queue_count(conn, d) >= rt.topology.max_task_queues:
         raise TaskQueueLimit(f"dispatcher {d} already has {rt.topology.max_task_queues}"
                              " task queues not yet retired")
 
 
 def _created(rt: Runtime, conn: sqlite3.Connection, d: str, task_id: str,
-             body: dict[str, Any]) -> TaskRow:
-    _room_for_queue(conn, rt, d)
+             body: dict[str, Any], over: bool = False) -> TaskRow:
+    _room_for_queue(conn, rt, d, over)
     status = TaskStatus(choice(body, "status", ("running", "paused"), "running"))
     return TaskRow(d, task_id, check_tenant(body.get("tenant_id"), "tenant_id"),
                    check_tenant(body.get("tenant_key"), "tenant_key"), status, 1,
@@ -93,15 +94,17 @@ async def put_task(rt: Runtime, d: str, task_id: str, body: dict[str, Any]) -> d
     rt.topology.check_task_names(d, task_id)
     existing = await rt.db.run(tasks.find, task_id)
     declared = existing is None
+    over = opt_bool(body, "over_queue_limit") is True
+    body = {k: v for k, v in body.items() if k != "over_queue_limit"}
     if declared:
-        await rt.db.run(_room_for_queue, rt, d)
+        await rt.db.run(_room_for_queue, rt, d, over)
         await rt.broker.declare(rt.topology.for_task(d, task_id))
 
     def txn(conn: sqlite3.Connection) -> TaskRow:
         old = tasks.find(conn, task_id)
         if old is not None and old.dispatcher_id != d:
             raise Conflict(f"task {task_id} belongs to another dispatcher")
-        new = _created(rt, conn, d, task_id, body) if old is None else _updated(old, body)
+        new = _created(rt, conn, d, task_id, body, over) if old is None else _updated(old, body)
         _check_config(rt, new)
         return tasks.append_event(conn, new, rt.stamp())
 

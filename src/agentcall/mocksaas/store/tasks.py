@@ -129,6 +129,14 @@ def event_log(conn: sqlite3.Connection, dispatcher_id: str, after: int = 0) -> l
     return [TaskRecord(*tuple(r)) for r in rows]
 
 
+def first_record(conn: sqlite3.Connection, dispatcher_id: str, task_id: str) -> tuple[str, int]:
+    """(status, revision) of the task's first event: what a lagging replica still serves."""
+    row = conn.execute(
+        "SELECT status, task_revision FROM events WHERE dispatcher_id = ? AND task_id = ?"
+        " ORDER BY event_id LIMIT 1", (dispatcher_id, task_id)).fetchone()
+    return str(row[0]), int(row[1])
+
+
 def tenant_key_of(conn: sqlite3.Connection, dispatcher_id: str, tenant_id: str) -> str | None:
     row = conn.execute(
         "SELECT tenant_key FROM tasks WHERE dispatcher_id = ? AND tenant_id = ?"
