@@ -175,6 +175,8 @@ class Stack:
                 self.cell.rsplit(":", 1)[1],
                 "--max-calls",
                 "100000",
+                "--cell-id",
+                "cell-mock",  # the cell_id of mocksaas's SIP artifact (D-NOTE-9)
                 "--data-dir",
                 str(self.workdir / "cell"),
                 "--log-format",
@@ -189,7 +191,9 @@ class Stack:
     def configure(self, tasks: int) -> tuple[str, str, list[str]]:
         created = self.admin("POST", "/dispatchers", {})
         d, secret = created["dispatcher_id"], created["secret"]
-        self.admin("PUT", f"/dispatchers/{d}/sip", {"max_concurrent_calls": 1_000_000})
+        snapshot = self.admin("PUT", f"/dispatchers/{d}/sip", {"max_concurrent_calls": 1_000_000})
+        # the cell carries the approved snapshot: the D admits only then (D-NOTE-9)
+        self.http.put(f"{self.cell}/v1/config", json=snapshot).raise_for_status()
         names = [f"bench-{i:02d}" for i in range(tasks)]
         for name in names:
             self.admin(
@@ -255,7 +259,8 @@ def command(d: str, task_id: str, i: int) -> bytes:
             "command_id": f"bench-{uuid.uuid4()}",
             "command_type": "call.execute",
             "not_after": (now + timedelta(hours=1)).isoformat(timespec="seconds"),
-            "payload": {"task_id": task_id, "callee": f"1{i:010d}"},
+            # callees of mocksaas's default whitelist (allowed_targets, D-NOTE-6)
+            "payload": {"task_id": task_id, "callee": f"15000{i % 1000:06d}"},
         }
     ).encode()
 

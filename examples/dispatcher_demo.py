@@ -163,6 +163,7 @@ class Demo:
         port = free_port()
         argv = [str(BIN / "cell"), "serve", "--mode", "sim", "--script", str(SCRIPT)]
         argv += ["--http-port", str(port), "--data-dir", str(self.work / "cell")]
+        argv += ["--cell-id", "cell-mock"]  # the cell_id of mocksaas's SIP artifact
         proc = Process(
             "cell", argv + ["--log-format", "json"], self.work / "cell.log", dict(os.environ)
         )
@@ -232,7 +233,10 @@ class Demo:
         callees = self.campaign_callees()
         base = f"/dispatchers/{self.d}"
         allowed = sorted([*callees, EXPIRED])
-        self.call("PUT", f"{base}/sip", {"allowed_targets": allowed, "max_concurrent_calls": 100})
+        sip = {"allowed_targets": allowed, "max_concurrent_calls": 100}
+        snapshot = self.call("PUT", f"{base}/sip", sip)
+        # The cell carries the approved snapshot; the D checks it before admitting (D-NOTE-9).
+        httpx.put(f"{self.cell_url}/v1/config", json=snapshot, timeout=10).raise_for_status()
         for tenant in ("tenant-a", "tenant-b"):
             self.call(
                 "PUT",

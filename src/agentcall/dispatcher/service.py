@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -21,12 +22,14 @@ import uvicorn
 
 from agentcall.dispatcher.admission.service import AdmissionService
 from agentcall.dispatcher.calls.service import CallSupervisor
-from agentcall.dispatcher.cell.port import CellPort
+from agentcall.dispatcher.cell.port import CellError, CellPort
 from agentcall.dispatcher.control.plane import ControlPlane
+from agentcall.dispatcher.discovery.cellgate import CellGate
 from agentcall.dispatcher.discovery.gate import Gate
 from agentcall.dispatcher.discovery.service import DiscoveryLoop
 from agentcall.dispatcher.domain.consumption import queues_to_consume
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
+from agentcall.dispatcher.domain.identity import CellIdentity
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import TaskStatus
 from agentcall.dispatcher.logs import handled, log
@@ -39,10 +42,11 @@ from agentcall.dispatcher.mq.publisher import OutboxRelay
 from agentcall.dispatcher.recording.service import from_settings as recordings_from_settings
 from agentcall.dispatcher.saas.cache import ConfigCache
 from agentcall.dispatcher.saas.client import SaasClient, SaasError
+from agentcall.dispatcher.saas.outage import CacheRetry, SaasOutages
 from agentcall.dispatcher.settings import Settings
 from agentcall.dispatcher.status import Components, ErrorLog, snapshot, store_facts
 from agentcall.dispatcher.store import tasks
-from agentcall.dispatcher.store.db import Database
+from agentcall.dispatcher.store.db import Database, StoreError
 from agentcall.dispatcher.web.app import build_app
 
 LOG = logging.getLogger("dispatcher")
@@ -92,6 +96,7 @@ class Dispatcher:
             clock=clock,
             on_error=self._config_error,
         )
+        self._gates(settings, clock)
         self.link = AmqpLink(settings.amqp_url)
         self.relay = OutboxRelay(
             db, self.link, batch=settings.outbox_batch, retry_s=settings.outbox_retry_s, clock=clock
@@ -129,6 +134,9 @@ class Dispatcher:
             is_consuming=self.consumers.is_consuming,
             on_accepted=self.calls.submit,
             on_outbox=self.relay.wake,
+            outages=self.outages,
+            hold=self._hold_tasks,
+            skew_s=settings.clock_skew_s,
         )
         self.discovery = DiscoveryLoop(
             self.saas,
@@ -150,6 +158,7 @@ class Dispatcher:
             cell=cell,
             clock=clock,
             on_receipt=self.relay.wake,
+            skew_s=settings.clock_skew_s,
         )
 
     # --- hooks ---------------------------------------------------------------------
@@ -177,9 +186,46 @@ class Dispatcher:
         self.control.after_discovery(stored, changed)
         self._reconcile_wake.set()
 
+    def _gates(self, settings: Settings, clock: Callable[[], datetime]) -> None:
+        """What closes admission besides discovery: SaaS outages and the start-up SIP
+        snapshot (D-NOTE-2), the cell's identity (D-NOTE-9)."""
+        self.outages = SaasOutages(
+            self.gate,
+            clock=clock,
+            base_s=settings.saas_retry_base_s,
+            cap_s=settings.saas_retry_max_s,
+            on_change=self._reconcile_wake.set,
+        )
+        self.cell_gate = CellGate(
+            self.gate,
+            sip=self.cache.sip,
+            identity=self._cell_identity,
+            interval_s=settings.config_ttl_s,
+            clock=clock,
+        )
+
     def wanted_queues(self, known: dict[str, LocalTask]) -> set[str]:
-        """Task queues to consume now (see :func:`queues_to_consume`)."""
-        return queues_to_consume(known.values(), self.gate.open)
+        """Task queues to consume now (see :func:`queues_to_consume`), without the tasks a
+        SaaS outage holds (D-NOTE-2)."""
+        wanted = queues_to_consume(known.values(), self.gate.open)
+        if self.outages.active:
+            held = self.outages.blocking
+            wanted = {t for t in wanted if held(t, known[t].tenant_id) is None}
+        return wanted
+
+    async def _hold_tasks(self, task_ids: list[str]) -> None:
+        """An outage holds these tasks: stop their consumers before their deliveries go
+        back to the queue, so they are not redelivered in a storm (D-NOTE-2)."""
+        for task_id in task_ids:
+            await self.consumers.stop(task_id)
+        self._reconcile_wake.set()
+
+    async def _cell_identity(self) -> CellIdentity | None:
+        try:
+            return await self.cell.identity()
+        except CellError as exc:
+            self.errors.add("cell.identity", str(exc))
+            return None
 
     def wake_consumers(self) -> None:
         self._reconcile_wake.set()
@@ -234,8 +280,13 @@ class Dispatcher:
             "outbox": self.relay.run,
             "calls": self.calls.run,
             "control": self.control.run,
+            "saas_reads": self._saas_reads,
+            "cell_identity": self.cell_gate.run,
             **self.extra_loops,
         }
+
+    async def _saas_reads(self) -> None:
+        await self.outages.run(CacheRetry(self.cache, self.db))
 
     async def run(self) -> None:
         log(LOG, logging.INFO, "dispatcher.starting", dispatcher_id=self.settings.dispatcher_id)
@@ -290,12 +341,20 @@ class Dispatcher:
             recordings=self.recordings.status() if self.recordings else None,
             intake=self.intake.status(),
             control=self.control.status(),
+            outages=self.outages.status(),
+            cell=self.cell_gate.status(),
         )
 
 
 async def serve(settings: Settings, cell_factory: Callable[[], CellPort]) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or a loop failure (exit 1)."""
-    db = await Database.open(settings.state_db)
+    """Run until SIGTERM/SIGINT (exit 0) or a loop failure (exit 1); exit 2 at once when
+    the state database cannot be opened, e.g. another D holds it (D-NOTE-8)."""
+    try:
+        db = await Database.open(settings.state_db)
+    except StoreError as exc:
+        log(LOG, logging.ERROR, "dispatcher.refused", error=str(exc))
+        print(f"dispatcher: {exc}", file=sys.stderr, flush=True)
+        return 2
     dispatcher = Dispatcher(settings, db, cell_factory())
     main = asyncio.create_task(dispatcher.run(), name="dispatcher")
     loop = asyncio.get_running_loop()

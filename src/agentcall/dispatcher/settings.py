@@ -72,6 +72,10 @@ class Settings:
     config_ttl_s: float = 60.0
     quota_ttl_s: float = 60.0
     http_timeout_s: float = 5.0
+    # D-NOTE-2: failed SaaS reads are retried after base·2^n seconds (jittered), at most max
+    saas_retry_base_s: float = 0.5
+    saas_retry_max_s: float = 30.0
+    clock_skew_s: float = 120.0  # D-NOTE-3: how far in the future issued_at may lie
     prefetch: int = 64
     intake_batch: int = 64  # bounds how long a dialing mark waits behind an admission batch
     outbox_retry_s: float = 1.0
@@ -174,6 +178,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "config_ttl_s": _positive_float,
     "quota_ttl_s": _quota_ttl,
     "http_timeout_s": _positive_float,
+    "saas_retry_base_s": _positive_float,
+    "saas_retry_max_s": _positive_float,
+    "clock_skew_s": _positive_float,
     "prefetch": _positive_int,
     "intake_batch": _positive_int,
     "outbox_retry_s": _positive_float,

@@ -18,6 +18,7 @@ from typing import Any
 from agentcall.dispatcher.admission.service import AdmissionStatus
 from agentcall.dispatcher.calls.service import CallsStatus
 from agentcall.dispatcher.control.plane import ControlStatus
+from agentcall.dispatcher.discovery.cellgate import CellGateStatus
 from agentcall.dispatcher.discovery.gate import GateStatus
 from agentcall.dispatcher.discovery.service import DiscoveryStatus
 from agentcall.dispatcher.domain.model import LocalTask
@@ -29,6 +30,7 @@ from agentcall.dispatcher.mq.link import LinkStatus
 from agentcall.dispatcher.mq.publisher import RelayStatus
 from agentcall.dispatcher.recording.service import RecordingsStatus
 from agentcall.dispatcher.saas.cache import CacheStatus
+from agentcall.dispatcher.saas.outage import OutagesStatus
 from agentcall.dispatcher.store import executions, inbox, outbox, recordings, rejected, tasks
 from agentcall.dispatcher.store.codec import iso
 
@@ -100,6 +102,8 @@ class Components:
     recordings: RecordingsStatus | None
     intake: IntakeStatus
     control: ControlStatus
+    outages: OutagesStatus | None = None
+    cell: CellGateStatus | None = None
 
 
 def _admission_state(gate: GateStatus, barrier: Barrier, status: TaskStatus) -> str:
@@ -136,8 +140,24 @@ def _discovery(cursor: int, disc: DiscoveryStatus) -> dict[str, Any]:
         "pages_with_tasks": disc.pages_with_tasks,
         "rows_applied": disc.rows_applied,
         "pages_rejected": disc.pages_rejected,
+        "rejected_by_reason": dict(disc.rejected_by_reason),
         "errors": disc.errors,
         "last_error": disc.last_error,
+    }
+
+
+def _cell(cell: CellGateStatus | None) -> dict[str, Any]:
+    if cell is None:
+        return {}
+    return {
+        "verified": cell.verified,
+        "expected_cell_id": cell.expected_cell_id,
+        "reported_cell_id": cell.reported_cell_id,
+        "expected_config_sha256": cell.expected_config_sha256,
+        "reported_config_sha256": cell.reported_config_sha256,
+        "problem": cell.problem,
+        "mismatches": cell.mismatches,
+        "checked_at": iso(cell.checked_at) if cell.checked_at else None,
     }
 
 
@@ -178,6 +198,8 @@ def snapshot(facts: StoreFacts, c: Components) -> dict[str, Any]:
         },
         "discovery": _discovery(facts.cursor, c.discovery),
         "config": dict(c.config),
+        "outages": dict(c.outages) if c.outages else {"active": [], "read_failures": {}},
+        "cell_identity": _cell(c.cell),
         "tasks": _tasks(facts, c),
         "commands": c.admission.commands,
         "inbox": facts.inbox,

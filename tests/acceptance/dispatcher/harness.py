@@ -23,6 +23,7 @@ import httpx
 from tests.services import amqp_url, s3_settings
 
 BIN = Path(sys.executable).parent
+CELL_ID = "cell-mock"  # the cell_id of mocksaas's default SIP artifact
 FAST = {
     "DISPATCHER_DISCOVERY_INTERVAL_S": "0.3",
     "DISPATCHER_DISCOVERY_ERROR_BACKOFF_S": "0.2",
@@ -162,6 +163,8 @@ class Cell:
             "json",
             "--max-calls",
             "20000",
+            "--cell-id",
+            CELL_ID,
         ]
         self.proc = Proc(argv, workdir / "cell.log")
 
@@ -182,6 +185,11 @@ class Cell:
         body: dict[str, Any] = httpx.get(f"{self.url}/v1/calls", timeout=10).json()
         return list(body["calls"])
 
+    def carry(self, snapshot: Mapping[str, Any]) -> None:
+        """Load an approved SIP snapshot into the cell, as the deploy tool does (D-NOTE-9)."""
+        response = httpx.put(f"{self.url}/v1/config", json=dict(snapshot), timeout=10)
+        response.raise_for_status()
+
 
 class Scenario:
     """One fresh dispatcher identity in mocksaas, plus its D process when started."""
@@ -198,8 +206,12 @@ class Scenario:
         self.status_url = f"http://127.0.0.1:{self.http_port}/status"
 
     # --- SaaS side ---------------------------------------------------------------
-    def sip(self, **builder: Any) -> Any:
-        return self.saas.admin("PUT", f"/dispatchers/{self.d}/sip", builder)
+    def sip(self, carry: bool = True, **builder: Any) -> Any:
+        """Approve a SIP snapshot; ``carry``: also load it into the cell (D-NOTE-9)."""
+        snapshot = self.saas.admin("PUT", f"/dispatchers/{self.d}/sip", builder)
+        if carry:
+            self.cell.carry(snapshot)
+        return snapshot
 
     def task(self, task_id: str, tenant: str = "tenant-1", **spec: Any) -> Any:
         body = {"tenant_id": tenant, "tenant_key": f"key-{tenant}", "ring_timeout_ms": 1000}

@@ -92,9 +92,12 @@ def test_every_reject_reason_through_mq_d_cmd_2(scenario: Scenario) -> None:
     s.task("finished")
     s.quota()
     s.quota("tenant-zero", max_concurrent_calls=0)  # D-CFG-3: 0 forbids admission
-    s.quota("tenant-na", unavailable=True)  # D-CFG-3: 503 closes the tenant
+    s.quota("tenant-na", max_concurrent_calls=5)
     s.saas.admin("POST", f"/dispatchers/{s.d}/tasks/finished/status", {"status": "finished"})
-    s.fault("config", resource="task", target="cfg", kind="unavailable", count=1000)
+    # Definitive answers reject (a 503 would hold the commands instead, D-NOTE-2):
+    # D-CFG-3 an identity mismatch closes the tenant; a task body breaking its schema.
+    s.fault("config", resource="quota", target="tenant-na", kind="identity_conflict", count=1000)
+    s.fault("config", resource="task", target="cfg", kind="schema_invalid", count=1000)
     s.fault("config", resource="task", target="gone", kind="not_found", count=1000)
     s.start()
     expected: dict[str, str] = {}
@@ -123,8 +126,9 @@ def test_every_reject_reason_through_mq_d_cmd_2(scenario: Scenario) -> None:
     assert {r["command_id"]: r["reason_code"] for r in got} == expected
     assert all(r["valid"] for r in got)
 
-    # D-CFG-1: without a verified SIP snapshot nothing is admitted.
-    s.fault("config", resource="sip", kind="unavailable", count=1000)
+    # D-CFG-1: a SIP snapshot that fails verification admits nothing (a definitive answer;
+    # a 503 would hold the command in its queue instead, D-NOTE-2).
+    s.fault("config", resource="sip", kind="schema_invalid", count=1000)
     wait_for(lambda: not s.status()["config"]["sip_verified_now"], 10, "SIP cache expiry")
     command_id = s.calls("ok", callees=["15000000001"])[0]
     late = s.wait_results(len(expected) + 1, event_type="command.result")

@@ -78,6 +78,15 @@ def distinct(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["event_id"]: r for r in results}
 
 
+def campaign_callees(t: int, half: int) -> list[str]:
+    return [f"1{t}{half}{n:08d}" for n in range(TOTAL // 2 // len(TASKS))]
+
+
+def whitelist() -> list[str]:
+    """Every callee of the campaign: ``allowed_targets`` allows nobody else (D-NOTE-6)."""
+    return [c for t in range(len(TASKS)) for half in (0, 1) for c in campaign_callees(t, half)]
+
+
 class Campaign:
     """Commands in two halves; the D dies ``D_KILLS`` times after a random uptime, the
     cell once at a random moment in between; each is restarted at once."""
@@ -92,9 +101,8 @@ class Campaign:
         self.kills.append(f"{what} at {time.monotonic() - self.t0:.1f} s")
 
     def publish(self, half: int) -> None:
-        share = TOTAL // 2 // len(TASKS)
         for t, task_id in enumerate(TASKS):
-            callees = [f"1{t}{half}{n:08d}" for n in range(share)]
+            callees = campaign_callees(t, half)
             ids = self.s.calls(task_id, callees=callees)
             self.commands.update(zip(ids, callees, strict=True))
 
@@ -128,7 +136,7 @@ def test_chaos_campaign_d_and_cell_sigkills(scene: Scenario, s3: Any) -> None:
     s = scene
     prefix = f"it-chaos-{uuid.uuid4().hex[:8]}"
     env = s3_env(prefix, deadline_s="60", sweep_s="0.3", DISPATCHER_PREFETCH="200")
-    s.sip(max_concurrent_calls=1000)
+    s.sip(max_concurrent_calls=1000, allowed_targets=whitelist())  # D-NOTE-6
     for task_id in TASKS:
         s.task(task_id, ring_timeout_ms=3000, max_concurrent_calls=1000)
     s.quota(max_concurrent_calls=4000)

@@ -72,9 +72,15 @@ def check_uploaded(s3: Any, rec: dict[str, Any]) -> None:
     assert len(body) == rec["size_bytes"]
 
 
+# allowed_targets is a whitelist (D-NOTE-6): every callee these tests dial.
+WHITELIST = [f"151000000{n:02d}" for n in (1, 2, 3, 11, 13)] + [
+    f"152000000{n:02d}" for n in (2, 3, 13, 23)
+]
+
+
 def test_d_sigkill_live_calls_continue_ended_ones_finalize_once(scene: Scenario, s3: Any) -> None:
     s = scene
-    s.sip()
+    s.sip(allowed_targets=WHITELIST)
     s.task("task-k", ring_timeout_ms=10000, **LONG_CALL)
     s.quota()
     env = s3_env(f"it-dkill-{uuid.uuid4().hex[:8]}", deadline_s="30")
@@ -112,7 +118,7 @@ def test_cell_sigkill_unknown_then_finalized_once_with_orphans_uploaded(
     scene: Scenario, s3: Any
 ) -> None:
     s = scene
-    s.sip()
+    s.sip(allowed_targets=WHITELIST)
     s.task("task-c", ring_timeout_ms=10000, **LONG_CALL)
     s.quota(max_concurrent_calls=3)
     s.start(**s3_env(f"it-ckill-{uuid.uuid4().hex[:8]}", deadline_s="30"))

@@ -18,6 +18,7 @@ def consuming(s: Scenario) -> set[str]:
 
 def test_multi_page_discovery_reads_to_the_empty_page_d_disc_3(scenario: Scenario) -> None:
     s = scenario
+    s.sip()  # D-NOTE-2: nothing is admitted before a verified SIP snapshot
     s.page_size(2)
     for i in range(5):
         s.task(f"page-{i}")
@@ -32,6 +33,7 @@ def test_multi_page_discovery_reads_to_the_empty_page_d_disc_3(scenario: Scenari
 def test_same_task_reappears_and_cross_page_update_d_disc_3(scenario: Scenario) -> None:
     """A task updated while the D is between pages reappears later with its new revision."""
     s = scenario
+    s.sip()  # D-NOTE-2: nothing is admitted before a verified SIP snapshot
     s.page_size(1)
     for i in range(3):
         s.task(f"cross-{i}")
@@ -47,6 +49,7 @@ def test_same_task_reappears_and_cross_page_update_d_disc_3(scenario: Scenario) 
 
 def test_restart_continues_from_the_persisted_cursor_d_disc_1_d_disc_5(scenario: Scenario) -> None:
     s = scenario
+    s.sip()  # D-NOTE-2: nothing is admitted before a verified SIP snapshot
     s.page_size(1)
     for i in range(3):
         s.task(f"restart-{i}")

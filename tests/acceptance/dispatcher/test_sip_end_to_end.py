@@ -28,6 +28,7 @@ from agentcall.mocksaas.domain.sip import SipOptions, build_sip_snapshot
 from agentcall.mocksaas.domain.task_config import AgentMode, default_agent_config
 from tests.acceptance.dispatcher.harness import (
     BIN,
+    CELL_ID,
     MockSaas,
     Proc,
     Scenario,
@@ -49,13 +50,17 @@ class SipCell:
         self.url = f"http://127.0.0.1:{self.port}"
         self.data = workdir / "cell"
         argv = [str(BIN / "cell"), "serve", "--mode", "sip", "--http-port", str(self.port)]
-        argv += ["--data-dir", str(self.data), "--log-format", "json"]
+        argv += ["--data-dir", str(self.data), "--log-format", "json", "--cell-id", CELL_ID]
         self.proc = Proc(argv, workdir / "cell.log", {"CELL_SIP_BIND_HOST": "127.0.0.1"})
 
     def start(self) -> SipCell:
         self.proc.start()
         wait_for(self._healthy, 30, "sip cell /healthz")
         return self
+
+    def carry(self, snapshot: dict[str, Any]) -> None:
+        """Load the approved SIP snapshot into the cell (D-NOTE-9)."""
+        httpx.put(f"{self.url}/v1/config", json=snapshot, timeout=10).raise_for_status()
 
     def _healthy(self) -> bool:
         if not self.proc.alive:
@@ -79,7 +84,7 @@ def sip_scene(
     tools: None, saas: MockSaas, tmp_path: Path, workdir: Path
 ) -> Iterator[Scenario]:
     cell = SipCell(tmp_path).start()
-    s = Scenario(saas, cell, workdir)  # type: ignore[arg-type]  # only .url is used
+    s = Scenario(saas, cell, workdir)  # type: ignore[arg-type]  # only .url, .carry are used
     try:
         yield s
     finally:
@@ -90,10 +95,13 @@ def sip_scene(
 
 def real_snapshot(d: str, port: int) -> dict[str, Any]:
     """The default snapshot, mode ``real``, its one trunk pointing at sipp."""
-    snapshot = build_sip_snapshot(d, 1, SipOptions(mode="real"), datetime.now(UTC))
+    snapshot = build_sip_snapshot(d, 1, REAL, datetime.now(UTC))
     detail = snapshot["trunk_details"][0]
     detail.update(server_host="127.0.0.1", server_port=port, transport="udp", auth_mode="none")
     return snapshot
+
+
+REAL = SipOptions(mode="real", allowed_targets=("15003164745",))  # a whitelist (D-NOTE-6)
 
 
 def sip_agent() -> dict[str, Any]:
@@ -123,7 +131,8 @@ async def test_real_sip_call_result_has_transcript_and_uploaded_recording_d_res_
     peer = SippPeer("answer_play_bye.xml", tmp_path, audio=await yes_audio(tmp_path), talk_ms=4000)
     await peer.start()
     try:
-        s.saas.admin("PUT", f"/dispatchers/{s.d}/sip", {"snapshot": real_snapshot(s.d, peer.port)})
+        snapshot = {"snapshot": real_snapshot(s.d, peer.port)}
+        s.cell.carry(s.saas.admin("PUT", f"/dispatchers/{s.d}/sip", snapshot))
         s.task("task-sip", ring_timeout_ms=5000, agent_config=sip_agent())
         s.quota()
         prefix = f"it-sip-{uuid.uuid4().hex[:8]}"

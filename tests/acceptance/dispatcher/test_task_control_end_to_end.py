@@ -47,10 +47,11 @@ def task_queue(s: Scenario, task_id: str) -> str:
 
 
 def publish_commands(s: Scenario, task_id: str, count: int) -> list[str]:
-    """Publish ``count`` valid call.execute (no-answer callees) as the SaaS would."""
+    """Publish ``count`` valid call.execute (no-answer callees of mocksaas's default
+    whitelist, D-NOTE-6) as the SaaS would."""
     ids = [unique("cmd") for _ in range(count)]
     bodies = [
-        execute_body(s.d, task_id, f"1500{n:06d}0", command_id=ids[n]).encode()
+        execute_body(s.d, task_id, f"15000{n % 1000:06d}", command_id=ids[n]).encode()
         for n in range(count)
     ]
     route = f"d.{s.d}.task.{task_id}.in"

@@ -23,11 +23,12 @@ import pytest
 
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.cell.fake import FakeCell, Upload
-from agentcall.dispatcher.cell.port import CellRejected, CellUnavailable, CellUpload
+from agentcall.dispatcher.cell.port import CellEvent, CellRejected, CellUnavailable, CellUpload
 from agentcall.dispatcher.domain.admission import Accept, decide
 from agentcall.dispatcher.domain.results import CallEnd
 from agentcall.dispatcher.domain.states import ExecutionState
 from agentcall.dispatcher.finalize.result import Ending, end_and_finalize
+from agentcall.dispatcher.recording import transaction as lifecycle
 from agentcall.dispatcher.recording.service import RecordingService
 from agentcall.dispatcher.recording.storage import S3Store, StorageConfig
 from agentcall.dispatcher.recording.transaction import Route
@@ -74,9 +75,16 @@ def storage_config(secret: str | None = None) -> StorageConfig:
 Behaviour = Upload
 
 
-def answer(call_id: str, upload_id: str, status: str, code: str | None = None) -> CellUpload:
+def answer(
+    call_id: str, upload_id: str, status: str, code: str | None = None, *, asks: bool = True
+) -> CellUpload:
+    """The cell's answer; an ``expired`` one asks for a renewal unless ``asks`` is False
+    (what the cell does when its grant expired before its PUT began, D-NOTE-7)."""
     started = status != "expired"
-    return CellUpload(call_id, upload_id, status, code, started, None, len(WAV), WAV_SHA, status)
+    renewal = status == "expired" and asks
+    return CellUpload(
+        call_id, upload_id, status, code, started, None, len(WAV), WAV_SHA, status, renewal
+    )
 
 
 @dataclass
@@ -86,6 +94,26 @@ class Rig:
     service: RecordingService
     storage: StorageConfig
     execution_id: str = "exec-1"
+    loop: asyncio.Task[None] | None = None
+    again: Callable[[Behaviour, Rig], Awaitable[Rig]] | None = None
+
+    async def stop(self) -> None:
+        """The D process dies: its recording loop stops, the state database stays."""
+        assert self.loop is not None
+        self.loop.cancel()
+        await asyncio.gather(self.loop, return_exceptions=True)
+
+    async def restart(self, behaviour: Behaviour) -> Rig:
+        """A new D process on the same state database and bucket, with a new cell answer."""
+        assert self.again is not None
+        return await self.again(behaviour, self)
+
+    async def cell_event(self, kind: str, data: dict[str, Any]) -> None:
+        """A cell event for this call, applied as the call supervisor applies it."""
+        event = CellEvent(1, "boot-1", kind, self.execution_id, utcnow(), data)
+        closed = await self.db.write(lifecycle.apply_events, [event], utcnow(), ROUTE)
+        await self.service.after_close(closed)
+        self.service.wake()
 
     async def end_call(
         self, recording: dict[str, Any] | None = MEDIA, expected: bool = True
@@ -136,12 +164,16 @@ async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Aw
         authorization_s: float = 60,
         deadline_s: float = 60,
         secret: str | None = None,
+        reuse: Rig | None = None,
     ) -> Rig:
-        db = await Database.open(tmp_path / f"d-{len(dbs)}.sqlite")
-        dbs.append(db)
-        await db.write(_accept)
+        if reuse is None:
+            db = await Database.open(tmp_path / f"d-{len(dbs)}.sqlite")
+            dbs.append(db)
+            await db.write(_accept)
+            cfg = storage_config(secret)
+        else:
+            db, cfg = reuse.db, reuse.storage
         cell = FakeCell(upload=behaviour)
-        cfg = storage_config(secret)
         service = RecordingService(
             db,
             cell,
@@ -156,7 +188,14 @@ async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Aw
             retry_s=0.1,
         )
         tasks.append(asyncio.create_task(service.run()))
-        return Rig(db, cell, service, cfg)
+
+        async def again(next_behaviour: Behaviour, old: Rig) -> Rig:
+            return await make(
+                next_behaviour, authorization_s=authorization_s, deadline_s=deadline_s,
+                reuse=old,
+            )
+
+        return Rig(db, cell, service, cfg, loop=tasks[-1], again=again)
 
     yield make
     for task in tasks:
@@ -186,7 +225,7 @@ def stored(s3: Any, bucket: str, key: str) -> bytes | None:
 # --- behaviours of the fake cell --------------------------------------------------------
 
 
-def putting(body: bytes) -> Behaviour:
+def putting(body: bytes, ask: bool = True) -> Behaviour:
     """PUT ``body`` to the URL the D authorized (what a real cell does with its file)."""
 
     async def run(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]) -> CellUpload:
@@ -194,7 +233,7 @@ def putting(body: bytes) -> Behaviour:
         assert url is not None
         response = await cell.put(url, body)
         if response.status_code == 403 and b"expired" in response.content.lower():
-            return answer(call_id, upload_id, "expired", "upload_authorization_expired")
+            return answer(call_id, upload_id, "expired", "upload_authorization_expired", asks=ask)
         if response.status_code in (401, 403):
             return answer(call_id, upload_id, "failed", "upload_authorization_failed")
         return answer(call_id, upload_id, "uploaded" if response.is_success else "failed")
@@ -251,11 +290,11 @@ async def test_put_failed_reported_by_the_cell_is_unavailable_at_once_d_rec_2(
     assert rig.cell.requests == ["upload-exec-1"]
 
 
-async def test_expired_authorization_is_reauthorized_for_the_same_key_d_rec_1(
+async def test_expired_authorization_is_renewed_on_request_for_the_same_key_d_note_7(
     rig_factory: Any, s3: Any
 ) -> None:
-    """The first URL expires unused (SeaweedFS refuses it); the D authorizes the same
-    upload_id/object_key again before the deadline and the second PUT lands."""
+    """The first URL expires unused and the cell asks for a renewal; the D authorizes the
+    same upload_id/object_key again before the deadline and the second PUT lands."""
     put = putting(WAV)
     calls = 0
 
@@ -275,7 +314,65 @@ async def test_expired_authorization_is_reauthorized_for_the_same_key_d_rec_1(
     assert rig.cell.requests == ["upload-exec-1", "upload-exec-1"]  # same upload_id twice
     recording = await rig.db.read(recording_store.get, "exec-1")
     assert recording is not None and recording.authorizations == 2
+    assert not recording.renewal_requested  # the request was answered
     assert stored(s3, rig.storage.bucket, rec["object_key"]) == WAV
+
+
+async def test_expiry_without_the_cells_request_is_never_renewed_d_note_7(
+    rig_factory: Any,
+) -> None:
+    """An expired grant the cell does not ask to renew stays expired: one authorization,
+    closed ``upload_authorization_expired`` at the deadline."""
+
+    async def expired_silently(
+        cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]
+    ) -> CellUpload:
+        return answer(call_id, upload_id, "expired", "upload_authorization_expired", asks=False)
+
+    rig = await make_rig(rig_factory, expired_silently, authorization_s=1, deadline_s=3)
+    await rig.end_call()
+    rec = (await rig.result(timeout=10))["recording"]
+    assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_authorization_expired")
+    assert rig.cell.requests == ["upload-exec-1"]
+    recording = await rig.db.read(recording_store.get, "exec-1")
+    assert recording is not None and recording.authorizations == 1
+
+
+async def test_no_renewal_of_its_own_across_a_restart_only_on_request_d_note_7(
+    rig_factory: Any, tmp_path: Path
+) -> None:
+    """The D dies with a grant issued and unanswered: the next D process issues none of
+    its own. When the cell then asks (its grant expired before the PUT), it is answered
+    once, for the same upload_id/object_key."""
+    hang = asyncio.Event()
+
+    async def never_answers(
+        cell: FakeCell, call_id: str, upload_id: str, _: dict[str, str]
+    ) -> CellUpload:
+        await hang.wait()
+        raise AssertionError("unreachable")
+
+    first = await make_rig(rig_factory, never_answers, authorization_s=2, deadline_s=30)
+    await first.end_call()
+    for _ in range(100):
+        rec = await first.db.read(recording_store.get, "exec-1")
+        if rec is not None and rec.authorizations == 1:
+            break
+        await asyncio.sleep(0.05)
+    await first.stop()  # the process dies with the grant handed over, no answer
+    second = await first.restart(putting(WAV))
+    await asyncio.sleep(1.5)
+    assert second.cell.requests == [], "no authorization of the D's own after a restart"
+    recording = await second.db.read(recording_store.get, "exec-1")
+    assert recording is not None and recording.authorizations == 1
+    report = {"upload_id": "upload-exec-1", "status": "expired", "put_started": False,
+              "error_code": "upload_authorization_expired", "renewal_requested": True}  # fmt: skip
+    await second.cell_event("call.upload", report)  # the cell asks
+    payload = await second.result(timeout=15)
+    assert payload["recording"]["status"] == "uploaded"
+    assert second.cell.requests == ["upload-exec-1"]  # answered once
+    recording = await second.db.read(recording_store.get, "exec-1")
+    assert recording is not None and recording.authorizations == 2
 
 
 async def test_expired_authorization_never_renewed_closes_at_deadline_d_rec_2(

@@ -46,6 +46,7 @@ def command(
     policy: str | None = "drain",
     *,
     expired: bool = False,
+    future: bool = False,
     tenant: tuple[str, str] = ("tenant-a", "tenant-a"),
 ) -> ControlCommand:
     return ControlCommand(
@@ -53,8 +54,8 @@ def command(
         tenant_id=tenant[0],
         tenant_key=tenant[1],
         trace_id="trace-1",
-        issued_at=NOW - timedelta(seconds=5),
-        not_after=NOW + timedelta(seconds=-1 if expired else 30),
+        issued_at=NOW + timedelta(seconds=600 if future else -5),
+        not_after=NOW + timedelta(seconds=0 if expired else 900),
         task_id=task_id,
         action=ControlAction(action),
         active_call_policy=None if action == "resume" else ActiveCallPolicy(policy or "drain"),
@@ -83,6 +84,7 @@ class Task:
     tenant: tuple[str, str] = ("tenant-a", "tenant-a")
     status: TaskStatus = TaskStatus.RUNNING
     control_revision: int = 0
+    seen_revision: int = 0  # the highest revision seen elsewhere (discovery, admission)
 
 
 @dataclass
@@ -112,7 +114,11 @@ class FakeStore:
     async def decide(self, job: ControlJob, choose: Choose, now: datetime) -> ControlJob:
         move_phase(self.jobs[job.seq].phase, JobPhase.DECIDED)
         task = self.tasks.get(job.task_id)
-        facts = TaskFacts(task.barrier, task.tenant) if task else TaskFacts(Barrier.NONE, None)
+        facts = (
+            TaskFacts(task.barrier, task.tenant, max(task.seen_revision, task.control_revision))
+            if task
+            else TaskFacts(Barrier.NONE, None)
+        )
         verdict = choose(facts)
         if verdict.verified is not None and task is None:
             v = verdict.verified

@@ -52,6 +52,9 @@ def trunk(trunk_id: str = "trunk-a", **kw: Any) -> Trunk:
     return replace(base, **kw)
 
 
+CALLEE = "15003164745"
+
+
 def sip(*trunks: Trunk, **kw: Any) -> SipSnapshot:
     chosen = trunks or (trunk(),)
     base = SipSnapshot(
@@ -59,7 +62,7 @@ def sip(*trunks: Trunk, **kw: Any) -> SipSnapshot:
         revision=1,
         snapshot_sha256="c" * 64,
         mode="mock",
-        allowed_targets=frozenset(),
+        allowed_targets=frozenset({CALLEE}),  # a whitelist: the default callee only
         trunks={t.trunk_id: t for t in chosen},
     )
     return replace(base, **kw)
@@ -138,7 +141,7 @@ def command(**kw: Any) -> ExecuteCommand:
         issued_at=datetime(2026, 9, 21, 1, 59, tzinfo=UTC),
         not_after=datetime(2026, 9, 21, 2, 15, tzinfo=UTC),
         task_id="task-a",
-        callee="15003164745",
+        callee=CALLEE,
     )
     return replace(base, **kw)
 

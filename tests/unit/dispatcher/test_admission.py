@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from agentcall.dispatcher import contracts
-from agentcall.dispatcher.domain.admission import Accept, Reject, TaskView, decide
+from agentcall.dispatcher.domain.admission import (
+    Accept,
+    Reject,
+    TaskView,
+    decide,
+    decide_local,
+)
 from agentcall.dispatcher.domain.model import Occupancy, Schedule
 from agentcall.dispatcher.domain.reasons import RejectReason as R
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
@@ -79,9 +85,19 @@ ROWS: list[tuple[str, dict[str, Any], R]] = [
         R.TASK_NOT_RUNNING,
     ),
     (
-        "D-CMD-2 not_after passed",
+        "D-CMD-2 D-NOTE-3 not_after passed (the boundary itself)",
         {"now": f.NOW, "command": f.command(not_after=f.NOW)},
         R.COMMAND_EXPIRED,
+    ),
+    (
+        "D-NOTE-3 issued_at beyond the clock skew",
+        {"command": f.command(issued_at=f.NOW + timedelta(seconds=121))},
+        R.INVALID_VALIDITY_WINDOW,
+    ),
+    (
+        "D-NOTE-3 a tighter skew allowance",
+        {"command": f.command(issued_at=f.NOW + timedelta(seconds=30)), "skew_s": 10},
+        R.INVALID_VALIDITY_WINDOW,
     ),
     (
         "D-CFG-4 config unreadable",
@@ -91,6 +107,11 @@ ROWS: list[tuple[str, dict[str, Any], R]] = [
     (
         "D-CTL-5 config older than discovery",
         {"task": f.view(f.local_task(task_revision=3))},
+        R.TASK_CONFIG_UNAVAILABLE,
+    ),
+    (
+        "D-NOTE-1 config older than the highest revision seen",
+        {"task": f.view(f.local_task(seen_revision=5))},
         R.TASK_CONFIG_UNAVAILABLE,
     ),
     (
@@ -112,6 +133,16 @@ ROWS: list[tuple[str, dict[str, Any], R]] = [
     (
         "D-CFG-1 target not listed",
         {"sip": f.sip(allowed_targets=frozenset({"15830461047"}))},
+        R.TARGET_NOT_ALLOWED,
+    ),
+    (
+        "D-NOTE-6 an empty whitelist allows nobody",
+        {"sip": f.sip(allowed_targets=frozenset())},
+        R.TARGET_NOT_ALLOWED,
+    ),
+    (
+        "D-NOTE-6 an empty whitelist in real mode too",
+        {"sip": f.sip(allowed_targets=frozenset(), mode="real")},
         R.TARGET_NOT_ALLOWED,
     ),
     (
@@ -245,3 +276,24 @@ def test_trunk_choice_skips_closed_trunk() -> None:
 
 def test_decision_is_deterministic() -> None:
     assert decide(**base()) == decide(**base())
+
+
+LOCAL_ROWS: list[tuple[str, dict[str, Any], R | None]] = [
+    ("admissible as far as local facts go", {}, None),
+    ("expired", {"command": f.command(not_after=f.NOW)}, R.COMMAND_EXPIRED),
+    ("from the future", {"command": f.command(issued_at=f.NOW + timedelta(hours=1))},
+     R.INVALID_VALIDITY_WINDOW),
+    ("paused barrier", {"task": f.view(f.local_task(barrier=Barrier.PAUSED))}, R.TASK_BARRIER),
+    ("unknown task", {"task": TaskView(f.D_ID, None, None)}, R.TASK_UNKNOWN),
+    ("another tenant", {"command": f.command(tenant_id="tenant-2")}, R.IDENTITY_MISMATCH),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "change", "reason"), LOCAL_ROWS, ids=[r[0] for r in LOCAL_ROWS])
+def test_a_command_held_by_an_outage_is_judged_on_local_facts_only_d_note_2(
+    name: str, change: dict[str, Any], reason: R | None
+) -> None:
+    """No SaaS data at all (no config, SIP or quota): only the rules that need none."""
+    args = {"command": f.command(), "task": TaskView(f.D_ID, f.local_task(), None)} | change
+    result = decide_local(args["command"], args["task"], f.NOW)
+    assert (result.reason if result else None) is reason

@@ -194,17 +194,24 @@ PROPOSED_EXECUTE_REASONS = {
     "task_config_unavailable", "command_expired", "target_not_allowed", "outside_schedule",
     "agent_authorization_expired", "tenant_quota_unavailable", "tenant_quota_exhausted",
     "task_concurrency_exhausted", "no_trunk_available", "sip_config_unavailable",
+    "invalid_validity_window",
+}  # fmt: skip
+CONTROL_REASONS = {
+    "state_mismatch", "task_unavailable", "command_expired", "invalid_validity_window",
 }  # fmt: skip
 
 
 def test_d_cmd_3_reason_codes_have_one_source_documented_in_readme() -> None:
     assert contracts.execute_reject_reasons() == PROPOSED_EXECUTE_REASONS
-    assert contracts.control_reject_reasons() == {"state_mismatch", "task_unavailable"}
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert contracts.control_reject_reasons() == CONTROL_REASONS
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
     start, end = "`call.execute` (`command-next.execute_result`):", "`task.control`"
-    readme = readme.split(start)[1].split(end)[0]
+    readme = text.split(start)[1].split(end)[0]
     documented = set(re.findall(r"^\| (?:accepted|rejected) \| `([a-z_]+)` \|", readme, re.M))
     assert documented == PROPOSED_EXECUTE_REASONS | {"accepted"}
+    controls = text.split("`task.control` (`command-next.control_result`):")[1].split("##")[0]
+    listed = set(re.findall(r"^\| (?:applied|rejected) \| `([a-z_]+)` \|", controls, re.M))
+    assert listed == CONTROL_REASONS | {"applied"}
 
 
 @pytest.mark.parametrize("reason", sorted(PROPOSED_EXECUTE_REASONS))

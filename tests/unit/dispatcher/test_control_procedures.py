@@ -84,12 +84,43 @@ async def test_resume_for_a_stopped_task_is_a_state_mismatch_d_ctl_3() -> None:
     assert "reopen" not in r.events and r.store.tasks["task-a"].barrier is Barrier.STOPPED
 
 
-async def test_expired_resume_never_reopens_d_ctl_5() -> None:
+async def test_expired_resume_never_reopens_and_says_command_expired_d_note_3() -> None:
     r = rig(task_a=Barrier.PAUSED)
     r.reader.script("task-a", config("running"))
-    await run(r, command("resume", expired=True))
-    assert receipt(r) == ("resume", "rejected", "state_mismatch", "paused")
+    await run(r, command("resume", expired=True))  # not_after == now: already expired
+    assert receipt(r) == ("resume", "rejected", "command_expired", "paused")
     assert "reopen" not in r.events
+    assert not any(e.startswith("read:") for e in r.events), "no GET for an expired control"
+
+
+async def test_expired_pause_and_stop_fail_closed_without_applying_d_note_3() -> None:
+    r = rig(task_a=Barrier.NONE, task_b=Barrier.NONE)
+    r.reader.script("task-a", config("paused"))
+    r.reader.script("task-b", config("stopped", task_id="task-b"))
+    await run(r, command("pause", expired=True), command("stop", "task-b", expired=True))
+    assert receipt(r, 0) == ("pause", "rejected", "command_expired", "closed")
+    assert receipt(r, 1) == ("stop", "rejected", "command_expired", "closed")
+    assert r.store.tasks["task-a"].barrier is Barrier.CLOSED
+    assert r.store.tasks["task-b"].barrier is Barrier.CLOSED, "never the stopped barrier"
+    assert "drain" not in r.events
+
+
+async def test_control_issued_in_the_future_is_an_invalid_window_d_note_3() -> None:
+    r = rig(task_a=Barrier.PAUSED)
+    r.reader.script("task-a", config("running"))
+    await run(r, command("resume", future=True))
+    assert receipt(r) == ("resume", "rejected", "invalid_validity_window", "paused")
+
+
+async def test_resume_answered_by_a_stale_replica_is_a_state_mismatch_d_note_1() -> None:
+    r = rig(task_a=Barrier.PAUSED)
+    r.store.tasks["task-a"].seen_revision = 6
+    r.reader.script("task-a", config("running", revision=3), config("running", revision=7))
+    await run(r, command("resume"))
+    assert receipt(r) == ("resume", "rejected", "state_mismatch", "paused")
+    assert "reopen" not in r.events and r.store.tasks["task-a"].control_revision == 0
+    await run(r, command("resume"))
+    assert receipt(r) == ("resume", "applied", "applied", "running")
 
 
 async def test_resume_with_foreign_tenant_in_the_get_is_task_unavailable_d_ctl_3() -> None:

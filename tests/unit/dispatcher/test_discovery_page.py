@@ -16,7 +16,7 @@ from agentcall.dispatcher.domain.discovery import (
     parse_cursor,
 )
 from agentcall.dispatcher.domain.model import LocalTask
-from agentcall.dispatcher.domain.states import TaskStatus
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 
 from .factories import D_ID
 
@@ -89,6 +89,11 @@ REJECTS = [
         page(row(task_revision=2)),
         PageRejectReason.REVISION_REGRESSION,
     ),
+    (
+        "D-NOTE-5 257 task queues",
+        page(*(row(f"new-{n}") for n in range(256)), cursor="900"),
+        PageRejectReason.QUEUE_LIMIT,
+    ),
 ]
 
 
@@ -134,3 +139,46 @@ def test_page_accepted(name: str, body: dict[str, Any], caught_up: bool) -> None
 )
 def test_parse_cursor_d_disc_1(text: str, value: int | None) -> None:
     assert parse_cursor(text) == value
+
+
+def _known(count: int, **by_id: tuple[TaskStatus, Barrier]) -> dict[str, LocalTask]:
+    known = {
+        f"t-{n:03d}": LocalTask(f"t-{n:03d}", "tenant-1", "tenant-a", TaskStatus.RUNNING, 1)
+        for n in range(count)
+    }
+    for task_id, (status, barrier) in by_id.items():
+        known[task_id] = LocalTask(task_id, "tenant-1", "tenant-a", status, 1, barrier)
+    return known
+
+
+STOPPED = (TaskStatus.STOPPED, Barrier.STOPPED)
+DRAINING = (TaskStatus.RUNNING, Barrier.STOPPED)
+REMOVED = (TaskStatus.REMOVED, Barrier.REMOVED)
+
+
+@pytest.mark.parametrize(
+    ("known", "rows", "refused"),
+    [
+        pytest.param(_known(255), [row("new-1")], False, id="256 after the page"),
+        pytest.param(_known(256), [row("new-1")], True, id="257th task"),
+        pytest.param(_known(249, s1=STOPPED, s2=STOPPED, s3=STOPPED, s4=STOPPED, s5=STOPPED,
+                            s6=STOPPED, s7=DRAINING), [row("new-1")], True,
+                     id="stopped and draining count"),
+        pytest.param(_known(250, r1=REMOVED, r2=REMOVED), [row("new-1")], False,
+                     id="removed tombstones do not count"),
+        pytest.param(_known(256), [row("t-000", status="removed", task_revision=2),
+                                   row("new-1")], False, id="a removal in the page frees one"),
+        pytest.param(_known(256), [row("t-000", task_revision=2)], False,
+                     id="an update of a known task adds none"),
+        pytest.param({}, [row(f"n-{n}") for n in range(256)], False, id="a full first page"),
+    ],
+)  # fmt: skip
+def test_queue_limit_counts_every_unretired_task_d_note_5(
+    known: dict[str, LocalTask], rows: list[dict[str, Any]], refused: bool
+) -> None:
+    result = check_page(page(*rows, cursor="900"), after=10, dispatcher_id=D_ID, known=known)
+    if refused:
+        assert isinstance(result, PageRejected)
+        assert result.reason is PageRejectReason.QUEUE_LIMIT
+    else:
+        assert isinstance(result, PageAccepted)

@@ -189,30 +189,55 @@ BEFORE = T0 + timedelta(minutes=1)
 LAST_MS = DEADLINE - timedelta(milliseconds=1500)
 
 
+ASKED = "asked"  # the cell asked for a renewal (D-NOTE-7)
+HELD = "held"  # this process holds a grant it could not hand over yet
+
+
 @pytest.mark.parametrize(
-    ("state", "now", "busy", "step"),
+    ("state", "now", "busy", "step", "flags"),
     [
-        (S.WAITING, BEFORE, False, Step.WAIT),
-        (S.READY, BEFORE, False, Step.AUTHORIZE),
-        (S.EXPIRED, BEFORE, False, Step.AUTHORIZE),
-        (S.AUTHORIZED, BEFORE, False, Step.AUTHORIZE),
-        (S.AUTHORIZED, BEFORE, True, Step.WAIT),
-        (S.PUT_UNKNOWN, BEFORE, False, Step.VERIFY),
-        (S.PUT_DONE, BEFORE, False, Step.VERIFY),
-        (S.READY, LAST_MS, False, Step.WAIT),  # no usable URL left before the deadline
-        (S.EXPIRED, LAST_MS, False, Step.WAIT),
-        (S.WAITING, DEADLINE, False, Step.CLOSE),
-        (S.EXPIRED, DEADLINE, False, Step.CLOSE),
-        (S.PUT_DONE, DEADLINE + timedelta(hours=2), False, Step.CLOSE),
-        (S.AUTHORIZED, DEADLINE, True, Step.CLOSE),  # a hung PUT request never keeps it open
-        (S.UPLOADED, DEADLINE, False, Step.DONE),
-        (S.UNAVAILABLE, BEFORE, False, Step.DONE),
+        (S.WAITING, BEFORE, False, Step.WAIT, ()),
+        (S.READY, BEFORE, False, Step.AUTHORIZE, ()),
+        (S.EXPIRED, BEFORE, False, Step.WAIT, ()),  # never re-issued on the D's own
+        (S.EXPIRED, BEFORE, False, Step.AUTHORIZE, (ASKED,)),  # only on the cell's request
+        (S.EXPIRED, BEFORE, True, Step.WAIT, (ASKED,)),
+        (S.AUTHORIZED, BEFORE, False, Step.WAIT, ()),  # e.g. after a restart: no second grant
+        (S.AUTHORIZED, BEFORE, False, Step.HAND_OVER, (HELD,)),  # the same grant again
+        (S.AUTHORIZED, BEFORE, True, Step.WAIT, (HELD,)),
+        (S.PUT_UNKNOWN, BEFORE, False, Step.VERIFY, ()),
+        (S.PUT_DONE, BEFORE, False, Step.VERIFY, ()),
+        (S.READY, LAST_MS, False, Step.WAIT, ()),  # no usable URL left before the deadline
+        (S.EXPIRED, LAST_MS, False, Step.WAIT, (ASKED,)),
+        (S.WAITING, DEADLINE, False, Step.CLOSE, ()),
+        (S.EXPIRED, DEADLINE, False, Step.CLOSE, (ASKED,)),
+        (S.PUT_DONE, DEADLINE + timedelta(hours=2), False, Step.CLOSE, ()),
+        (S.AUTHORIZED, DEADLINE, True, Step.CLOSE, ()),  # a hung PUT request never keeps it open
+        (S.UPLOADED, DEADLINE, False, Step.DONE, ()),
+        (S.UNAVAILABLE, BEFORE, False, Step.DONE, ()),
     ],
 )
-def test_next_step_table_d_rec_2(
-    state: RecordingState, now: datetime, busy: bool, step: Step
+def test_next_step_table_d_rec_2_d_note_7(
+    state: RecordingState, now: datetime, busy: bool, step: Step, flags: tuple[str, ...]
 ) -> None:
-    assert next_step(rec(state), now, busy=busy) is step
+    recording = replace(rec(state), renewal_requested=ASKED in flags)
+    assert next_step(recording, now, busy=busy, holds_grant=HELD in flags) is step
+
+
+@pytest.mark.parametrize(
+    ("report", "asks"),
+    [
+        (UploadReport(U.EXPIRED, "upload_authorization_expired", renewal_requested=True), True),
+        (UploadReport(U.EXPIRED, "upload_authorization_expired"), False),  # the PUT had begun
+    ],
+)
+def test_only_an_expiry_before_the_put_asks_for_renewal_d_note_7(
+    report: UploadReport, asks: bool
+) -> None:
+    expired = model.upload_reported(rec(S.AUTHORIZED), report)
+    assert expired.state is S.EXPIRED and expired.renewal_requested is asks
+    assert model.renewable(expired) is asks
+    renewed = model.authorized(expired, DEADLINE - timedelta(seconds=5))
+    assert not renewed.renewal_requested and not model.renewable(renewed)
 
 
 LAST = DEADLINE - timedelta(seconds=1)

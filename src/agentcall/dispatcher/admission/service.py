@@ -15,17 +15,20 @@ import logging
 import sqlite3
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.admission.transaction import Inputs, Invalid, Item, Valid, run_batch
-from agentcall.dispatcher.domain.model import TenantQuota
+from agentcall.dispatcher.domain.model import ExecuteCommand, TenantQuota
+from agentcall.dispatcher.domain.outage import SIP, STALE, Read, ReadKey
+from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S
 from agentcall.dispatcher.logs import handled
 from agentcall.dispatcher.mq.consumers import Delivery
 from agentcall.dispatcher.mq.settle import ChannelAcks, Settle
 from agentcall.dispatcher.saas.cache import ConfigCache, TaskLookup
+from agentcall.dispatcher.saas.outage import SaasOutages
 from agentcall.dispatcher.saas.parse import parse_command
 from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
@@ -77,7 +80,13 @@ class AdmissionService:
         is_consuming: Callable[[str], bool],
         on_accepted: Callable[[list[str]], None],
         on_outbox: Callable[[], None],
+        outages: SaasOutages | None = None,
+        hold: Callable[[list[str]], Awaitable[None]] | None = None,
+        skew_s: float = DEFAULT_CLOCK_SKEW_S,
     ) -> None:
+        self._outages = outages
+        self._hold = hold
+        self._skew_s = skew_s
         self._db = db
         self._cache = cache
         self._dispatcher_id = dispatcher_id
@@ -96,9 +105,10 @@ class AdmissionService:
         await _settle(gone, [Settle.REQUEUE] * len(gone))
         if not live:
             return
-        items = [classify(d) for d in live]
+        items = [self._own(classify(d), d) for d in live]
         inputs = await self._inputs(items)
         outcome = await self._db.write(run_batch, items, inputs)
+        await self._held(outcome.held | outcome.stale, outcome.stale)
         done = time.monotonic()
         self.latencies.extend(done - d.received for d in live)
         self.decide_times.extend(outcome.decide_s)
@@ -120,8 +130,17 @@ class AdmissionService:
         self.counts["dead_lettered"] += 1
         await _settle([delivery], [Settle.DEAD_LETTER])
 
+    def _own(self, item: Item, delivery: Delivery) -> Item:
+        """A command naming another dispatcher is dead-lettered like an invalid body,
+        exactly as a task.control is (D-NOTE-4): no result, never dialled."""
+        if isinstance(item, Valid) and item.command.dispatcher_id != self._dispatcher_id:
+            source = f"mq:{delivery.queue}"
+            return Invalid(source, "wrong_dispatcher", "dispatcher_id is not this D", delivery.body)
+        return item
+
     async def _inputs(self, items: list[Item]) -> Inputs:
-        task_ids = sorted({i.command.task_id for i in items if isinstance(i, Valid)})
+        valid = [i.command for i in items if isinstance(i, Valid)]
+        task_ids = sorted({c.task_id for c in valid})
         if not task_ids:
             return Inputs(self._dispatcher_id, self._routing_key, None, {}, {}, self._clock())
         sip = await self._cache.sip()
@@ -132,9 +151,65 @@ class AdmissionService:
         by_tenant: dict[tuple[str, str], TenantQuota | None] = dict(
             zip(tenants, quotas, strict=True)
         )
+        held = self._report(sip is None, configs, by_tenant, valid)
         return Inputs(
-            self._dispatcher_id, self._routing_key, sip, configs, by_tenant, self._clock()
+            self._dispatcher_id,
+            self._routing_key,
+            sip,
+            configs,
+            by_tenant,
+            self._clock(),
+            held,
+            self._skew_s,
         )
+
+    def _report(
+        self,
+        no_sip: bool,
+        configs: dict[str, TaskLookup],
+        quotas: dict[tuple[str, str], TenantQuota | None],
+        commands: list[ExecuteCommand],
+    ) -> dict[str, str]:
+        """Transient read failures become outages; returns the tasks they hold."""
+        outages = self._outages
+        if outages is None:
+            return {}
+        if no_sip:
+            self._outage(SIP)
+        for task_id, lookup in configs.items():
+            if lookup.config is None:
+                self._outage(ReadKey(Read.TASK, task_id))
+        for (tenant_id, tenant_key), quota in quotas.items():
+            if quota is None:
+                self._outage(ReadKey(Read.QUOTA, tenant_id), tenant_key)
+        if not outages.active:
+            return {}
+        held: dict[str, str] = {}
+        for command in commands:
+            config = configs[command.task_id].config
+            tenant = config.tenant_id if config else command.tenant_id
+            key = outages.blocking(command.task_id, tenant)
+            if key is not None:
+                held[command.task_id] = str(key)
+        return held
+
+    def _outage(self, key: ReadKey, tenant_key: str = "") -> None:
+        assert self._outages is not None
+        failed = self._cache.failure(key)
+        if failed is None or key in self._outages.active:
+            return  # no failure, or the retry loop owns it already
+        if self._outages.transient(failed.status, failed.code):
+            self._outages.fail(key, failed.status, failed.code, tenant_key)
+
+    async def _held(self, tasks: set[str], stale: set[str]) -> None:
+        """Stop consuming what an outage holds before its deliveries go back (no storm)."""
+        if self._outages is not None:
+            for task_id in sorted(stale):
+                key = ReadKey(Read.TASK, task_id)
+                if key not in self._outages.active:
+                    self._outages.fail(key, 200, STALE)
+        if tasks and self._hold is not None:
+            await self._hold(sorted(tasks))
 
     def status(self) -> AdmissionStatus:
         return AdmissionStatus(self.percentiles(), self.decide_percentiles(), dict(self.counts))

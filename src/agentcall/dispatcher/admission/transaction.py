@@ -9,6 +9,9 @@ Per command, before admission (the task's local state wins over the queue):
 * already in the inbox (redelivery) → ACK, nothing else (D-CMD-1);
 * task has a ``stopped`` barrier → ACK silently, no result (D-CTL-4: the stop drain discards them);
 * task paused (barrier or discovered status), or removed → requeue, keep the backlog;
+* a SaaS read it depends on is failing, or its config came from a lagging replica →
+  only the rules without SaaS data (:func:`~agentcall.dispatcher.domain.admission.
+  decide_local`); if they hold, requeue: no final rejection for an outage (D-NOTE-1/2);
 * otherwise :func:`dispatcher.domain.admission.decide`.
 """
 
@@ -21,12 +24,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agentcall.dispatcher.domain.admission import Accept, Reject, TaskView, decide
+from agentcall.dispatcher.domain.admission import (
+    Accept,
+    Reject,
+    TaskView,
+    decide,
+    decide_local,
+    stale,
+)
 from agentcall.dispatcher.domain.model import ExecuteCommand, LocalTask, SipSnapshot, TenantQuota
 from agentcall.dispatcher.domain.occupancy import OccupancyIndex
+from agentcall.dispatcher.domain.outage import STALE
 from agentcall.dispatcher.domain.reasons import RejectReason
 from agentcall.dispatcher.domain.results import execute_result
 from agentcall.dispatcher.domain.states import Barrier, InboxDecision, TaskStatus
+from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S
 from agentcall.dispatcher.mq.settle import Settle
 from agentcall.dispatcher.saas.cache import TaskLookup
 from agentcall.dispatcher.store import executions, inbox, outbox, rejected, tasks
@@ -59,6 +71,8 @@ class Inputs:
     configs: Mapping[str, TaskLookup]
     quotas: Mapping[tuple[str, str], TenantQuota | None]
     now: datetime
+    held: Mapping[str, str] = field(default_factory=dict)  # task_id → the failing read
+    skew_s: float = DEFAULT_CLOCK_SKEW_S
 
 
 @dataclass
@@ -67,6 +81,9 @@ class Outcome:
     accepted: list[str] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
     decide_s: list[float] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)  # tasks whose commands went back (outage)
+    stale: set[str] = field(default_factory=set)  # tasks whose config was below the seen
+    seen: dict[str, int] = field(default_factory=dict)  # task revisions newer than stored
 
 
 def _hold(local: LocalTask | None) -> Settle | None:
@@ -107,6 +124,8 @@ def run_batch(conn: sqlite3.Connection, items: Sequence[Item], inp: Inputs) -> O
         out.settles.append(_one(conn, item, local_tasks, occupancy, inp, out))
         if out.settles[-1] is not Settle.REQUEUE:
             seen.add(command_id)
+    if out.seen:
+        tasks.note_seen(conn, out.seen)
     return out
 
 
@@ -128,6 +147,9 @@ def _one(
     if held is Settle.REQUEUE:
         out.decisions.append(("requeued", "barrier"))
         return Settle.REQUEUE
+    holder = _holder(item, local, inp, out)
+    if holder is not None:
+        return _held(conn, item, local, inp, out, holder)
     started = time.perf_counter()
     result = _decide(item, local, occupancy, inp)
     out.decide_s.append(time.perf_counter() - started)
@@ -142,6 +164,44 @@ def _one(
     return Settle.ACK
 
 
+def _holder(item: Valid, local: LocalTask | None, inp: Inputs, out: Outcome) -> str | None:
+    """The failing read that holds this command's task, if any (D-NOTE-1, D-NOTE-2)."""
+    task_id = item.command.task_id
+    if task_id in inp.held:
+        return inp.held[task_id]
+    config = inp.configs[task_id].config if task_id in inp.configs else None
+    if config is None or local is None:
+        return None
+    if stale(config, local):
+        out.stale.add(task_id)
+        return STALE
+    if config.task_revision > local.seen_revision:
+        out.seen[task_id] = max(out.seen.get(task_id, 0), config.task_revision)
+    return None
+
+
+def _held(
+    conn: sqlite3.Connection,
+    item: Valid,
+    local: LocalTask | None,
+    inp: Inputs,
+    out: Outcome,
+    holder: str,
+) -> Settle:
+    """Reject only on what needs no SaaS read (an expired command: its one result);
+    otherwise back to the queue until the read succeeds."""
+    command = item.command
+    view = TaskView(inp.dispatcher_id, local, None)
+    rejected_now = decide_local(command, view, inp.now, inp.skew_s)
+    if rejected_now is not None:
+        _reject(conn, command, rejected_now.reason, inp)
+        out.decisions.append(("rejected", rejected_now.reason.value))
+        return Settle.ACK
+    out.held.add(command.task_id)
+    out.decisions.append(("held", holder.partition(":")[0]))
+    return Settle.REQUEUE
+
+
 def _decide(
     item: Valid, local: LocalTask | None, occupancy: OccupancyIndex, inp: Inputs
 ) -> Accept | Reject:
@@ -153,7 +213,8 @@ def _decide(
     quota = inp.quotas.get((config.tenant_id, config.tenant_key)) if config else None
     view = TaskView(inp.dispatcher_id, local, config, config_missing=lookup.missing)
     tenant = config.tenant_id if config else command.tenant_id
-    return decide(command, view, inp.sip, quota, occupancy.view(tenant, command.task_id), inp.now)
+    busy = occupancy.view(tenant, command.task_id)
+    return decide(command, view, inp.sip, quota, busy, inp.now, inp.skew_s)
 
 
 def _accept(conn: sqlite3.Connection, command: ExecuteCommand, result: Accept, inp: Inputs) -> str:

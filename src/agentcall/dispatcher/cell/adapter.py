@@ -43,6 +43,7 @@ from agentcall.dispatcher.cell.port import (
     CellUnavailable,
     CellUpload,
 )
+from agentcall.dispatcher.domain.identity import CellIdentity
 from agentcall.dispatcher.domain.results import TranscriptSegment
 
 # Besides CellError, what a cell that dies mid-request can surface through the client's
@@ -112,6 +113,7 @@ def to_upload(result: UploadResult) -> CellUpload:
         size_bytes=result.size_bytes,
         sha256=result.sha256,
         message=result.message,
+        renewal_requested=result.renewal_requested,
     )
 
 
@@ -270,6 +272,13 @@ class CellAdapter:
             return  # gone already, or its call is still tracked: nothing to delete now
         except UNANSWERED as exc:
             raise CellUnavailable(f"delete orphan: {_why(exc)}") from exc
+
+    async def identity(self) -> CellIdentity:
+        try:
+            info = await self._client.info()
+        except UNANSWERED as exc:
+            raise CellUnavailable(f"info: {_why(exc)}") from exc
+        return CellIdentity(info.cell_id, info.config_sha256)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -29,6 +29,7 @@ from agentcall.dispatcher.cell.port import (
     CellRejected,
     CellUpload,
 )
+from agentcall.dispatcher.domain.identity import CellIdentity
 
 Answer = Callable[[Mapping[str, Any]], CellCall | CellError]
 Upload = Callable[["FakeCell", str, str, dict[str, str]], Awaitable[CellUpload]]
@@ -53,6 +54,7 @@ class FakeCell:
     deleted: list[str] = field(default_factory=list)
     last_url: str | None = None
     puts: int = 0
+    reported: CellIdentity = CellIdentity(None, None)
 
     async def boot_id(self) -> str:
         return self.boots.pop(0) if len(self.boots) > 1 else self.boots[0]
@@ -108,6 +110,9 @@ class FakeCell:
 
     async def delete_orphan(self, call_id: str) -> None:
         self.deleted.append(call_id)
+
+    async def identity(self) -> CellIdentity:
+        return self.reported
 
     async def aclose(self) -> None:
         return None

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from agentcall.dispatcher.domain.identity import CellIdentity
 from agentcall.dispatcher.domain.results import TranscriptSegment
 from agentcall.dispatcher.errors import DispatcherError
 
@@ -83,6 +84,7 @@ class CellUpload:
     size_bytes: int
     sha256: str
     message: str | None
+    renewal_requested: bool = False  # the grant expired before the PUT: asks for a new one
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,10 @@ class CellPort(Protocol):
     async def orphans(self) -> list[CellOrphan]: ...
 
     async def delete_orphan(self, call_id: str) -> None: ...
+
+    async def identity(self) -> CellIdentity:
+        """The cell's ``cell_id`` and the digest of the configuration it applies (D-NOTE-9)."""
+        ...
 
     async def aclose(self) -> None: ...
 

@@ -28,6 +28,7 @@ from agentcall.dispatcher.control.transaction import SqliteControlStore
 from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import Barrier
+from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S
 from agentcall.dispatcher.mq.consumers import TaskConsumers
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.saas.cache import ConfigCache
@@ -65,6 +66,7 @@ class ControlPlane:
         clock: Callable[[], datetime],
         on_receipt: Callable[[], None],
         drain_parallel: int = 16,
+        skew_s: float = DEFAULT_CLOCK_SKEW_S,
     ) -> None:
         self._link = link
         self.store = SqliteControlStore(db, routing_key)
@@ -77,6 +79,7 @@ class ControlPlane:
             CellActiveCalls(db, cell),
             clock=clock,
             on_receipt=on_receipt,
+            skew_s=skew_s,
         )
         self.service = ControlService(
             self.store, self.processor, self.lanes, dispatcher_id=dispatcher_id, clock=clock

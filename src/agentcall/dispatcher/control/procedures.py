@@ -49,19 +49,24 @@ from agentcall.dispatcher.domain.control import (
 )
 from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.domain.states import Barrier
+from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S, Validity
 from agentcall.dispatcher.logs import log
 
 LOG = logging.getLogger("dispatcher.control")
 
 
 def chooser(
-    command: ControlCommand, config: TaskConfig | ReadFailure, now: datetime
+    command: ControlCommand,
+    config: TaskConfig | ReadFailure,
+    now: datetime,
+    skew_s: float = DEFAULT_CLOCK_SKEW_S,
 ) -> Callable[[TaskFacts], Verdict]:
     """The decision to run inside the store's transaction, on the barrier persisted then."""
 
     def choose(facts: TaskFacts) -> Verdict:
-        read = verify_read(command, config, facts.tenant)
-        decision = decide(facts.barrier, command.action, read, expired=command.expired(now))
+        read = verify_read(command, config, facts.tenant, facts.seen_revision)
+        window = command.validity(now, skew_s)
+        decision = decide(facts.barrier, command.action, read, validity=window)
         trusted = None if isinstance(read, ReadFailure) else config
         assert trusted is None or isinstance(trusted, TaskConfig)
         return Verdict(decision, trusted)
@@ -80,7 +85,9 @@ class ControlProcessor:
         *,
         clock: Callable[[], datetime],
         on_receipt: Callable[[], None],
+        skew_s: float = DEFAULT_CLOCK_SKEW_S,
     ) -> None:
+        self._skew_s = skew_s
         self._store = store
         self._reader = reader
         self._consumers = consumers
@@ -105,9 +112,12 @@ class ControlProcessor:
             # Admission is already closed; every pause/stop outcome leaves the consumer
             # suspended, so stop feeding requeued deliveries while the GET is in flight.
             await self._consumers.suspend(job.task_id)
-        config = await self._reader.read_fresh(job.task_id)
+        config: TaskConfig | ReadFailure = ReadFailure.UNAVAILABLE
+        if job.command.validity(self._clock(), self._skew_s) is Validity.VALID:
+            config = await self._reader.read_fresh(job.task_id)  # out of window: no GET
         now = self._clock()
-        decided = await self._store.decide(job, chooser(job.command, config, now), now)
+        choose = chooser(job.command, config, now, self._skew_s)
+        decided = await self._store.decide(job, choose, now)
         assert decided.decision is not None
         log(
             LOG,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from agentcall.dispatcher import contracts
@@ -53,6 +53,7 @@ class _Progress:
     errors: int = 0
     last_error: str | None = None
     last_error_at: datetime | None = None
+    rejected_by_reason: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class DiscoveryStatus:
     errors: int
     last_error: str | None
     last_error_at: datetime | None
+    rejected_by_reason: dict[str, int]
 
 
 class DiscoveryLoop:
@@ -146,6 +148,8 @@ class DiscoveryLoop:
         result = _check(raw, after, self._client.dispatcher_id, known)
         if isinstance(result, PageRejected):
             self._progress.pages_rejected += 1
+            by_reason = self._progress.rejected_by_reason
+            by_reason[result.reason.value] = by_reason.get(result.reason.value, 0) + 1
             await self._db.write(
                 rejected.record,
                 source=f"http:discovery?after={after}",

@@ -11,13 +11,15 @@ task known, not removed, owned   task_unknown (also a 404 resource_not_found tas
 envelope identity = task         identity_mismatch (dispatcher_id, tenant_id, tenant_key)
 no local barrier                 task_barrier (paused / stopped, D-DISC-7)
 discovered status running        task_not_running
-not_after not passed             command_expired
-task config readable, current    task_config_unavailable (missing or older revision)
+issued_at not in the future      invalid_validity_window (beyond the clock skew, D-NOTE-3)
+not_after not passed             command_expired (now >= not_after, D-NOTE-3)
+task config readable, current    task_config_unavailable (missing or below the highest
+                                 revision seen, D-NOTE-1)
 config identity = envelope       identity_mismatch
 config status running            task_not_running
 agent authorization valid        agent_authorization_expired
 SIP snapshot verified            sip_config_unavailable
-callee allowed (if listed)       target_not_allowed
+callee in allowed_targets        target_not_allowed (an empty list allows nobody, D-NOTE-6)
 task schedule open               outside_schedule
 tenant quota valid               tenant_quota_unavailable
 tenant occupancy < quota         tenant_quota_exhausted
@@ -25,6 +27,10 @@ task occupancy < task limit      task_concurrency_exhausted
 a trunk can take it              outside_schedule (all usable trunks closed) /
                                  no_trunk_available
 ===============================  ==========================================================
+
+The first five rules need no SaaS read: :func:`decide_local` applies them alone to a
+command held by a SaaS outage (D-NOTE-2), so an expired one still gets its one
+``command_expired`` while the others wait in their queue.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from agentcall.dispatcher.domain.reasons import RejectReason
 from agentcall.dispatcher.domain.schedule import closed_reason
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 from agentcall.dispatcher.domain.trunks import NoTrunk, choose_trunk
+from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S, Validity, validity
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ class _Ctx:
     quota: TenantQuota | None
     occupancy: Occupancy
     now: datetime
+    skew_s: float = DEFAULT_CLOCK_SKEW_S
 
 
 def _known(c: _Ctx) -> Reject | None:
@@ -139,10 +147,18 @@ def _discovered_running(c: _Ctx) -> Reject | None:
     return None
 
 
-def _not_expired(c: _Ctx) -> Reject | None:
-    if c.now >= c.command.not_after:
+def _in_window(c: _Ctx) -> Reject | None:
+    window = validity(c.command.issued_at, c.command.not_after, c.now, c.skew_s)
+    if window is Validity.INVALID_WINDOW:
+        return Reject(RejectReason.INVALID_VALIDITY_WINDOW, "issued_at lies in the future")
+    if window is Validity.EXPIRED:
         return Reject(RejectReason.COMMAND_EXPIRED, "not_after has passed")
     return None
+
+
+def stale(config: TaskConfig, local: LocalTask) -> bool:
+    """A config below the highest revision seen never feeds admission (D-NOTE-1)."""
+    return config.task_revision < max(local.task_revision, local.seen_revision)
 
 
 def _config_current(c: _Ctx) -> Reject | None:
@@ -150,8 +166,8 @@ def _config_current(c: _Ctx) -> Reject | None:
     assert local is not None
     if config is None:
         return Reject(RejectReason.TASK_CONFIG_UNAVAILABLE, "task config could not be read")
-    if config.task_revision < local.task_revision:
-        return Reject(RejectReason.TASK_CONFIG_UNAVAILABLE, "task config is older than discovery")
+    if stale(config, local):
+        return Reject(RejectReason.TASK_CONFIG_UNAVAILABLE, "task config is older than seen")
     return None
 
 
@@ -181,8 +197,7 @@ def _sip_loaded(c: _Ctx) -> Reject | None:
 
 def _target_allowed(c: _Ctx) -> Reject | None:
     assert c.sip is not None
-    targets = c.sip.allowed_targets
-    if targets and c.command.callee not in targets:
+    if c.command.callee not in c.sip.allowed_targets:
         return Reject(RejectReason.TARGET_NOT_ALLOWED, "callee is not in allowed_targets")
     return None
 
@@ -214,12 +229,15 @@ def _task_concurrency(c: _Ctx) -> Reject | None:
     return None
 
 
-_CHECKS: tuple[Callable[[_Ctx], Reject | None], ...] = (
+_LOCAL: tuple[Callable[[_Ctx], Reject | None], ...] = (
     _known,
     _envelope_identity,
     _barrier,
     _discovered_running,
-    _not_expired,
+    _in_window,
+)
+_CHECKS: tuple[Callable[[_Ctx], Reject | None], ...] = (
+    *_LOCAL,
     _config_current,
     _config_identity,
     _agent_authorized,
@@ -238,9 +256,10 @@ def decide(
     quota: TenantQuota | None,
     occupancy: Occupancy,
     now: datetime,
+    skew_s: float = DEFAULT_CLOCK_SKEW_S,
 ) -> Accept | Reject:
     """Admit or reject ``command`` at ``now``; the caller reserves occupancy on Accept."""
-    ctx = _Ctx(command, task, sip, quota, occupancy, now)
+    ctx = _Ctx(command, task, sip, quota, occupancy, now, skew_s)
     for check in _CHECKS:
         rejected = check(ctx)
         if rejected is not None:
@@ -250,6 +269,18 @@ def decide(
     if isinstance(choice, NoTrunk):
         return Reject(choice.reason, choice.detail)
     return Accept(_plan(command, task.config, sip, choice.trunk.trunk_id, choice.caller_id))
+
+
+def decide_local(
+    command: ExecuteCommand, task: TaskView, now: datetime, skew_s: float = DEFAULT_CLOCK_SKEW_S
+) -> Reject | None:
+    """The rules that need no SaaS read (see the module docstring), or None if all hold."""
+    ctx = _Ctx(command, task, None, None, Occupancy(), now, skew_s)
+    for check in _LOCAL:
+        rejected = check(ctx)
+        if rejected is not None:
+            return rejected
+    return None
 
 
 def _plan(

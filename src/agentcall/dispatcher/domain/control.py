@@ -9,16 +9,18 @@ Barriers (persisted in ``tasks.barrier``) only ever tighten admission until a ve
       └───────────────┴────────stop verified──────┴──► stopped   (irreversible)
     any ──discovery removed──► removed  (tombstone, terminal)
 
-``decide(barrier, action, read, expired=…)`` is the whole table: for the barrier the task
+``decide(barrier, action, read, validity=…)`` is the whole table: for the barrier the task
 has when the control is processed, the action and the fresh authoritative read (a task
 status, or why the read failed) it returns the new barrier, the receipt
 (status / reason_code / task_state) and what must happen to the task's consumer. It never
 raises: every cell of the table is defined. :func:`move_barrier` is the guard the store
 runs before persisting; an illegal move raises :class:`IllegalTransition`.
 
-Expired controls (``not_after`` passed) fail closed: pause and stop still close (their
-effect *is* closing, and a stop must still drain so the SaaS can retire the queue); an
-expired resume never reopens and is rejected with ``state_mismatch``.
+Expired controls (``not_after`` passed, the same boundary as for call.execute:
+:mod:`~agentcall.dispatcher.domain.validity`) and controls issued too far in the future
+get a rejected receipt (``command_expired`` / ``invalid_validity_window``) and fail closed
+(D-NOTE-3, D-CTL-5): admission for the task closes until a valid resume; no barrier is
+lifted and the irreversible ``stopped`` barrier is never set by them.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from enum import StrEnum
 from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.domain.reasons import ControlRejectReason
 from agentcall.dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
+from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S, Validity, validity
 
 
 class ControlAction(StrEnum):
@@ -51,12 +54,18 @@ class ActiveCallPolicy(StrEnum):
 
 
 class ReadFailure(StrEnum):
-    """Why the fresh task GET gave no usable authoritative status (all → task_unavailable)."""
+    """Why the fresh task GET gave no usable authoritative status.
+
+    All of them reject with ``task_unavailable`` except ``stale``: a read answering a
+    revision lower than one the D already saw contradicts what the D knows
+    (``state_mismatch``, D-NOTE-1).
+    """
 
     UNAVAILABLE = "unavailable"  # network, timeout, 5xx
     NOT_FOUND = "not_found"  # 404 resource_not_found: missing or not owned
     REFUSED = "refused"  # 401/403: this D is not authorized now
     INVALID = "invalid"  # 200 body breaking its schema or an identity/ownership check
+    STALE = "stale"  # 200 from a lagging replica: revision below the highest seen
 
 
 AuthoritativeRead = TaskStatus | ReadFailure
@@ -112,8 +121,9 @@ class ControlCommand:
     active_call_policy: ActiveCallPolicy | None
     reason: str
 
-    def expired(self, now: datetime) -> bool:
-        return now > self.not_after
+    def validity(self, now: datetime, skew_s: float = DEFAULT_CLOCK_SKEW_S) -> Validity:
+        """The one validity rule of every command (D-NOTE-3)."""
+        return validity(self.issued_at, self.not_after, now, skew_s)
 
 
 _BARRIER_MOVES: dict[Barrier, frozenset[Barrier]] = {
@@ -194,8 +204,9 @@ def _rejected(
 
 
 def _read_reason(read: AuthoritativeRead) -> ControlRejectReason:
-    """A status that contradicts the action is a mismatch; a failed read is unavailability."""
-    if isinstance(read, TaskStatus):
+    """A status that contradicts the action (or a stale one) is a mismatch; a failed read
+    is unavailability."""
+    if isinstance(read, TaskStatus) or read is ReadFailure.STALE:
         return ControlRejectReason.STATE_MISMATCH
     return ControlRejectReason.TASK_UNAVAILABLE
 
@@ -208,19 +219,32 @@ _APPLIED_CONSUMER = {
 }
 
 
-def decide(
-    barrier: Barrier, action: ControlAction, read: AuthoritativeRead, *, expired: bool = False
-) -> ControlDecision:
-    """The control decision table (D-CTL-2..5, D-DISC-7, D-DISC-8).
+_INVALID = {
+    Validity.EXPIRED: ControlRejectReason.COMMAND_EXPIRED,
+    Validity.INVALID_WINDOW: ControlRejectReason.INVALID_VALIDITY_WINDOW,
+}
 
-    ``barrier`` is the persisted barrier at decision time, ``read`` the fresh task GET.
+
+def decide(
+    barrier: Barrier,
+    action: ControlAction,
+    read: AuthoritativeRead,
+    *,
+    validity: Validity = Validity.VALID,
+) -> ControlDecision:
+    """The control decision table (D-CTL-2..5, D-DISC-7, D-DISC-8, D-NOTE-1, D-NOTE-3).
+
+    ``barrier`` is the persisted barrier at decision time, ``read`` the fresh task GET,
+    ``validity`` the control's validity window at decision time.
     """
     if barrier is Barrier.REMOVED:
         return _rejected(barrier, ControlRejectReason.TASK_UNAVAILABLE, ConsumerAction.KEEP)
+    if validity is not Validity.VALID:
+        return _out_of_window(barrier, _INVALID[validity])
     if barrier is Barrier.STOPPED:
         return _on_stopped(action, read)
     if action is ControlAction.RESUME:
-        return _resume(barrier, read, expired)
+        return _resume(barrier, read)
     if read is _TARGET[action]:
         return _applied(_APPLIED_BARRIER[action], _APPLIED_CONSUMER[action])
     return _rejected(close(barrier), _read_reason(read), ConsumerAction.SUSPEND)
@@ -235,10 +259,18 @@ def _on_stopped(action: ControlAction, read: AuthoritativeRead) -> ControlDecisi
     return _rejected(Barrier.STOPPED, _read_reason(read), ConsumerAction.DRAIN)
 
 
-def _resume(barrier: Barrier, read: AuthoritativeRead, expired: bool) -> ControlDecision:
-    """Lift only for a fresh ``running``, valid ownership, never stopped, not expired."""
-    if expired:
-        return _rejected(close(barrier), ControlRejectReason.STATE_MISMATCH, ConsumerAction.SUSPEND)
+def _out_of_window(barrier: Barrier, reason: ControlRejectReason) -> ControlDecision:
+    """Expired or from the future: fail closed, whatever the action (D-NOTE-3).
+
+    Admission closes (``none`` → ``closed``); a tighter barrier stays as it is, so nothing
+    is lifted and ``stopped`` is never set; a stopped task's own drain is left alone.
+    """
+    consumer = ConsumerAction.KEEP if barrier is Barrier.STOPPED else ConsumerAction.SUSPEND
+    return _rejected(close(barrier), reason, consumer)
+
+
+def _resume(barrier: Barrier, read: AuthoritativeRead) -> ControlDecision:
+    """Lift only for a fresh, current ``running``, valid ownership, never stopped."""
     if read is TaskStatus.RUNNING:
         return _applied(Barrier.NONE, ConsumerAction.REOPEN)
     return _rejected(close(barrier), _read_reason(read), ConsumerAction.SUSPEND)
@@ -270,11 +302,13 @@ def verify_read(
     command: ControlCommand,
     config: TaskConfig | ReadFailure,
     local_tenant: tuple[str, str] | None,
+    seen_revision: int = 0,
 ) -> AuthoritativeRead:
     """The authoritative status of a fresh task GET, or why it cannot count (D-CTL-3).
 
     Ownership must hold: the task config's tenant identity equals the control envelope's
     and the one discovery persisted; otherwise the read is ``invalid`` (task_unavailable).
+    A revision below the highest the D has seen for the task is ``stale`` (D-NOTE-1).
     """
     if isinstance(config, ReadFailure):
         return config
@@ -283,7 +317,15 @@ def verify_read(
         return ReadFailure.INVALID
     if local_tenant is not None and local_tenant != identity:
         return ReadFailure.INVALID
+    if is_stale(config.task_revision, seen_revision):
+        return ReadFailure.STALE
     return config.status
+
+
+def is_stale(revision: int, seen_revision: int) -> bool:
+    """Revisions only move forward (D-NOTE-1): an answer below the highest seen is stale;
+    the same revision again is current."""
+    return revision < seen_revision
 
 
 @dataclass(frozen=True)
@@ -303,7 +345,9 @@ class ControlJob:
 
 @dataclass(frozen=True)
 class TaskFacts:
-    """What the store holds about a task at decision time (``tenant`` None: unknown task)."""
+    """What the store holds about a task at decision time (``tenant`` None: unknown task;
+    ``seen_revision``: the highest task revision the D has seen, D-NOTE-1)."""
 
     barrier: Barrier
     tenant: tuple[str, str] | None
+    seen_revision: int = 0

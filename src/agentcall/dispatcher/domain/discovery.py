@@ -15,9 +15,10 @@ from enum import StrEnum
 from typing import Any
 
 from agentcall.dispatcher.domain.model import LocalTask
-from agentcall.dispatcher.domain.states import TaskStatus
+from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 
 UINT64_MAX = 2**64 - 1
+MAX_TASK_QUEUES = 256  # D-MQ-6: task queues not yet retired per D
 _CURSOR = re.compile(r"^(0|[1-9][0-9]{0,19})$")
 
 
@@ -31,6 +32,7 @@ class PageRejectReason(StrEnum):
     CURSOR_NOT_ADVANCING = "cursor_not_advancing"
     CURSOR_MOVED_ON_EMPTY = "cursor_moved_on_empty_page"
     REVISION_REGRESSION = "revision_regression"
+    QUEUE_LIMIT = "queue_limit_exceeded"
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ def check_page(
     dispatcher_id: str,
     known: Mapping[str, LocalTask],
     schema_errors: Sequence[str] = (),
+    limit: int = MAX_TASK_QUEUES,
 ) -> PageAccepted | PageRejected:
     """Decide whether a 200 page for ``?after=<after>`` may be persisted."""
     if schema_errors:
@@ -88,8 +91,37 @@ def check_page(
     if body["dispatcher_id"] != dispatcher_id:
         return PageRejected(PageRejectReason.WRONG_DISPATCHER, "page is for another dispatcher")
     tasks = tuple(_row(item) for item in body["tasks"])
-    problem = _rows_problem(tasks, known) or _cursor_problem(tasks, after, cursor)
+    problem = (
+        _rows_problem(tasks, known)
+        or _cursor_problem(tasks, after, cursor)
+        or _limit_problem(tasks, known, limit)
+    )
     return problem or PageAccepted(tasks, cursor)
+
+
+def retired(task: LocalTask) -> bool:
+    """A ``removed`` tombstone no longer has a task queue; every other task has one,
+    stopped and draining included (D-MQ-6, D-NOTE-5)."""
+    return task.status is TaskStatus.REMOVED or task.barrier is Barrier.REMOVED
+
+
+def _limit_problem(
+    tasks: tuple[DiscoveredTask, ...], known: Mapping[str, LocalTask], limit: int
+) -> PageRejected | None:
+    """D-NOTE-5: the page is refused whole if applying it leaves more than ``limit`` task
+    queues not yet retired; no task is ever left silently unconsumed."""
+    live = {t for t, task in known.items() if not retired(task)}
+    for task in tasks:
+        if task.status is TaskStatus.REMOVED:
+            live.discard(task.task_id)
+        else:
+            live.add(task.task_id)
+    if len(live) > limit:
+        return PageRejected(
+            PageRejectReason.QUEUE_LIMIT,
+            f"{len(live)} task queues not yet retired after this page; at most {limit}",
+        )
+    return None
 
 
 def _row(item: Mapping[str, Any]) -> DiscoveredTask:

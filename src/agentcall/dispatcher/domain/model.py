@@ -85,6 +85,7 @@ class SipSnapshot:
     allowed_targets: frozenset[str]
     trunks: Mapping[str, Trunk]
     cell_id: str = "cell"
+    config_sha256: str = ""  # the D's own digest of what the cell must apply (D-NOTE-9)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ class LocalTask:
     status: TaskStatus
     task_revision: int
     barrier: Barrier = Barrier.NONE
+    seen_revision: int = 0  # the highest revision seen anywhere (D-NOTE-1)
 
 
 @dataclass(frozen=True)

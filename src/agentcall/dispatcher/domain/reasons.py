@@ -26,10 +26,13 @@ class RejectReason(StrEnum):
     TENANT_QUOTA_EXHAUSTED = "tenant_quota_exhausted"
     TASK_CONCURRENCY_EXHAUSTED = "task_concurrency_exhausted"
     NO_TRUNK_AVAILABLE = "no_trunk_available"
+    INVALID_VALIDITY_WINDOW = "invalid_validity_window"
 
 
 class ControlRejectReason(StrEnum):
-    """Why a task.control was rejected (D-CTL-5)."""
+    """Why a task.control was rejected (D-CTL-5, D-NOTE-1, D-NOTE-3)."""
 
     STATE_MISMATCH = "state_mismatch"
     TASK_UNAVAILABLE = "task_unavailable"
+    COMMAND_EXPIRED = "command_expired"
+    INVALID_VALIDITY_WINDOW = "invalid_validity_window"

@@ -5,7 +5,7 @@
     waiting ─file_ready─► ready ─authorized─► authorized ─uploaded─► put_done ─verified─► uploaded
                             ▲                  │     │                   ▲
                             └──── expired ◄────┘     └─► put_unknown ────┘
-                                  (re-authorize the same upload_id/object_key)
+              (re-authorize the same upload_id/object_key, only when the cell asked for it)
 
     any open state ── explicit failure, checksum mismatch, deadline ──► unavailable(error_code)
 
@@ -131,6 +131,7 @@ class Recording:
     authorized_until: datetime | None = None
     error_code: ErrorCode | None = None
     detail: str | None = None
+    renewal_requested: bool = False  # the cell asked for a new grant (D-NOTE-7)
 
 
 class UploadStatus(StrEnum):
@@ -149,6 +150,7 @@ class UploadReport:
     error_code: str | None = None
     expires_at: datetime | None = None
     detail: str | None = None
+    renewal_requested: bool = False  # expired before the PUT began: the cell asks again
 
 
 @dataclass(frozen=True)
@@ -183,8 +185,21 @@ def file_ready(rec: Recording, media: Media) -> Recording:
 
 
 def authorized(rec: Recording, until: datetime) -> Recording:
-    """A presigned PUT for the fixed upload_id/object_key was issued (D-REC-1)."""
-    return _to(rec, S.AUTHORIZED, authorizations=rec.authorizations + 1, authorized_until=until)
+    """A presigned PUT for the fixed upload_id/object_key was issued (D-REC-1); a pending
+    renewal request is answered by it."""
+    return _to(
+        rec,
+        S.AUTHORIZED,
+        authorizations=rec.authorizations + 1,
+        authorized_until=until,
+        renewal_requested=False,
+    )
+
+
+def renewable(rec: Recording) -> bool:
+    """D-NOTE-7: a new authorization only answers the cell's explicit request, for a grant
+    that expired before its PUT began; the D never re-issues one on its own."""
+    return rec.state is S.EXPIRED and rec.renewal_requested
 
 
 _STALE_SLACK = timedelta(seconds=1)
@@ -209,7 +224,11 @@ def upload_reported(rec: Recording, report: UploadReport) -> Recording:
     if status is UploadStatus.UPLOADED:
         return _to(rec, S.PUT_DONE, detail=report.detail)
     if status is UploadStatus.EXPIRED:
-        return rec if _stale_expiry(rec, report) else _to(rec, S.EXPIRED, detail=report.detail)
+        if _stale_expiry(rec, report):
+            return rec
+        return _to(
+            rec, S.EXPIRED, detail=report.detail, renewal_requested=report.renewal_requested
+        )
     if status is UploadStatus.REFUSED:
         return _to(rec, S.PUT_UNKNOWN, detail=report.detail)
     if status is UploadStatus.MISSING:

@@ -11,7 +11,7 @@ import math
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from agentcall.dispatcher.domain.recording import Recording, RecordingState
+from agentcall.dispatcher.domain.recording import Recording, RecordingState, renewable
 
 S = RecordingState
 MIN_AUTHORIZATION = timedelta(seconds=1)  # a presigned URL lives whole seconds
@@ -21,6 +21,7 @@ class Step(StrEnum):
     DONE = "done"  # closed; nothing left
     WAIT = "wait"  # nothing to do before the next report or the deadline
     AUTHORIZE = "authorize"  # presign the fixed key and hand the PUT to the cell
+    HAND_OVER = "hand_over"  # hand the grant this process holds to the cell again
     VERIFY = "verify"  # look at the bucket: size and SHA-256
     CLOSE = "close"  # the deadline passed: look at the bucket once more, then close
 
@@ -48,17 +49,19 @@ def expires_in_s(now: datetime, until: datetime) -> int:
 
 _BY_STATE = {
     S.WAITING: Step.WAIT,  # the cell reports the file (or the deadline closes it)
-    S.READY: Step.AUTHORIZE,
-    S.EXPIRED: Step.AUTHORIZE,  # re-authorize the same upload_id/object_key
-    S.AUTHORIZED: Step.AUTHORIZE,  # no request in flight here (restart, cell away): again
+    S.READY: Step.AUTHORIZE,  # the first (and usually only) authorization
+    S.EXPIRED: Step.WAIT,  # re-authorized only on the cell's request (D-NOTE-7)
+    S.AUTHORIZED: Step.WAIT,  # the grant was issued: never a second one on the D's own
     S.PUT_UNKNOWN: Step.VERIFY,  # the object may land: look, never PUT again
     S.PUT_DONE: Step.VERIFY,
 }
 
 
-def next_step(rec: Recording, now: datetime, *, busy: bool) -> Step:
+def next_step(rec: Recording, now: datetime, *, busy: bool, holds_grant: bool = False) -> Step:
     """``busy``: a request for this recording is in flight in this process. The deadline
-    closes the recording even then: a hung request never keeps it open (D-REC-2)."""
+    closes the recording even then: a hung request never keeps it open (D-REC-2).
+    ``holds_grant``: this process still holds the URL it issued but could not hand over
+    (the cell was away): the same grant is handed over again, never a new one (D-NOTE-7)."""
     if rec.state.closed:
         return Step.DONE
     if now >= rec.deadline_at:
@@ -66,6 +69,10 @@ def next_step(rec: Recording, now: datetime, *, busy: bool) -> Step:
     if busy:
         return Step.WAIT
     step = _BY_STATE[rec.state]
+    if renewable(rec):
+        step = Step.AUTHORIZE  # the cell asked: answer it, for the same upload_id/object_key
+    elif rec.state is S.AUTHORIZED and holds_grant:
+        return Step.HAND_OVER
     if step is Step.AUTHORIZE and rec.deadline_at - now < 2 * MIN_AUTHORIZATION:
         return Step.WAIT  # too late for a usable URL: the deadline closes it
     return step

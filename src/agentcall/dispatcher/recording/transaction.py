@@ -82,6 +82,8 @@ class Opener:
         state = S.WAITING if media is None else S.READY
         if orphan and media is not None:
             state = _ORPHAN_START.get(extra.get("upload"), S.PUT_UNKNOWN)
+        # Renewed only on the cell's explicit request (D-NOTE-7), never on an orphan's state.
+        asks = state is S.EXPIRED and extra.get("renewal_requested") is True
         ended_at = ending.end.ended_at
         return Recording(
             execution_id=execution.execution_id,
@@ -95,6 +97,7 @@ class Opener:
             media=media,
             ended_at=ended_at,
             deadline_at=deadline_for(ended_at, self.deadline_s),
+            renewal_requested=asks,
         )
 
 
@@ -175,14 +178,21 @@ def files_found(
 
 
 def report_of(
-    status: str, error_code: str | None, expires_at: datetime | None, message: str | None
+    status: str,
+    error_code: str | None,
+    expires_at: datetime | None,
+    message: str | None,
+    *,
+    renewal_requested: bool = False,
 ) -> UploadReport:
-    """An UploadReport from the cell's upload answer / ``call.upload`` event."""
+    """An UploadReport from the cell's upload answer / ``call.upload`` event; the cell
+    asks for a new grant only on an ``expired`` report (D-NOTE-7)."""
     try:
         kind = UploadStatus(status)
     except ValueError:
         kind = UploadStatus.FAILED
-    return UploadReport(kind, error_code, expires_at, message)
+    asks = renewal_requested and kind is UploadStatus.EXPIRED
+    return UploadReport(kind, error_code, expires_at, message, renewal_requested=asks)
 
 
 _REFUSALS = {
@@ -217,6 +227,7 @@ def _event_change(event: CellEvent, rec: Recording) -> Change | None:
             data.get("error_code"),
             datetime.fromisoformat(expires) if isinstance(expires, str) and expires else None,
             data.get("message"),
+            renewal_requested=data.get("renewal_requested") is True,
         )
         return lambda r: model.upload_reported(r, report)
     return None

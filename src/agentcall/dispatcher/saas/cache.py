@@ -5,6 +5,8 @@ quota is kept at most ``quota_ttl_s`` (≤ 60 s) and never past its ``valid_unti
 failed read is remembered for at most one second (so a burst of commands does not hammer
 the SaaS) and yields *no* value: the caller rejects new admission, nothing falls back to
 stale data, an empty config or "unlimited". Concurrent reads of one key share a request.
+The last failure of each read is kept (:meth:`ConfigCache.failure`) so that admission can
+tell a transient outage (hold the commands, D-NOTE-2) from a definitive answer.
 
 Agent versions are immutable (D-CFG-2): the first content digest seen for an
 ``agent_version_id`` is persisted; a later body with the same id and other content is
@@ -22,6 +24,7 @@ from datetime import datetime
 from typing import Generic, TypedDict, TypeVar
 
 from agentcall.dispatcher.domain.model import SipSnapshot, TaskConfig, TenantQuota
+from agentcall.dispatcher.domain.outage import SIP, Read, ReadKey
 from agentcall.dispatcher.saas.client import SaasClient, SaasError, SaasInvalid, SaasRefused
 from agentcall.dispatcher.saas.parse import parse_quota, parse_sip, parse_task
 from agentcall.dispatcher.store import agents
@@ -124,24 +127,31 @@ class ConfigCache:
         self._digests: dict[str, str] = {}
         self._revisions: dict[str, int] = {}
         self._reloaded: dict[str, int] = {}
+        self._failures: dict[ReadKey, SaasError] = {}
         self.last_sip: SipSnapshot | None = None
 
     @property
     def dispatcher_id(self) -> str:
         return self._client.dispatcher_id
 
-    def _failed(self, exc: SaasError) -> float:
+    def _failed(self, exc: SaasError, key: ReadKey) -> float:
         self._on_error(exc)
+        self._failures[key] = exc
         return min(FAILURE_TTL_S, self._config_ttl)
 
-    async def sip(self) -> SipSnapshot | None:
-        return await self._sip.get("sip", self._load_sip)
+    def failure(self, key: ReadKey) -> SaasError | None:
+        """The failure of the last read of ``key``, None if it succeeded (or never ran)."""
+        return self._failures.get(key)
+
+    async def sip(self, fresh: bool = False) -> SipSnapshot | None:
+        return await self._sip.get("sip", self._load_sip, bypass=fresh)
 
     async def _load_sip(self) -> tuple[SipSnapshot | None, float]:
         try:
             snapshot = parse_sip(await self._client.sip(), self.dispatcher_id)
         except SaasError as exc:
-            return None, self._failed(exc)
+            return None, self._failed(exc, SIP)
+        self._failures.pop(SIP, None)
         self.last_sip = snapshot
         return snapshot, self._config_ttl
 
@@ -168,13 +178,16 @@ class ConfigCache:
         self._revisions[task_id] = max(revision, self._revisions.get(task_id, 0))
 
     async def _load_task(self, task_id: str) -> tuple[TaskLookup, float]:
+        key = ReadKey(Read.TASK, task_id)
         try:
             config = parse_task(await self._client.task(task_id), self.dispatcher_id, task_id)
             await self._check_agent_version(config)
         except SaasRefused as exc:
-            return TaskLookup(None, missing=exc.not_found, error=exc.code), self._failed(exc)
+            ttl = self._failed(exc, key)
+            return TaskLookup(None, missing=exc.not_found, error=exc.code), ttl
         except SaasError as exc:
-            return TaskLookup(None, error=exc.code), self._failed(exc)
+            return TaskLookup(None, error=exc.code), self._failed(exc, key)
+        self._failures.pop(key, None)
         return TaskLookup(config), self._config_ttl
 
     async def _check_agent_version(self, config: TaskConfig) -> None:
@@ -197,18 +210,23 @@ class ConfigCache:
             f"agent_version_id {agent.agent_version_id} arrived with different content",
         )
 
-    async def quota(self, tenant_id: str, tenant_key: str) -> TenantQuota | None:
+    async def quota(
+        self, tenant_id: str, tenant_key: str, fresh: bool = False
+    ) -> TenantQuota | None:
         key = f"{tenant_id}\x00{tenant_key}"
-        return await self._quotas.get(key, lambda: self._load_quota(tenant_id, tenant_key))
+        load = functools.partial(self._load_quota, tenant_id, tenant_key)
+        return await self._quotas.get(key, load, bypass=fresh)
 
     async def _load_quota(
         self, tenant_id: str, tenant_key: str
     ) -> tuple[TenantQuota | None, float]:
+        key = ReadKey(Read.QUOTA, tenant_id)
         try:
             raw = await self._client.quota(tenant_id)
             quota = parse_quota(raw, self.dispatcher_id, tenant_id, tenant_key)
         except SaasError as exc:
-            return None, self._failed(exc)
+            return None, self._failed(exc, key)
+        self._failures.pop(key, None)
         remaining = (quota.valid_until - self._clock()).total_seconds()
         return quota, max(0.0, min(self._quota_ttl, remaining))
 

@@ -51,6 +51,25 @@ def canonical_digest(value: Any) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+def applied_config_digest(body: Mapping[str, Any]) -> str:
+    """The digest of the trunk/media configuration a cell applies from a SIP snapshot —
+    the same formula as the cell's ``GET /v1/info`` ``config_sha256`` (D-NOTE-9)::
+
+        sha256(canonical {"cell_id": artifact.cell_id, "trunks": artifact.trunks,
+                          "trunk_details": trunk_details,
+                          "media_profiles": artifact.media_profiles})
+    """
+    artifact = body["artifact"]
+    return canonical_digest(
+        {
+            "cell_id": artifact["cell_id"],
+            "trunks": artifact["trunks"],
+            "trunk_details": body["trunk_details"],
+            "media_profiles": artifact["media_profiles"],
+        }
+    )
+
+
 def parse_schedule(resource: str, obj: Mapping[str, Any]) -> Schedule:
     try:
         zone(obj["time_zone"])
@@ -93,6 +112,7 @@ def parse_sip(raw: bytes, dispatcher_id: str) -> SipSnapshot:
         allowed_targets=frozenset(artifact["allowed_targets"]),
         trunks=trunks,
         cell_id=artifact["cell_id"],
+        config_sha256=applied_config_digest(body),
     )
 
 

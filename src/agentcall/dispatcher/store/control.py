@@ -94,11 +94,13 @@ def open_jobs(conn: sqlite3.Connection) -> list[ControlJob]:
 
 def facts(conn: sqlite3.Connection, task_id: str) -> TaskFacts:
     row = conn.execute(
-        "SELECT barrier, tenant_id, tenant_key FROM tasks WHERE task_id = ?", (task_id,)
+        "SELECT barrier, tenant_id, tenant_key,"
+        " MAX(task_revision, control_revision, seen_revision) FROM tasks WHERE task_id = ?",
+        (task_id,),
     ).fetchone()
     if row is None:
         return TaskFacts(Barrier.NONE, None)
-    return TaskFacts(Barrier(row[0]), (row[1], row[2]))
+    return TaskFacts(Barrier(row[0]), (row[1], row[2]), int(row[3]))
 
 
 def write_barrier(conn: sqlite3.Connection, task_id: str, target: Barrier, now: datetime) -> None:

@@ -9,13 +9,14 @@ ACKs a delivery or originates a call (a lost commit could mean a double dial).
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import sqlite3
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
 from agentcall.dispatcher.errors import DispatcherError
 
@@ -31,8 +32,41 @@ class StoreError(DispatcherError):
     """
 
 
+class StateLocked(StoreError):
+    """Another D process holds this state database (D-NOTE-8).
+
+    Fix: run one D per state file — stop the other ``dispatcher run`` or give this one its
+    own DISPATCHER_STATE_DB (and its own DISPATCHER_ID).
+    """
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside the state database (``state.sqlite`` → ``state.sqlite.lock``)."""
+    return path.with_name(path.name + ".lock")
+
+
+def take_lock(path: Path) -> IO[bytes]:
+    """Hold an exclusive, non-blocking ``flock`` on the state database's lock file for the
+    life of the process (the kernel drops it when the process dies, also on SIGKILL)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    held = lock_path(path).open("ab")
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        held.close()
+        raise StateLocked(
+            f"another dispatcher process uses the state database {path} (lock"
+            f" {lock_path(path).name} is held); run one dispatcher per state file"
+        ) from None
+    return held
+
+
 class Database:
-    """Async facade over a single sqlite3 connection owned by a dedicated thread."""
+    """Async facade over a single sqlite3 connection owned by a dedicated thread.
+
+    One process per state file (D-NOTE-8): :meth:`open` takes the file's lock first and
+    refuses with :class:`StateLocked` when another process holds it.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -41,11 +75,17 @@ class Database:
         # Jobs that run before any queued one (see write_first); touched by both threads:
         # deque append/popleft are atomic.
         self._first: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._lock: IO[bytes] | None = None
 
     @classmethod
     async def open(cls, path: Path) -> Database:
         db = cls(path)
-        await db._run(lambda: db._connect())
+        try:
+            db._lock = take_lock(path)
+            await db._run(lambda: db._connect())
+        except BaseException:
+            await db.close()
+            raise
         return db
 
     def _connect(self) -> None:
@@ -115,6 +155,9 @@ class Database:
         if conn is not None:
             await self._run(conn.close)
         self._pool.shutdown(wait=True)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()
 
 
 def transact(

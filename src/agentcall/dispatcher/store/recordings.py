@@ -18,7 +18,8 @@ from agentcall.dispatcher.store.codec import iso
 
 _COLUMNS = (
     "execution_id, call_id, recording_id, upload_id, bucket, object_key, source, state,"
-    " media_json, ended_at, deadline_at, authorizations, authorized_until, error_code, detail"
+    " media_json, ended_at, deadline_at, authorizations, authorized_until, error_code, detail,"
+    " renewal_requested_at"
 )
 _CLOSED = tuple(s.value for s in RecordingState if s.closed)
 
@@ -29,7 +30,7 @@ def _time(value: str | None) -> datetime | None:
 
 def _row(row: tuple[Any, ...]) -> Recording:
     (execution_id, call_id, recording_id, upload_id, bucket, key, source, state, media) = row[:9]
-    ended_at, deadline_at, authorizations, until, error_code, detail = row[9:]
+    ended_at, deadline_at, authorizations, until, error_code, detail, renewal = row[9:]
     return Recording(
         execution_id=execution_id,
         call_id=call_id,
@@ -46,6 +47,7 @@ def _row(row: tuple[Any, ...]) -> Recording:
         authorized_until=_time(until),
         error_code=ErrorCode(error_code) if error_code else None,
         detail=detail,
+        renewal_requested=renewal is not None,
     )
 
 
@@ -58,7 +60,7 @@ def insert(conn: sqlite3.Connection, rec: Recording, now: datetime) -> bool:
     at = iso(now)
     cursor = conn.execute(
         f"INSERT INTO recordings ({_COLUMNS}, opened_at, updated_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
         (
             rec.execution_id,
             rec.call_id,
@@ -75,6 +77,7 @@ def insert(conn: sqlite3.Connection, rec: Recording, now: datetime) -> bool:
             iso(rec.authorized_until) if rec.authorized_until else None,
             rec.error_code.value if rec.error_code else None,
             rec.detail,
+            at if rec.renewal_requested else None,
             at,
             at,
         ),
@@ -88,7 +91,8 @@ def save(conn: sqlite3.Connection, rec: Recording, now: datetime) -> None:
     conn.execute(
         "UPDATE recordings SET state = ?, media_json = ?, authorizations = ?,"
         " authorized_until = ?, error_code = ?, detail = ?, updated_at = ?,"
-        " closed_at = CASE WHEN ? THEN COALESCE(closed_at, ?) ELSE NULL END"
+        " closed_at = CASE WHEN ? THEN COALESCE(closed_at, ?) ELSE NULL END,"
+        " renewal_requested_at = CASE WHEN ? THEN COALESCE(renewal_requested_at, ?) END"
         " WHERE execution_id = ?",
         (
             rec.state.value,
@@ -99,6 +103,8 @@ def save(conn: sqlite3.Connection, rec: Recording, now: datetime) -> None:
             (rec.detail or "")[:300] or None,
             at,
             rec.state.closed,
+            at,
+            rec.renewal_requested,
             at,
             rec.execution_id,
         ),

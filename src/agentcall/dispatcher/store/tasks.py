@@ -11,12 +11,18 @@ from agentcall.dispatcher.domain.states import Barrier, TaskStatus
 from agentcall.dispatcher.store.codec import iso
 
 
-def _local(row: sqlite3.Row | tuple[str, str, str, str, int, str]) -> LocalTask:
-    task_id, tenant_id, tenant_key, status, revision, barrier = row
-    return LocalTask(task_id, tenant_id, tenant_key, TaskStatus(status), revision, Barrier(barrier))
+def _local(row: sqlite3.Row | tuple[str, str, str, str, int, str, int]) -> LocalTask:
+    task_id, tenant_id, tenant_key, status, revision, barrier, seen = row
+    return LocalTask(
+        task_id, tenant_id, tenant_key, TaskStatus(status), revision, Barrier(barrier), seen
+    )
 
 
-_COLUMNS = "task_id, tenant_id, tenant_key, status, task_revision, barrier"
+# seen: the highest task revision of discovery, a control's GET or admission's GET (D-NOTE-1)
+_COLUMNS = (
+    "task_id, tenant_id, tenant_key, status, task_revision, barrier,"
+    " MAX(task_revision, control_revision, seen_revision)"
+)
 
 
 def load_tasks(conn: sqlite3.Connection) -> dict[str, LocalTask]:
@@ -69,6 +75,24 @@ def upsert(
             at,
             changed,
         ),
+    )
+
+
+def seen_revision(conn: sqlite3.Connection, task_id: str) -> int:
+    """The highest revision of the task this D has seen (0: unknown task, D-NOTE-1)."""
+    row = conn.execute(
+        "SELECT MAX(task_revision, control_revision, seen_revision) FROM tasks"
+        " WHERE task_id = ?",
+        (task_id,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def note_seen(conn: sqlite3.Connection, revisions: dict[str, int]) -> None:
+    """Revisions only move forward: keep the highest a task GET answered (D-NOTE-1)."""
+    conn.executemany(
+        "UPDATE tasks SET seen_revision = ? WHERE task_id = ? AND seen_revision < ?",
+        [(revision, task_id, revision) for task_id, revision in revisions.items()],
     )
 
 

@@ -46,6 +46,7 @@ class _SnapshotCollector(Collector):
         yield _counter(
             "dispatcher_discovery_pages_rejected", "rejected pages", disc["pages_rejected"]
         )
+        yield from _edges(s)
         consumers = GaugeMetricFamily(
             "dispatcher_task_consumers", "task queues by consumer state", labels=["state"]
         )
@@ -75,6 +76,36 @@ class _SnapshotCollector(Collector):
         yield survived
 
 
+def _edges(s: Mapping[str, Any]) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """Refused discovery pages (D-NOTE-5), SaaS outages (D-NOTE-2), the cell's identity
+    (D-NOTE-9)."""
+    yield _labelled_counter(
+        "dispatcher_discovery_pages_refused",
+        "rejected pages by reason (queue_limit_exceeded: D-NOTE-5)",
+        "reason",
+        s["discovery"].get("rejected_by_reason") or {},
+    )
+    outages = s.get("outages") or {}
+    yield _labelled_counter(
+        "dispatcher_saas_read_failures",
+        "failed SaaS config reads by resource (sip, task, quota), D-NOTE-2",
+        "resource",
+        outages.get("read_failures") or {},
+    )
+    yield _labelled_gauge(
+        "dispatcher_saas_outages",
+        "reads failing now, holding the commands that depend on them (D-NOTE-2)",
+        "resource",
+        _count(o["read"] for o in outages.get("active") or []),
+    )
+    cell = s.get("cell_identity") or {}
+    yield _gauge(
+        "dispatcher_cell_identity_mismatch",
+        "1 while the cell does not carry the approved SIP snapshot (D-NOTE-9)",
+        bool(cell) and not cell.get("verified"),
+    )
+
+
 def _recording_counts(values: Mapping[str, Any]) -> dict[str, int]:
     states = {state.value for state in RecordingState}
     return {
@@ -97,6 +128,15 @@ def _gauge(name: str, doc: str, value: float | bool) -> GaugeMetricFamily:
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=float(value))
+
+
+def _labelled_counter(
+    name: str, doc: str, label: str, values: Mapping[str, int]
+) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for key, value in values.items():
+        family.add_metric([key], float(value))
+    return family
 
 
 def _labelled_gauge(
