@@ -149,7 +149,8 @@ async def main() -> int:
     print(
         f"stub LLM: {args.ttft_ms} ms to first token, {args.tokens_per_s:g} tokens/s; "
         f"espeak-ng TTS; {len(state.connections)} HTTP connection(s) for "
-        f"{len(state.requests)} requests ({llm.clients_made} client); {wall:.0f} s"
+        f"{len(state.requests)} requests ({llm.clients_made} client; a streamed reply cut "
+        f"by the barge-in that ends each turn cannot give its connection back); {wall:.0f} s"
     )
     before = show("whole reply (before)", whole)
     after = show("streamed (after)", streamed)
