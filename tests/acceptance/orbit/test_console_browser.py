@@ -80,7 +80,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
                      "--disable-background-networking", "--disable-component-update",
                      "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
                      f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
-                     "--window-size=1400,1100"):  # fmt: skip
+                     "--window-size=1400,1300"):  # fmt: skip
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     driver.set_page_load_timeout(30)

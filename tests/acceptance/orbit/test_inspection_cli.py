@@ -48,6 +48,9 @@ def test_inspection_commands(tmp_path: Path) -> None:
         assert as_json("tasks", "get", task_id, env=env) == shown  # the old name still works
         listed = as_json("task", "list", "--queue-id", made["queue_id"], env=env)
         assert [item["id"] for item in listed["items"]] == [task_id]
+        lines = run("task", "list", "--queue-id", made["queue_id"], env=env).output.splitlines()
+        assert lines[0].split() == ["TASK", "STATE", "REV", "HANDLER", "ATTEMPTS", "CREATED"]
+        assert lines[1].split()[:3] == [task_id, "WAITING", "1"]
         waited = as_json("task", "wait", task_id, "--timeout", "0.3", env=env, code=2)
         assert waited["state"] == "WAITING"  # not settled in time: exit status 2
         as_json("task", "cancel", task_id, "--expected-revision", "1", "--reason", "no",

@@ -88,3 +88,31 @@ def test_the_sdk_waits_what_is_left_within_one_long_poll(left_s: float, wanted: 
 def test_cli_tables_align_columns() -> None:
     text = table(["NAME", "N"], [["a", 1], ["longer", None]])
     assert text.splitlines() == ["NAME    N", "a       1", "longer"]
+
+
+def test_queue_and_worker_views_match_the_openapi_schemas() -> None:
+    import json
+    from types import SimpleNamespace
+
+    from agentcall.orbit.api.app import openapi_text
+    from agentcall.orbit.domain.leasing import HandlerKey
+    from agentcall.orbit.execution.inspection import QueueView, worker_view
+    from agentcall.orbit.protocol.messages import WorkerIdentity
+
+    schemas = json.loads(openapi_text())["components"]["schemas"]
+    views = [QueueView("q" * 32, "main", {"WAITING": 2}, NOW, at=NOW).view(),
+             QueueView("q" * 32, "main", {}, None).view()]  # fmt: skip
+    for view in views:
+        assert set(schemas["Queue"]["required"]) <= set(view) <= set(schemas["Queue"]["properties"])
+    assert views[0]["oldest_waiting_age_ms"] == 0
+    counts = views[1]["counts"]
+    assert isinstance(counts, dict)
+    assert set(counts) == set(schemas["Queue"]["properties"]["counts"]["required"])
+    peer = SimpleNamespace(connection_id="c" * 32, namespace_id="n" * 32,
+                           worker=WorkerIdentity("w", "i" * 32, "sdk/1", "host", 7))  # fmt: skip
+    link = SimpleNamespace(peer=peer, handlers=frozenset({HandlerKey("h", "v1")}), capacity=4,
+                           in_flight={"a"}, connected_at=NOW, seen_at=NOW)  # fmt: skip
+    view = worker_view(link, ["q" * 32])
+    worker = schemas["Worker"]
+    assert set(worker["required"]) <= set(view) <= set(worker["properties"])
+    assert view["in_flight"] == 1 and view["slots"] == 4

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from agentcall.orbit.cli.common import fail, json_option
+from agentcall.orbit.cli.table import table
 from agentcall.orbit.domain.errors import OrbitError
 from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.times import format_time, parse_time
@@ -169,9 +170,10 @@ def list_(url: str | None, token: str | None, queue_id: str, state: str | None,
             data["next_cursor"] = next_cursor
         _echo_json(data)
         return
-    for item in items:
-        click.echo(f"{item.id} {item.state:12} r{item.revision} {item.handler} "
-                   f"{format_time(item.created_at)}")  # fmt: skip
+    click.echo(table(["TASK", "STATE", "REV", "HANDLER", "ATTEMPTS", "CREATED"],
+                     [[item.id, item.state, item.revision, f"{item.handler}@{item.handler_version}",
+                       item.attempt_count, format_time(item.created_at)]
+                      for item in items]))  # fmt: skip
     if next_cursor:
         click.echo(f"more: --cursor {next_cursor}")
 

@@ -134,7 +134,6 @@ class Pages:
         return self.render(request, "error.html", error_status(exc), session=session,
                            message=message)
 
-
     # ------------------------------------------------------------------ pages
     async def signin_form(self, request: Request) -> Response:
         return self.render(request, "signin.html", session=None, message=None)

@@ -93,10 +93,17 @@ class Inspection:
         """The token's queues, by name."""
         principal.require(Permission.READ)
         snap = await self.snapshot()
+        missing = [queue_id for queue_id in principal.queue_ids if queue_id not in snap.names]
+        if missing:  # created since the snapshot: its name now, its counts at the next one
+            snap.names.update(await self.db.retrying(lambda: self._names(missing)))
         views = [QueueView(queue_id, snap.names.get(queue_id, ""), snap.counts.get(queue_id, {}),
                            snap.oldest.get(queue_id))
                  for queue_id in principal.queue_ids]  # fmt: skip
         return sorted(views, key=lambda view: (view.name, view.id))
+
+    async def _names(self, queue_ids: Sequence[str]) -> dict[str, str]:
+        async with self.db.single_read() as conn:
+            return await inspect.queue_names(conn, queue_ids)
 
     # ------------------------------------------------------------------ workers
     def workers(self, principal: Principal) -> list[dict[str, JsonValue]]:
