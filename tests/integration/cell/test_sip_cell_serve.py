@@ -120,6 +120,12 @@ async def test_sip_mode_answered_call_reports_transcript_and_recording(
     ], types
     ended = next(e for e in events if e.type == EventType.ENDED)
     assert ended.data["outcome"] == "answered", ended.data
+    quality = ended.data["quality"]  # the cell's own figures, kept by the D (not call.result)
+    assert quality["vad"] == "webrtc" and quality["rtp"]["packets_received"] > 50
+    assert quality["rtp"]["loss_ratio"] == 0.0 and quality["clock"]["ticks"] > 100
+    metrics = httpx.get(f"{sip_cell}/metrics", timeout=5).text
+    assert "cell_call_rtp_loss_ratio_count 1.0" in metrics
+    assert "cell_reply_latency_seconds_count" in metrics
     turns = [e.data for e in events if e.type == EventType.TRANSCRIPT]
     assert any(t["role"] == "agent" and "test call" in t["text"] for t in turns), turns
     user = [t["text"] for t in turns if t["role"] == "user"]
