@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make demo   install, start the local services, run the demo of both services
 #   make test   install, start the local services, ruff, mypy, pytest
+#   make packaging   build the wheel, install it into fresh virtual environments, run the services
 # Also: make bench (benchmarks, prints figures and ratios), make fuzz (the long fuzzing
 # profile: >= 10,000 cases per target), make services-stop.
 
@@ -9,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench services-stop install services system-packages lint typecheck unit integration
+.PHONY: demo test packaging fuzz bench services-stop install services system-packages lint typecheck unit integration
 
 # Everything, editable (the extras `all`, `dev`, `services`). The distribution was called
 # agentcall-orbit before: that install goes first, so that one editable install remains.
@@ -39,8 +40,13 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The wheel test (marker packaging: a build and two fresh virtual environments, minutes) runs
+# on its own: `make packaging`, which CI runs after `make test`.
 test: system-packages services lint typecheck
-	eval "$$(scripts/services env)" && $(BIN)/pytest
+	eval "$$(scripts/services env)" && $(BIN)/pytest -m "not packaging"
+
+packaging: services
+	eval "$$(scripts/services env)" && $(BIN)/pytest -m packaging
 
 fuzz: system-packages services
 	eval "$$(scripts/services env)" && FUZZ_EXAMPLES=10000 $(BIN)/pytest -m fuzz

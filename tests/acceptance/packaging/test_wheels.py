@@ -14,7 +14,8 @@ module path elsewhere):
   with a simulated `cell` against `mocksaas` on the local RabbitMQ: calls are placed and their
   `call.result` arrive at the mock SaaS (the contract schemas come from the wheel).
 
-Marked `packaging`: it builds and installs (about a minute); `make test` runs it with the rest.
+Marked `packaging`: it builds and installs, which takes minutes, so it runs on its own
+(`make packaging`, which CI runs after `make test`).
 """
 
 from __future__ import annotations
@@ -166,14 +167,17 @@ def test_the_dispatcher_places_calls_from_the_wheel(
     dispatcher_id = admin("dispatcher", "create", "--secret", "wheel-secret", "--id-only").strip()
     try:
         callees = ["15000000000", "15000000001"]
-        admin("sip", "set", dispatcher_id, *(f"--allowed-target={c}" for c in callees))
+        snapshot = admin("sip", "set", dispatcher_id, *(f"--allowed-target={c}" for c in callees))
         admin("task", "put", dispatcher_id, "task-1", "--tenant-id", "t1", "--tenant-key", "t1")
         admin("quota", "set", dispatcher_id, "t1", "--max", "5")
         cell = processes.start("cell", [str(bin_dir / "cell"), "serve", "--mode", "sim",
-                                        "--http-port", str(cell_port), "--data-dir", "cell",
-                                        "--time-scale", "0.01"], site, env)  # fmt: skip
+                                        "--cell-id", "cell-mock", "--http-port", str(cell_port),
+                                        "--data-dir", "cell", "--time-scale", "0.01"], site,
+                               env)  # fmt: skip
         wait_until(lambda: cell.alive() and _ok(f"http://127.0.0.1:{cell_port}/healthz"), 60,
                    "the cell")  # fmt: skip
+        httpx.put(f"http://127.0.0.1:{cell_port}/v1/config", content=snapshot,
+                  headers={"Content-Type": "application/json"}, timeout=10).raise_for_status()
         d_env = env | {
             "DISPATCHER_ID": dispatcher_id, "DISPATCHER_SECRET_KEY": "wheel-secret",
             "DISPATCHER_SAAS_URL": saas, "DISPATCHER_AMQP_URL": amqp_url(),
