@@ -114,5 +114,5 @@ def test_the_session_runs_as_written(name: str, tmp_path: Path) -> None:
     for promised in PROMISED[name]:
         assert promised in output, f"{name}: {promised!r} not in the output:\n{output}"
     if name == "orbit-quickstart":
-        listed = [line for line in output.splitlines() if "demo.work" in line]
+        listed = [line for line in output.splitlines() if "demo.work@v1" in line]
         assert len(listed) == 2 and all("SUCCEEDED" in line for line in listed), output
