@@ -1,0 +1,85 @@
+"""The hint edge (`orbit.execution.peers`) with real UDP sockets on loopback and a real
+database: two processes' registrations find each other; the queues named in one event-loop
+turn reach the peer as one hint; a hostile datagram is ignored and counted; a clean stop
+deletes the registration. On a SQLite file and on MariaDB."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from agentcall.orbit.execution.peers import PeerCounters, PeerHints
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tables import orbit_servers
+from tests.integration.orbit.databases import KINDS, fresh_url
+
+pytestmark = pytest.mark.integration
+Q1, Q2 = "1" * 32, "2" * 32
+
+
+@pytest.fixture(params=KINDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with fresh_url(request.param, tmp_path, migrated=True) as found:
+        yield found
+
+
+@pytest.fixture
+async def db(url: str) -> AsyncIterator[Database]:
+    database = Database.open(url, pool_size=4)
+    yield database
+    await database.close()
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.hints: list[tuple[str, ...]] = []
+        self.ignored = 0
+
+    def counters(self) -> PeerCounters:
+        return PeerCounters(ignored=self._ignored)
+
+    def _ignored(self) -> None:
+        self.ignored += 1
+
+
+async def test_hints_coalesce_per_loop_turn_and_hostile_datagrams_are_ignored(
+    db: Database,
+) -> None:
+    heard = Heard()
+    a = PeerHints(db, lambda queues: None)
+    b = PeerHints(db, heard.hints.append, counters=heard.counters())
+    await a.start()
+    await b.start()
+    try:
+        await a._round()  # a sees b now (the heartbeat loop does this every second)
+        assert a.peers == (("127.0.0.1", b.servers.port),)
+        a.announce((Q2,))
+        a.announce((Q1, Q2))  # same loop turn: one datagram naming both
+        await _until(lambda: bool(heard.hints))
+        await asyncio.sleep(0.05)
+        assert heard.hints == [(Q1, Q2)]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as hostile:
+            for junk in (b"", b"\xff" * 2000, b"orbit.hint.1 DROP TABLE"):
+                hostile.sendto(junk, ("127.0.0.1", b.servers.port))
+        await _until(lambda: heard.ignored >= 2)
+        a.announce((Q1,))
+        await _until(lambda: len(heard.hints) == 2)  # b still hears
+    finally:
+        await b.stop()
+        await a.stop()
+    async with db.read() as conn:
+        assert (await conn.execute(sa.select(sa.func.count()).select_from(orbit_servers))
+                ).scalar_one() == 0  # fmt: skip
+
+
+async def _until(check: object, timeout: float = 5) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not check():  # type: ignore[operator]
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.01)
