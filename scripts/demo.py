@@ -87,7 +87,8 @@ def orbit_has_console() -> bool:
             while time.monotonic() < deadline and server.poll() is None:
                 with contextlib.suppress(httpx.HTTPError):
                     if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).is_success:
-                        return httpx.get(f"http://127.0.0.1:{port}/ui", timeout=5).is_success
+                        ui = httpx.get(f"http://127.0.0.1:{port}/ui", timeout=5)
+                        return ui.status_code < 400  # the sign-in page or a redirect to it
                 time.sleep(0.2)
     return False
 
