@@ -2,7 +2,7 @@
 
 Run against a server started with `orbit serve`, after `orbit migrate` and `orbit init`:
 
-    export ORBIT_URL=http://127.0.0.1:8080 ORBIT_TOKEN=orb_... ORBIT_QUEUE_ID=...
+    export ORBIT_URL=http://127.0.0.1:7470 ORBIT_TOKEN=orb_... ORBIT_QUEUE_ID=...
     .venv/bin/python examples/orbit_tasks.py
 """
 

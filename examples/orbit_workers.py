@@ -1,6 +1,6 @@
 """Example Orbit worker app: run it with
 
-    ORBIT_URL=http://127.0.0.1:8080 ORBIT_TOKEN=... \\
+    ORBIT_URL=http://127.0.0.1:7470 ORBIT_TOKEN=... \\
         orbit worker --app examples.orbit_workers:registry --queue QUEUE_ID
 
 Handlers (all version v1):
