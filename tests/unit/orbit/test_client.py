@@ -39,6 +39,7 @@ def test_public_surface_is_guarded() -> None:
         "Attempt", "AttemptError", "AttemptOutcome", "AttemptPage", "AttemptWorker", "Evidence",
         "ListAttemptsRequest",
         "BatchItem", "BatchReceipt", "ResolveTaskRequest", "RetryTaskRequest",  # task control
+        "QueueInfo", "WorkerInfo", "SETTLED_STATES",  # inspection and waiting
     ])  # fmt: skip
     for name in sdk.__all__:
         assert getattr(sdk, name) is not None
