@@ -99,7 +99,7 @@ BURSTS = settings(FUZZ, max_examples=max(10, FUZZ_EXAMPLES // 20))
 
 
 @pytest.mark.fuzz
-@pytest.mark.timeout(max(300, FUZZ_EXAMPLES // 10))
+@pytest.mark.timeout(max(300, FUZZ_EXAMPLES // 5))
 def test_fuzz_task_queue_survives_and_dead_letters_every_hostile_body_d_mq_5(
     scenario: Scenario,
 ) -> None:

@@ -31,7 +31,7 @@ from agentcall.dispatcher.mq.settle import ChannelAcks
 from agentcall.dispatcher.saas.cache import TaskLookup
 from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
-from tests.fuzzing import FUZZ
+from tests.fuzzing import FUZZ, FUZZ_EXAMPLES
 from tests.hostile import hostile_bodies, mutated
 from tests.unit.dispatcher.control_fakes import raw as control_raw
 from tests.unit.dispatcher.control_fakes import rig
@@ -199,6 +199,7 @@ def test_a_delivery_that_fails_alone_is_quarantined_not_the_batch_d_mq_5(admissi
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(max(120, FUZZ_EXAMPLES // 5))
 @FUZZ
 @given(bodies=st.lists(hostile_bodies(), min_size=1, max_size=4))
 def test_fuzz_call_execute_intake_dead_letters_every_hostile_body_d_mq_5(
@@ -210,6 +211,7 @@ def test_fuzz_call_execute_intake_dead_letters_every_hostile_body_d_mq_5(
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(max(120, FUZZ_EXAMPLES // 5))
 @FUZZ
 @given(body=mutated(VALID))
 def test_fuzz_call_execute_behind_the_schema_never_raises_d_mq_5(shared: Rig, body: bytes) -> None:
@@ -220,6 +222,7 @@ def test_fuzz_call_execute_behind_the_schema_never_raises_d_mq_5(shared: Rig, bo
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(max(120, FUZZ_EXAMPLES // 5))
 @FUZZ
 @given(body=hostile_bodies() | mutated(json.loads(control_raw("pause"))))
 def test_fuzz_task_control_intake_never_raises_d_mq_5(body: bytes) -> None:

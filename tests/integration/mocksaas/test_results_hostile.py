@@ -18,7 +18,7 @@ from hypothesis import given
 from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from agentcall.mocksaas.domain.results import check_result, facts_of
 from agentcall.mocksaas.store import results
-from tests.fuzzing import FUZZ
+from tests.fuzzing import FUZZ, FUZZ_EXAMPLES
 from tests.hostile import hostile_bodies, mutated
 from tests.integration.mocksaas.amqp_helpers import publish_result
 from tests.integration.mocksaas.harness import Dispatcher, wait_for
@@ -83,6 +83,7 @@ def store() -> Any:
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(max(120, FUZZ_EXAMPLES // 5))
 @FUZZ
 @given(raw=hostile_bodies() | mutated(CALL_RESULT))
 def test_fuzz_result_consumer_stores_and_answers_every_body(store: Any, raw: bytes) -> None:
