@@ -149,6 +149,17 @@ def test_orbit_alone_serves_a_task(wheel: Path, tmp_path: Path, processes: Proce
     task = wait_until(finished, 60, "the task to succeed")
     assert task["result"] == {"greeting": "hello wheel"}
 
+    # the Dispatcher's command is there too, and says which extra it needs
+    d_env = outside_env(DISPATCHER_ID="00000000-0000-4000-8000-000000000000",
+                        DISPATCHER_SECRET_KEY="s", DISPATCHER_SAAS_URL="http://127.0.0.1:1",
+                        DISPATCHER_AMQP_URL="amqp://u:p@127.0.0.1:1/",
+                        DISPATCHER_STATE_DB="d.db", DISPATCHER_CELL_URL="http://127.0.0.1:2")
+    refused = subprocess.run([str(bin_dir / "dispatcher"), "run"], cwd=site, env=d_env,
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    assert "pip install 'agentcall[dispatcher]'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
 
 def test_the_dispatcher_places_calls_from_the_wheel(
     wheel: Path, tmp_path: Path, processes: Processes
