@@ -47,7 +47,7 @@ def test_three_servers_on_three_galera_nodes_run_every_task_once(tmp_path: Path)
     with galera.cluster(f"orbit_g_{secrets.token_hex(4)}") as urls:
         asyncio.run(_migrate(urls[0]))
         ports = [free_port() for _ in urls]
-        env = {**os.environ, "ORBIT_LEASE_TTL_MS": "3000"}
+        env = {**os.environ, "ORBIT_LEASE_TTL_MS": "8000"}
         servers = []
         for n, (url, port) in enumerate(zip(urls, ports, strict=True)):
             command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
