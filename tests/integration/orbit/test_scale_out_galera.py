@@ -3,7 +3,8 @@ three `orbit serve` processes, each writing to a different node, workers spread 
 every task SUCCEEDED exactly once although the nodes lease from the same queue at once (a
 lease that loses Galera's certification is rolled back with a deadlock error and retried).
 Skips, saying why, where galera-4 or mariadbd is not installed. A long variant: it starts its
-own cluster (about a minute), so it runs with `make fuzz`, not `make test`."""
+own cluster and takes about two minutes here, so it runs with `make fuzz` (the long profile,
+FUZZ_EXAMPLES >= 10000), not in `make test`."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.acceptance.orbit.test_scale_out import (
     _wait_count,
     body,
 )
+from tests.fuzzing import FUZZ_EXAMPLES
 from tests.integration.orbit import galera
 from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
 from tests.integration.orbit.workers_harness import WorkerProcess, workers
@@ -42,6 +44,8 @@ async def _migrate(url: str) -> None:
 
 def test_three_servers_on_three_galera_nodes_run_every_task_once(tmp_path: Path) -> None:
     why = galera.missing()
+    if FUZZ_EXAMPLES < 10_000:
+        why = "a long variant (about two minutes): runs with make fuzz (FUZZ_EXAMPLES=10000)"
     if why:
         pytest.skip(why)
     with galera.cluster(f"orbit_g_{secrets.token_hex(4)}") as urls:
