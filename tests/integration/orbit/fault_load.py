@@ -20,16 +20,29 @@ FINAL = {"SUCCEEDED", "NEEDS_REVIEW", "FAILED", "CANCELLED"}
 
 @dataclass
 class Load:
-    """Submits with keys (resent with the same key until answered 200/201) and reads,
-    recording (monotonic time sent, status; 0 for a transport error) of every request."""
+    """Submits with keys (resent with the same key until answered 200/201) and reads, each
+    client pausing `pace` seconds between requests and backing off exponentially (up to 1 s)
+    after a failure, as a client of a service in trouble should; records (monotonic time
+    sent, status; 0 for a transport error) of every request."""
 
     http: httpx.AsyncClient
     tenant: Tenant
+    pace: float = 0.0
     submits: list[tuple[float, int]] = field(default_factory=list)
     reads: list[tuple[float, int]] = field(default_factory=list)
     tasks: dict[str, str] = field(default_factory=dict)  # key -> task id
 
+    async def warm(self, submits: int = 24, reads: int = 12) -> None:
+        """A burst that opens many pooled connections in the server."""
+        bodies = [(os.urandom(8).hex(), task_body(self.tenant, payload={"sleep_ms": 20}))
+                  for _ in range(submits)]  # fmt: skip
+        path = f"/v1/tasks?queue_id={self.tenant.queue_id}&limit=5"
+        await asyncio.gather(*(self._post(key, body) for key, body in bodies),
+                             *(self.http.get(path, headers=self.tenant.headers())
+                               for _ in range(reads)))  # fmt: skip
+
     async def submitter(self) -> None:
+        failures = 0
         while True:
             key = os.urandom(8).hex()
             body = task_body(self.tenant, payload={"sleep_ms": 20})
@@ -37,8 +50,8 @@ class Load:
                 sent = time.monotonic()
                 status = await self._post(key, body)
                 self.submits.append((sent, status))
-                if status not in (200, 201):
-                    await asyncio.sleep(0.02)
+                failures = 0 if status in (200, 201) else failures + 1
+                await asyncio.sleep(_pause(self.pace, failures))
 
     async def _post(self, key: str, body: dict[str, object]) -> int:
         try:
@@ -52,6 +65,7 @@ class Load:
         return response.status_code
 
     async def reader(self) -> None:
+        failures = 0
         while True:
             sent = time.monotonic()
             try:
@@ -62,7 +76,12 @@ class Load:
             except httpx.TransportError:
                 status = 0
             self.reads.append((sent, status))
-            await asyncio.sleep(0.02)
+            failures = 0 if status == 200 else failures + 1
+            await asyncio.sleep(_pause(self.pace, failures))
+
+
+def _pause(pace: float, failures: int) -> float:
+    return pace if failures == 0 else min(1.0, 0.05 * 2 ** (failures - 1))
 
 
 def recovery(requests: list[tuple[float, int]], ready: float, what: str) -> float:

@@ -86,16 +86,17 @@ async def test_mariadb_sigkill_and_restart_under_load_finding_4(
                          tmp_path / "worker.log", name="w", concurrency=8)  # fmt: skip
     limits = httpx.Limits(max_connections=16, max_keepalive_connections=16)
     async with httpx.AsyncClient(base_url=tenant.base_url, timeout=10, limits=limits) as http:
-        load = Load(http, tenant)
+        load = Load(http, tenant, pace=0.05)
         with workers(proc):
             await proc.connected()
+            await load.warm()
             loops = [asyncio.create_task(load.submitter()) for _ in range(4)]
             loops.append(asyncio.create_task(load.reader()))
             try:
                 await asyncio.sleep(2.0)
                 before = len(load.tasks)
                 await asyncio.to_thread(mariadb.kill)
-                await asyncio.sleep(1.5)  # an outage: requests fail with 503 meanwhile
+                await asyncio.sleep(1.5)  # an outage: 503s, and the clients back off
                 ready = await asyncio.to_thread(mariadb.start)
                 await asyncio.sleep(BACK_WITHIN_S + 2.0)
             finally:
