@@ -25,7 +25,12 @@ from agentcall.orbit.sdk.client import AsyncClient
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from tests.integration.orbit.server import Tenant, free_port
-from tests.integration.orbit.workers_harness import WorkerProcess, execution_server, submit
+from tests.integration.orbit.workers_harness import (
+    WorkerProcess,
+    execution_server,
+    submit,
+    task_body,
+)
 
 pytestmark = [pytest.mark.integration]
 
@@ -65,6 +70,14 @@ async def test_client_wait_returns_within_50_ms_of_completion(
                                                                     for x in lags]  # fmt: skip
 
 
+async def _batch_of_100(http: httpx.AsyncClient, tenant: Tenant) -> list[str]:
+    body = {"tasks": [task_body(tenant) for _ in range(100)]}
+    answer = await http.post("/v1/tasks:batch", json=body,
+                             headers=tenant.headers(key=secrets.token_hex(8)))  # fmt: skip
+    assert answer.status_code == 201, answer.text
+    return [item["task_id"] for item in answer.json()["data"]["items"]]
+
+
 @contextlib.asynccontextmanager
 async def _in_process(db: Database) -> AsyncIterator[tuple[str, Any]]:
     app = create_app(db)
@@ -99,8 +112,7 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
         tenant = Tenant(db, base, made.namespace_id, made.queue_id, made.token)
         async with httpx.AsyncClient(base_url=base, timeout=30,
                                      limits=httpx.Limits(max_connections=250)) as http:  # fmt: skip
-            ids = await asyncio.gather(*(submit(http, tenant) for _ in range(200)))
-            await asyncio.sleep(0.5)
+            ids = [task_id for _ in range(2) for task_id in await _batch_of_100(http, tenant)]
             quiet = time.monotonic()
             await asyncio.sleep(3.0)  # the same window without waiters: the upkeep loops only
             idle = len([t for t in queries if t >= quiet])
@@ -111,7 +123,7 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
             while inspection.waiters.waiting < 200 and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             assert inspection.waiters.waiting == 200
-            await asyncio.sleep(2.0)  # each waiter's one read of its task is done
+            await asyncio.sleep(1.5)  # each waiter's one read of its task is done
             began, checks_before = time.monotonic(), inspection.waiters.checks
             await asyncio.sleep(3.0)
             window = [t for t in queries if t >= began]
@@ -126,7 +138,8 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
     added = len(window) - idle
     print(f"3 s without waiters: {idle} queries; 3 s with 200 waiters: {len(window)} "
           f"({checks} shared checks): {added / 3.0 / 200:.4f} added per waiter per second")
-    # the shared check names all 200 tasks in one query, about once a second; the upkeep
-    # loops run their own queries whoever waits (the window without waiters counts them)
+    # the shared check names all 200 tasks in one query (with its BEGIN and COMMIT on
+    # SQLite), about once a second; the upkeep loops run their own queries whoever waits (the
+    # window without waiters counts them, give or take one of their rounds)
     assert 2 <= checks <= 4
-    assert added <= checks + 3, (idle, len(window), checks)
+    assert added <= 3 * checks + 6, (idle, len(window), checks)  # 200 waiters: not 600+
