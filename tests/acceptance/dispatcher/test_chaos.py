@@ -235,7 +235,8 @@ def check_recordings(calls: dict[str, dict[str, Any]], s3: Any) -> None:
     print(f"results: {dict(sorted(statuses.items()))}", flush=True)
     assert len(uploaded) > 100, statuses
     # Only PUTs cut by the cell's SIGKILL (at most 16 run at once) may end unavailable
-    # (never retried: checksum_mismatch / upload_timeout / upload_failed).
+    # (never retried: checksum_mismatch / upload_timeout / upload_failed). A grant whose
+    # hand-over a SIGKILL of the D cut is handed over again, never re-issued (D-NOTE-7).
     unavailable = sum(n for key, n in statuses.items() if key.endswith("/unavailable"))
     assert unavailable <= 16, statuses
     for rec in uploaded:

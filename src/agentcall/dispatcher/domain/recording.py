@@ -17,7 +17,7 @@ raises :class:`~dispatcher.domain.states.IllegalTransition`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -132,6 +132,7 @@ class Recording:
     error_code: ErrorCode | None = None
     detail: str | None = None
     renewal_requested: bool = False  # the cell asked for a new grant (D-NOTE-7)
+    grant_url: str | None = field(default=None, repr=False)  # issued, no answer about it yet
 
 
 class UploadStatus(StrEnum):
@@ -170,7 +171,9 @@ Probe = ObjectFacts | Missing | None  # None: the bucket could not be asked
 
 
 def _to(rec: Recording, target: RecordingState, **changes: Any) -> Recording:
-    return replace(rec, state=check_move(rec.state, target), **changes)
+    state = check_move(rec.state, target)
+    grant = changes.pop("grant_url", None if state is not S.AUTHORIZED else rec.grant_url)
+    return replace(rec, state=state, grant_url=grant, **changes)
 
 
 def close(rec: Recording, code: ErrorCode, detail: str | None = None) -> Recording:
@@ -184,7 +187,7 @@ def file_ready(rec: Recording, media: Media) -> Recording:
     return _to(rec, S.READY, media=media)
 
 
-def authorized(rec: Recording, until: datetime) -> Recording:
+def authorized(rec: Recording, until: datetime, url: str | None = None) -> Recording:
     """A presigned PUT for the fixed upload_id/object_key was issued (D-REC-1); a pending
     renewal request is answered by it."""
     return _to(
@@ -193,6 +196,7 @@ def authorized(rec: Recording, until: datetime) -> Recording:
         authorizations=rec.authorizations + 1,
         authorized_until=until,
         renewal_requested=False,
+        grant_url=url,
     )
 
 

@@ -60,8 +60,8 @@ _BY_STATE = {
 def next_step(rec: Recording, now: datetime, *, busy: bool, holds_grant: bool = False) -> Step:
     """``busy``: a request for this recording is in flight in this process. The deadline
     closes the recording even then: a hung request never keeps it open (D-REC-2).
-    ``holds_grant``: this process still holds the URL it issued but could not hand over
-    (the cell was away): the same grant is handed over again, never a new one (D-NOTE-7)."""
+    ``holds_grant``: the grant issued has no answer yet (the cell was away, the D
+    restarted): the same grant is handed over again, never a new one (D-NOTE-7)."""
     if rec.state.closed:
         return Step.DONE
     if now >= rec.deadline_at:

@@ -8,7 +8,8 @@ Each round reads the open recordings and runs :func:`.decide.next_step` for each
   cell's explicit request (its grant expired before its PUT began: ``renewal_requested``
   in its answer or ``call.upload`` event), for the same upload_id/object_key, before the
   deadline (D-NOTE-7). The D never re-issues one on its own, also not after a restart;
-  a grant it could not hand over (the cell was away) is handed over again as it is.
+  a grant not answered yet (the cell was away, or the D restarted) is handed over again
+  as it is — it is kept with the recording until the cell answers about it.
 * **verify** — HEAD + SHA-256 of the object against the cell's report (D-REC-2); a
   mismatch closes ``checksum_mismatch``.
 * **close** — at ``ended_at`` + window every open recording closes (the sweeper), after
@@ -131,7 +132,6 @@ class RecordingService:
         self._wake = asyncio.Event()
         self._busy: set[str] = set()
         self._closing: set[str] = set()
-        self._grants: dict[str, str] = {}  # call_id → URL issued but not handed over yet
         self._not_before: dict[str, float] = {}
         self._writes = _Writes(db, route, clock)
         self.counts: Counter[str] = Counter()
@@ -167,7 +167,7 @@ class RecordingService:
         for rec in rows:
             if self._not_before.get(rec.call_id, 0.0) > mono or rec.call_id in self._closing:
                 continue
-            held = rec.call_id in self._grants
+            held = rec.grant_url is not None
             step = next_step(rec, now, busy=rec.call_id in self._busy, holds_grant=held)
             if step in (Step.AUTHORIZE, Step.HAND_OVER, Step.VERIFY, Step.CLOSE):
                 due.append((rec, step))
@@ -178,8 +178,8 @@ class RecordingService:
             async with self._limit:
                 if step is Step.AUTHORIZE:
                     await self._authorize(rec)
-                elif step is Step.HAND_OVER:
-                    await self._hand_over(rec, self._grants[rec.call_id])
+                elif step is Step.HAND_OVER and rec.grant_url is not None:
+                    await self._hand_over(rec, rec.grant_url)
                 elif step is Step.VERIFY:
                     await self._verify(rec)
                 else:
@@ -208,17 +208,15 @@ class RecordingService:
             why, code = str(exc), ErrorCode.AUTHORIZATION_FAILED
             await self._change(rec, lambda r: model.close(r, code, why))
             return
-        held = await self._change(rec, lambda r: model.authorized(r, until))
+        held = await self._change(rec, lambda r: model.authorized(r, until, url))
         if held is None or held.state is not S.AUTHORIZED or held.authorized_until != until:
             return  # the recording moved on meanwhile (an event): that state decides
         self.counts["authorized" if rec.authorizations == 0 else "renewed_on_request"] += 1
-        self._grants[rec.call_id] = url
         await self._hand_over(held, url)
 
     async def _hand_over(self, held: Recording, url: str) -> None:
         """Give the cell the grant (once it answered, the grant is no longer held here)."""
         report = await self._request_put(held, url)
-        self._grants.pop(held.call_id, None)
         if report.status is UploadStatus.MISSING:
             # No file at the cell: an earlier request may have uploaded it (and the cell
             # then deleted its copy) before a restart of the D. The bucket decides.
@@ -264,8 +262,6 @@ class RecordingService:
         recs = list(closed)
         if not recs:
             return
-        for rec in recs:
-            self._grants.pop(rec.call_id, None)
         self._on_outbox()
         for rec in recs:
             self.counts[f"closed_{rec.error_code or rec.state}"] += 1

@@ -19,7 +19,7 @@ from agentcall.dispatcher.store.codec import iso
 _COLUMNS = (
     "execution_id, call_id, recording_id, upload_id, bucket, object_key, source, state,"
     " media_json, ended_at, deadline_at, authorizations, authorized_until, error_code, detail,"
-    " renewal_requested_at"
+    " renewal_requested_at, grant_url"
 )
 _CLOSED = tuple(s.value for s in RecordingState if s.closed)
 
@@ -30,7 +30,7 @@ def _time(value: str | None) -> datetime | None:
 
 def _row(row: tuple[Any, ...]) -> Recording:
     (execution_id, call_id, recording_id, upload_id, bucket, key, source, state, media) = row[:9]
-    ended_at, deadline_at, authorizations, until, error_code, detail, renewal = row[9:]
+    ended_at, deadline_at, authorizations, until, error_code, detail, renewal, grant = row[9:]
     return Recording(
         execution_id=execution_id,
         call_id=call_id,
@@ -48,6 +48,7 @@ def _row(row: tuple[Any, ...]) -> Recording:
         error_code=ErrorCode(error_code) if error_code else None,
         detail=detail,
         renewal_requested=renewal is not None,
+        grant_url=grant,
     )
 
 
@@ -60,7 +61,7 @@ def insert(conn: sqlite3.Connection, rec: Recording, now: datetime) -> bool:
     at = iso(now)
     cursor = conn.execute(
         f"INSERT INTO recordings ({_COLUMNS}, opened_at, updated_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
         (
             rec.execution_id,
             rec.call_id,
@@ -78,6 +79,7 @@ def insert(conn: sqlite3.Connection, rec: Recording, now: datetime) -> bool:
             rec.error_code.value if rec.error_code else None,
             rec.detail,
             at if rec.renewal_requested else None,
+            rec.grant_url,
             at,
             at,
         ),
@@ -92,8 +94,8 @@ def save(conn: sqlite3.Connection, rec: Recording, now: datetime) -> None:
         "UPDATE recordings SET state = ?, media_json = ?, authorizations = ?,"
         " authorized_until = ?, error_code = ?, detail = ?, updated_at = ?,"
         " closed_at = CASE WHEN ? THEN COALESCE(closed_at, ?) ELSE NULL END,"
-        " renewal_requested_at = CASE WHEN ? THEN COALESCE(renewal_requested_at, ?) END"
-        " WHERE execution_id = ?",
+        " renewal_requested_at = CASE WHEN ? THEN COALESCE(renewal_requested_at, ?) END,"
+        " grant_url = ? WHERE execution_id = ?",
         (
             rec.state.value,
             _media(rec),
@@ -106,6 +108,7 @@ def save(conn: sqlite3.Connection, rec: Recording, now: datetime) -> None:
             at,
             rec.renewal_requested,
             at,
+            rec.grant_url,
             rec.execution_id,
         ),
     )
