@@ -147,6 +147,7 @@ JSON = st.recursive(
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(1800)  # 10,000 cases take ~2 min here (make fuzz)
 @FUZZ
 @given(name=st.sampled_from(sorted(PARSERS)), choice=st.data(), value=JSON)
 def test_any_value_in_any_field_is_accepted_or_refused(
@@ -159,6 +160,7 @@ def test_any_value_in_any_field_is_accepted_or_refused(
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(1800)  # 10,000 cases take ~2 min here (make fuzz)
 @FUZZ
 @given(name=st.sampled_from(sorted(PARSERS)), body=JSON)
 def test_any_body_is_accepted_or_refused(name: str, body: Any) -> None:
@@ -167,6 +169,7 @@ def test_any_body_is_accepted_or_refused(name: str, body: Any) -> None:
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(1800)  # 10,000 cases take ~2 min here (make fuzz)
 @FUZZ
 @given(raw=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_any_bytes_are_read_or_refused(raw: bytes) -> None:
@@ -186,6 +189,7 @@ def test_deep_nesting_is_refused_not_a_recursion_error(depth: int) -> None:
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(1800)  # 10,000 cases take ~2 min here (make fuzz)
 @FUZZ
 @given(text=st.text(max_size=200))
 def test_any_cursor_is_decoded_or_refused(text: str) -> None:
