@@ -116,6 +116,9 @@ async def test_a_submit_on_one_server_reaches_an_idle_worker_on_another_at_once(
         proc = WorkerProcess(b, tenant.token, [tenant.queue_id], tmp_path / "w.log")
         with workers(proc):
             await proc.connected()
+            # Servers refresh their view of each other's queues about once a second: measure
+            # once A has seen the queue that B's new worker serves.
+            await asyncio.sleep(2.5)
             waits = [await _one_idle_dispatch(http, tenant, a) for _ in range(15)]
         print(f"cross-process idle dispatch: p50 {statistics.median(waits) * 1000:.1f} ms, "
               f"max {max(waits) * 1000:.1f} ms")  # fmt: skip
