@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from agentcall.dispatcher.domain.control import ControlCommand, ControlDecision
-from agentcall.dispatcher.domain.results import COMMAND_SCHEMA, rfc3339
+from agentcall.dispatcher.domain.results import command_result
 
 
 def control_result(
@@ -23,19 +23,12 @@ def control_result(
     aggregate_version: int,
 ) -> dict[str, Any]:
     """The body of one control receipt; ``aggregate_version`` orders receipts of a task."""
-    return {
-        "schema_version": COMMAND_SCHEMA,
-        "event_id": event_id,
-        "event_type": "command.result",
-        "dispatcher_id": command.dispatcher_id,
-        "tenant_id": command.tenant_id,
-        "tenant_key": command.tenant_key,
-        "trace_id": command.trace_id,
-        "occurred_at": rfc3339(occurred_at),
-        "aggregate_type": "task",
-        "aggregate_id": command.task_id,
-        "aggregate_version": aggregate_version,
-        "payload": {
+    return command_result(
+        event_id=event_id,
+        command=command,
+        occurred_at=occurred_at,
+        aggregate=("task", command.task_id, aggregate_version),
+        payload={
             "command_type": "task.control",
             "task_id": command.task_id,
             "action": command.action.value,
@@ -43,4 +36,4 @@ def control_result(
             "reason_code": decision.reason_code,
             "task_state": decision.task_state.value,
         },
-    }
+    )

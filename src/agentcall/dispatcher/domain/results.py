@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from agentcall.dispatcher.domain.admission import Plan
 from agentcall.dispatcher.domain.model import ExecuteCommand
@@ -49,6 +49,39 @@ def execute_result(
         payload["execution_id"] = execution_id
     else:
         payload = {"status": "rejected", "reason_code": reason_code}
+    return command_result(
+        event_id=event_id,
+        command=command,
+        occurred_at=occurred_at,
+        aggregate=("command", command.command_id, 1),
+        payload={"command_id": command.command_id, "command_type": "call.execute", **payload},
+    )
+
+
+class Addressed(Protocol):
+    """What a received command says about who sent it and for whom."""
+
+    @property
+    def dispatcher_id(self) -> str: ...
+    @property
+    def tenant_id(self) -> str: ...
+    @property
+    def tenant_key(self) -> str: ...
+    @property
+    def trace_id(self) -> str: ...
+
+
+def command_result(
+    *,
+    event_id: str,
+    command: Addressed,
+    occurred_at: datetime,
+    aggregate: tuple[str, str, int],
+    payload: dict[str, Any],
+) -> dict[str, Any]:
+    """The command.result envelope shared by call.execute and task.control receipts;
+    ``aggregate`` is (type, id, version)."""
+    aggregate_type, aggregate_id, aggregate_version = aggregate
     return {
         "schema_version": COMMAND_SCHEMA,
         "event_id": event_id,
@@ -58,10 +91,10 @@ def execute_result(
         "tenant_key": command.tenant_key,
         "trace_id": command.trace_id,
         "occurred_at": rfc3339(occurred_at),
-        "aggregate_type": "command",
-        "aggregate_id": command.command_id,
-        "aggregate_version": 1,
-        "payload": {"command_id": command.command_id, "command_type": "call.execute", **payload},
+        "aggregate_type": aggregate_type,
+        "aggregate_id": aggregate_id,
+        "aggregate_version": aggregate_version,
+        "payload": payload,
     }
 
 
