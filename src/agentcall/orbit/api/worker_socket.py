@@ -6,8 +6,9 @@ protocol keeps that safe because a worker only sends `result` after its `started
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -228,9 +229,14 @@ class _Session:
         pending.add(task)
         task.add_done_callback(pending.discard)
 
-    async def _refuse(self, text: str, problem: str) -> None:
+
+    @contextlib.asynccontextmanager
+    async def _answering(self) -> AsyncIterator[None]:
+        """Settles the answer to one message: a Close closes the connection, a connection
+        gone meanwhile is let go (the worker resends), a defect is logged (and counted) and
+        closes with 1011; the message's slot is released in every case."""
         try:
-            await self._invalid(msg_id_of(text), problem)
+            yield
         except Close as close:
             await close_quietly(self.websocket, close.code, close.reason)
         except GONE:  # the connection closed while answering: the worker resends
@@ -241,23 +247,18 @@ class _Session:
         finally:
             self._slots.release()
 
+    async def _refuse(self, text: str, problem: str) -> None:
+        async with self._answering():
+            await self._invalid(msg_id_of(text), problem)
+
     async def _handle(self, value: JsonValue) -> None:
-        try:
+        async with self._answering():
             try:
                 message = parse_value(value)
             except (InvalidArgument, ProtocolError) as exc:
                 await self._invalid(msg_id_in(value), exc.message)
                 return
             await self.send(await self._apply(message))
-        except Close as close:
-            await close_quietly(self.websocket, close.code, close.reason)
-        except GONE:  # the connection closed while answering: the worker resends
-            log.debug("answer not delivered", exc_info=True)
-        except Exception:  # a defect: logged (and counted), the connection closed
-            log.exception("worker message failed")
-            await close_quietly(self.websocket, 1011, "internal error; reconnect")
-        finally:
-            self._slots.release()
 
     async def _apply(self, message: ClientMessage) -> dict[str, JsonValue]:
         if isinstance(message, Hello):
