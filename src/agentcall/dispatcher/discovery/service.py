@@ -147,9 +147,6 @@ class DiscoveryLoop:
         known = await self._db.read(tasks.load_tasks)
         result = _check(raw, after, self._client.dispatcher_id, known)
         if isinstance(result, PageRejected):
-            self._progress.pages_rejected += 1
-            by_reason = self._progress.rejected_by_reason
-            by_reason[result.reason.value] = by_reason.get(result.reason.value, 0) + 1
             await self._db.write(
                 rejected.record,
                 source=f"http:discovery?after={after}",
@@ -158,6 +155,11 @@ class DiscoveryLoop:
                 raw=raw,
                 now=self._clock(),
             )
+            # counted with no await before _fail records last_error: a status read never
+            # sees the count without its error
+            self._progress.pages_rejected += 1
+            by_reason = self._progress.rejected_by_reason
+            by_reason[result.reason.value] = by_reason.get(result.reason.value, 0) + 1
             raise DiscoveryFailed(f"page after={after} rejected: {result.reason}: {result.detail}")
         return result
 
