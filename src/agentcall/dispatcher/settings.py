@@ -9,6 +9,7 @@ stops with one message that names every missing or invalid setting (``DISPATCHER
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import stat
@@ -67,6 +68,8 @@ class Settings:
     cell_url: str
     http_host: str = "127.0.0.1"
     http_port: int = 9470
+    # The console's bearer token (or basic-auth password); required unless bound to loopback.
+    console_token: Secret | None = field(default=None, repr=False)
     discovery_interval_s: float = 30.0
     discovery_error_backoff_s: float = 5.0
     config_ttl_s: float = 60.0
@@ -158,6 +161,34 @@ def _key_prefix(raw: str) -> str:
     return value
 
 
+def _token(raw: str) -> Secret:
+    if len(raw) < 16 or not raw.isprintable() or " " in raw:
+        raise ValueError("must be at least 16 printable characters without spaces")
+    return Secret(raw)
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is reachable from this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind_problems(values: Mapping[str, Any]) -> list[str]:
+    """The console is open to whoever reaches the HTTP port: off loopback it needs a token."""
+    host = values.get("http_host", "127.0.0.1")
+    if is_loopback(host) or values.get("console_token") is not None:
+        return []
+    return [
+        f"DISPATCHER_HTTP_HOST={host} is not a loopback address and DISPATCHER_CONSOLE_TOKEN"
+        " is not set: set a token of at least 16 characters (the console then asks for it as"
+        " a bearer token or a basic-auth password) or bind DISPATCHER_HTTP_HOST=127.0.0.1"
+    ]
+
+
 def _quota_ttl(raw: str) -> float:
     value = _positive_float(raw)
     if value > 60:
@@ -173,6 +204,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "cell_url": _url("http", "https"),
     "http_host": str,
     "http_port": _port,
+    "console_token": _token,
     "discovery_interval_s": _positive_float,
     "discovery_error_backoff_s": _positive_float,
     "config_ttl_s": _positive_float,
@@ -303,6 +335,7 @@ def load_settings(
             values[key] = parse(str(raw))
         except ValueError as exc:
             problems.append(f"{_describe(key, from_env)} is invalid: {exc}")
+    problems += _bind_problems(values)
     if problems:
         raise SettingsError(_summary(problems))
     return Settings(**values)

@@ -98,3 +98,39 @@ def test_secret_file_must_be_private(tmp_path: Path) -> None:
         load_settings(env)
     os.chmod(secret, 0o600)
     assert load_settings(env).secret_key.reveal() == "from-file"
+
+
+@pytest.mark.parametrize(
+    ("host", "token", "refused"),
+    [
+        ("127.0.0.1", None, False),
+        ("127.0.0.2", None, False),
+        ("localhost", None, False),
+        ("::1", None, False),
+        ("0.0.0.0", None, True),
+        ("10.1.2.3", None, True),
+        ("::", None, True),
+        ("edge.example", None, True),
+        ("0.0.0.0", "a-console-token-0123", False),
+    ],
+)
+def test_a_non_loopback_bind_needs_the_console_token(
+    host: str, token: str | None, refused: bool
+) -> None:
+    env = dict(ENV, DISPATCHER_HTTP_HOST=host)
+    if token is not None:
+        env["DISPATCHER_CONSOLE_TOKEN"] = token
+    if not refused:
+        settings = load_settings(env)
+        assert (settings.console_token is None) == (token is None)
+        assert token is None or token not in repr(settings)
+        return
+    with pytest.raises(SettingsError) as caught:
+        load_settings(env)
+    assert "DISPATCHER_CONSOLE_TOKEN" in str(caught.value)
+    assert "DISPATCHER_HTTP_HOST=127.0.0.1" in str(caught.value)
+
+
+def test_a_short_console_token_is_refused() -> None:
+    with pytest.raises(SettingsError, match="DISPATCHER_CONSOLE_TOKEN is invalid"):
+        load_settings(dict(ENV, DISPATCHER_CONSOLE_TOKEN="short"))
