@@ -136,3 +136,25 @@ async def test_quota_identity_and_valid_until_d_cfg_3(db: Database) -> None:
     await expired.quota("tenant-id-mock", "tenant-mock")
     await expired.quota("tenant-id-mock", "tenant-mock")
     assert saas.count("/quota") == 4, "a quota past valid_until is never served from the cache"
+
+
+async def test_status_names_each_reads_last_success_and_the_cached_limits(db: Database) -> None:
+    """What the console's plumbing and limits panels show: the last success of each read
+    (a failure later does not erase it) and the limits of the configs read."""
+    saas = Saas()
+    cache, _ = make(db, saas)
+    assert (await cache.task("task-mock")).config is not None
+    assert await cache.quota("tenant-id-mock", "tenant-mock") is not None
+    status = cache.status()
+    assert status["last_success"] == {
+        "quota:tenant-id-mock": "2026-09-21T01:00:00+00:00",
+        "task:task-mock": "2026-09-21T01:00:00+00:00",
+    }
+    assert status["limits"] == {
+        "tasks": {"task-mock": 2},
+        "tenants": {"tenant-id-mock": 3},
+        "trunks": {},
+    }
+    saas.status = 503
+    await cache.task("task-mock", fresh=True)
+    assert "task:task-mock" in cache.status()["last_success"]

@@ -50,6 +50,10 @@ class CacheStatus(TypedDict):
     sip_verified_now: bool
     cached_tasks: int
     cached_quotas: int
+    # Per read (``sip``, ``task:<task_id>``, ``quota:<tenant_id>``): its last success (ISO).
+    last_success: dict[str, str]
+    # The concurrency limits of the cached configs: by task, tenant and trunk id.
+    limits: dict[str, dict[str, int | None]]
 
 
 @dataclass
@@ -98,6 +102,10 @@ class _Slot(Generic[T]):
     def drop(self, key: str) -> None:
         self._entries.pop(key, None)
 
+    def entries(self) -> list[tuple[str, _Entry[T]]]:
+        """Every entry, expired ones too (the last value read of each key)."""
+        return list(self._entries.items())
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -128,6 +136,7 @@ class ConfigCache:
         self._revisions: dict[str, int] = {}
         self._reloaded: dict[str, int] = {}
         self._failures: dict[ReadKey, SaasError] = {}
+        self._succeeded: dict[str, datetime] = {}
         self.last_sip: SipSnapshot | None = None
 
     @property
@@ -138,6 +147,10 @@ class ConfigCache:
         self._on_error(exc)
         self._failures[key] = exc
         return min(FAILURE_TTL_S, self._config_ttl)
+
+    def _ok(self, key: ReadKey) -> None:
+        self._failures.pop(key, None)
+        self._succeeded[str(key)] = self._clock()
 
     def failure(self, key: ReadKey) -> SaasError | None:
         """The failure of the last read of ``key``, None if it succeeded (or never ran)."""
@@ -151,7 +164,7 @@ class ConfigCache:
             snapshot = parse_sip(await self._client.sip(), self.dispatcher_id)
         except SaasError as exc:
             return None, self._failed(exc, SIP)
-        self._failures.pop(SIP, None)
+        self._ok(SIP)
         self.last_sip = snapshot
         return snapshot, self._config_ttl
 
@@ -187,7 +200,7 @@ class ConfigCache:
             return TaskLookup(None, missing=exc.not_found, error=exc.code), ttl
         except SaasError as exc:
             return TaskLookup(None, error=exc.code), self._failed(exc, key)
-        self._failures.pop(key, None)
+        self._ok(key)
         return TaskLookup(config), self._config_ttl
 
     async def _check_agent_version(self, config: TaskConfig) -> None:
@@ -226,7 +239,7 @@ class ConfigCache:
             quota = parse_quota(raw, self.dispatcher_id, tenant_id, tenant_key)
         except SaasError as exc:
             return None, self._failed(exc, key)
-        self._failures.pop(key, None)
+        self._ok(key)
         remaining = (quota.valid_until - self._clock()).total_seconds()
         return quota, max(0.0, min(self._quota_ttl, remaining))
 
@@ -234,6 +247,7 @@ class ConfigCache:
         """Forget a task's config (discovery ``removed``, D-DISC-8)."""
         self._tasks.drop(task_id)
         self._revisions.pop(task_id, None)
+        self._succeeded.pop(str(ReadKey(Read.TASK, task_id)), None)
 
     def status(self) -> CacheStatus:
         sip = self.last_sip
@@ -243,4 +257,16 @@ class ConfigCache:
             sip_verified_now=entry is not None and entry.value is not None,
             cached_tasks=len(self._tasks),
             cached_quotas=len(self._quotas),
+            last_success={key: at.isoformat() for key, at in sorted(self._succeeded.items())},
+            limits=self._limits(),
         )
+
+    def _limits(self) -> dict[str, dict[str, int | None]]:
+        tasks = {t: e.value.config for t, e in self._tasks.entries() if e.value.config}
+        quotas = [e.value for _, e in self._quotas.entries() if e.value is not None]
+        trunks = self.last_sip.trunks.values() if self.last_sip else ()
+        return {
+            "tasks": {t: c.max_concurrent_calls for t, c in sorted(tasks.items())},
+            "tenants": {q.tenant_id: q.max_concurrent_calls for q in quotas},
+            "trunks": {t.trunk_id: t.max_concurrent_calls for t in trunks},
+        }
