@@ -106,7 +106,7 @@ class Database:
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """One write transaction; commits on success, rolls back on any exception."""
         async with self._writer():
-            async with self.engine.connect() as conn:
+            async with self.engine.connect() as conn, _kept_cancellation(conn):
                 if self.dialect is Dialect.SQLITE:
                     await conn.execution_options(orbit_begin="BEGIN IMMEDIATE")
                 async with conn.begin():
@@ -125,7 +125,7 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.connect() as conn, conn.begin():
+        async with self.engine.connect() as conn, _kept_cancellation(conn), conn.begin():
             yield conn
 
     @contextlib.asynccontextmanager
@@ -136,7 +136,7 @@ class Database:
             async with self.read() as conn:
                 yield conn
         else:
-            async with self._reader.connect() as conn:
+            async with self._reader.connect() as conn, _kept_cancellation(conn):
                 yield conn
 
     @contextlib.asynccontextmanager
@@ -221,7 +221,7 @@ class KeptWriter:
             return
         conn, since = await self._take()
         try:
-            async with conn.begin():
+            async with _kept_cancellation(conn), conn.begin():
                 yield conn
         except BaseException:
             await _close(conn)  # rolled back by begin(): back to the pool, not kept
@@ -252,6 +252,27 @@ class KeptWriter:
     async def close(self) -> None:
         while self._idle:
             await _close(self._idle.pop()[0])
+
+
+@contextlib.asynccontextmanager
+async def _kept_cancellation(conn: AsyncConnection) -> AsyncIterator[None]:
+    """Cancelled in the middle of a statement, asyncmy leaves its connection mid-command: the
+    rollback that follows fails with `InterfaceError: Cancelled during execution`, an
+    ordinary exception raised while the cancellation is handled. Such a connection is
+    invalidated (never handed out again) and the failure becomes the cancellation again, so
+    that a loop that survives failures does not survive its own stop."""
+    try:
+        yield
+    except BaseException as exc:
+        cancelled = isinstance(exc, asyncio.CancelledError)
+        task = asyncio.current_task()
+        if not cancelled and (task is None or not task.cancelling()):
+            raise
+        with contextlib.suppress(Exception):
+            await conn.invalidate()
+        if cancelled:
+            raise
+        raise asyncio.CancelledError from exc
 
 
 def is_lost_connection(exc: BaseException) -> bool:
