@@ -7,13 +7,13 @@ A failure while answering is a 500 in the JSON error shape
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from agentcall.dispatcher.web.metrics import render
 
@@ -26,8 +26,13 @@ def _ignore(request: Request, exc: Exception) -> None:
 
 
 def build_app(
-    snapshot: Snapshot, healthy: Callable[[], bool], on_error: OnError = _ignore
+    snapshot: Snapshot,
+    healthy: Callable[[], bool],
+    on_error: OnError = _ignore,
+    routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
+    """The HTTP app; ``routes`` are mounted beside the built-in ones (the console's)."""
+
     async def status(request: Request) -> Response:
         return JSONResponse(await snapshot())
 
@@ -53,6 +58,7 @@ def build_app(
             Route("/status", status),
             Route("/metrics", metrics),
             Route("/healthz", healthz),
+            *routes,
         ],
         exception_handlers={Exception: failed},
     )
