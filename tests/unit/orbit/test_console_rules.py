@@ -96,7 +96,9 @@ def test_queue_and_worker_views_match_the_openapi_schemas() -> None:
 
     from agentcall.orbit.api.app import openapi_text
     from agentcall.orbit.domain.leasing import HandlerKey
-    from agentcall.orbit.execution.inspection import QueueView, worker_view
+    from agentcall.orbit.domain.worker_directory import view as worker_view
+    from agentcall.orbit.execution.inspection import QueueView
+    from agentcall.orbit.execution.worker_directory import record_of
     from agentcall.orbit.protocol.messages import WorkerIdentity
 
     schemas = json.loads(openapi_text())["components"]["schemas"]
@@ -111,8 +113,10 @@ def test_queue_and_worker_views_match_the_openapi_schemas() -> None:
     peer = SimpleNamespace(connection_id="c" * 32, namespace_id="n" * 32,
                            worker=WorkerIdentity("w", "i" * 32, "sdk/1", "host", 7))  # fmt: skip
     link = SimpleNamespace(peer=peer, handlers=frozenset({HandlerKey("h", "v1")}), capacity=4,
-                           in_flight={"a"}, connected_at=NOW, seen_at=NOW)  # fmt: skip
-    view = worker_view(link, ["q" * 32])
+                           in_flight={"a"}, connected_at=NOW, seen_at=NOW,
+                           queue_order=("q" * 32,))  # fmt: skip
+    view = worker_view(record_of(link), frozenset({"q" * 32}))  # type: ignore[arg-type]
+    assert view is not None
     worker = schemas["Worker"]
     assert set(worker["required"]) <= set(view) <= set(worker["properties"])
     assert view["in_flight"] == 1 and view["slots"] == 4

@@ -28,6 +28,7 @@ from agentcall.orbit.execution.peers import PeerCounters, PeerHints
 from agentcall.orbit.execution.token_watch import TokenWatch
 from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.execution.waiters import Waiters
+from agentcall.orbit.execution.worker_directory import WorkerDirectory
 from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.operations import Operations
@@ -55,7 +56,7 @@ class ExecutionService:
             "start": kernel.start_many,
             "finish": kernel.finish_many,
         }
-        self.batcher = Batcher(db, lanes, kinds=kinds)
+        self.batcher = Batcher(db, lanes, kinds=kinds, clocked={"lease": kernel.lease_clocked})
         registry = registry or CollectorRegistry()
         leases = Counter("orbit_leases", "Leases granted to workers", registry=registry)
         revoked = Counter("orbit_worker_sessions_revoked", "Worker sessions ended because their "
@@ -80,6 +81,10 @@ class ExecutionService:
         self.gauges = TaskGauges(registry, self.inspection)
         self.waiters.on_failure = self.gauges.failures.inc
         self.peers = _peer_hints(db, settings, self.hub, registry)
+        if self.peers is not None:  # the workers of every server process, in each listing
+            directory = WorkerDirectory(db, self.hub, self.peers.server_id)
+            self.peers.also = directory.record
+            self.inspection.directory = directory
         # the hooks of `Operations`: a committed submit wakes the dispatcher for its queue;
         # a submit group leases to an idle connection of this process in its transaction
         self.on_accepted: Callable[[str], None] = self.hub.notify

@@ -42,7 +42,7 @@ class InspectionRoutes:
     async def workers(self, request: Request, ctx: Context) -> Response:
         principal = await ctx.principal(request, Permission.READ)
         query(request, NO_PARAMS)
-        items: list[JsonValue] = list(self.inspection.workers(principal))
+        items: list[JsonValue] = list(await self.inspection.workers(principal))
         return envelope(ctx.request_id, 200, data={"items": items})
 
     async def get_task(self, request: Request, ctx: Context) -> Response:

@@ -1,4 +1,4 @@
-"""`orbit worker`: `orbit worker list` lists the workers connected to the server (through the
+"""`orbit worker`: `orbit worker list` lists the workers of every server process (through the
 API); anything else runs a worker, exactly the SDK's `orbit worker --app ...` command (its
 options and `--help` included). Imports no server module, so a worker starts fast."""
 
@@ -32,7 +32,8 @@ class WorkerGroup(click.Group):
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         run_worker.format_help(ctx, formatter)
         formatter.write_paragraph()
-        formatter.write_text("orbit worker list [--json]: the workers connected to the server.")
+        formatter.write_text("orbit worker list [--json]: the workers connected to any "
+                             "server process.")
 
 
 @click.group("worker", cls=WorkerGroup, add_help_option=False,

@@ -141,7 +141,7 @@ class Pages:
     async def overview(self, request: Request, session: Session) -> Response:
         queues = await self.inspection.queues(session.principal)
         chart = await self._chart(session.principal)
-        workers = self.inspection.workers(session.principal)
+        workers = await self.inspection.workers(session.principal)
         reviews = sum(q.counts.get(TaskState.NEEDS_REVIEW.value, 0) for q in queues)
         return self.render(request, "overview.html", session=session, queues=queues,
                            chart=chart, workers=workers, states=STATES, reviews=reviews,

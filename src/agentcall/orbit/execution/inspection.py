@@ -1,6 +1,8 @@
 """What the inspection API, the console and the metrics see: the token's queues with counts per
-state and the age of their oldest WAITING task, the workers connected to this server process,
-and waiting for a task to settle (`orbit.execution.waiters`).
+state and the age of their oldest WAITING task, the namespace's connected workers (this
+process's as they are now, the other server processes' as they last recorded them:
+`orbit.execution.worker_directory`), and waiting for a task to settle
+(`orbit.execution.waiters`).
 
 Counts come from one grouped query over every queue, kept for `cache_s` seconds and shared by
 every reader of this process (API, console, /metrics): their cost does not grow with the
@@ -9,8 +11,6 @@ number of viewers or scrapes."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,15 +21,16 @@ from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.domain.worker_directory import listing
+from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.waiters import Waiters
+from agentcall.orbit.execution.worker_directory import WorkerDirectory, local
 from agentcall.orbit.store import inspect
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.operations import Operations
 
 SETTLED = frozenset(TaskState(s) for s in inspect.SETTLED)
 MAX_WAIT_MS = 60_000
-SERVER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ class Inspection:
         self.cache_s = cache_s
         self._snapshot: Snapshot | None = None
         self._lock = asyncio.Lock()
+        # the other server processes' workers (MySQL/MariaDB); None: this process is alone
+        self.directory: WorkerDirectory | None = None
 
     # ------------------------------------------------------------------ queues
     async def snapshot(self) -> Snapshot:
@@ -106,16 +109,14 @@ class Inspection:
             return await inspect.queue_names(conn, queue_ids)
 
     # ------------------------------------------------------------------ workers
-    def workers(self, principal: Principal) -> list[dict[str, JsonValue]]:
-        """Workers connected to this server process that serve the token's queues (only
-        those queues are shown)."""
+    async def workers(self, principal: Principal) -> list[dict[str, JsonValue]]:
+        """The namespace's workers, of every server process, that serve the token's queues
+        (only those queues are shown)."""
         principal.require(Permission.READ)
-        views = []
-        for link in self.hub.links.values():
-            shown = [q for q in link.queue_order if q in principal.queue_ids]
-            if link.peer.namespace_id == principal.namespace_id and shown:
-                views.append(worker_view(link, shown))
-        return sorted(views, key=lambda view: (str(view["name"]), str(view["connection_id"])))
+        records = local(self.hub)
+        if self.directory is not None:
+            records += await self.directory.others(principal.namespace_id)
+        return listing(records, principal.namespace_id, principal.queue_ids)
 
     # ------------------------------------------------------------------ waiting
     async def wait(self, ops: Operations, principal: Principal, task_id: str,
@@ -136,22 +137,3 @@ class Inspection:
         async with self.db.single_read() as conn:
             return await inspect.settled_among(conn, task_ids)
 
-
-def worker_view(link: Link, queues: list[str]) -> dict[str, JsonValue]:
-    peer, worker = link.peer, link.peer.worker
-    view: dict[str, JsonValue] = {
-        "connection_id": peer.connection_id, "server": SERVER, "name": worker.name,
-        "instance_id": worker.instance_id,
-    }  # fmt: skip
-    for key in ("sdk", "host", "pid"):
-        value = getattr(worker, key)
-        if value is not None:
-            view[key] = value
-    handlers: list[JsonValue] = [{"handler": h.handler, "handler_version": h.handler_version}
-                                 for h in sorted(link.handlers)]  # fmt: skip
-    view.update({
-        "queues": list(queues), "handlers": handlers, "slots": link.capacity,
-        "in_flight": len(link.in_flight), "connected_at": format_time(link.connected_at),
-        "last_heartbeat_at": format_time(link.seen_at),
-    })  # fmt: skip
-    return view

@@ -17,7 +17,7 @@ from typing import Any
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.peers import HEARTBEAT_S, decode, forgotten, live_peers, plan_sends
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.servers import Servers
+from agentcall.orbit.store.servers import Also, Servers
 
 log = logging.getLogger("orbit.peers")
 RETRY_PAUSE_S = 0.2
@@ -71,6 +71,7 @@ class PeerHints:
         self.advertise_host = advertise_host or bind_host
         self.counters = counters or PeerCounters()
         self.servers = Servers(db, self.server_id, self.advertise_host, bind_port)
+        self.also: Also | None = None  # more writes of each round (this process's workers)
         self.peers: tuple[tuple[str, int], ...] = ()
         self._pending: set[str] = set()
         self._scheduled = False
@@ -146,6 +147,6 @@ class PeerHints:
                 await asyncio.sleep(RETRY_PAUSE_S)
 
     async def _round(self) -> None:
-        now, rows = await self.servers.beat()
+        now, rows = await self.servers.beat(self.also)
         self.peers = live_peers(rows, self.server_id, now)
         await self.servers.forget(forgotten(rows, now))

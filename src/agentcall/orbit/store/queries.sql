@@ -100,3 +100,18 @@ SELECT {clock} AS now_at, {receipt_columns}
 FROM (SELECT 1 AS one) clock LEFT OUTER JOIN idempotency_records r
   ON r.operation = :operation AND r.target = :target
   AND r.namespace_id IN (:namespaces) AND r.idem_key IN (:keys)
+
+-- name: recorded_workers
+-- The namespace's workers as the other server processes recorded them, with the heartbeat of
+-- the recording process (`orbit.domain.worker_directory`): the caller shows live ones only.
+SELECT w.*, s.heartbeat_at AS server_heartbeat_at
+FROM orbit_server_workers w JOIN orbit_servers s ON s.id = w.server_id
+WHERE w.namespace_id = :namespace_id AND w.server_id <> :server_id
+
+-- name: unrecord_workers
+-- Rows of this process's workers that left or changed since its last round.
+DELETE FROM orbit_server_workers WHERE server_id = :server_id AND connection_id IN (:ids)
+
+-- name: unrecord_servers_workers
+-- Every row of these server processes (dead ones, or this one at a clean stop).
+DELETE FROM orbit_server_workers WHERE server_id IN (:server_ids)

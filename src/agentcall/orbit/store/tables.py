@@ -222,3 +222,28 @@ orbit_servers = sa.Table(
     sa.Column("heartbeat_at", UtcDateTime(), nullable=False),
     **MYSQL_TABLE_ARGS,
 )
+
+# ---- workers connected to each server process (orbit.domain.worker_directory) ----------
+
+orbit_server_workers = sa.Table(
+    "orbit_server_workers",
+    metadata,
+    sa.Column("connection_id", ident(), primary_key=True),
+    sa.Column("server_id", ident(), nullable=False),  # orbit_servers.id of its process
+    sa.Column("namespace_id", ident(), nullable=False),
+    sa.Column("server", sa.String(255), nullable=False),  # "host:pid" of its process
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("instance_id", ident(), nullable=False),
+    sa.Column("sdk", sa.String(128), nullable=True),
+    sa.Column("host", sa.String(128), nullable=True),
+    sa.Column("pid", sa.Integer(), nullable=True),
+    sa.Column("queues", sa.Text(), nullable=False),  # JSON list of queue ids, worker's order
+    sa.Column("handlers", sa.Text(), nullable=False),  # JSON list of [handler, version]
+    sa.Column("slots", sa.Integer(), nullable=False),
+    sa.Column("in_flight", sa.Integer(), nullable=False),
+    sa.Column("connected_at", UtcDateTime(), nullable=False),
+    sa.Column("last_heartbeat_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_orbit_server_workers_namespace", "namespace_id"),
+    sa.Index("ix_orbit_server_workers_server", "server_id"),
+    **MYSQL_TABLE_ARGS,
+)
