@@ -47,6 +47,7 @@ from agentcall.dispatcher.settings import Settings
 from agentcall.dispatcher.status import Components, ErrorLog, snapshot, store_facts
 from agentcall.dispatcher.store import tasks
 from agentcall.dispatcher.store.db import Database, StoreError
+from agentcall.dispatcher.telemetry.prometheus import PrometheusTelemetry
 from agentcall.dispatcher.web.app import build_app
 
 LOG = logging.getLogger("dispatcher")
@@ -86,8 +87,15 @@ class Dispatcher:
         self.http_port: int | None = None
         self.failed: str | None = None
         self._reconcile_wake = asyncio.Event()
+        self.telemetry = PrometheusTelemetry()
         did = settings.dispatcher_id
-        self.saas = SaasClient(settings.saas_url, did, settings.secret_key, settings.http_timeout_s)
+        self.saas = SaasClient(
+            settings.saas_url,
+            did,
+            settings.secret_key,
+            settings.http_timeout_s,
+            telemetry=self.telemetry,
+        )
         self.cache = ConfigCache(
             self.saas,
             db,
@@ -99,7 +107,12 @@ class Dispatcher:
         self._gates(settings, clock)
         self.link = AmqpLink(settings.amqp_url)
         self.relay = OutboxRelay(
-            db, self.link, batch=settings.outbox_batch, retry_s=settings.outbox_retry_s, clock=clock
+            db,
+            self.link,
+            batch=settings.outbox_batch,
+            retry_s=settings.outbox_retry_s,
+            clock=clock,
+            telemetry=self.telemetry,
         )
         self.recordings = recordings_from_settings(
             settings, db, cell, clock=clock, on_outbox=self.relay.wake
@@ -112,6 +125,7 @@ class Dispatcher:
             clock=clock,
             on_outbox=self.relay.wake,
             recordings=self.recordings,
+            telemetry=self.telemetry,
         )
         self.intake = Intake(self._admit, settings.intake_batch, quarantine=self._quarantine)
         self.consumers = TaskConsumers(self.link, did, settings.prefetch, self.intake.submit)
@@ -137,6 +151,7 @@ class Dispatcher:
             outages=self.outages,
             hold=self._hold_tasks,
             skew_s=settings.clock_skew_s,
+            telemetry=self.telemetry,
         )
         self.discovery = DiscoveryLoop(
             self.saas,
@@ -248,6 +263,7 @@ class Dispatcher:
             self.snapshot,
             lambda: self.failed is None,
             lambda request, exc: handled(LOG, "http", exc, path=request.url.path),
+            registry=self.telemetry.render,
         )
         config = uvicorn.Config(
             app,

@@ -28,6 +28,7 @@ from agentcall.dispatcher.mq.consumers import ConsumersStatus
 from agentcall.dispatcher.mq.intake import IntakeStatus
 from agentcall.dispatcher.mq.link import LinkStatus
 from agentcall.dispatcher.mq.publisher import RelayStatus
+from agentcall.dispatcher.readiness import readiness
 from agentcall.dispatcher.recording.service import RecordingsStatus
 from agentcall.dispatcher.saas.cache import CacheStatus
 from agentcall.dispatcher.saas.outage import OutagesStatus
@@ -66,6 +67,7 @@ class StoreFacts:
     inbox: dict[str, int]
     rejected_count: int
     rejected_latest: list[dict[str, Any]]
+    oldest_pending: datetime | None = None
 
 
 def store_facts(conn: sqlite3.Connection) -> StoreFacts:
@@ -79,6 +81,7 @@ def store_facts(conn: sqlite3.Connection) -> StoreFacts:
         inbox=inbox.decision_counts(conn),
         rejected_count=rejected.count(conn),
         rejected_latest=rejected.latest(conn, 10),
+        oldest_pending=outbox.oldest_pending(conn),
     )
 
 
@@ -182,8 +185,22 @@ def _errors(c: Components) -> list[dict[str, str]]:
     return errors[:20]
 
 
+def _backlog(facts: StoreFacts, now: datetime) -> dict[str, Any]:
+    oldest = facts.oldest_pending
+    return {
+        "pending": facts.outbox.get("pending", 0),
+        "oldest_pending_at": iso(oldest) if oldest else None,
+        "oldest_pending_age_s": max(0.0, (now - oldest).total_seconds()) if oldest else 0.0,
+    }
+
+
 def snapshot(facts: StoreFacts, c: Components) -> dict[str, Any]:
-    """The /status body (its keys in this order)."""
+    """The /status body (its keys in this order); ``readiness`` is decided from the rest."""
+    body = _body(facts, c)
+    return {**body, "readiness": readiness(body)}
+
+
+def _body(facts: StoreFacts, c: Components) -> dict[str, Any]:
     return {
         "dispatcher_id": c.dispatcher_id,
         "started_at": iso(c.started_at),
@@ -205,9 +222,14 @@ def snapshot(facts: StoreFacts, c: Components) -> dict[str, Any]:
         "inbox": facts.inbox,
         "outbox": facts.outbox,
         "outbox_blocked": facts.blocked,
+        "outbox_backlog": _backlog(facts, c.now),
         "relay": {"published": c.relay.published, "failures": c.relay.failures},
         "executions": facts.executions,
-        "calls": {"cell_boot_id": c.calls.cell_boot_id, **c.calls.counts},
+        "calls": {
+            "cell_boot_id": c.calls.cell_boot_id,
+            "cell_reachable": c.calls.cell_reachable,
+            **c.calls.counts,
+        },
         "recordings": _recordings(facts, c.recordings),
         "amqp": {"connected": c.link.connected, "connections": c.link.connections},
         "intake": {"waiting": c.intake.waiting, "batches": c.intake.batches},

@@ -4,7 +4,9 @@
         → features: calls → recording; admission, discovery, control
         → finalize (ends an execution, stores its one call.result)
         → edges: saas, mq, cell → store (every feature's SQL)
-        → domain, contracts, settings → errors;  logs beside them
+        → domain, contracts, settings → errors;  logs and telemetry (the port the
+          components report to, and its Prometheus registry) beside them; readiness
+          (pure, over the status snapshot) under status and web
 
 Features never import each other except calls → recording (the call supervisor runs the
 recording loop and applies its events); none imports the assembly. An edge never imports
@@ -19,7 +21,7 @@ from tests.unit import layers
 
 ROOT = "agentcall.dispatcher"
 
-BASE = {"domain", "errors", "logs"}
+BASE = {"domain", "errors", "logs", "telemetry"}
 EDGES = {"saas", "mq", "cell", "store"}
 FEATURES = {"admission", "discovery", "control", "calls", "recording"}
 
@@ -28,6 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "": set(),
     "errors": set(),
     "logs": set(),
+    "telemetry": set(),
+    "readiness": set(),
     "domain": {"errors"},
     "contracts": {"errors"},
     "settings": {"errors"},
@@ -41,8 +45,8 @@ ALLOWED: dict[str, set[str]] = {
     "admission": {"mq", "saas", "store", "contracts"} | BASE,
     "discovery": {"saas", "store", "contracts"} | BASE,
     "control": {"cell", "mq", "saas", "store", "contracts"} | BASE,
-    "web": {"domain"},
-    "status": FEATURES | EDGES | BASE,
+    "web": {"domain", "readiness"},
+    "status": FEATURES | EDGES | BASE | {"readiness"},
     "service": {"status", "web", "settings"} | FEATURES | {"finalize"} | EDGES | BASE,
     "cli": {"service", "settings", "cell", "logs"},
 }

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from agentcall.dispatcher import contracts
-from agentcall.dispatcher.admission.transaction import Inputs, Invalid, Item, Valid, run_batch
+from agentcall.dispatcher.admission.transaction import (
+    Inputs,
+    Invalid,
+    Item,
+    Outcome,
+    Valid,
+    run_batch,
+)
 from agentcall.dispatcher.domain.model import ExecuteCommand, TenantQuota
 from agentcall.dispatcher.domain.outage import SIP, STALE, Read, ReadKey
 from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S
@@ -32,6 +39,7 @@ from agentcall.dispatcher.saas.outage import SaasOutages
 from agentcall.dispatcher.saas.parse import parse_command
 from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
+from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
 
 LOG = logging.getLogger("dispatcher.admission")
 
@@ -83,7 +91,9 @@ class AdmissionService:
         outages: SaasOutages | None = None,
         hold: Callable[[list[str]], Awaitable[None]] | None = None,
         skew_s: float = DEFAULT_CLOCK_SKEW_S,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
+        self._telemetry = telemetry
         self._outages = outages
         self._hold = hold
         self._skew_s = skew_s
@@ -112,6 +122,7 @@ class AdmissionService:
         done = time.monotonic()
         self.latencies.extend(done - d.received for d in live)
         self.decide_times.extend(outcome.decide_s)
+        self._observe(live, items, outcome, done)
         for decision, reason in outcome.decisions:
             self.counts[f"{decision}:{reason}"] += 1
         self.counts["dead_lettered"] += outcome.settles.count(Settle.DEAD_LETTER)
@@ -210,6 +221,20 @@ class AdmissionService:
                     self._outages.fail(key, 200, STALE)
         if tasks and self._hold is not None:
             await self._hold(sorted(tasks))
+
+    def _observe(
+        self, live: list[Delivery], items: list[Item], outcome: Outcome, done: float
+    ) -> None:
+        """Report each delivery's latency, and when each accepted command arrived (valid
+        items and decisions correspond one to one, in order; accepted executions follow the
+        accepted decisions in order; telemetry never stops admission, hence no strict zip)."""
+        for delivery in live:
+            self._telemetry.admission_latency(done - delivery.received)
+        valid = [d.received for d, i in zip(live, items, strict=True) if isinstance(i, Valid)]
+        arrived = [r for r, (decision, _) in zip(valid, outcome.decisions, strict=False)
+                   if decision == "accepted"]  # fmt: skip
+        if outcome.accepted:
+            self._telemetry.accepted(dict(zip(outcome.accepted, arrived, strict=False)))
 
     def status(self) -> AdmissionStatus:
         return AdmissionStatus(self.percentiles(), self.decide_percentiles(), dict(self.counts))

@@ -45,6 +45,7 @@ from agentcall.dispatcher.recording.service import RecordingService
 from agentcall.dispatcher.store import cell_stream, executions
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.store.executions import Execution
+from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
 
 LOG = logging.getLogger("dispatcher.calls")
 LIVE = (S.DIALING, S.RINGING, S.IN_CALL)
@@ -61,6 +62,7 @@ class CallsStatus:
     cell_boot_id: str | None
     counts: dict[str, int]
     last_error: str | None
+    cell_reachable: bool = False
 
 
 class CallSupervisor:
@@ -78,8 +80,10 @@ class CallSupervisor:
         recordings: RecordingService | None = None,
         unknown_grace_s: float = UNKNOWN_GRACE_S,
         watch_s: float = 1.0,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self._db = db
+        self._telemetry = telemetry
         self._cell = cell
         opener = None if recordings is None else recordings.opener
         self._finalizer = Finalizer(dispatcher_id, routing_key, opener)
@@ -102,7 +106,8 @@ class CallSupervisor:
         self.last_error: str | None = None
 
     def status(self) -> CallsStatus:
-        return CallsStatus(self.boot_id, dict(self.counts), self.last_error)
+        reachable = self.boot_id is not None and not self._cell_down
+        return CallsStatus(self.boot_id, dict(self.counts), self.last_error, reachable)
 
     def submit(self, execution_ids: list[str]) -> None:
         for execution_id in execution_ids:
@@ -188,8 +193,10 @@ class CallSupervisor:
             try:
                 await self._cell.originate(body)
             except CellError as exc:
+                self._telemetry.originated(execution.execution_id, False)
                 await self._settle(execution, exc)
             else:
+                self._telemetry.originated(execution.execution_id, True)
                 self.counts["originated"] += 1
 
     async def _originate_batch(self, cell: BatchingCell, marked: list[Execution]) -> None:
@@ -200,6 +207,7 @@ class CallSupervisor:
         async with self._limit:
             answers = await cell.originate_many(bodies)
         for execution, answer in zip(marked, answers, strict=True):
+            self._telemetry.originated(execution.execution_id, isinstance(answer, CellCall))
             if isinstance(answer, CellCall):
                 self.counts["originated"] += 1
             else:

@@ -19,8 +19,9 @@ message of the round is in flight at once (confirms pipelined), and only its own
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,6 +34,7 @@ from agentcall.dispatcher.mq.names import RESULT_EXCHANGE
 from agentcall.dispatcher.store import outbox
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.store.outbox import OutboxRow
+from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
 
 LOG = logging.getLogger("dispatcher.outbox")
 CONFIRM_TIMEOUT_S = 60.0
@@ -68,9 +70,11 @@ class OutboxRelay:
         batch: int,
         retry_s: float,
         clock: Callable[[], datetime],
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self._db = db
         self._link = link
+        self._telemetry = telemetry
         self._batch = batch
         self._retry = retry_s
         self._clock = clock
@@ -129,7 +133,21 @@ class OutboxRelay:
             self.last_error = failures[0][1]
             log(LOG, logging.WARNING, "outbox.retry", failed=len(failures), error=failures[0][1])
         self.published += len(delivered)
+        self._report(row for row, error in zip(rows, errors, strict=True) if error is None)
         return len(failures)
+
+    def _report(self, delivered: Iterable[OutboxRow]) -> None:
+        """Each confirmed call.result counts its call's outcome and recording status."""
+        for row in delivered:
+            if row.event_type != "call.result":
+                continue
+            try:  # the D's own body (schema-checked when stored): this never fails
+                payload = json.loads(row.body)["payload"]
+                outcome, reason = payload["outcome"], payload["reason_code"] or "none"
+                recording = payload["recording"]["status"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            self._telemetry.call_result(outcome, reason, recording)
 
     async def _publish(self, channel: aiormq.Channel, rows: list[OutboxRow]) -> list[str | None]:
         """Per row None when confirmed and not returned, else a short error text."""

@@ -23,6 +23,7 @@ import httpx
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.errors import DispatcherError
 from agentcall.dispatcher.settings import Secret
+from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
 
 
 class SaasError(DispatcherError):
@@ -65,8 +66,10 @@ class SaasClient:
         secret: Secret,
         timeout_s: float,
         transport: httpx.AsyncBaseTransport | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.dispatcher_id = dispatcher_id
+        self._telemetry = telemetry
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers={"X-DISPATCHER-ID": dispatcher_id, "X-DISPATCHER-SECRET-KEY": secret.reveal()},
@@ -95,6 +98,14 @@ class SaasClient:
         return await self._get("discovery", path, contracts.Kind.DISCOVERY_ERROR)
 
     async def _get(self, resource: str, path: str, error_kind: str) -> bytes:
+        try:
+            return await self._read(resource, path, error_kind)
+        except SaasError as exc:
+            status = str(exc.status) if exc.status is not None else exc.code
+            self._telemetry.saas_read_failed(resource, status)
+            raise
+
+    async def _read(self, resource: str, path: str, error_kind: str) -> bytes:
         try:
             response = await self._http.get(path)
         except httpx.TimeoutException as exc:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from agentcall.dispatcher.domain.states import OutboxState
-from agentcall.dispatcher.store.codec import dumps, iso, sha256_hex
+from agentcall.dispatcher.store.codec import dumps, from_iso, iso, sha256_hex
 
 MAX_BODY_BYTES = 8_388_608
 
@@ -102,3 +102,11 @@ def blocked(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
     )
     keys = ("event_id", "event_type", "size_bytes", "sha256")
     return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def oldest_pending(conn: sqlite3.Connection) -> datetime | None:
+    """When the oldest row still waiting for the broker was stored (None: no backlog)."""
+    row = conn.execute(
+        "SELECT created_at FROM outbox WHERE state = 'pending' ORDER BY seq LIMIT 1"
+    ).fetchone()
+    return from_iso(row[0]) if row else None

@@ -1,4 +1,5 @@
-"""``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz``.
+"""``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz`` (liveness),
+``GET /readyz`` (readiness: 503 with its causes while the D cannot take new calls).
 
 A failure while answering is a 500 in the JSON error shape
 (``{"error": {"code": "internal_error", "message", "hint"}}``), reported to ``on_error``
@@ -25,24 +26,34 @@ def _ignore(request: Request, exc: Exception) -> None:
     """The default ``on_error``: the assembly passes one that logs and counts."""
 
 
+def _no_registry() -> bytes:
+    return b""
+
+
 def build_app(
     snapshot: Snapshot,
     healthy: Callable[[], bool],
     on_error: OnError = _ignore,
     routes: Sequence[BaseRoute] = (),
+    registry: Callable[[], bytes] = _no_registry,
 ) -> Starlette:
-    """The HTTP app; ``routes`` are mounted beside the built-in ones (the console's)."""
+    """The HTTP app; ``routes`` are mounted beside the built-in ones (the console's);
+    ``registry`` renders the process's own metrics, served after the snapshot's."""
 
     async def status(request: Request) -> Response:
         return JSONResponse(await snapshot())
 
     async def metrics(request: Request) -> Response:
-        body = render(await snapshot())
+        body = render(await snapshot()) + registry()
         return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def healthz(request: Request) -> Response:
         ok = healthy()
         return JSONResponse({"status": "ok" if ok else "failing"}, status_code=200 if ok else 503)
+
+    async def readyz(request: Request) -> Response:
+        verdict = (await snapshot())["readiness"]
+        return JSONResponse(verdict, status_code=200 if verdict["ready"] else 503)
 
     async def failed(request: Request, exc: Exception) -> Response:
         on_error(request, exc)
@@ -58,6 +69,7 @@ def build_app(
             Route("/status", status),
             Route("/metrics", metrics),
             Route("/healthz", healthz),
+            Route("/readyz", readyz),
             *routes,
         ],
         exception_handlers={Exception: failed},

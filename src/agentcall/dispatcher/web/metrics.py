@@ -1,4 +1,8 @@
-"""Prometheus exposition built from the same snapshot as ``GET /status``."""
+"""Prometheus gauges and counters taken from the same snapshot as ``GET /status``.
+
+``GET /metrics`` renders them followed by the process's own registry of histograms and
+counters (:mod:`dispatcher.telemetry.prometheus`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from agentcall.dispatcher.domain.recording import RecordingState
+from agentcall.dispatcher.readiness import CHECKS
 
 
 class _SnapshotCollector(Collector):
@@ -53,12 +58,7 @@ class _SnapshotCollector(Collector):
         for state, count in _count(t["consumer"] for t in s["tasks"]).items():
             consumers.add_metric([state], count)
         yield consumers
-        latency = s["admission"]["latency"]
-        for q in ("p50_ms", "p99_ms"):
-            if latency.get(q) is not None:
-                yield _gauge(
-                    f"dispatcher_admission_latency_{q}", "delivery→decision commit", latency[q]
-                )
+        yield from _readiness(s)
         yield _counter(
             "dispatcher_outbox_published",
             "results confirmed by the broker",
@@ -103,6 +103,29 @@ def _edges(s: Mapping[str, Any]) -> Iterator[GaugeMetricFamily | CounterMetricFa
         "dispatcher_cell_identity_mismatch",
         "1 while the cell does not carry the approved SIP snapshot (D-NOTE-9)",
         bool(cell) and not cell.get("verified"),
+    )
+
+
+def _readiness(s: Mapping[str, Any]) -> Iterator[GaugeMetricFamily]:
+    """Readiness and its causes, the outbox backlog, the cell's reachability."""
+    ready = s["readiness"]
+    yield _gauge("dispatcher_ready", "1 when GET /readyz answers 200", ready["ready"])
+    active = {c["cause"] for c in ready["causes"]}
+    yield _labelled_gauge(
+        "dispatcher_readiness_cause",
+        "1 while this cause keeps the D from being ready (GET /readyz)",
+        "cause",
+        {cause: int(cause in active) for cause, _ in CHECKS},
+    )
+    backlog = s["outbox_backlog"]
+    yield _gauge("dispatcher_outbox_backlog", "results waiting for the broker", backlog["pending"])
+    yield _gauge(
+        "dispatcher_outbox_oldest_pending_age_seconds",
+        "age of the oldest result waiting for the broker (0 without backlog)",
+        backlog["oldest_pending_age_s"],
+    )
+    yield _gauge(
+        "dispatcher_cell_reachable", "1 while the cell answers", s["calls"]["cell_reachable"]
     )
 
 

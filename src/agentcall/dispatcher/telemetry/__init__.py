@@ -1,0 +1,1 @@
+"""What the Dispatcher observes while it works (latencies, outcomes, read errors)."""

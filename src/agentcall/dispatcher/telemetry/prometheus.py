@@ -1,0 +1,81 @@
+"""The Dispatcher's own Prometheus registry: histograms and counters fed by the
+:class:`~dispatcher.telemetry.port.Telemetry` calls of its components.
+
+One registry per process, built once at assembly and kept (never rebuilt per scrape);
+``GET /metrics`` renders it after the gauges taken from the status snapshot
+(:mod:`dispatcher.web.metrics`). Every name follows the Prometheus conventions: base units
+(``_seconds``), ``_total`` on counters, the ``dispatcher_`` prefix.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+ADMISSION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                     2.5, 5.0, 10.0)  # fmt: skip
+DIAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+WAITING_DIAL_LIMIT = 100_000  # accepted executions remembered until their originate
+
+
+class PrometheusTelemetry:
+    """A :class:`~dispatcher.telemetry.port.Telemetry` that keeps Prometheus metrics."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._monotonic = monotonic
+        self._waiting: OrderedDict[str, float] = OrderedDict()
+        r = self.registry
+        self._admission = Histogram(
+            "dispatcher_admission_latency_seconds",
+            "call.execute delivery to the commit of its admission decision",
+            buckets=ADMISSION_BUCKETS, registry=r,
+        )  # fmt: skip
+        self._dial = Histogram(
+            "dispatcher_command_to_dial_seconds",
+            "call.execute delivery to the cell's answer to the originate of its call",
+            buckets=DIAL_BUCKETS, registry=r,
+        )  # fmt: skip
+        self._saas = Counter(
+            "dispatcher_saas_read_errors_total",
+            "failed SaaS reads by resource (discovery, sip, task, quota) and HTTP status "
+            "(timeout / transport_error when none came back)",
+            ["resource", "status"], registry=r,
+        )  # fmt: skip
+        self._calls = Counter(
+            "dispatcher_calls_total",
+            "calls by outcome and reason, counted when the broker confirms their call.result",
+            ["outcome", "reason"], registry=r,
+        )  # fmt: skip
+        self._recordings = Counter(
+            "dispatcher_recordings_final_total",
+            "final recording status of the calls whose call.result the broker confirmed",
+            ["status"], registry=r,
+        )  # fmt: skip
+
+    def admission_latency(self, seconds: float) -> None:
+        self._admission.observe(max(0.0, seconds))
+
+    def accepted(self, received: Mapping[str, float]) -> None:
+        waiting = self._waiting
+        waiting.update(received)
+        while len(waiting) > WAITING_DIAL_LIMIT:
+            waiting.popitem(last=False)
+
+    def originated(self, execution_id: str, dialled: bool) -> None:
+        received = self._waiting.pop(execution_id, None)
+        if dialled and received is not None:
+            self._dial.observe(max(0.0, self._monotonic() - received))
+
+    def saas_read_failed(self, resource: str, status: str) -> None:
+        self._saas.labels(resource, status).inc()
+
+    def call_result(self, outcome: str, reason: str, recording: str) -> None:
+        self._calls.labels(outcome, reason).inc()
+        self._recordings.labels(recording).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
