@@ -35,6 +35,21 @@ async def lease_candidates(
     return await fetch(conn, "lease_candidates", params)
 
 
+async def clocked_lease_candidates(
+    conn: HotConnection, queue_id: str, handlers: Iterable[HandlerKey], limit: int
+) -> tuple[datetime | None, list[Any]]:
+    """`lease_candidates` at the database clock read by the same statement: (that clock, the
+    rows), or (None, []) when no row matched (nothing to lease, no clock needed)."""
+    pairs = [(h.handler, h.handler_version) for h in sorted(handlers)]
+    params = {"queue_id": queue_id, "waiting": _WAITING, "handlers": pairs, "limit": limit}
+    rows = await fetch(conn, "clocked_lease_candidates", params)
+    if not rows:
+        return None, []
+    now = rows[0].now_at
+    assert isinstance(now, datetime)
+    return now, rows
+
+
 @dataclass(frozen=True, slots=True)
 class LiveAttempt:
     """An attempt row with the task facts its transitions need (locked on MySQL)."""

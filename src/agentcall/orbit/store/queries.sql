@@ -18,6 +18,15 @@ WHERE queue_id = :queue_id AND state = :waiting AND available_at <= :now
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
 ORDER BY available_at, id LIMIT :limit{skip_locked}
 
+-- name: clocked_lease_candidates
+-- `lease_candidates` at the database clock, read in the same statement (one round trip less
+-- for a lease transaction that has no clock yet): the clock in front of every row.
+SELECT {clock} AS now_at, tasks.* FROM tasks
+WHERE queue_id = :queue_id AND state = :waiting AND available_at <= {clock}
+  AND deadline_at > {clock} AND (start_deadline_at IS NULL OR start_deadline_at > {clock})
+  AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
+ORDER BY available_at, id LIMIT :limit{skip_locked}
+
 -- name: attempt_columns
 -- An attempt with the facts of its task that its transitions need (`store.execution.LiveAttempt`).
 a.id, a.task_id, a.namespace_id, a.queue_id, a.number, a.state, a.lease_token_sha256,
