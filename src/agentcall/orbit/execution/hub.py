@@ -11,11 +11,11 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -33,6 +33,7 @@ SWEEP_LIMIT = 500
 WAITING_SWEEP_S = 1.0  # WAITING tasks past a deadline: scanned about once a second
 RETRY_PAUSE_S = 0.2  # after a failed dispatch or sweep round (e.g. the database is down)
 Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
+T = TypeVar("T")
 
 
 @dataclass(eq=False, slots=True)
@@ -237,7 +238,7 @@ class Hub:
             if offer.free:
                 plans.extend((link, queue_id, size) for queue_id, size in shares(offer, hinted))
                 link.rotation += 1
-        results = await asyncio.gather(*(self._fill(*plan) for plan in plans))
+        results = await _each(self._fill(*plan) for plan in plans)
         full: dict[Link, dict[str, bool]] = {link: {} for link in offers}
         for (link, queue_id, _), got_all in zip(plans, results, strict=True):
             full[link][queue_id] = got_all
@@ -253,7 +254,9 @@ class Hub:
             self.owner[grant.attempt_id] = link.peer.connection_id
         if grants:
             self.granted(grants)
-        if grants:  # sent together: with batch framing they share one frame
+        if len(grants) == 1:  # a lone lease (an idle worker) leaves at once
+            await quietly((link.urgent or link.send)(grants[0].message()))
+        elif grants:  # sent together: with batch framing they share one frame
             await asyncio.gather(*(quietly(link.send(grant.message())) for grant in grants))
         if grants and not link.open:  # closed while leasing: shorten these leases too
             await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
@@ -289,6 +292,15 @@ class Hub:
                 self.spawn(link.send(cancel))
         if report.wake:
             self.notify(*report.wake)
+
+
+async def _each(runs: Iterable[Awaitable[T]]) -> list[T]:
+    """`asyncio.gather`, but a lone awaitable is awaited here: no task and no loop turn in
+    between (the round an idle worker's lease waits for)."""
+    pending = list(runs)
+    if len(pending) == 1:
+        return [await pending[0]]
+    return list(await asyncio.gather(*pending))
 
 
 async def quietly(sending: Awaitable[Any]) -> None:
