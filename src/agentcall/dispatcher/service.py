@@ -23,6 +23,7 @@ import uvicorn
 from agentcall.dispatcher.admission.service import AdmissionService
 from agentcall.dispatcher.calls.service import CallSupervisor
 from agentcall.dispatcher.cell.port import CellError, CellPort
+from agentcall.dispatcher.console.pages import Console, console_routes
 from agentcall.dispatcher.control.plane import ControlPlane
 from agentcall.dispatcher.discovery.cellgate import CellGate
 from agentcall.dispatcher.discovery.gate import Gate
@@ -264,6 +265,7 @@ class Dispatcher:
             lambda: self.failed is None,
             lambda request, exc: handled(LOG, "http", exc, path=request.url.path),
             registry=self.telemetry.render,
+            routes=console_routes(self._console()),
         )
         config = uvicorn.Config(
             app,
@@ -285,6 +287,12 @@ class Dispatcher:
             await serve
         finally:
             server.should_exit = True
+
+    def _console(self) -> Console:
+        token = self.settings.console_token
+        return Console(
+            self.snapshot, self.settings.state_db, token.reveal() if token else None, self.clock
+        )
 
     def loops(self) -> dict[str, Loop]:
         return {

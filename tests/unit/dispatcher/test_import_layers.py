@@ -1,6 +1,6 @@
 """The Dispatcher's import direction, top to bottom:
 
-    cli → service (assembly) → status, web
+    cli → service (assembly) → status, web, console
         → features: calls → recording; admission, discovery, control
         → finalize (ends an execution, stores its one call.result)
         → edges: saas, mq, cell → store (every feature's SQL)
@@ -46,8 +46,9 @@ ALLOWED: dict[str, set[str]] = {
     "discovery": {"saas", "store", "contracts"} | BASE,
     "control": {"cell", "mq", "saas", "store", "contracts"} | BASE,
     "web": {"domain", "readiness"},
+    "console": {"domain"},
     "status": FEATURES | EDGES | BASE | {"readiness"},
-    "service": {"status", "web", "settings"} | FEATURES | {"finalize"} | EDGES | BASE,
+    "service": {"status", "web", "console", "settings"} | FEATURES | {"finalize"} | EDGES | BASE,
     "cli": {"service", "settings", "cell", "logs"},
 }
 

@@ -1,0 +1,1 @@
+"""The Dispatcher's read-only console at ``/ui``: tasks, calls and plumbing, refreshed live."""

@@ -1,0 +1,151 @@
+"""The console's routes under ``/ui``: the page, one fragment per panel (what the page's
+script fetches every refresh), and the static assets. Read-only: every route is a GET.
+
+With a console token set every route asks for it (401 with a basic-auth challenge, so a
+browser prompts). Every answer carries a strict Content-Security-Policy: the page runs
+only its own script and style, and every value is escaped by the templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
+
+from agentcall.dispatcher.console import aggregate, auth, reads
+from agentcall.dispatcher.console.panels import calls_panel, plumbing_panel, tasks_panel
+
+HERE = Path(__file__).parent
+REFRESH_MS = 2000
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+Snapshot = Callable[[], Awaitable[dict[str, Any]]]
+PANELS = ("tasks", "calls", "plumbing")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _when(value: datetime | str | None) -> str:
+    if value is None:
+        return "—"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 120:
+        return f"{value:.1f} s"
+    return f"{value / 60:.0f} min" if value < 7200 else f"{value / 3600:.1f} h"
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+    env.filters["when"] = _when
+    env.filters["seconds"] = _seconds
+    return env
+
+
+class Console:
+    """Renders the panels from ``snapshot()`` (the /status body) and the state database."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        state_db: Path,
+        token: str | None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._snapshot = snapshot
+        self._reader = reads.Reader(state_db)
+        self._token = token
+        self._clock = clock
+        self._env = environment()
+
+    async def _tasks(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
+        rows = await self._reader.read(reads.admission_rows, now)
+        active = await self._reader.read(reads.active_calls)
+        return tasks_panel(snap, aggregate.admissions(rows, now), active)
+
+    async def _calls(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
+        ended = await self._reader.read(reads.ended_calls, now)
+        results = await self._reader.read(reads.last_results)
+        return calls_panel(ended, results, now)
+
+    async def _plumbing(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
+        return plumbing_panel(snap, await self._reader.read(reads.plumbing_facts), now)
+
+    async def _context(self, names: tuple[str, ...]) -> dict[str, Any]:
+        snap, now = await self._snapshot(), self._clock()
+        build = {"tasks": self._tasks, "calls": self._calls, "plumbing": self._plumbing}
+        context: dict[str, Any] = {"now": now, "dispatcher_id": snap.get("dispatcher_id")}
+        for name in names:
+            context[name] = await build[name](snap, now)
+        return context
+
+    def _denied(self, request: Request) -> Response | None:
+        if auth.allowed(self._token, request.headers.get("authorization")):
+            return None
+        headers = {**HEADERS, "WWW-Authenticate": auth.CHALLENGE}
+        text = "The console needs the token of DISPATCHER_CONSOLE_TOKEN (bearer or basic auth)."
+        return Response(text, status_code=401, headers=headers, media_type="text/plain")
+
+    def _html(self, template: str, context: dict[str, Any]) -> Response:
+        body = self._env.get_template(template).render(context)
+        return HTMLResponse(body, headers=HEADERS)
+
+    async def page(self, request: Request) -> Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        context = await self._context(PANELS)
+        return self._html("console.html", {**context, "refresh": REFRESH_MS})
+
+    async def panel(self, request: Request) -> Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        name = request.path_params["name"]
+        if name not in PANELS:
+            return Response("no such panel", status_code=404, headers=HEADERS)
+        return self._html(f"{name}.html", await self._context((name,)))
+
+    async def assets(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        denied = self._denied(request)
+        if denied is not None:
+            await denied(scope, receive, send)
+            return
+        await _STATIC(scope, receive, send)
+
+
+_STATIC = StaticFiles(directory=HERE / "static")
+
+
+def console_routes(console: Console) -> list[BaseRoute]:
+    async def slash(request: Request) -> Response:
+        return RedirectResponse("/ui", status_code=308)
+
+    return [
+        Route("/ui", console.page, methods=["GET"]),
+        Route("/ui/", slash, methods=["GET"]),
+        Route("/ui/panels/{name}", console.panel, methods=["GET"]),
+        Mount("/ui/static", app=console.assets, name="console-static"),
+    ]
