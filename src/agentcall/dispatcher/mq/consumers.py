@@ -18,15 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import aio_pika
 from aio_pika.abc import AbstractChannel
 from aiormq.abc import AbstractChannel as RawChannel
 from aiormq.abc import DeliveredMessage
 
-from agentcall.dispatcher.logs import log
+from agentcall.dispatcher.logs import handled, log
 from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import MAX_TASK_QUEUES, task_queue
@@ -115,33 +116,57 @@ class TaskConsumers:
 
     async def _start(self, task_id: str) -> None:
         name = task_queue(self._dispatcher_id, task_id)
+        connection = self._link.connection
+        held: _Channel | None = None
         try:
             held = self._idle_channels.pop(task_id, None)
             if held is None or held.channel.is_closed:
                 held = await self._open_channel()
             await held.channel.declare_queue(name, passive=True)
+            handler = self._handler(task_id, name, held.acks)
+            ok = await held.raw.basic_consume(name, handler, no_ack=False)
         except aio_pika.exceptions.ChannelNotFoundEntity:
             if self.states.get(task_id) != "queue_missing":
                 log(LOG, logging.WARNING, "consumer.queue_missing", task_id=task_id, queue=name)
             self.states[task_id] = "queue_missing"
             return
         except (aio_pika.exceptions.AMQPException, ConnectionError, OSError) as exc:
+            raise_if_cancelling(exc)
             self.states[task_id] = f"error: {type(exc).__name__}"
             return
+        except Exception as exc:  # aiormq fails pending calls with a bare `Exception`
+            raise_if_cancelling(exc)  # when their connection is closed under them
+            if not self._lost(connection, held):
+                raise
+            handled(LOG, "consumers.link_lost", exc, "consumer.link_lost", logging.WARNING)
+            self.states[task_id] = "disconnected"
+            return
+        if self._lost(connection, held):  # the link went down as the broker said ConsumeOk
+            self.states[task_id] = "disconnected"
+            return
+        assert ok.consumer_tag is not None
+        self._active[task_id] = _Consumer(held, ok.consumer_tag)
+        self.states[task_id] = "consuming"
+        log(LOG, logging.INFO, "consumer.started", task_id=task_id)
 
-        acks = held.acks
+    def _lost(self, connection: object, held: _Channel | None) -> bool:
+        """Whether the connection a consumer was being started on is gone (the next
+        reconcile after the reconnection starts it again)."""
+        current = self._link.connection
+        if current is None or current is not connection or current.is_closed:
+            return True
+        return held is not None and held.channel.is_closed
 
+    def _handler(
+        self, task_id: str, name: str, acks: ChannelAcks
+    ) -> Callable[[DeliveredMessage], Coroutine[Any, Any, None]]:
         async def on_message(message: DeliveredMessage) -> None:
             tag = message.delivery_tag
             assert tag is not None  # a Basic.Deliver always has one
             acks.received(tag)
             self._submit(Delivery(task_id, name, message.body, tag, acks))
 
-        ok = await held.raw.basic_consume(name, on_message, no_ack=False)
-        assert ok.consumer_tag is not None
-        self._active[task_id] = _Consumer(held, ok.consumer_tag)
-        self.states[task_id] = "consuming"
-        log(LOG, logging.INFO, "consumer.started", task_id=task_id)
+        return on_message
 
     async def _open_channel(self) -> _Channel:
         channel = await self._link.channel()
