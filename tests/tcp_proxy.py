@@ -3,6 +3,8 @@
 The shared RabbitMQ is never stopped: a test points one process at a :class:`TcpProxy`
 instead, then :meth:`TcpProxy.cut` drops every relayed connection and refuses new ones
 (as a broker that went down), and :meth:`TcpProxy.restore` accepts again on the same port.
+:attr:`TcpProxy.refuse`, when set, drops a connection whose client sends a chunk it matches
+(e.g. one HTTP route of a server while the others still pass).
 The relay runs its own event loop in a daemon thread, so synchronous and asynchronous
 tests use it alike.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -34,6 +36,7 @@ class TcpProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self.refuse: Callable[[bytes], bool] | None = None
 
     @classmethod
     def for_url(cls, url: str) -> TcpProxy:
@@ -91,12 +94,23 @@ class TcpProxy:
             return
         self.accepted += 1
         self._writers.update((client_w, server_w))
-        await asyncio.gather(self._pipe(client_r, server_w), self._pipe(server_r, client_w))
+        await asyncio.gather(
+            self._pipe(client_r, server_w, client_w), self._pipe(server_r, client_w)
+        )
         self._writers.difference_update((client_w, server_w))
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client: asyncio.StreamWriter | None = None,
+    ) -> None:
+        """Relay one direction; ``client``: this is the client's side, checked by refuse."""
         try:
             while data := await reader.read(65536):
+                if client is not None and self.refuse is not None and self.refuse(data):
+                    client.transport.abort()
+                    break
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):

@@ -7,6 +7,7 @@ import json
 import logging
 import signal
 import socket
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -20,6 +21,7 @@ from agentcall.cell.server.app import build_app
 from agentcall.cell.service import CellConfig, CellService
 from agentcall.cell.sim.driver import SimDriver
 from agentcall.cell.sim.script import Script, load_script
+from agentcall.cell.uploads import EXPIRY_SKEW_S
 
 log = logging.getLogger("cell.cli")
 
@@ -44,23 +46,17 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _service(
-    mode: str, script: Script, data_dir: Path, scale: float, max_calls: int, cell_id: str | None
-) -> CellService:
-    if mode == "sip":  # real SIP calls to the pinned trunk (docs/cell-sip.md)
+def _service(script: Script, config: CellConfig) -> CellService:
+    if config.mode == "sip":  # real SIP calls to the pinned trunk (docs/cell-sip.md)
         from agentcall.cell.sip.setup import sip_driver
 
         try:
             driver, registry = sip_driver()
         except CellConfigError as exc:
             raise click.UsageError(exc.message) from None
-        config = CellConfig(data_dir=data_dir, mode=mode, max_calls=max_calls, cell_id=cell_id)
-        return CellService(config, driver, registry)
+        return CellService(replace(config, time_scale=1.0), driver, registry)
     providers = mock_registry()
-    config = CellConfig(
-        data_dir=data_dir, mode=mode, time_scale=scale, max_calls=max_calls, cell_id=cell_id
-    )
-    return CellService(config, SimDriver(script, providers, scale), providers)
+    return CellService(config, SimDriver(script, providers, config.time_scale), providers)
 
 
 def _load_approved(service: CellService, path: Path | None) -> None:
@@ -139,6 +135,15 @@ def _exit_cleanly(signum: int, frame: object) -> None:
     " the approved SIP snapshot's artifact.cell_id.",
 )
 @click.option(
+    "--upload-expiry-skew-s",
+    type=click.FloatRange(min=0.0, max=3600.0),
+    default=EXPIRY_SKEW_S,
+    show_default=True,
+    envvar="CELL_UPLOAD_EXPIRY_SKEW_S",
+    help="A presigned URL expired longer ago than this by the cell's clock is not tried:"
+    " the cell answers expired and asks for a renewal (no PUT). 0 trusts its clock.",
+)
+@click.option(
     "--sip-config",
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="CELL_SIP_CONFIG",
@@ -169,6 +174,7 @@ def serve(
     time_scale: float | None,
     max_calls: int,
     cell_id: str | None,
+    upload_expiry_skew_s: float,
     sip_config: Path | None,
     log_level: str,
     log_format: str,
@@ -180,7 +186,15 @@ def serve(
     except CellConfigError as exc:
         raise click.UsageError(f"--script: {exc.message}") from None
     scale = time_scale or script.time_scale or 1.0
-    service = _service(mode, script, data_dir, scale, max_calls, cell_id)
+    config = CellConfig(
+        data_dir=data_dir,
+        mode=mode,
+        time_scale=scale,
+        max_calls=max_calls,
+        cell_id=cell_id,
+        upload_expiry_skew_s=upload_expiry_skew_s,
+    )
+    service = _service(script, config)
     try:
         service.lock()
     except CellConfigError as exc:

@@ -48,7 +48,7 @@ from agentcall.cell.model import CallState, ReasonCode
 from agentcall.cell.originate_log import OriginateLog
 from agentcall.cell.plan import CallPlan, UploadTarget, parse_plan
 from agentcall.cell.recording.store import RecordingMeta, RecordingStore, UploadStatus
-from agentcall.cell.uploads import UploadResult, upload_recording
+from agentcall.cell.uploads import EXPIRY_SKEW_S, UploadResult, upload_recording
 
 log = logging.getLogger("cell.service")
 SETTLED = (UploadStatus.UPLOADED, UploadStatus.FAILED)
@@ -66,6 +66,7 @@ class CellConfig:
     max_calls: int = 1000
     shutdown_grace_s: float = 5.0
     upload_timeout_s: float = 120.0
+    upload_expiry_skew_s: float = EXPIRY_SKEW_S  # a URL this long past expiry is not tried
     cell_id: str | None = None  # reported in /v1/info; the D compares it (D-NOTE-9)
 
 
@@ -281,7 +282,14 @@ class CellService:
 
     async def upload(self, call_id: str, target: UploadTarget) -> UploadResult:
         assert self._http is not None, "start() first"
-        result = await upload_recording(self.recordings, self._http, call_id, target, self.now)
+        result = await upload_recording(
+            self.recordings,
+            self._http,
+            call_id,
+            target,
+            self.now,
+            self.config.upload_expiry_skew_s,
+        )
         self.metrics.uploads.labels(result.state.status.value).inc()
         if call_id not in self._acked:
             self.emit(EventType.UPLOAD, call_id, result.to_json())

@@ -2,10 +2,11 @@
 
 - ``uploaded``: the server answered 2xx (size and SHA-256 of what was sent);
 - ``expired``: the authorization had expired — answered 403 "expired" by the server,
-  or expired more than ``EXPIRY_SKEW_S`` ago by the cell's clock (then no PUT is
-  sent at all); nothing was stored. When no PUT began, the answer (and its
-  ``call.upload`` event) carries ``renewal_requested: true``: the cell's explicit request
-  for a new authorization of the same upload_id; the D renews only on it (D-NOTE-7);
+  or expired more than ``skew_s`` ago by the cell's clock (``--upload-expiry-skew-s``,
+  default ``EXPIRY_SKEW_S``; then no PUT is sent at all); nothing was stored. When no
+  PUT began, the answer (and its ``call.upload`` event) carries
+  ``renewal_requested: true``: the cell's explicit request for a new authorization of
+  the same upload_id; the D renews only on it (D-NOTE-7);
 - ``failed``: anything else (authorization refused, HTTP error, timeout, network),
   with the contract's error code. The cell never retries.
 """
@@ -30,7 +31,7 @@ ERROR_EXPIRED = "upload_authorization_expired"
 ERROR_AUTH = "upload_authorization_failed"
 ERROR_FAILED = "upload_failed"
 ERROR_TIMEOUT = "upload_timeout"
-EXPIRY_SKEW_S = 60  # the storage server enforces expiry; the cell only skips dead URLs
+EXPIRY_SKEW_S = 60.0  # the storage server enforces expiry; the cell only skips dead URLs
 S3_CODE = re.compile(rb"<Code>([A-Za-z0-9.]{1,64})</Code>")
 
 
@@ -49,9 +50,10 @@ def presigned_expiry(url: str) -> datetime | None:
     return None
 
 
-def locally_expired(expiry: datetime | None, now: datetime) -> bool:
-    """True when the URL is dead even allowing for clock skew with the storage server."""
-    return expiry is not None and expiry + timedelta(seconds=EXPIRY_SKEW_S) <= now
+def locally_expired(expiry: datetime | None, now: datetime, skew_s: float = EXPIRY_SKEW_S) -> bool:
+    """True when the URL is dead even allowing ``skew_s`` of clock skew with the storage
+    server (0: dead from its expiry on, by the cell's clock)."""
+    return expiry is not None and expiry + timedelta(seconds=skew_s) <= now
 
 
 def classify(status: int, body: bytes) -> tuple[UploadStatus, str | None, str]:
@@ -156,13 +158,14 @@ async def upload_recording(
     call_id: str,
     target: UploadTarget,
     now: Callable[[], datetime],
+    skew_s: float = EXPIRY_SKEW_S,
 ) -> UploadResult:
     """The whole upload of one recording: durable start, one PUT (or none), settle."""
     at = now()
     meta = store.begin_upload(call_id, target.upload_id, iso(at))  # refuses a second PUT
     assert meta.upload is not None
     expiry = presigned_expiry(target.url)
-    if expiry is not None and locally_expired(expiry, at):
+    if expiry is not None and locally_expired(expiry, at, skew_s):
         state = expired_before_put(meta.upload, expiry, at)
     else:
         state = await put_once(client, store.wav_path(call_id), target, meta.upload, expiry, now)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +141,8 @@ class MockSaas:
 class Cell:
     """``cell serve --mode sim`` with a script."""
 
-    def __init__(self, workdir: Path, script: Mapping[str, Any]) -> None:
+    def __init__(self, workdir: Path, script: Mapping[str, Any], extra: Sequence[str] = ()) -> None:
+        """``extra``: more ``cell serve`` options."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data = workdir / "cell"
@@ -165,6 +166,7 @@ class Cell:
             "20000",
             "--cell-id",
             CELL_ID,
+            *extra,
         ]
         self.proc = Proc(argv, workdir / "cell.log")
 

@@ -69,3 +69,20 @@ def test_classify_names_the_s3_code_but_not_the_body() -> None:
 )
 def test_only_clearly_dead_urls_are_refused_locally(expiry: datetime | None, expired: bool) -> None:
     assert locally_expired(expiry, datetime(2026, 9, 21, 8, 0, tzinfo=UTC)) is expired
+
+
+@pytest.mark.parametrize(
+    ("skew_s", "expiry", "expired"),
+    [
+        (0.0, datetime(2026, 9, 21, 8, 0, 1, tzinfo=UTC), False),  # still valid
+        (0.0, datetime(2026, 9, 21, 8, 0, tzinfo=UTC), True),  # dead from its expiry on
+        (5.0, datetime(2026, 9, 21, 7, 59, 56, tzinfo=UTC), False),  # within the skew
+        (5.0, datetime(2026, 9, 21, 7, 59, 55, tzinfo=UTC), True),
+        (0.0, None, False),  # the URL does not say: the server decides
+    ],
+)
+def test_the_skew_tolerated_is_a_setting(
+    skew_s: float, expiry: datetime | None, expired: bool
+) -> None:
+    """``--upload-expiry-skew-s``: how long past its expiry a URL is still tried."""
+    assert locally_expired(expiry, datetime(2026, 9, 21, 8, 0, tzinfo=UTC), skew_s) is expired
