@@ -90,7 +90,7 @@ def snapshot() -> dict[str, Any]:
         "dispatcher_id": "d-1",
         "healthy": True,
         "failed": None,
-        "admission": {"open": True, "why_closed": None},
+        "admission": {"open": False, "why_closed": {"sip": HOSTILE}},
         "discovery": {
             "cursor": 17,
             "caught_up": True,
@@ -128,11 +128,15 @@ def snapshot() -> dict[str, Any]:
                 "consumer": "closed",
             }
         ],  # fmt: skip
-        "outbox": {"pending": 0, "delivered": 2, "blocked_payload_too_large": 0},
+        "outbox": {"pending": 1, "delivered": 2, "blocked_payload_too_large": 0},
         "outbox_blocked": [],
-        "calls": {"cell_boot_id": "boot-1"},
+        "outbox_backlog": {"pending": 1, "oldest_pending_age_s": 150.0},
+        "calls": {"cell_boot_id": "boot-1", "cell_reachable": True},
         "amqp": {"connected": False, "connections": 2},
-        "readiness": {"ready": False, "causes": ["broker_unreachable"]},
+        "readiness": {
+            "ready": False,
+            "causes": [{"cause": "broker_unreachable", "detail": "no AMQP connection"}],
+        },
         "last_errors": [],
     }
 
@@ -161,8 +165,10 @@ def test_every_panel_renders_from_state_and_status_escaping_everything(state: Pa
     assert 'data-outcome="busy" data-count="1"' in html
     assert "calls/2026/rec-1.wav" in html and "opted out" in html
     assert "task_concurrency_exhausted 1" in html and "accepted 2" in html
-    assert 'data-ready="no"' in html and "broker_unreachable" in html
+    assert 'data-ready="no"' in html and "broker_unreachable: no AMQP connection" in html
     assert 'data-connected="no"' in html and "boot-1" in html
+    assert 'data-reachable="yes"' in html and "oldest 2 min" in html
+    assert "Admission closed: sip: &lt;script&gt;" in html
     tasks, calls, plumbing = (panels[n].text for n in ("tasks", "calls", "plumbing"))
     assert "<html" not in tasks and 'data-task="task-1"' in tasks
     assert 'class="barrier">paused<' in tasks

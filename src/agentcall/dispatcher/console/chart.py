@@ -13,6 +13,7 @@ from agentcall.dispatcher.console.aggregate import OUTCOMES, Bin, Bucket
 
 WIDTH, HEIGHT = 720, 140
 BIN_WIDTH, BIN_HEIGHT = 320, 90
+LABEL_WIDTH = 30  # an hour label this close to the right edge would be cut off
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def outcomes_chart(buckets: Sequence[Bucket]) -> Chart:
     totals = dict.fromkeys(order, 0)
     for i, bucket in enumerate(buckets):
         x, top = round(i * step + 0.5, 2), float(HEIGHT)
-        if bucket.start.minute == 0:
+        if bucket.start.minute == 0 and x <= WIDTH - LABEL_WIDTH:
             labels.append((x, bucket.start.strftime("%H:%M")))
         detail = ", ".join(f"{bucket.counts[o]} {o}" for o in order if bucket.counts.get(o))
         title = f"{bucket.start:%Y-%m-%d %H:%M} UTC: {detail or 'no calls'}"

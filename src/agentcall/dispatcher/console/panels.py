@@ -66,7 +66,7 @@ def plumbing_panel(
     snap: Mapping[str, Any], facts: Mapping[str, Any], now: datetime
 ) -> dict[str, Any]:
     disc = snap.get("discovery", {})
-    oldest = facts.get("oldest_pending_at")
+    backlog = snap.get("outbox_backlog", {})
     return {
         "reads": _reads(snap),
         "read_failures": snap.get("outages", {}).get("read_failures", {}),
@@ -77,9 +77,10 @@ def plumbing_panel(
         "cursor_moved_at": facts.get("cursor_moved_at"),
         "amqp": snap.get("amqp", {}),
         "outbox": snap.get("outbox", {}),
-        "oldest_pending_s": (now - oldest).total_seconds() if oldest else None,
+        "oldest_pending_s": backlog.get("oldest_pending_age_s") if backlog.get("pending") else None,
         "blocked": snap.get("outbox_blocked", []),
         "cell_boot_id": snap.get("calls", {}).get("cell_boot_id"),
+        "cell_reachable": snap.get("calls", {}).get("cell_reachable"),
         "cell": snap.get("cell_identity", {}),
         "readiness": snap.get("readiness"),
         "errors": snap.get("last_errors", [])[:10],

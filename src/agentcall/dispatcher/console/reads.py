@@ -136,12 +136,6 @@ def last_results(conn: sqlite3.Connection, limit: int = LAST_RESULTS) -> list[di
 
 
 def plumbing_facts(conn: sqlite3.Connection) -> dict[str, Any]:
-    """The oldest pending outbox row's age source and the discovery cursor's last move."""
-    oldest = conn.execute(
-        "SELECT created_at FROM outbox WHERE state = 'pending' ORDER BY seq LIMIT 1"
-    ).fetchone()
+    """When the discovery cursor last moved."""
     moved = conn.execute("SELECT updated_at FROM discovery WHERE id = 1").fetchone()
-    return {
-        "oldest_pending_at": _time(oldest[0]) if oldest else None,
-        "cursor_moved_at": _time(moved[0]) if moved else None,
-    }
+    return {"cursor_moved_at": _time(moved[0]) if moved else None}

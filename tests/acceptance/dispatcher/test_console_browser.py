@@ -1,0 +1,231 @@
+"""The Dispatcher's console in a real browser (Debian's headless chromium through Selenium and
+Debian's chromedriver; nothing is downloaded), against mocksaas, a D and a simulated cell on
+the local RabbitMQ: the outcome chart of a 60-call campaign matches the call.results the SaaS
+received; a paused task shows paused within one refresh (the page is not reloaded); the
+broker going unreachable (the D's TCP proxy to RabbitMQ cut; the shared broker keeps running)
+flips the broker card and readiness; a transcript with markup is shown as text. Screenshots
+go to var/artifacts/dispatcher-console/."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from agentcall.dispatcher.console.pages import REFRESH_MS
+from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, wait_for
+from tests.services import amqp_url
+from tests.tcp_proxy import TcpProxy
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.browser, pytest.mark.rabbitmq]
+ROOT = Path(__file__).resolve().parents[3]
+ARTIFACTS = ROOT / "var" / "artifacts" / "dispatcher-console"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+TASK = "console-campaign"
+HOSTILE = "<script>window.__injected = 1;</script><b>bold?</b>"
+# Callees ending in 7 answer and say something hostile, in 8 answer, in 9 are busy; the rest
+# ring out (no_answer).
+SCRIPT = {
+    "version": 1,
+    "rules": [
+        {
+            "name": "hostile",
+            "match": {"glob": "*7"},
+            "outcome": "answered",
+            "ring_ms": 50,
+            "turns": [HOSTILE, "Goodbye."],
+            "recording": False,
+        },  # fmt: skip
+        {
+            "name": "talk",
+            "match": {"glob": "*8"},
+            "outcome": "answered",
+            "ring_ms": 50,
+            "turns": ["Hello?"],
+            "recording": False,
+        },  # fmt: skip
+        {
+            "name": "busy",
+            "match": {"glob": "*9"},
+            "outcome": "busy",
+            "ring_ms": 50,
+            "recording": False,
+        },  # fmt: skip
+    ],
+    "default": {"outcome": "no_answer", "ring_ms": 500, "recording": False},
+    "time_scale": 0.1,
+}
+CALLEES = [f"1555000{n:04d}" for n in range(60)]
+
+
+@dataclass
+class Site:
+    s: Scenario
+    proxy: TcpProxy
+    base: str
+
+
+@pytest.fixture(scope="module")
+def site(saas: MockSaas, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    tmp = tmp_path_factory.mktemp("console-d")
+    cell = Cell(tmp, SCRIPT).start()
+    proxy = TcpProxy.for_url(amqp_url()).start()
+    s = Scenario(saas, cell, tmp)
+    try:
+        s.sip(max_concurrent_calls=100, allowed_targets=CALLEES)
+        s.task(TASK, max_concurrent_calls=100)
+        s.quota(max_concurrent_calls=100)
+        s.start(DISPATCHER_AMQP_URL=proxy.url(amqp_url()))
+        yield Site(s, proxy, s.status_url.removesuffix("/status"))
+    finally:
+        if s.proc is not None and s.proc.alive:
+            s.stop()
+        proxy.close()
+        cell.proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip("Debian's chromium and chromium-driver are not installed")
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-background-networking", "--disable-component-update",
+                     "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
+                     f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
+                     "--window-size=1400,1600"):  # fmt: skip
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def shot(driver: WebDriver, name: str, element: str | None = None) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    if element is None:
+        driver.save_screenshot(str(path))
+    else:
+        driver.find_element(By.ID, element).screenshot(str(path))
+    return path
+
+
+def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    """``check()`` until truthy; an element replaced by a refresh mid-read counts as not yet."""
+
+    def safe() -> Any:
+        try:
+            return check()
+        except WebDriverException:
+            return None
+
+    return wait_for(safe, timeout, what)
+
+
+def shown_totals(driver: WebDriver) -> dict[str, int]:
+    chips = driver.find_elements(By.CSS_SELECTOR, "#outcome-totals [data-outcome]")
+    return {c.get_attribute("data-outcome") or "": int(c.get_attribute("data-count") or 0)
+            for c in chips}  # fmt: skip
+
+
+def test_the_chart_shows_the_outcomes_of_a_60_call_campaign(browser: WebDriver, site: Site) -> None:
+    s = site.s
+    browser.get(f"{site.base}/ui")
+    browser.execute_script("window.__notReloaded = true;")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#outcome-chart rect.bar")
+    s.calls(TASK, callees=CALLEES)
+    received = s.wait_results(60, 60, event_type="call.result")
+    saas_counts = Counter(r["body"]["payload"]["outcome"] for r in received)
+    assert set(saas_counts) == {"answered", "busy", "no_answer"}, saas_counts
+    until(lambda: shown_totals(browser) == dict(saas_counts), 10, f"chart totals {saas_counts}")
+    drawn = {kind: len(browser.find_elements(By.CSS_SELECTOR, f"#outcome-chart rect.{kind}"))
+             for kind in saas_counts}  # fmt: skip
+    assert all(n >= 1 for n in drawn.values()), drawn
+    titles = " ".join(
+        e.get_attribute("textContent") or ""
+        for e in browser.find_elements(By.CSS_SELECTOR, "#outcome-chart rect title")
+    )
+    for outcome, n in saas_counts.items():
+        assert f"{outcome}" in titles, (outcome, n)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#results-table tbody tr[data-call]")) == 60
+    assert browser.execute_script("return window.__notReloaded === true;")
+    shot(browser, "console-calls", "calls")
+    shot(browser, "console-page")
+
+
+def test_a_transcript_with_markup_is_shown_as_text(browser: WebDriver, site: Site) -> None:
+    browser.get(f"{site.base}/ui#calls")
+    hostile = [d for d in browser.find_elements(By.CSS_SELECTOR, "#results-table details")
+               if HOSTILE in (d.get_attribute("textContent") or "")]  # fmt: skip
+    assert len(hostile) == 6, "the six answered callees ending in 7"
+    details = hostile[0]
+    assert details.get_attribute("open") is None, "transcripts start collapsed"
+    details.find_element(By.TAG_NAME, "summary").click()
+    assert HOSTILE in details.find_element(By.CSS_SELECTOR, "ol.transcript").text
+    assert browser.execute_script("return window.__injected === undefined;")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#results-table b:not(:first-child)")
+    time.sleep(REFRESH_MS / 1000 + 0.5)  # a refresh keeps the open transcript open
+    assert browser.find_elements(By.CSS_SELECTOR, "#results-table details[open]")
+    shot(browser, "console-transcript", "results-table")
+
+
+def barrier(browser: WebDriver) -> str:
+    return browser.find_element(By.CSS_SELECTOR, f'tr[data-task="{TASK}"] .barrier').text
+
+
+def test_a_paused_task_shows_paused_within_one_refresh(browser: WebDriver, site: Site) -> None:
+    s = site.s
+    browser.get(f"{site.base}/ui")
+    browser.execute_script("window.__notReloaded = true;")
+    assert barrier(browser) == "none"
+    body = {"status": "paused", "active_call_policy": "drain"}
+    s.saas.admin("POST", f"/dispatchers/{s.d}/tasks/{TASK}/status", body)
+    wait_for(lambda: (s.task_row(TASK) or {}).get("barrier") == "paused", 20, "the D paused it")
+    paused_at = time.monotonic()
+    until(lambda: barrier(browser) == "paused", REFRESH_MS / 1000 + 1.5, "paused on the page")
+    waited = time.monotonic() - paused_at
+    assert waited <= REFRESH_MS / 1000 + 1.5, waited
+    row = browser.find_element(By.CSS_SELECTOR, f'tr[data-task="{TASK}"]')
+    assert "paused" in row.find_element(By.CSS_SELECTOR, ".state").text
+    assert row.find_element(By.CSS_SELECTOR, ".consumer").text.startswith("no")
+    assert browser.execute_script("return window.__notReloaded === true;")
+    shot(browser, "console-tasks", "tasks")
+
+
+def test_the_broker_going_away_flips_the_broker_card_and_readiness(
+    browser: WebDriver, site: Site
+) -> None:
+    s = site.s
+    browser.get(f"{site.base}/ui#plumbing")
+    reports_readiness = "readiness" in s.status()
+
+    def card(element: str, attribute: str) -> str:
+        return browser.find_element(By.ID, element).get_attribute(attribute) or ""
+
+    assert card("broker", "data-connected") == "yes"
+    if reports_readiness:
+        until(lambda: card("readiness", "data-ready") == "yes", 15, "ready before the cut")
+    site.proxy.cut()
+    try:
+        until(lambda: card("broker", "data-connected") == "no", 15, "broker unreachable shown")
+        if reports_readiness:
+            until(lambda: card("readiness", "data-ready") == "no", 15, "not ready shown")
+            assert browser.find_element(By.ID, "readiness-causes").text
+        shot(browser, "console-plumbing-broker-down", "plumbing")
+    finally:
+        site.proxy.restore()
+    until(lambda: card("broker", "data-connected") == "yes", 30, "broker connected again")
