@@ -75,6 +75,10 @@ class CellMetrics:
             "cell_call_rtp_late_packets", "RTP packets that arrived after their playout slot, "
             "per call", buckets=COUNT_BUCKETS, registry=r,
         )  # fmt: skip
+        self.rtp_concealed = Histogram(
+            "cell_call_rtp_concealed_packets", "Playout slots filled with silence because "
+            "their packet was missing, per call", buckets=COUNT_BUCKETS, registry=r,
+        )  # fmt: skip
         self.clock_stalls = Histogram(
             "cell_call_media_clock_stalls", "Times the media clock fell over 60 ms behind, "
             "per call", buckets=COUNT_BUCKETS, registry=r,
@@ -100,6 +104,7 @@ class CellMetrics:
             self.rtp_loss.observe(rtp["loss_ratio"])
             self.rtp_jitter.observe(rtp["jitter_ms"] / 1000)
             self.rtp_late.observe(rtp["late_packets"])
+            self.rtp_concealed.observe(rtp.get("concealed", 0))
         if clock:
             self.clock_stalls.observe(clock["stalls"])
             self.clock_lag.observe(clock["max_lag_ms"] / 1000)
