@@ -2,4 +2,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("agentcall")  # the one version of the distribution
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"

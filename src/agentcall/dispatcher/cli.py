@@ -24,7 +24,8 @@ def _load(config: Path | None) -> Settings:
     except SettingsError as exc:
         click.echo(f"dispatcher: {exc}", err=True)
         raise SystemExit(2) from None
-    register_secret(settings.secret_key.reveal())
+    for secret in (settings.secret_key, settings.s3_secret_key, settings.console_token):
+        register_secret(secret.reveal() if secret else "")
     for url in (settings.amqp_url, settings.saas_url, settings.s3_endpoint or ""):
         register_secret(urlsplit(url).password or "")
     return settings
@@ -39,6 +40,7 @@ CONFIG = click.option(
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="agentcall", prog_name="dispatcher")
 def main() -> None:
     """The Dispatcher (D): consumes call.execute from the SaaS, admits, drives the cell,
     and publishes command.result / call.result. See docs/dispatcher.md."""
@@ -119,6 +121,7 @@ def render(s: dict[str, Any]) -> str:
     why = "; ".join(f"{k}: {v}" for k, v in adm["why_closed"].items())
     lines = [
         f"dispatcher {s['dispatcher_id']}  healthy={s['healthy']}  since {s['started_at']}",
+        f"readiness  {_readiness(s.get('readiness'))}",
         f"admission  {'OPEN' if adm['open'] else 'CLOSED (' + why + ')'}  "
         f"latency p50={adm['latency']['p50_ms']} ms p99={adm['latency']['p99_ms']} ms",
         f"discovery  cursor={disc['cursor']} caught_up={disc['caught_up']} "
@@ -139,6 +142,15 @@ def render(s: dict[str, Any]) -> str:
         lines.append("last errors:")
         lines.extend(f"  [{e['source']}] {e['error']}" for e in s["last_errors"][:10])
     return "\n".join(lines)
+
+
+def _readiness(verdict: dict[str, Any] | None) -> str:
+    if not verdict:
+        return "-"
+    if verdict["ready"]:
+        return "READY"
+    causes = "; ".join(f"{c['cause']}: {c['detail']}" for c in verdict["causes"])
+    return f"NOT READY ({causes})"
 
 
 def _pairs(values: dict[str, int]) -> str:

@@ -189,6 +189,25 @@ def _bind_problems(values: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _pair_problems(values: Mapping[str, Any]) -> list[str]:
+    """Settings valid alone but not together."""
+    problems = []
+    if (values.get("s3_access_key") is None) != (values.get("s3_secret_key") is None):
+        problems.append(
+            "DISPATCHER_S3_ACCESS_KEY and DISPATCHER_S3_SECRET_KEY go together: set both, or"
+            " neither (the default AWS credential chain is then used)"
+        )
+    base = values.get("saas_retry_base_s", Settings.saas_retry_base_s)
+    cap = values.get("saas_retry_max_s", Settings.saas_retry_max_s)
+    if base > cap:
+        problems.append(
+            f"DISPATCHER_SAAS_RETRY_BASE_S ({base}) is above DISPATCHER_SAAS_RETRY_MAX_S"
+            f" ({cap}): the first retry may not wait longer than the longest; lower the base"
+            " or raise the maximum"
+        )
+    return problems
+
+
 def _quota_ttl(raw: str) -> float:
     value = _positive_float(raw)
     if value > 60:
@@ -335,7 +354,7 @@ def load_settings(
             values[key] = parse(str(raw))
         except ValueError as exc:
             problems.append(f"{_describe(key, from_env)} is invalid: {exc}")
-    problems += _bind_problems(values)
+    problems += _bind_problems(values) + _pair_problems(values)
     if problems:
         raise SettingsError(_summary(problems))
     return Settings(**values)

@@ -16,6 +16,7 @@ from agentcall.mocksaas.settings import DEFAULT_AMQP_URL, Settings
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="agentcall", prog_name="mocksaas")
 def main() -> None:
     """Mock SaaS: the SaaS side of the SaaS <-> Dispatcher contract as a real process.
 

@@ -27,7 +27,10 @@ ENV = {
     ("url", "shown"),
     [
         ("amqp://u:p@127.0.0.1:5672/", "amqp://u:***@127.0.0.1:5672/"),
-        ("amqps://user:pa%40ss@mq.example.com:5671/vhost", "amqps://user:***@mq.example.com:5671/vhost"),
+        (
+            "amqps://user:pa%40ss@mq.example.com:5671/vhost",
+            "amqps://user:***@mq.example.com:5671/vhost",
+        ),
         ("amqp://u:p@[::1]:5672/", "amqp://u:***@[::1]:5672/"),
         ("amqp://:p@h/", "amqp://:***@h/"),
         ("amqp://guest@h/", "amqp://guest@h/"),
@@ -39,7 +42,12 @@ def test_redact_url_hides_only_the_password(url: str, shown: str) -> None:
 
 
 def test_describe_shows_no_secret_and_no_url_password() -> None:
-    env = dict(ENV, DISPATCHER_S3_SECRET_KEY="s3-secret-value", DISPATCHER_S3_BUCKET="rec")
+    env = dict(
+        ENV,
+        DISPATCHER_S3_ACCESS_KEY="AKIDEXAMPLE",
+        DISPATCHER_S3_SECRET_KEY="s3-secret-value",
+        DISPATCHER_S3_BUCKET="rec",
+    )
     text = describe(load_settings(env))
     for secret in ("very-secret-value", "amqp-pass", "s3-secret-value"):
         assert secret not in text
@@ -80,3 +88,67 @@ def test_check_config_names_every_problem_and_exits_2() -> None:
     assert result.exit_code == 2
     assert "DISPATCHER_CELL_URL" in result.output and "DISPATCHER_PREFETCH" in result.output
     assert "amqp-pass" not in result.output
+
+
+SECRETS = {
+    "DISPATCHER_SECRET_KEY": "very-secret-value",
+    "DISPATCHER_S3_SECRET_KEY": "s3-secret-value",
+    "DISPATCHER_CONSOLE_TOKEN": "console-token-0123456789",
+}
+
+
+def test_every_secret_and_every_url_password_is_masked() -> None:
+    env = dict(
+        ENV,
+        **SECRETS,
+        DISPATCHER_S3_ACCESS_KEY="AKIDEXAMPLE",
+        DISPATCHER_S3_BUCKET="rec",
+        DISPATCHER_S3_ENDPOINT="https://s3user:s3-url-pass@s3.example.com",
+        DISPATCHER_SAAS_URL="https://saasuser:saas-url-pass@saas.example.com",
+    )
+    result = CliRunner().invoke(main, ["check-config"], env=env)
+    assert result.exit_code == 0, result.output
+    for shown in (*SECRETS.values(), "amqp-pass", "s3-url-pass", "saas-url-pass"):
+        assert shown not in result.output
+    for name in SECRETS:
+        assert re.search(rf"^{name} += \*\*\* \(set\)$", result.output, re.MULTILINE), name
+    assert "https://s3user:***@s3.example.com" in result.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (
+            {"DISPATCHER_S3_ACCESS_KEY": "AKID"},
+            "DISPATCHER_S3_ACCESS_KEY and DISPATCHER_S3_SECRET_KEY",
+        ),
+        ({"DISPATCHER_S3_SECRET_KEY": "s3-secret-value"}, "go together"),
+        (
+            {"DISPATCHER_SAAS_RETRY_BASE_S": "5", "DISPATCHER_SAAS_RETRY_MAX_S": "2"},
+            "DISPATCHER_SAAS_RETRY_BASE_S (5.0) is above DISPATCHER_SAAS_RETRY_MAX_S (2.0)",
+        ),
+    ],
+)
+def test_settings_valid_alone_but_not_together_are_named(extra: dict[str, str], named: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings(dict(ENV, **extra))
+    assert named in str(info.value) and "s3-secret-value" not in str(info.value)
+
+
+def test_check_config_names_every_kind_of_problem_in_one_run_without_secrets() -> None:
+    env = dict(
+        ENV,
+        DISPATCHER_ID="not-a-uuid",
+        DISPATCHER_S3_SECRET_KEY="s3-secret-value",
+        DISPATCHER_SAAS_RETRY_BASE_S="9",
+        DISPATCHER_SAAS_RETRY_MAX_S="3",
+        DISPATCHER_AMQP_URL="http://dispatcher:amqp-pass@mq.example.com/",
+    )
+    del env["DISPATCHER_CELL_URL"]
+    result = CliRunner().invoke(main, ["check-config"], env=env)
+    assert result.exit_code == 2
+    assert "5 settings are missing or invalid" in result.output
+    for named in ("DISPATCHER_ID", "DISPATCHER_CELL_URL is missing", "DISPATCHER_AMQP_URL",
+                  "go together", "DISPATCHER_SAAS_RETRY_BASE_S"):  # fmt: skip
+        assert named in result.output
+    assert "amqp-pass" not in result.output and "s3-secret-value" not in result.output

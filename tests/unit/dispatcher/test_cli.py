@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from agentcall.dispatcher.cli import main, render
+from agentcall.dispatcher.cli import _readiness, main, render
 
 from .factories import D_ID
 
@@ -84,3 +84,17 @@ def test_render_for_humans() -> None:
     text = render(status)
     assert "CLOSED (discovery: 503)" in text
     assert "cursor=7" in text and "task-a" in text and "[discovery] HTTP 503" in text
+
+
+@pytest.mark.parametrize(
+    ("verdict", "shown"),
+    [
+        ({"ready": True, "causes": []}, "readiness  READY"),
+        (
+            {"ready": False, "causes": [{"cause": "broker_unreachable", "detail": "no AMQP"}]},
+            "readiness  NOT READY (broker_unreachable: no AMQP)",
+        ),
+    ],
+)
+def test_status_shows_readiness(verdict: dict[str, Any], shown: str) -> None:
+    assert f"readiness  {_readiness(verdict)}" == shown
