@@ -88,14 +88,10 @@ class Dispatcher:
         self.http_port: int | None = None
         self.failed: str | None = None
         self._reconcile_wake = asyncio.Event()
-        self.telemetry = PrometheusTelemetry()
+        self.telemetry = t = PrometheusTelemetry()
         did = settings.dispatcher_id
         self.saas = SaasClient(
-            settings.saas_url,
-            did,
-            settings.secret_key,
-            settings.http_timeout_s,
-            telemetry=self.telemetry,
+            settings.saas_url, did, settings.secret_key, settings.http_timeout_s, telemetry=t
         )
         self.cache = ConfigCache(
             self.saas,
