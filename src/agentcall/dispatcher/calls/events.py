@@ -94,6 +94,7 @@ def ending_from_call(call: CellCall, now: datetime) -> Ending:
         reason_code=call.reason_code,
         transcript=call.transcript,
         opt_out=call.opt_out,
+        quality=dict(call.quality) if call.quality is not None else None,
     )
     recording = dict(call.recording) if call.recording else None
     return Ending(end, recording_expected=call.recording_expected, recording=recording)

@@ -88,6 +88,7 @@ def to_cell_call(info: CallInfo) -> CellCall:
         opt_out=info.opt_out,
         recording_expected=info.recording_expected,
         recording=recording,
+        quality=dict(info.quality) if info.quality is not None else None,
     )
 
 

@@ -69,6 +69,7 @@ class CellCall:
     opt_out: bool
     recording_expected: bool
     recording: Mapping[str, Any] | None
+    quality: Mapping[str, Any] | None = None  # the cell's media/voice figures (SIP mode)
 
 
 @dataclass(frozen=True)
