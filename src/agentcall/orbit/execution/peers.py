@@ -73,8 +73,8 @@ class PeerHints:
         self.servers = Servers(db, self.server_id, self.advertise_host, bind_port)
         self.also: Also | None = None  # more writes of each round (this process's workers)
         self.peers: tuple[tuple[str, int], ...] = ()
-        self._pending: set[str] = set()
-        self._scheduled = False
+        self._pending: set[str] = set()  # to send at the end of this loop turn
+        self._scheduled = False  # a loop turn with hints is open (its end is scheduled)
         self._transport: asyncio.DatagramTransport | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -110,18 +110,27 @@ class PeerHints:
 
     # ----------------------------------------------------------------- sending
     def announce(self, queue_ids: tuple[str, ...]) -> None:
-        """Work became ready in `queue_ids` here: tell the live peers at the end of this loop
-        turn (all the queues named meanwhile in one datagram per peer)."""
+        """Work became ready in `queue_ids` here: tell the live peers. The first announce of a
+        loop turn is sent at once (an idle peer's worker waits for it); the queues named later
+        in the same turn go at the end of the turn, all in one datagram per peer (their work
+        may have committed after the first datagram left). A busy turn costs at most two
+        datagrams per peer."""
         if not self.peers or not queue_ids:
             return
-        self._pending.update(queue_ids)
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        if self._scheduled:
+            self._pending.update(queue_ids)
+            return
+        self._scheduled = True
+        asyncio.get_running_loop().call_soon(self._turn_end)
+        self._send(sorted(set(queue_ids)))
 
-    def _flush(self) -> None:
+    def _turn_end(self) -> None:
         self._scheduled = False
-        queue_ids, self._pending = sorted(self._pending), set()
+        pending, self._pending = sorted(self._pending), set()
+        if pending:
+            self._send(pending)
+
+    def _send(self, queue_ids: list[str]) -> None:
         transport = self._transport
         if transport is None or transport.is_closing():
             return
