@@ -28,6 +28,7 @@ class PrometheusTelemetry:
         self.registry = CollectorRegistry(auto_describe=True)
         self._monotonic = monotonic
         self._waiting: OrderedDict[str, float] = OrderedDict()
+        self._children: dict[tuple[str, str, str], tuple[Counter, Counter]] = {}
         r = self.registry
         self._admission = Histogram(
             "dispatcher_admission_latency_seconds",
@@ -74,8 +75,13 @@ class PrometheusTelemetry:
         self._saas.labels(resource, status).inc()
 
     def call_result(self, outcome: str, reason: str, recording: str) -> None:
-        self._calls.labels(outcome, reason).inc()
-        self._recordings.labels(recording).inc()
+        key = (outcome, reason, recording)
+        children = self._children.get(key)
+        if children is None:  # labels() costs more than inc(): once per combination
+            children = (self._calls.labels(outcome, reason), self._recordings.labels(recording))
+            self._children[key] = children
+        for child in children:
+            child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
