@@ -107,6 +107,9 @@ def test_the_wheel_carries_the_contract_schemas_and_no_examples(wheel: Path) -> 
     assert "agentcall/contracts/dispatcher/mq-topology.json" in listing
     assert "agentcall/orbit/api/openapi.json" in listing
     assert "agentcall/orbit/store/queries.sql" in listing
+    for asset in ("templates/console.html", "templates/calls.html", "static/console.js",
+                  "static/console.css"):  # fmt: skip
+        assert f"agentcall/dispatcher/console/{asset}" in listing
     assert "examples" not in listing
 
 
@@ -211,6 +214,9 @@ def test_the_dispatcher_places_calls_from_the_wheel(
 
         received = wait_until(results, 90, "two call.result at the mock SaaS")
         assert all(item["valid"] for item in received), received
+        console = httpx.get(f"http://127.0.0.1:{d_port}/ui", timeout=10)  # assets from the wheel
+        assert console.status_code == 200 and 'data-outcome="no_answer"' in console.text
+        assert _ok(f"http://127.0.0.1:{d_port}/ui/static/console.js")
     finally:
         admin("dispatcher", "delete", dispatcher_id)  # its queues go with it
 
