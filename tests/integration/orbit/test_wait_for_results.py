@@ -9,9 +9,12 @@ import asyncio
 import contextlib
 import os
 import secrets
+import signal
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +24,17 @@ import uvicorn
 from sqlalchemy import event
 
 from agentcall.orbit.api.app import create_app
+from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
 from agentcall.orbit.sdk.client import AsyncClient
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.server import Tenant, free_port
+from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
 from tests.integration.orbit.workers_harness import (
     WorkerProcess,
     execution_server,
     submit,
     task_body,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.integration]
@@ -80,19 +85,29 @@ async def _batch_of_100(http: httpx.AsyncClient, tenant: Tenant) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def _in_process(db: Database) -> AsyncIterator[tuple[str, Any]]:
+    """The app under uvicorn in this event loop (as `orbit serve` runs it, with its HTTP
+    protocol); starting and stopping are bounded, and the database is closed in any case."""
     app = create_app(db)
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=1)  # fmt: skip
+                            timeout_graceful_shutdown=1,
+                            http=CoalescingHttpToolsProtocol)  # fmt: skip
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
     try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():  # e.g. the port was taken meanwhile: its error, not a hang
+                    raise AssertionError(f"the server did not start: {task.exception()!r}")
+                await asyncio.sleep(0.02)
         yield f"http://127.0.0.1:{port}", app.state.inspection
     finally:
         server.should_exit = True
-        await task
+        try:
+            async with asyncio.timeout(20):
+                await task
+        finally:
+            await db.close()
 
 
 async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> None:
@@ -132,6 +147,8 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
             for poll in polls:
                 poll.cancel()
             await asyncio.gather(*polls, return_exceptions=True)
+            # their clients are gone: the server ends those waits now, not after wait_ms
+            await wait_until(_no_waiter(inspection), 10, "the abandoned long-polls to end")
     for engine in engines:
         event.remove(engine, "before_cursor_execute", count)
     assert still == 200  # nobody's wait ended early
@@ -143,3 +160,54 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
     # window without waiters counts them, give or take one of their rounds)
     assert 2 <= checks <= 4
     assert added <= 3 * checks + 6, (idle, len(window), checks)  # 200 waiters: not 600+
+
+
+def _no_waiter(inspection: Any) -> Callable[[], Awaitable[bool]]:
+    async def none_left() -> bool:
+        return bool(inspection.waiters.waiting == 0)
+
+    return none_left
+
+
+async def test_sigterm_answers_waiting_long_polls_and_stops_at_once(
+    db_url: str, db: Database, tmp_path: Path
+) -> None:
+    """A graceful stop with 100 long-polls waiting: each is answered (200, the task as last
+    read) as the stop begins, and `orbit serve` exits well within its 10 s graceful timeout
+    instead of holding on for them and then cancelling them mid-query."""
+    port = free_port()
+    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
+               "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base, process, log_path)
+        tenant = await Tenant.create(db, base)
+        async with httpx.AsyncClient(base_url=base, timeout=30,
+                                     limits=httpx.Limits(max_connections=150)) as http:  # fmt: skip
+            ids = await _batch_of_100(http, tenant)
+            polls = [asyncio.create_task(http.get(f"/v1/tasks/{task_id}?wait_ms=60000",
+                                                  headers=tenant.headers()))
+                     for task_id in ids]  # fmt: skip
+            await asyncio.sleep(2.0)  # every poll is waiting
+            assert not any(poll.done() for poll in polls)
+            stopped = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            answers = await asyncio.gather(*polls)
+            answered = time.monotonic() - stopped
+            exit_code = await asyncio.to_thread(process.wait, 15)
+            exited = time.monotonic() - stopped
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    print(f"SIGTERM with 100 long-polls: answered after {answered:.2f} s, exit after "
+          f"{exited:.2f} s (load average {os.getloadavg()[0]:.1f})")
+    assert [a.status_code for a in answers] == [200] * 100
+    assert {a.json()["data"]["state"] for a in answers} == {"WAITING"}
+    # uvicorn re-raises the signal it handled once its graceful stop is done
+    assert exit_code in (0, -signal.SIGTERM), log_path.read_text()[-2000:]
+    assert exited < 5.0, (answered, exited)  # the graceful timeout (10 s) never ran out
+    assert "timeout graceful shutdown exceeded" not in log_path.read_text()

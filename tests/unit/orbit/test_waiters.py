@@ -53,6 +53,24 @@ async def test_a_wait_without_wake_ends_when_its_time_runs_out() -> None:
         assert not await watch.woken(0.05)
 
 
+async def test_draining_ends_every_wait_now_and_every_later_one_at_once() -> None:
+    waiters = Waiters(_Checks(set()))
+    with waiters.watch("t1") as first, waiters.watch("t2") as second:
+        asyncio.get_running_loop().call_later(0.01, waiters.drain)
+        assert await first.woken(5.0) and first.stopped and second.stopped
+    with waiters.watch("t3") as later:
+        assert later.stopped and await later.woken(5.0)
+    assert waiters.waiting == 0
+
+
+async def test_a_stopped_wait_ends_without_stopping_the_others() -> None:
+    waiters = Waiters(_Checks(set()))
+    with waiters.watch("t1") as gone, waiters.watch("t1") as other:
+        gone.stop()
+        assert await gone.woken(5.0) and gone.stopped
+        assert not other.stopped and not await other.woken(0.02)
+
+
 async def test_one_shared_check_serves_every_waiter() -> None:
     checks = _Checks({"t3", "t7"})
     waiters = Waiters(checks)

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -25,6 +26,7 @@ from agentcall.orbit.api.errors import INTERNAL, wire_error
 from agentcall.orbit.api.execution_service import ExecutionService, Wrap
 from agentcall.orbit.api.http import envelope
 from agentcall.orbit.api.log_metrics import LogCounter
+from agentcall.orbit.api.transport import DRAIN
 from agentcall.orbit.console.routes import Hooks, console_routes
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
@@ -208,9 +210,9 @@ def _service_routes(metrics: Metrics) -> list[Route]:
 
 def _lifespan(
     db: Database, execution: ExecutionService, counter: LogCounter
-) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[dict[str, Any]]]:
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         counter.attach()  # every warning and error Orbit logs is counted
         await require_current(db)
         await execution.start()
@@ -218,7 +220,7 @@ def _lifespan(
         # collector's generations: the collections requests trigger no longer scan it
         gc.freeze()
         log.info("orbit api ready", extra={"dialect": db.dialect.value})
-        yield
+        yield {DRAIN: execution.waiters.drain}  # called when a graceful stop begins
         await execution.stop()
         await db.close()
         counter.detach()

@@ -52,8 +52,22 @@ class InspectionRoutes:
         principal = await ctx.principal(request, Permission.READ)
         task_id = task_id_from_path(request.path_params["task_id"])
         wait_ms = parse_wait_ms(query(request, WAIT_PARAMS).get("wait_ms"))
-        task = await self.inspection.wait(ctx.ops, principal, task_id, wait_ms)
+        gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        watching = asyncio.create_task(_until_disconnected(request, gone))
+        try:
+            task = await self.inspection.wait(ctx.ops, principal, task_id, wait_ms, gone)
+        finally:
+            watching.cancel()
         return envelope(ctx.request_id, 200, data=task_view(task))
+
+
+async def _until_disconnected(request: Request, gone: asyncio.Future[None]) -> None:
+    """Resolve `gone` when the client closes the connection: its long-poll ends at once
+    instead of waiting out `wait_ms` for nobody (the request has no body to read first)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    if not gone.done():
+        gone.set_result(None)
 
 
 def parse_wait_ms(text: str | None) -> int:

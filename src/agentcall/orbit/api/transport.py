@@ -13,6 +13,9 @@ and protocol changes send or drop what is held first, as the transport itself wo
 `CoalescingHttpToolsProtocol` is uvicorn's httptools protocol on such a transport; a
 WebSocket upgrade hands the plain transport to the WebSocket protocol (nothing is held then).
 
+When the server begins a graceful stop it calls the app's `DRAIN` hook (lifespan state)
+before anything else, so that long-polls answer at once (`orbit.execution.waiters.drain`).
+
 It also bounds what a slow or hostile client can hold (uvicorn's httptools protocol has no
 such limits; its only timer is the keep-alive one, between requests):
 
@@ -36,6 +39,7 @@ HEADER_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
 MAX_HEADER_BYTES = 32_768  # request line and headers (a worker's upgrade needs under 1 KiB)
 LINGER_S = 1.0  # after a refusal, what the client still sends is read and dropped this long
+DRAIN = "orbit.drain"  # lifespan state: what ends the app's long-polls when the server stops
 
 
 class CoalescingTransport(asyncio.Transport):
@@ -155,6 +159,15 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """The server is stopping (SIGTERM): first tell the app to end its long-polls
+        (`DRAIN` in the lifespan state), so that their answers go out now and the graceful
+        stop does not wait for them, nor cancel them mid-query when its timeout runs out."""
+        drain = self.app_state.get(DRAIN)
+        if callable(drain):
+            drain()
+        super().shutdown()
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()  # the WebSocket protocol has its own pings and limits from here on

@@ -119,16 +119,21 @@ class Inspection:
         return listing(records, principal.namespace_id, principal.queue_ids)
 
     # ------------------------------------------------------------------ waiting
-    async def wait(self, ops: Operations, principal: Principal, task_id: str,
-                   wait_ms: int) -> Task:  # fmt: skip
+    async def wait(self, ops: Operations, principal: Principal, task_id: str, wait_ms: int,
+                   gone: asyncio.Future[None] | None = None) -> Task:  # fmt: skip
         """The task once it is settled (SUCCEEDED, FAILED, CANCELLED, NEEDS_REVIEW), or as
-        last read when `wait_ms` runs out. Reads: one, plus one per wake-up."""
+        last read when `wait_ms` runs out, when `gone` is done (the caller left) or when the
+        server drains. Reads: one, plus one per wake-up."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
         with self.waiters.watch(task_id) as watch:
+            if gone is not None:
+                gone.add_done_callback(lambda _: watch.stop())
             task = await ops.get(principal, task_id)
             while task.state not in SETTLED and (left := deadline - loop.time()) > 0:
-                if await watch.woken(left):
+                if watch.stopped:
+                    break
+                if await watch.woken(left) and not watch.stopped:
                     task = await ops.get(principal, task_id)
         return task
 

@@ -8,7 +8,9 @@ polling loop per waiter: a waiter parks on an event keyed by its task ID. It is 
   server processes or by the sweeper.
 
 A woken waiter reads its task again; a waiter whose time ran out answers with the task as it
-last read it."""
+last read it. A waiter also ends at once, answering with the task as last read, when its
+caller stops it (the HTTP client went away) or when the server begins to shut down
+(`drain`: nobody's wait holds up a graceful stop, and no wait is cancelled mid-query)."""
 
 from __future__ import annotations
 
@@ -29,9 +31,10 @@ class Waiters:
         self._check = check
         self.on_failure = on_failure  # a metric: failed shared checks
         self.every_s = every_s
-        self._events: dict[str, set[asyncio.Event]] = {}
+        self._events: dict[str, set[Watch]] = {}
         self._task: asyncio.Task[None] | None = None
         self.checks = 0  # shared checks run (a test counts them)
+        self.draining = False
 
     @property
     def waiting(self) -> int:
@@ -42,19 +45,29 @@ class Waiters:
         """Be woken for `task_id` while inside: watch first, then read the task, so that a
         change committed between the read and the wait is not missed."""
         watch = Watch()
-        self._events.setdefault(task_id, set()).add(watch.event)
+        if self.draining:
+            watch.stop()
+        self._events.setdefault(task_id, set()).add(watch)
         try:
             yield watch
         finally:
             events = self._events.get(task_id)
             if events is not None:
-                events.discard(watch.event)
+                events.discard(watch)
                 if not events:
                     del self._events[task_id]
 
     def wake(self, task_id: str) -> None:
-        for event in self._events.get(task_id, ()):
-            event.set()
+        for watch in self._events.get(task_id, ()):
+            watch.event.set()
+
+    def drain(self) -> None:
+        """The server is shutting down: every wait, and every wait that starts from now on,
+        ends at once with its task as last read."""
+        self.draining = True
+        for events in list(self._events.values()):
+            for watch in list(events):
+                watch.stop()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._check_forever(), name="orbit-waiters")
@@ -87,6 +100,11 @@ class Waiters:
 class Watch:
     def __init__(self) -> None:
         self.event = asyncio.Event()
+        self.stopped = False  # the wait must end now (client gone, server draining)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.event.set()
 
     async def woken(self, timeout_s: float) -> bool:
         """True when woken within `timeout_s` (and ready to be woken again), else False."""

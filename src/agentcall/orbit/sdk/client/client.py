@@ -168,7 +168,7 @@ class Client:
         return self._send(inspection.list_queues())
 
     def list_workers(self) -> list[WorkerInfo]:
-        """Workers connected to the server process that answers, on the token's queues."""
+        """The namespace's workers connected to any server process, on the token's queues."""
         return self._send(inspection.list_workers())
 
     def close(self) -> None:
