@@ -53,6 +53,14 @@ class ReasonCode(StrEnum):
     CELL_ERROR = "cell_error"
 
 
+class AmdAction(StrEnum):
+    """What a call does about an answering machine (the plan's ``amd``, else ``CELL_AMD``)."""
+
+    OFF = "off"  # no detection: the agent speaks its opening line at the answer
+    HANGUP = "hangup"  # a machine is hung up on at once
+    LEAVE_MESSAGE = "leave_message"  # the opening line is left after the beep
+
+
 class Role(StrEnum):
     USER = "user"
     AGENT = "agent"

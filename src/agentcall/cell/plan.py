@@ -1,9 +1,11 @@
 """The call plan the Dispatcher pins at admission and hands to ``POST /v1/calls``.
 
 The cell dials ``trunk.dial_prefix + callee`` with the raw ``caller_id``;
-``agent`` is the task's ``agent.config`` object as is. The plan's digest
-(recording_upload and tags left out, since a retry may carry a fresh presigned
-URL) decides whether a second originate with the same call_id is the same call.
+``agent`` is the task's ``agent.config`` object as is; ``amd`` (optional) is what the
+call does about an answering machine (off, hangup, leave_message), else the cell's
+default. The plan's digest (recording_upload and tags left out, since a retry may carry
+a fresh presigned URL) decides whether a second originate with the same call_id is the
+same call.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from agentcall.cell.agent.config import AgentConfig, AgentConfigCache
 from agentcall.cell.errors import InvalidPlanError
 from agentcall.cell.fields import Reader
+from agentcall.cell.model import AmdAction
 
 CALL_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.:-]{0,127}")
 PRINTABLE = re.compile(r"[\x21-\x7e]{1,64}")  # raw caller id / callee: printable, no spaces
@@ -33,6 +36,7 @@ PLAN_FIELDS = frozenset(
         "agent",
         "recording_upload",
         "tags",
+        "amd",
     }
 )
 TRUNK_FIELDS = frozenset(
@@ -87,6 +91,7 @@ class CallPlan:
     recording_upload: UploadTarget | None
     tags: Mapping[str, str]
     digest: str
+    amd: AmdAction | None = None  # None: the cell's default (CELL_AMD)
 
     @property
     def dial_string(self) -> str:
@@ -129,6 +134,16 @@ def _trunk(r: Reader) -> TrunkSpec:
         registration_required=r.opt_boolean("registration_required"),
         media_profile=dict(media.obj) if media else None,
     )
+
+
+def _amd(r: Reader) -> AmdAction | None:
+    value = r.opt_string("amd", max_len=32)
+    if value is None:
+        return None
+    try:
+        return AmdAction(value)
+    except ValueError:
+        raise r.fail("amd", "must be off, hangup or leave_message (or absent)") from None
 
 
 def parse_upload_target(obj: object, path: str, error: type[InvalidPlanError]) -> UploadTarget:
@@ -205,4 +220,5 @@ def parse_plan(body: object, agents: AgentConfigCache = AGENT_CONFIGS) -> CallPl
         ),
         tags=r.string_map("tags"),
         digest=plan_digest(r.obj, agent_json),
+        amd=_amd(r),
     )

@@ -149,6 +149,7 @@ class Dispatcher:
             hold=self._hold_tasks,
             skew_s=settings.clock_skew_s,
             telemetry=self.telemetry,
+            amd=settings.amd,
         )
         self.discovery = DiscoveryLoop(
             self.saas,

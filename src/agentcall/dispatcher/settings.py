@@ -96,6 +96,9 @@ class Settings:
     upload_authorization_s: float = 900.0
     recording_deadline_s: float = 900.0
     recording_sweep_s: float = 1.0
+    # Answering machines: off | hangup | leave_message, pinned in every accepted call's
+    # plan; None leaves it to the cell's default (its CELL_AMD).
+    amd: str | None = None
 
 
 # --- parsers: each returns the typed value or raises ValueError(explanation) ---
@@ -248,6 +251,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "upload_authorization_s": _positive_float,
     "recording_deadline_s": _positive_float,
     "recording_sweep_s": _positive_float,
+    "amd": _choice("off", "hangup", "leave_message"),
 }
 _FILE_ONLY_KEYS = {"secret_key_file"}
 

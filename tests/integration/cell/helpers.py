@@ -1,11 +1,20 @@
-"""Plans and event collection for the cell integration tests."""
+"""Plans, event collection and ``cell serve --mode sip`` for the cell integration tests."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import os
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
+
+import httpx
 
 from agentcall.cell.client import CellClient, Event, EventType, Plan, Trunk, UploadTarget
 from tests.unit.cell.agent_configs import FULL_AI
@@ -88,3 +97,29 @@ def presign(s3_client: Any, bucket: str, key: str, expires_s: int = 900) -> str:
         "put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s
     )
     return url
+
+
+@contextlib.contextmanager
+def serve_sip(tmp_path: Path, env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """``cell serve --mode sip`` on any free port with ``env`` added; yields its URL."""
+    data = tmp_path / "data"
+    log = tmp_path / "cell.log"
+    cell = Path(sys.executable).with_name("cell")
+    cmd = [str(cell), "serve", "--mode", "sip", "--http-port", "0", "--data-dir", str(data)]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=out, env={**os.environ, **(env or {})})
+    url_file = data / "cell.url"
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            if url_file.exists():
+                url = url_file.read_text().strip()
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                        break
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(15)

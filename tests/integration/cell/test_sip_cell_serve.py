@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import os
 import shutil
-import subprocess
-import sys
-import time
 import uuid
 import wave
 from array import array
@@ -29,39 +25,18 @@ from agentcall.cell.agent.config import TTSConfig
 from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.client import CellClient, EventType, Plan, Trunk, UploadTarget
 from agentcall.cell.media import g711
-from tests.integration.cell.helpers import Watch, presign
+from tests.integration.cell.helpers import Watch, presign, serve_sip
 from tests.integration.cell.sipp.peer import SippPeer, require_sipp
 from tests.services import S3Settings
 from tests.unit.cell.agent_configs import FULL_AI
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
-CELL = Path(sys.executable).with_name("cell")
 
 
 @pytest.fixture
 def sip_cell(tmp_path: Path) -> Iterator[str]:
-    data = tmp_path / "data"
-    log = tmp_path / "cell.log"
-    cmd = [str(CELL), "serve", "--mode", "sip", "--http-port", "0", "--data-dir", str(data)]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=out, env=os.environ.copy())
-    url_file = data / "cell.url"
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            if url_file.exists():
-                url = url_file.read_text().strip()
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-            time.sleep(0.05)
+    with serve_sip(tmp_path) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def agent() -> dict[str, object]:

@@ -1,6 +1,7 @@
 """The voice agent on real SIP calls to Debian's sipp (the carrier) on loopback: an
 answering machine (espeak-ng greeting of about 6 s, then a 1 kHz beep) is hung up on
-or gets the opening line after the beep, per the cell's CELL_AMD setting; a person
+or gets the opening line after the beep, per the call plan's ``amd`` (over the cell's
+CELL_AMD default); a person
 ("hello?" then silence) is not flagged; RFC 4733 digit 9 (sipp replays a PCAP of
 telephone-events) opts the callee out; in-band DTMF tones are heard; a callee who
 talks over the agent stops it within 300 ms, measured on the RTP the cell sends.
@@ -31,9 +32,9 @@ from agentcall.cell.agent.mock import mock_registry
 from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.calls import Ending
 from agentcall.cell.media import g711
-from agentcall.cell.media.hearing import AmdAction, VoiceOptions
+from agentcall.cell.media.hearing import VoiceOptions
 from agentcall.cell.media.rtp import RtpPacket, parse_rtp, serialize_rtp
-from agentcall.cell.model import ReasonCode, Role, Turn
+from agentcall.cell.model import AmdAction, ReasonCode, Role, Turn
 from agentcall.cell.plan import CallPlan, parse_plan
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sip.driver import SipDriver
@@ -90,11 +91,12 @@ class Control:
         return [t.text for t in self.turns if t.role is role]
 
 
-def plan_for(port: int, **conversation: Any) -> CallPlan:
+def plan_for(port: int, amd: AmdAction | None = None, **conversation: Any) -> CallPlan:
     agent = copy.deepcopy(FULL_AI)
     agent["conversation"].update(conversation)
+    chosen = {} if amd is None else {"amd": amd.value}
     return parse_plan(
-        {
+        chosen | {
             "call_id": f"voice-{time.time_ns()}",
             "trunk": {"trunk_id": "trunk-sipp", "dial_prefix": "", "server_host": "127.0.0.1",
                       "server_port": port, "transport": "udp", "auth_mode": "none"},
@@ -107,11 +109,17 @@ def plan_for(port: int, **conversation: Any) -> CallPlan:
     )  # fmt: skip
 
 
-async def call(peer: SippPeer, tmp_path: Path, voice: VoiceOptions, **conversation: Any) -> Control:
+async def call(
+    peer: SippPeer,
+    tmp_path: Path,
+    voice: VoiceOptions,
+    amd: AmdAction | None = None,
+    **conversation: Any,
+) -> Control:
     driver = SipDriver(
         mock_registry(), {}, voice=voice, timers=SipTimers(linger=0.05, transaction=8.0)
     )
-    control = Control(plan_for(peer.port, **conversation), path=tmp_path / "call.wav")
+    control = Control(plan_for(peer.port, amd, **conversation), path=tmp_path / "call.wav")
     try:
         await asyncio.wait_for(driver.run(control), 40)
         result = await peer.wait()
@@ -151,16 +159,21 @@ async def machine_audio(tmp_path: Path) -> tuple[Path, int]:
     return audio, 300 + len(greeting) // 8 + 300 + 500
 
 
-@pytest.mark.parametrize("action", [AmdAction.HANGUP, AmdAction.LEAVE_MESSAGE])
-async def test_answering_machine_is_detected_and_handled_per_setting(
-    tmp_path: Path, machine_audio: tuple[Path, int], action: AmdAction
+@pytest.mark.parametrize(
+    ("default", "action"),
+    [(AmdAction.OFF, AmdAction.HANGUP), (AmdAction.HANGUP, AmdAction.LEAVE_MESSAGE)],
+)
+async def test_answering_machine_is_detected_and_handled_per_call(
+    tmp_path: Path, machine_audio: tuple[Path, int], default: AmdAction, action: AmdAction
 ) -> None:
+    """The plan's ``amd`` decides, whatever the cell's default (CELL_AMD)."""
     require_sipp()
     audio, beep_end_ms = machine_audio
     assert 5000 <= beep_end_ms <= 9000  # a greeting of about 6 s
     peer = SippPeer("answer_wait_bye.xml", tmp_path, audio=audio, wait_ms=25_000)
     await peer.start()
-    control = await call(peer, tmp_path, VoiceOptions(amd=action), silence_timeout_ms=20_000)
+    voice = VoiceOptions(amd=default)
+    control = await call(peer, tmp_path, voice, action, silence_timeout_ms=20_000)
     assert control.ending is not None
     ending = control.ending
     assert (ending.outcome.value, ending.reason_code, ending.cause.value) == (

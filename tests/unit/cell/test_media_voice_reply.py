@@ -16,9 +16,9 @@ import pytest
 from agentcall.cell.agent.config import ASRConfig, LLMConfig, parse_agent_config
 from agentcall.cell.agent.mock import MockTTS
 from agentcall.cell.agent.providers import ChatMessage, ProviderRegistry, Transcription, Utterance
-from agentcall.cell.media.hearing import AmdAction, VoiceOptions
+from agentcall.cell.media.hearing import VoiceOptions
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
-from agentcall.cell.model import Role, Turn
+from agentcall.cell.model import AmdAction, Role, Turn
 from tests.unit.cell.agent_configs import FULL_AI
 from tests.unit.cell.signals import sines
 

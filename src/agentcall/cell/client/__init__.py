@@ -24,6 +24,7 @@ from agentcall.cell.client._errors import (
 )
 from agentcall.cell.client._events import EventStream
 from agentcall.cell.client._models import (
+    AmdAction,
     CallInfo,
     CallState,
     CellInfo,
@@ -40,6 +41,7 @@ from agentcall.cell.client._models import (
 
 __all__ = [
     "AlreadyDialledError",
+    "AmdAction",
     "CallConflictError",
     "CallIdConflictError",
     "CallInfo",

@@ -18,6 +18,14 @@ class CallState(StrEnum):
     ENDED = "ended"
 
 
+class AmdAction(StrEnum):
+    """A call's answering-machine handling (the plan's ``amd``; absent: the cell's default)."""
+
+    OFF = "off"  # no detection
+    HANGUP = "hangup"  # hang up on a machine at once
+    LEAVE_MESSAGE = "leave_message"  # leave the opening line after the beep
+
+
 class EventType(StrEnum):
     DIALING = "call.dialing"
     RINGING = "call.ringing"
@@ -91,6 +99,11 @@ class Plan:
     agent: Mapping[str, Any]
     recording_upload: UploadTarget | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    amd: AmdAction | None = None  # None: the cell's default (CELL_AMD)
+
+    def __post_init__(self) -> None:
+        if self.amd is not None:
+            object.__setattr__(self, "amd", AmdAction(self.amd))  # ValueError when unknown
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +118,8 @@ class Plan:
         }
         if self.recording_upload is not None:
             out["recording_upload"] = self.recording_upload.to_json()
+        if self.amd is not None:
+            out["amd"] = self.amd.value
         return out
 
 

@@ -10,30 +10,35 @@ open utterances or interrupt the agent.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from agentcall.cell.audio import tones
 from agentcall.cell.audio.amd import AmdParams, AmdState, Verdict, amd_step
 from agentcall.cell.audio.vad import EnergyVAD, VoiceDetector
+from agentcall.cell.model import AmdAction
 
 END_OF_UTTERANCE_MS = 600
 
 
-class AmdAction(StrEnum):
-    OFF = "off"  # no detection: the agent speaks its opening line at the answer
-    HANGUP = "hangup"  # a machine is hung up on at once
-    LEAVE_MESSAGE = "leave_message"  # the opening line is left after the beep
-
-
 @dataclass(frozen=True)
 class VoiceOptions:
-    """The cell's voice settings (not the task's: the agent config has no room for them)."""
+    """The voice settings of a call: the cell's (not the task's: the agent config has no
+    room for them), with ``amd`` chosen per call by :func:`amd_for_call`."""
 
     amd: AmdAction = AmdAction.OFF
     amd_params: AmdParams = field(default_factory=AmdParams)
     opt_out_digits: frozenset[str] = frozenset()
     end_of_utterance_ms: int = END_OF_UTTERANCE_MS
     inband_dtmf: bool = True
+
+
+def amd_for_call(requested: AmdAction | None, default: AmdAction, opening: str | None) -> AmdAction:
+    """The answering-machine handling of one call (pure): the call plan's ``amd`` (the
+    Dispatcher's choice) wins over the cell's default (``CELL_AMD``); ``leave_message``
+    without an opening line to leave hangs up at once instead of waiting for the beep."""
+    action = default if requested is None else requested
+    if action is AmdAction.LEAVE_MESSAGE and not opening:
+        return AmdAction.HANGUP
+    return action
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from agentcall.cell.audio.vad import make_vad
 from agentcall.cell.calls import Ending
 from agentcall.cell.driver import CallControl
 from agentcall.cell.errors import SipError
-from agentcall.cell.media.hearing import VoiceOptions
+from agentcall.cell.media.hearing import VoiceOptions, amd_for_call
 from agentcall.cell.media.quality import call_quality
 from agentcall.cell.media.session import MediaClock
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
@@ -152,8 +152,10 @@ class SipDriver:
         sink = AgentSink(
             transcript=call.transcript, opt_out=call.opt_out, finish=finish, interim=interim
         )
+        opening = plan.agent.conversation.opening
+        voice = replace(self.voice, amd=amd_for_call(plan.amd, self.voice.amd, opening))
         agent = VoiceAgent(
-            plan.agent, self.providers, sink, OptOutDetector(), self.voice, make_vad(self.vad)
+            plan.agent, self.providers, sink, OptOutDetector(), voice, make_vad(self.vad)
         )
         sip_plan = SipCallPlan(
             call_id=plan.call_id,

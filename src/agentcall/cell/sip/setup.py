@@ -10,7 +10,8 @@ CELL_LLM_<REF>_API_KEY         <ref> (lower case, ``_`` -> ``-``), its key
 CELL_LLM_<REF>_MODEL           and its default model
 CELL_VAD                       ``webrtc`` (default) or ``energy``
 CELL_END_OF_UTTERANCE_MS       silence that ends an utterance (600)
-CELL_AMD                       ``off`` (default), ``hangup``, ``leave_message``
+CELL_AMD                       default of calls whose plan has no ``amd``: ``off``
+                               (default), ``hangup``, ``leave_message``
 CELL_DTMF_OPT_OUT_DIGITS       keys that opt the callee out, e.g. ``9`` (none)
 CELL_INBAND_DTMF               ``0`` turns off in-band tone detection (on)
 =============================  ===============================================
@@ -31,7 +32,8 @@ from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.agent.providers_openai import OpenAIChatLLM, OpenAISettings
 from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
 from agentcall.cell.errors import CellConfigError, SipConfigError
-from agentcall.cell.media.hearing import END_OF_UTTERANCE_MS, AmdAction, VoiceOptions
+from agentcall.cell.media.hearing import END_OF_UTTERANCE_MS, VoiceOptions
+from agentcall.cell.model import AmdAction
 from agentcall.cell.sip.driver import SipDriver
 from agentcall.cell.sip.trunk import load_credentials
 
@@ -64,7 +66,10 @@ def voice_options(env: Mapping[str, str]) -> tuple[VoiceOptions, str]:
     try:
         action = AmdAction(amd)
     except ValueError:
-        raise CellConfigError(f"CELL_AMD={amd!r}: use off, hangup or leave_message") from None
+        raise CellConfigError(
+            f"CELL_AMD={amd!r}: use off, hangup or leave_message (the default of calls"
+            " whose plan has no amd)"
+        ) from None
     digits = frozenset(env.get("CELL_DTMF_OPT_OUT_DIGITS", "").replace(",", "").upper())
     if not digits <= DTMF_KEYS:
         raise CellConfigError("CELL_DTMF_OPT_OUT_DIGITS: keys are 0-9, *, #, A-D")

@@ -92,8 +92,10 @@ class AdmissionService:
         hold: Callable[[list[str]], Awaitable[None]] | None = None,
         skew_s: float = DEFAULT_CLOCK_SKEW_S,
         telemetry: Telemetry = NO_TELEMETRY,
+        amd: str | None = None,
     ) -> None:
         self._telemetry = telemetry
+        self._amd = amd
         self._outages = outages
         self._hold = hold
         self._skew_s = skew_s
@@ -172,6 +174,7 @@ class AdmissionService:
             self._clock(),
             held,
             self._skew_s,
+            self._amd,
         )
 
     def _report(

@@ -73,6 +73,7 @@ class Inputs:
     now: datetime
     held: Mapping[str, str] = field(default_factory=dict)  # task_id → the failing read
     skew_s: float = DEFAULT_CLOCK_SKEW_S
+    amd: str | None = None  # pinned in every accepted plan (DISPATCHER_AMD)
 
 
 @dataclass
@@ -214,7 +215,7 @@ def _decide(
     view = TaskView(inp.dispatcher_id, local, config, config_missing=lookup.missing)
     tenant = config.tenant_id if config else command.tenant_id
     busy = occupancy.view(tenant, command.task_id)
-    return decide(command, view, inp.sip, quota, busy, inp.now, inp.skew_s)
+    return decide(command, view, inp.sip, quota, busy, inp.now, inp.skew_s, amd=inp.amd)
 
 
 def _accept(conn: sqlite3.Connection, command: ExecuteCommand, result: Accept, inp: Inputs) -> str:

@@ -9,8 +9,9 @@ from agentcall.dispatcher.domain.admission import Plan
 
 
 def cell_plan(execution_id: str, call_id: str, plan: Plan) -> dict[str, Any]:
-    """Pinned snapshot → ``POST /v1/calls`` body; the cell dials prefix + raw callee."""
-    return {
+    """Pinned snapshot → ``POST /v1/calls`` body; the cell dials prefix + raw callee.
+    ``amd`` only when the D chose it (DISPATCHER_AMD); else the cell's default applies."""
+    body: dict[str, Any] = {
         "call_id": call_id,
         "trunk": json.loads(plan.trunk_spec_json),
         "caller_id": plan.caller_id,
@@ -24,3 +25,6 @@ def cell_plan(execution_id: str, call_id: str, plan: Plan) -> dict[str, Any]:
             "command_id": plan.command_id,
         },
     }
+    if plan.amd is not None:
+        body["amd"] = plan.amd
+    return body

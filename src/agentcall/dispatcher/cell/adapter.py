@@ -18,6 +18,7 @@ import httpx
 
 from agentcall.cell.client import (
     AlreadyDialledError,
+    AmdAction,
     CallIdConflictError,
     CallInfo,
     CallNotFoundError,
@@ -140,6 +141,7 @@ def to_plan(body: Mapping[str, Any]) -> Plan:
         max_duration_ms=body["max_duration_ms"],
         agent=body["agent"],
         tags=body.get("tags", {}),
+        amd=AmdAction(body["amd"]) if body.get("amd") else None,
     )
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from agentcall.dispatcher.domain.model import (
@@ -89,6 +89,7 @@ class Plan:
     max_duration_ms: int
     sip_revision: int
     sip_mode: str
+    amd: str | None = None  # answering machines: the D's setting (None: the cell's default)
 
 
 @dataclass(frozen=True)
@@ -257,8 +258,11 @@ def decide(
     occupancy: Occupancy,
     now: datetime,
     skew_s: float = DEFAULT_CLOCK_SKEW_S,
+    *,
+    amd: str | None = None,
 ) -> Accept | Reject:
-    """Admit or reject ``command`` at ``now``; the caller reserves occupancy on Accept."""
+    """Admit or reject ``command`` at ``now``; the caller reserves occupancy on Accept.
+    ``amd``: the D's answering-machine setting, pinned in the plan (None: the cell's)."""
     ctx = _Ctx(command, task, sip, quota, occupancy, now, skew_s)
     for check in _CHECKS:
         rejected = check(ctx)
@@ -268,7 +272,8 @@ def decide(
     choice = choose_trunk(task.config, sip, occupancy, now)
     if isinstance(choice, NoTrunk):
         return Reject(choice.reason, choice.detail)
-    return Accept(_plan(command, task.config, sip, choice.trunk.trunk_id, choice.caller_id))
+    plan = _plan(command, task.config, sip, choice.trunk.trunk_id, choice.caller_id)
+    return Accept(plan if amd is None else replace(plan, amd=amd))
 
 
 def decide_local(
