@@ -59,6 +59,9 @@ class ExecutionService:
         self.batcher = Batcher(db, lanes, kinds=kinds, clocked={"lease": kernel.lease_clocked})
         registry = registry or CollectorRegistry()
         leases = Counter("orbit_leases", "Leases granted to workers", registry=registry)
+        empty = Counter("orbit_lease_asks_empty", "Lease asks of the dispatcher that found no "
+                        "task (another process or connection took it first, or none was "
+                        "ready)", registry=registry)  # fmt: skip
         revoked = Counter("orbit_worker_sessions_revoked", "Worker sessions ended because their "
                           "token was revoked or expired", registry=registry)  # fmt: skip
         self.token_watch = TokenWatch(db, self.settings.worker_token_check_ms / 1000,
@@ -74,6 +77,7 @@ class ExecutionService:
             sweep_s=self.settings.sweep_interval_ms / 1000,
             on_grants=leases.inc,
             observer=observer,
+            on_empty=empty.inc,
         )
         # what the inspection API, the console and /metrics read (counts cached, shared)
         self.inspection = Inspection(db, self.hub, self.waiters)

@@ -82,6 +82,7 @@ class Hub:
         sweep_s: float,
         on_grants: Callable[[int], None] = lambda n: None,
         observer: ExecutionObserver | None = None,
+        on_empty: Callable[[], None] = lambda: None,
     ) -> None:
         self.batcher = batcher
         self.kernel = kernel
@@ -89,6 +90,7 @@ class Hub:
         self.tick_s = tick_s
         self.sweep_s = sweep_s
         self.on_grants = on_grants
+        self.on_empty = on_empty  # a lease ask found nothing (taken first, or none ready)
         self.observer = observer or ExecutionObserver()
         self.leased: dict[str, Leased] = {}  # attempts leased here, until they end
         self.links: dict[str, Link] = {}
@@ -254,6 +256,8 @@ class Hub:
             self.owner[grant.attempt_id] = link.peer.connection_id
         if grants:
             self.granted(grants)
+        else:
+            self.on_empty()
         if len(grants) == 1:  # a lone lease (an idle worker) leaves at once
             await quietly((link.urgent or link.send)(grants[0].message()))
         elif grants:  # sent together: with batch framing they share one frame
