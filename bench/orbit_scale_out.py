@@ -53,6 +53,61 @@ WORKER = [sys.executable, "-m", "agentcall.orbit.sdk.worker", "--app",
           "examples.orbit_workers:registry", "--log-format", "json"]  # fmt: skip
 
 
+LOCK_STATUS = ("Innodb_row_lock_waits", "Innodb_row_lock_time", "Innodb_deadlocks")
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all cores (/proc/stat):
+    busy is everything but idle and iowait."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields) - fields[3] - fields[4]) / tick, sum(fields) / tick
+
+
+async def lock_status(db: Database) -> dict[str, int]:
+    """MariaDB's row lock waits, their total time (ms) and deadlocks so far: server-wide, so
+    other databases' work on the same server counts too (an upper bound for Orbit's)."""
+    names = ", ".join(f"'{name}'" for name in LOCK_STATUS)
+    async with db.read() as conn:
+        rows = (await conn.execute(sa.text(
+            f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"))).all()  # fmt: skip
+    found = {str(name): int(value) for name, value in rows}
+    return {name: found.get(name, 0) for name in LOCK_STATUS}
+
+
+def where_cpu_goes(used: list[float], servers: int, n: int, machine: tuple[float, float]) -> str:
+    """The phase's CPU: per task by process kind, and the machine's cores busy by us and by
+    everything else (other sessions' work on the same cores)."""
+    server_cpu, worker_cpu, mariadb, client = (sum(used[:servers]), sum(used[servers:-2]),
+                                               used[-2], used[-1])  # fmt: skip
+    ours = server_cpu + worker_cpu + mariadb + client
+    busy, total = machine
+    cores = os.cpu_count() or 1
+    wall = total / cores
+    return (f"  CPU per task: servers {server_cpu * 1000 / n:.2f} ms, workers "
+            f"{worker_cpu * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms, bench client "
+            f"{client * 1000 / n:.2f} ms; all {ours * 1000 / n:.2f} ms\n"
+            f"  machine: {cores} cores x {wall:.2f} s, busy {busy / total:.0%} "
+            f"({busy:.2f} core-s): this bench {ours:.2f} core-s ({ours / total:.0%}), other "
+            f"work {max(0.0, busy - ours):.2f} core-s ({max(0.0, busy - ours) / total:.0%}); "
+            f"servers {server_cpu:.2f}, MariaDB {mariadb:.2f}, workers {worker_cpu:.2f}, "
+            f"client {client:.2f} core-s")  # fmt: skip
+
+
+COUNTED = ("orbit_leases_total", "orbit_lease_asks_empty_total", "orbit_peer_hints_received_total")
+
+
+def counted(urls: list[str]) -> dict[str, float]:
+    """The dispatch counters summed over the server processes (absent ones: NaN)."""
+    sums = dict.fromkeys(COUNTED, float("nan"))
+    for base in urls:
+        for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in sums:
+                sums[name] = (0.0 if sums[name] != sums[name] else sums[name]) + float(value)
+    return sums
+
+
 class Fleet:
     """Server processes and worker processes of one phase."""
 
@@ -122,7 +177,12 @@ async def idle(
 
 
 async def scale(
-    db: Database, url: str, token: str, queue_id: str, servers: int, args: argparse.Namespace,
+    db: Database,
+    url: str,
+    token: str,
+    queue_id: str,
+    servers: int,
+    args: argparse.Namespace,
     tmp: Path,
 ) -> Figures:
     fleet = Fleet(url, servers, tmp, args.submitters + 8)
@@ -131,7 +191,7 @@ async def scale(
         for n in range(args.workers):
             k = n % servers
             fleet.worker(urls[k:] + urls[:k], token, [queue_id], args.concurrency)
-        cpu = cpu_use(fleet.pids)
+        cpu, machine, locks = cpu_use(fleet.pids), machine_cpu(), await lock_status(db)
         began = time.perf_counter()
         share = args.n // servers
         await asyncio.gather(*(
@@ -140,13 +200,19 @@ async def scale(
             for i, base in enumerate(urls)))  # fmt: skip
         await wait_done(db, queue_id, args.n, f"{servers} server(s)")
         used = cpu_use(fleet.pids, cpu)
+        busy, total = machine_cpu()
+        machine = (busy - machine[0], total - machine[1])
+        waited = {k: v - locks[k] for k, v in (await lock_status(db)).items()}
+        count = counted(fleet.urls)
         figures = await measure(db, queue_id, f"{servers} proc", began)
-        n = args.n
-        server_cpu, worker_cpu = sum(used[:servers]), sum(used[servers:-2])
-        print(f"{figures.line()}\n  CPU per task: servers {server_cpu * 1000 / n:.2f} ms, "
-              f"workers {worker_cpu * 1000 / n:.2f} ms, MariaDB {used[-2] * 1000 / n:.2f} ms, "
-              f"bench client {used[-1] * 1000 / n:.2f} ms; wall {time.perf_counter() - began:.2f}"
-              " s", flush=True)  # fmt: skip
+        print(figures.line(), flush=True)
+        print(where_cpu_goes(used, servers, args.n, machine), flush=True)
+        print(f"  database: {waited['Innodb_row_lock_waits']} row lock waits "
+              f"({waited['Innodb_row_lock_time']} ms in all), {waited['Innodb_deadlocks']} "
+              "deadlocks (server-wide)", flush=True)  # fmt: skip
+        leases, empty, hints = (count[name] for name in COUNTED)
+        print(f"  dispatch: {leases:.0f} leases, {empty:.0f} lease asks that found nothing, "
+              f"{hints:.0f} hints received", flush=True)  # fmt: skip
         return figures
     finally:
         fleet.stop()
@@ -166,8 +232,9 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
                                           None)  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             if args.idle:
-                await idle(db, url_text, issued.token, (made.queue_id, cross_queue), args.idle,
-                           Path(tmp))
+                await idle(
+                    db, url_text, issued.token, (made.queue_id, cross_queue), args.idle, Path(tmp)
+                )
             results = []
             for k, queue_id in zip((1, 2, 3), scale_queues if args.n else [], strict=False):
                 results.append(await scale(db, url_text, issued.token, queue_id, k, args,
@@ -192,8 +259,13 @@ async def main() -> None:
     parser.add_argument("--workers", type=int, default=3, help="worker processes")
     parser.add_argument("--concurrency", type=int, default=64, help="attempts per worker")
     parser.add_argument("--submitters", type=int, default=6, help="concurrent HTTP clients")
-    parser.add_argument("--batch", type=int, default=50, choices=range(1, 101),
-                        help="tasks per POST /v1/tasks:batch (1: single submits)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=50,
+        choices=range(1, 101),
+        help="tasks per POST /v1/tasks:batch (1: single submits)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
     async with bench_database(args.database, args.keep) as url:
