@@ -3,6 +3,7 @@ the OpenAPI document. `create_app(db, settings)` refuses to start on an unmigrat
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
@@ -38,6 +39,7 @@ from agentcall.orbit.store.token_cache import TokenCache
 
 log = logging.getLogger("orbit.api")
 CLIENT_CLOSED = 499  # the client closed the connection before the answer (nginx's code)
+STOP_TIMEOUT_S = 15.0  # the execution side's stop at shutdown (after the graceful HTTP stop)
 Handler = Callable[[Request, routes.Context], Awaitable[Response]]
 
 
@@ -221,7 +223,12 @@ def _lifespan(
         gc.freeze()
         log.info("orbit api ready", extra={"dialect": db.dialect.value})
         yield {DRAIN: execution.waiters.drain}  # called when a graceful stop begins
-        await execution.stop()
+        try:  # bounded: an unreachable database must not keep a stopping server alive
+            async with asyncio.timeout(STOP_TIMEOUT_S):
+                await execution.stop()
+        except TimeoutError:
+            log.error("the execution loops did not stop within %.0f s; exiting anyway "
+                      "(leases of this process expire on their own)", STOP_TIMEOUT_S)
         await db.close()
         counter.detach()
 
