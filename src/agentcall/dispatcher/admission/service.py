@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -67,6 +67,19 @@ def classify(delivery: Delivery) -> Item:
         handled(LOG, "admission.decode", exc, queue=delivery.queue)
         return Invalid(source, "undecodable", f"decoding failed ({type(exc).__name__})", raw)
     return Valid(command, delivery.task_id)
+
+
+def accepted_arrivals(
+    received: Sequence[float], items: Sequence[Item], outcome: Outcome
+) -> dict[str, float]:
+    """When the command of each execution accepted in a batch arrived (``received`` and
+    ``items`` in delivery order). Every valid item has one decision, in order, and the
+    accepted executions follow the accepted decisions in order; nothing here may stop
+    admission, hence no strict zip."""
+    valid = [r for r, item in zip(received, items, strict=False) if isinstance(item, Valid)]
+    arrived = [r for r, (decision, _) in zip(valid, outcome.decisions, strict=False)
+               if decision == "accepted"]  # fmt: skip
+    return dict(zip(outcome.accepted, arrived, strict=False))
 
 
 @dataclass(frozen=True)
@@ -228,16 +241,12 @@ class AdmissionService:
     def _observe(
         self, live: list[Delivery], items: list[Item], outcome: Outcome, done: float
     ) -> None:
-        """Report each delivery's latency, and when each accepted command arrived (valid
-        items and decisions correspond one to one, in order; accepted executions follow the
-        accepted decisions in order; telemetry never stops admission, hence no strict zip)."""
+        """Report each delivery's latency and when each accepted command arrived."""
         for delivery in live:
             self._telemetry.admission_latency(done - delivery.received)
-        valid = [d.received for d, i in zip(live, items, strict=True) if isinstance(i, Valid)]
-        arrived = [r for r, (decision, _) in zip(valid, outcome.decisions, strict=False)
-                   if decision == "accepted"]  # fmt: skip
         if outcome.accepted:
-            self._telemetry.accepted(dict(zip(outcome.accepted, arrived, strict=False)))
+            received = [d.received for d in live]
+            self._telemetry.accepted(accepted_arrivals(received, items, outcome))
 
     def status(self) -> AdmissionStatus:
         return AdmissionStatus(self.percentiles(), self.decide_percentiles(), dict(self.counts))
