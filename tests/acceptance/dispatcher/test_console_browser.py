@@ -8,7 +8,6 @@ go to var/artifacts/dispatcher-console/."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,14 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from agentcall.dispatcher.console.pages import REFRESH_MS
+from tests.acceptance.chromium import headless_chromium
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, wait_for
 from tests.services import amqp_url
 from tests.tcp_proxy import TcpProxy
@@ -32,7 +29,6 @@ from tests.tcp_proxy import TcpProxy
 pytestmark = [pytest.mark.acceptance, pytest.mark.browser, pytest.mark.rabbitmq]
 ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "var" / "artifacts" / "dispatcher-console"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 TASK = "console-campaign"
 HOSTILE = "<script>window.__injected = 1;</script><b>bold?</b>"
 # Callees ending in 7 answer and say something hostile, in 8 answer, in 9 are busy; the rest
@@ -98,20 +94,8 @@ def site(saas: MockSaas, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.skip("Debian's chromium and chromium-driver are not installed")
-    options = Options()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-background-networking", "--disable-component-update",
-                     "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                     f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
-                     "--window-size=1400,1600"):  # fmt: skip
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
+    with headless_chromium(tmp_path_factory.mktemp("chromium"), "1400,1600") as driver:
+        yield driver
 
 
 def shot(driver: WebDriver, name: str, element: str | None = None) -> Path:

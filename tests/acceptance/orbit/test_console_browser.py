@@ -22,9 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -32,13 +29,13 @@ from agentcall.orbit.console.session import csrf_token
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
+from tests.acceptance.chromium import headless_chromium
 from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.workers_harness import WorkerProcess, execution_server
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "var" / "artifacts" / "console"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 @dataclass
@@ -72,20 +69,8 @@ class Site:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.skip("Debian's chromium and chromium-driver are not installed")
-    options = Options()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-background-networking", "--disable-component-update",
-                     "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                     f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
-                     "--window-size=1400,1300"):  # fmt: skip
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
+    with headless_chromium(tmp_path_factory.mktemp("chromium")) as driver:
+        yield driver
 
 
 async def _tenant(url: str) -> tuple[str, str, str]:
