@@ -47,7 +47,7 @@ class Heard:
         self.ignored += 1
 
 
-async def test_hints_coalesce_per_loop_turn_and_hostile_datagrams_are_ignored(
+async def test_a_hint_leaves_at_once_the_rest_of_its_turn_coalesces_and_junk_is_ignored(
     db: Database,
 ) -> None:
     heard = Heard()
@@ -58,17 +58,18 @@ async def test_hints_coalesce_per_loop_turn_and_hostile_datagrams_are_ignored(
     try:
         await a._round()  # a sees b now (the heartbeat loop does this every second)
         assert a.peers == (("127.0.0.1", b.servers.port),)
-        a.announce((Q2,))
-        a.announce((Q1, Q2))  # same loop turn: one datagram naming both
-        await _until(lambda: bool(heard.hints))
+        a.announce((Q2,))  # the first of a loop turn: at once
+        a.announce((Q1,))  # the rest of the same turn: one datagram at its end
+        a.announce((Q1, Q2))
+        await _until(lambda: len(heard.hints) == 2)
         await asyncio.sleep(0.05)
-        assert heard.hints == [(Q1, Q2)]
+        assert heard.hints == [(Q2,), (Q1, Q2)]
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as hostile:
             for junk in (b"", b"\xff" * 2000, b"orbit.hint.1 DROP TABLE"):
                 hostile.sendto(junk, ("127.0.0.1", b.servers.port))
         await _until(lambda: heard.ignored >= 2)
         a.announce((Q1,))
-        await _until(lambda: len(heard.hints) == 2)  # b still hears
+        await _until(lambda: len(heard.hints) == 3)  # b still hears
     finally:
         await b.stop()
         await a.stop()
