@@ -191,7 +191,11 @@ async def test_sigterm_answers_waiting_long_polls_and_stops_at_once(
             polls = [asyncio.create_task(http.get(f"/v1/tasks/{task_id}?wait_ms=60000",
                                                   headers=tenant.headers()))
                      for task_id in ids]  # fmt: skip
-            await asyncio.sleep(2.0)  # every poll is waiting
+            async def all_waiting() -> bool:
+                metrics = (await http.get("/metrics")).text
+                return "\norbit_result_waiters 100.0" in metrics
+
+            await wait_until(all_waiting, 60, "100 long-polls to wait")
             assert not any(poll.done() for poll in polls)
             stopped = time.monotonic()
             process.send_signal(signal.SIGTERM)

@@ -62,7 +62,8 @@ class ExecutionMetrics(ExecutionObserver):
 
 
 class TaskGauges:
-    """`orbit_tasks` and `orbit_workers_connected`, refreshed by `refresh()` before a scrape."""
+    """`orbit_tasks`, `orbit_workers_connected` and `orbit_result_waiters`, refreshed by
+    `refresh()` before a scrape."""
 
     def __init__(self, registry: CollectorRegistry, inspection: Inspection) -> None:
         self.inspection = inspection
@@ -71,6 +72,9 @@ class TaskGauges:
         workers = Gauge("orbit_workers_connected", "Worker connections of this server process",
                         registry=registry)  # fmt: skip
         workers.set_function(lambda: len(inspection.hub.links))
+        waiting = Gauge("orbit_result_waiters", "Long-polls of this server process waiting for "
+                        "a task to settle", registry=registry)  # fmt: skip
+        waiting.set_function(lambda: inspection.waiters.waiting)
         self.failures = Counter("orbit_inspection_failures", "Failed inspection queries "
                                 "(metrics scrape, waiters' shared check, readiness)",
                                 registry=registry)  # fmt: skip
