@@ -17,7 +17,14 @@ system from /proc, so it does not depend on the machine's load): the D, the cell
 mocksaas, RabbitMQ (``beam.smp``) and this process (publisher; in the baseline phase also
 the relay).
 
+With ``--console`` the D runs ``2 x --rounds`` times (a fresh D identity each time), half
+of them with the console open and refreshing (``/ui`` and its panel fragments every refresh
+interval, bench/dispatcher_console_viewer.py), interleaved (off, on, on, off, ...), and prints
+the median rate of each, both ratios to the baseline and the ratio with/without (target:
+within 10 %).
+
     python bench/dispatcher_commands.py [--n 5000] [--tasks 16] [--keep]
+    python bench/dispatcher_commands.py --console [--rounds 2]
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +48,9 @@ from typing import Any
 
 import aio_pika
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.dispatcher_console_viewer import Viewed, console_open  # noqa: E402
 
 BIN = Path(sys.executable).parent
 AMQP = os.environ.get("AGENTCALL_AMQP_URL", "amqp://agentcall:agentcall@127.0.0.1:5672/")
@@ -188,13 +199,13 @@ class Stack:
         wait(lambda: self.http.get(f"{self.saas}/healthz").status_code == 200, 60, "mocksaas")
         wait(lambda: self.http.get(f"{self.cell}/healthz").status_code == 200, 60, "cell")
 
-    def configure(self, tasks: int) -> tuple[str, str, list[str]]:
+    def configure(self, tasks: int, tag: str = "") -> tuple[str, str, list[str]]:
         created = self.admin("POST", "/dispatchers", {})
         d, secret = created["dispatcher_id"], created["secret"]
         snapshot = self.admin("PUT", f"/dispatchers/{d}/sip", {"max_concurrent_calls": 1_000_000})
         # the cell carries the approved snapshot: the D admits only then (D-NOTE-9)
         self.http.put(f"{self.cell}/v1/config", json=snapshot).raise_for_status()
-        names = [f"bench-{i:02d}" for i in range(tasks)]
+        names = [f"bench{tag}-{i:02d}" for i in range(tasks)]  # task ids are global
         for name in names:
             self.admin(
                 "PUT",
@@ -213,23 +224,31 @@ class Stack:
         )
         return d, secret, names
 
-    def start_dispatcher(self, d: str, secret: str) -> None:
+    def start_dispatcher(self, d: str, secret: str, tag: str = "") -> None:
+        self.status = f"http://127.0.0.1:{free_port()}/status"
         env = {
             "DISPATCHER_ID": d,
             "DISPATCHER_SECRET_KEY": secret,
             "DISPATCHER_SAAS_URL": self.saas,
             "DISPATCHER_AMQP_URL": AMQP,
-            "DISPATCHER_STATE_DB": str(self.workdir / "d.sqlite"),
+            "DISPATCHER_STATE_DB": str(self.workdir / f"d{tag}.sqlite"),
             "DISPATCHER_CELL_URL": self.cell,
             "DISPATCHER_HTTP_PORT": self.status.rsplit(":", 1)[1].split("/")[0],
             "DISPATCHER_LOG_LEVEL": "WARNING",
             "DISPATCHER_LOG_FORMAT": "json",
             "DISPATCHER_PREFETCH": "256",
         }
-        self.spawn("dispatcher", [str(BIN / "dispatcher"), "run"], env)
+        self.spawn(f"dispatcher{tag}", [str(BIN / "dispatcher"), "run"], env)
         wait(lambda: self.http.get(self.status).json()["admission"]["open"], 60, "admission")
         tasks = lambda: self.http.get(self.status).json()["tasks"]  # noqa: E731
         wait(lambda: all(t["consumer"] == "consuming" for t in tasks()), 30, "consumers")
+
+    def stop_dispatcher(self, tag: str = "") -> None:
+        pid = self.pids.pop(f"dispatcher{tag}")
+        proc = next(p for p in self.procs if p.pid == pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        self.procs.remove(proc)
 
     def d_status(self) -> dict[str, Any]:
         body: dict[str, Any] = self.http.get(self.status).json()
@@ -289,9 +308,11 @@ async def publish(bodies: list[tuple[str, str, bytes]]) -> None:
             await asyncio.gather(*pending)
 
 
-def run_dispatcher(stack: Stack, n: int, tasks: int) -> dict[str, Any]:
-    d, secret, names = stack.configure(tasks)
-    stack.start_dispatcher(d, secret)
+def run_dispatcher(
+    stack: Stack, n: int, tasks: int, tag: str = "", console: bool = False
+) -> dict[str, Any]:
+    d, secret, names = stack.configure(tasks, tag)
+    stack.start_dispatcher(d, secret, tag)
     bodies = [
         (
             "agent-call.dispatchers.v3",
@@ -301,12 +322,13 @@ def run_dispatcher(stack: Stack, n: int, tasks: int) -> dict[str, Any]:
         for i in range(n)
     ]
     meter = CpuMeter({**stack.pids, "rabbitmq": broker_pid()})
-    started = time.monotonic()
-    asyncio.run(publish(bodies))
-    published = time.monotonic() - started
-    # Poll sparingly: /status reads the database and would steal time from the D.
-    wait(lambda: stack.d_status()["outbox"]["delivered"] >= 2 * n, 600, "all results", 0.5)
-    elapsed = time.monotonic() - started
+    with console_open(stack.status.removesuffix("/status"), console) as viewed:
+        started = time.monotonic()
+        asyncio.run(publish(bodies))
+        published = time.monotonic() - started
+        # Poll sparingly: /status reads the database and would steal time from the D.
+        wait(lambda: stack.d_status()["outbox"]["delivered"] >= 2 * n, 600, "all results", 0.5)
+        elapsed = time.monotonic() - started
     cpu = meter.used()
     status = stack.d_status()
 
@@ -321,6 +343,7 @@ def run_dispatcher(stack: Stack, n: int, tasks: int) -> dict[str, Any]:
         "status": status,
         "summary": summary,
         "cpu": cpu,
+        "viewed": viewed,
     }
 
 
@@ -377,22 +400,8 @@ async def baseline(n: int, tasks: int, prefetch: int) -> tuple[float, dict[str, 
     return elapsed, cpu
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=5000, help="call.execute to publish")
-    parser.add_argument("--tasks", type=int, default=16, help="running tasks")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-dispatcher-"))
-    stack = Stack(workdir)
-    try:
-        stack.start_services()
-        base_s, base_cpu = asyncio.run(baseline(args.n, args.tasks, 256))
-        result = run_dispatcher(stack, args.n, args.tasks)
-    finally:
-        stack.stop()
-        if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+def report(args: argparse.Namespace, base_s: float, base_cpu: dict[str, float],
+           result: dict[str, Any]) -> None:  # fmt: skip
     d_rate = args.n / result["elapsed"]
     base_rate = args.n / base_s
     status, summary = result["status"], result["summary"]
@@ -420,6 +429,68 @@ def main() -> int:
     print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     ok = d_rate >= 1000 and d_rate / base_rate >= 0.5
     print(f"target (>=1000/s, ratio>=0.5): {'met' if ok else 'NOT met'}")
+
+
+def console_runs(args: argparse.Namespace, stack: Stack) -> dict[bool, list[dict[str, Any]]]:
+    """2 x rounds D runs, console off and on interleaved (off, on, on, off, ...)."""
+    runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+    for r in range(args.rounds):
+        for console in (False, True) if r % 2 == 0 else (True, False):
+            tag = f"-{r}-{'on' if console else 'off'}"
+            result = run_dispatcher(stack, args.n, args.tasks, tag, console)
+            stack.stop_dispatcher(tag)
+            runs[console].append(result)
+            rate = args.n / result["elapsed"]
+            viewed: Viewed = result["viewed"]
+            print(f"  run {tag[1:]:<8} {rate:,.0f} commands/s ({result['elapsed']:.2f} s)"
+                  + (f"; console: {viewed.line()}" if console else ""), flush=True)  # fmt: skip
+    return runs
+
+
+def report_console(args: argparse.Namespace, base_s: float, runs: dict[bool, list[Any]]) -> bool:
+    base_rate = args.n / base_s
+    rate = {on: statistics.median(args.n / r["elapsed"] for r in runs[on]) for on in runs}
+    ratio = rate[True] / rate[False]
+    print(f"commands                 {args.n} across {args.tasks} tasks, {args.rounds} rounds")
+    print(f"baseline (bare relay)    {base_rate:,.0f} commands/s ({base_s:.2f} s)")
+    for on in (False, True):
+        label = "with console open " if on else "without console    "
+        print(f"D {label}    {rate[on]:,.0f} commands/s (median), ratio D/baseline"
+              f" {rate[on] / base_rate:.2f}")  # fmt: skip
+    print(f"with/without console     {ratio:.3f} (target: within 10 %)")
+    print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    ok = ratio >= 0.9
+    print(f"target (console costs < 10 %): {'met' if ok else 'NOT met'}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=5000, help="call.execute to publish")
+    parser.add_argument("--tasks", type=int, default=16, help="running tasks")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--console", action="store_true", help="compare runs with the console open and without"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="--console: off/on pairs")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-dispatcher-"))
+    stack = Stack(workdir)
+    try:
+        stack.start_services()
+        base_s, base_cpu = asyncio.run(baseline(args.n, args.tasks, 256))
+        if args.console:
+            runs = console_runs(args, stack)
+        else:
+            result = run_dispatcher(stack, args.n, args.tasks)
+    finally:
+        stack.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if args.console:
+        report_console(args, base_s, runs)
+    else:
+        report(args, base_s, base_cpu, result)
     if args.keep:
         print(f"work directory: {workdir}")
     return 0
