@@ -27,7 +27,7 @@ from agentcall.orbit.execution.kernel import Kernel, KernelSettings, LeaseAsk
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.admin import Admin
-from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.tables import tasks
 from agentcall.orbit.store.tasks import row_task, task_row
 from tests.integration.orbit.databases import KINDS, fresh_url
@@ -89,6 +89,13 @@ async def test_lease_query_mirrors_the_pure_eligibility_rule(db: Database) -> No
     expected = {task.id for task in everything if is_eligible(_candidate(task), offer, now)}
     assert len(everything) == len(rows) and expected  # the table has eligible and other rows
     assert selected == expected
+    if db.dialect is Dialect.MYSQL:  # the same query at the clock it reads itself
+        async with db.write() as conn:
+            clock, clocked = await store.clocked_lease_candidates(
+                conn, made.queue_id, offer.handlers, 10_000
+            )
+        assert {row.id for row in clocked} == expected
+        assert clock is not None and now <= clock < now + S
 
 
 def _candidate(task: Any) -> LeaseCandidate:
@@ -155,3 +162,50 @@ async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Databas
     leased = [g.task.id for g in first + second]
     assert len(first) == 2 and len(second) == 1, "the third task was left waiting"
     assert sorted(leased) == sorted(row["id"] for row in rows)
+
+
+async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Database) -> None:
+    """A batch holding lease asks only runs `Kernel.lease_clocked` on MySQL/MariaDB (no clock
+    read of its own; a round that finds nothing writes nothing); a batch with other steps,
+    and every batch on SQLite, reads the clock first and runs `lease_many`."""
+    made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
+    body = {"queue_id": made.queue_id, "handler": "demo.work", "handler_version": "v1",
+            "payload_version": "v1", "payload": {}}  # fmt: skip
+    request = parse_submit(read_json(json.dumps(body).encode()))
+    worker = WorkerIdentity("w", "i" * 32, None, None, None)
+    peer = Peer(new_id(), "t", made.namespace_id, frozenset({made.queue_id}), worker)
+    ask = LeaseAsk(peer, frozenset({HandlerKey("demo.work", "v1")}), made.queue_id, 2)
+    kernel = Kernel(KernelSettings())
+    calls: list[str] = []
+
+    async def clocked(conn: AsyncConnection, items: list[Any]) -> list[Any]:
+        calls.append("clocked")
+        return await kernel.lease_clocked(conn, items)
+
+    async def many(conn: AsyncConnection, now: datetime, items: list[Any]) -> list[Any]:
+        calls.append("many")
+        return await kernel.lease_many(conn, now, items)
+
+    async def step(conn: AsyncConnection, now: datetime) -> datetime:
+        return now
+
+    batcher = Batcher(db, lanes=1, kinds={"lease": many}, clocked={"lease": clocked})
+    try:
+        assert await batcher.submit("lease", ask) == []  # nothing ready: nothing written
+        async with db.write() as conn:
+            before = await db.now(conn)
+            row = task_row(new_task(new_id(), made.namespace_id, request,
+                                    plan_times(request, before), before))  # fmt: skip
+            await conn.execute(tasks.insert(), [row])
+        (grant,) = await batcher.submit("lease", ask)
+        mixed = await asyncio.gather(batcher.submit("lease", ask), batcher.run(step))
+    finally:
+        await batcher.stop()
+    alone = "clocked" if db.dialect is Dialect.MYSQL else "many"
+    assert calls == [alone, alone, "many"]
+    assert grant.task.id == row["id"] and before <= grant.leased_at < before + S
+    assert mixed[0] == []  # the only task is leased already
+    async with db.read() as conn:
+        state = (await conn.execute(sa.select(tasks.c.state, tasks.c.revision).where(
+            tasks.c.id == row["id"]))).one()  # fmt: skip
+    assert (state.state, state.revision) == (TaskState.LEASED.value, 2)
