@@ -38,11 +38,13 @@ from tests.integration.orbit.workers_harness import (
 )
 
 pytestmark = [pytest.mark.integration]
+QUIET_LOAD = 1.0  # 1-minute load average (2 cores) below which every wait must be within 50 ms
 
 
 async def test_client_wait_returns_within_50_ms_of_completion(
     db_url: str, db: Database, tmp_path: Path
 ) -> None:
+    load_at_start = os.getloadavg()[0]
     with execution_server(db_url, tmp_path / "serve.log") as base:
         tenant = await Tenant.create(db, base)
         worker = WorkerProcess(base, tenant.token, [tenant.queue_id], tmp_path / "w.log",
@@ -65,14 +67,21 @@ async def test_client_wait_returns_within_50_ms_of_completion(
                 lags = await asyncio.gather(*(wait(task_id) for task_id in ids))
         finally:
             worker.close()
+    load = max(load_at_start, os.getloadavg()[0])
+    quiet = load < QUIET_LOAD
     print(f"client.wait after completion: median {1000 * statistics.median(lags):.1f} ms, "
-          f"max {1000 * max(lags):.1f} ms, load average {os.getloadavg()[0]:.1f}")
-    # completed_at is read when the finishing transaction starts: the lag includes its durable
-    # commit. On a 2-core machine shared with other test suites (load 5-10) scheduling stalls
-    # delay some answers: the median must be within 50 ms and none later than 250 ms (a
-    # wake-up missed would show the shared check's ~1 s).
-    assert statistics.median(lags) < 0.050 and max(lags) < 0.250, [round(1000 * x, 1)
-                                                                    for x in lags]  # fmt: skip
+          f"max {1000 * max(lags):.1f} ms, load average {load:.1f} "
+          f"({'quiet: every wait within 50 ms' if quiet else 'loaded: max within 250 ms'})")
+    # completed_at is read when the finishing transaction starts: the lag includes its
+    # statements and durable commit (several round trips to MariaDB), the wake-up, one read of
+    # the task and the HTTP answer; measured step by step in docs/orbit/console.md. Each round
+    # trip wakes another process: on a quiet machine that costs well under a millisecond and
+    # every wait returns within 50 ms; on this 2-core machine shared with other suites (load
+    # 5-12) each hop can wait several milliseconds for a core, so only the median is held to
+    # 50 ms there and the slowest to 250 ms (a missed wake-up would show the shared check's
+    # ~1 s).
+    assert statistics.median(lags) < 0.050, [round(1000 * x, 1) for x in lags]
+    assert max(lags) < (0.050 if quiet else 0.250), [round(1000 * x, 1) for x in lags]
 
 
 async def _batch_of_100(http: httpx.AsyncClient, tenant: Tenant) -> list[str]:
