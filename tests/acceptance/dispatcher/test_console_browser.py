@@ -20,7 +20,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from agentcall.dispatcher.console.pages import REFRESH_MS
+from agentcall.dispatcher.console.pages import PANEL_REFRESH_MS, REFRESH_MS
 from tests.acceptance.chromium import headless_chromium
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, wait_for
 from tests.services import amqp_url
@@ -135,7 +135,7 @@ def test_the_chart_shows_the_outcomes_of_a_60_call_campaign(browser: WebDriver, 
     received = s.wait_results(60, 60, event_type="call.result")
     saas_counts = Counter(r["body"]["payload"]["outcome"] for r in received)
     assert set(saas_counts) == {"answered", "busy", "no_answer"}, saas_counts
-    until(lambda: shown_totals(browser) == dict(saas_counts), 10, f"chart totals {saas_counts}")
+    until(lambda: shown_totals(browser) == dict(saas_counts), 15, f"chart totals {saas_counts}")
     drawn = {kind: len(browser.find_elements(By.CSS_SELECTOR, f"#outcome-chart rect.{kind}"))
              for kind in saas_counts}  # fmt: skip
     assert all(n >= 1 for n in drawn.values()), drawn
@@ -162,8 +162,10 @@ def test_a_transcript_with_markup_is_shown_as_text(browser: WebDriver, site: Sit
     assert HOSTILE in details.find_element(By.CSS_SELECTOR, "ol.transcript").text
     assert browser.execute_script("return window.__injected === undefined;")
     assert not browser.find_elements(By.CSS_SELECTOR, "#results-table b:not(:first-child)")
-    time.sleep(REFRESH_MS / 1000 + 0.5)  # a refresh keeps the open transcript open
-    assert browser.find_elements(By.CSS_SELECTOR, "#results-table details[open]")
+    updated = browser.find_element(By.ID, "calls").get_attribute("data-updated")
+    until(lambda: browser.find_element(By.ID, "calls").get_attribute("data-updated") != updated,
+          PANEL_REFRESH_MS["calls"] / 1000 + 2, "the calls panel refreshed")  # fmt: skip
+    assert browser.find_elements(By.CSS_SELECTOR, "#results-table details[open]"), "kept open"
     shot(browser, "console-transcript", "results-table")
 
 

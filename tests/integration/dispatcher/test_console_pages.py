@@ -173,6 +173,9 @@ def test_every_panel_renders_from_state_and_status_escaping_everything(state: Pa
     assert "<html" not in tasks and 'data-task="task-1"' in tasks
     assert 'class="barrier">paused<' in tasks
     assert "<svg" in calls and "outcome-chart" in calls
+    assert "calls with media figures: 1" in calls  # loss 0.02, jitter 12.5 ms
+    assert "0.02 &lt; 0.05: 1" in calls and "10 ms &lt; 20 ms: 1" in calls
+    assert "0 s &lt; 5 s: 2" in calls  # 1 s and 2 s long
     assert "quota:tenant-1" in plumbing and HOSTILE not in plumbing
     assert hashlib.sha256(state.read_bytes()).hexdigest() == before  # read-only
 

@@ -37,22 +37,22 @@ def test_bucket_start_is_aligned_to_five_minutes(moment: datetime, start: dateti
     ("ends", "expected"),
     [
         ([], {}),
-        ([(NOW, "answered")], {71: {"answered": 1}}),
+        ([(NOW, "answered", 1)], {71: {"answered": 1}}),
         (
-            [(NOW - 3 * M, "busy"), (NOW - 2 * M, "busy")],
+            [(NOW - 3 * M, "busy", 1), (NOW - 2 * M, "busy", 1)],
             {70: {"busy": 1}, 71: {"busy": 1}},
         ),  # 12:04:30 and 12:05:30  # fmt: skip
-        ([(NOW - 2 * M, "busy"), (NOW - M, "busy")], {71: {"busy": 2}}),
-        ([(NOW - timedelta(hours=5, minutes=55), "failed")], {0: {"failed": 1}}),
-        ([(NOW - timedelta(hours=6), "failed")], {}),  # before the window
-        ([(NOW + 5 * M, "answered")], {}),  # after now's bucket
+        ([(NOW - 2 * M, "busy", 1), (NOW - M, "busy", 3)], {71: {"busy": 4}}),
+        ([(NOW - timedelta(hours=5, minutes=55), "failed", 2)], {0: {"failed": 2}}),
+        ([(NOW - timedelta(hours=6), "failed", 1)], {}),  # before the window
+        ([(NOW + 5 * M, "answered", 1)], {}),  # after now's bucket
         (
-            [(NOW, "answered"), (NOW, "no_answer"), (NOW, "answered")],
+            [(NOW, "answered", 1), (NOW, "no_answer", 1), (NOW, "answered", 1)],
             {71: {"answered": 2, "no_answer": 1}},
         ),  # fmt: skip
     ],
 )
-def test_outcome_buckets(ends: list[tuple[datetime, str]], expected: dict[int, Any]) -> None:
+def test_outcome_buckets(ends: list[tuple[datetime, str, int]], expected: dict[int, Any]) -> None:
     buckets = aggregate.outcome_buckets(ends, NOW)
     assert len(buckets) == 72
     assert buckets[-1].start == datetime(2026, 12, 1, 12, 5, tzinfo=UTC)
@@ -64,31 +64,42 @@ def test_outcome_buckets(ends: list[tuple[datetime, str]], expected: dict[int, A
     ("values", "counts"),
     [
         ([], [0, 0, 0]),
-        ([0.0, 0.5], [2, 0, 0]),
-        ([1.0], [0, 1, 0]),  # a value on an edge belongs to the bin it opens
-        ([9.99, 10.0, 1e9], [0, 1, 2]),
-        ([-1.0], [1, 0, 0]),  # below the first edge: the first bin
+        ([(0.0, 1), (0.5, 1)], [2, 0, 0]),
+        ([(1.0, 1)], [0, 1, 0]),  # a value on an edge belongs to the bin it opens
+        ([(9.99, 1), (10.0, 1), (1e9, 1)], [0, 1, 2]),
+        ([(-1.0, 1)], [1, 0, 0]),  # below the first edge: the first bin
+        ([(3.0, 7), (0.0, 0)], [0, 7, 0]),  # counted as many times as it stands for
     ],
 )
-def test_histogram_bins(values: list[float], counts: list[int]) -> None:
+def test_histogram_bins(values: list[tuple[float, int]], counts: list[int]) -> None:
     bins = aggregate.histogram(values, (0.0, 1.0, 10.0))
     assert [b.count for b in bins] == counts
     assert [(b.low, b.high) for b in bins] == [(0.0, 1.0), (1.0, 10.0), (10.0, None)]
 
 
-def test_admissions_of_the_last_hour_by_reason() -> None:
-    rows = [
-        ("t1", "accepted", None, NOW - 10 * M),
-        ("t1", "rejected", "task_concurrency_exhausted", NOW - 59 * M),
-        ("t1", "rejected", "task_concurrency_exhausted", NOW),
-        ("t1", "rejected", "outside_schedule", NOW - 61 * M),  # older than an hour
-        ("t2", "discarded_stopped", None, NOW - M),
-        ("t2", "accepted", None, NOW + M),  # not yet (clock of another writer)
-    ]
-    assert aggregate.admissions(rows, NOW) == {
-        "t1": {"accepted": 1, "task_concurrency_exhausted": 2},
-        "t2": {"discarded_stopped": 1},
-    }
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([], {}),
+        ([("t1", "accepted", None, 3)], {"t1": {"accepted": 3}}),
+        (
+            [
+                ("t1", "rejected", "task_concurrency_exhausted", 2),
+                ("t1", "accepted", None, 1),
+                ("t2", "discarded_stopped", None, 1),
+            ],  # fmt: skip
+            {
+                "t1": {"accepted": 1, "task_concurrency_exhausted": 2},
+                "t2": {"discarded_stopped": 1},
+            },  # fmt: skip
+        ),
+        ([("t1", "rejected", None, 1)], {"t1": {"rejected": 1}}),  # no reason recorded
+    ],
+)
+def test_admissions_by_reason(
+    rows: list[tuple[str, str, str | None, int]], expected: dict[str, dict[str, int]]
+) -> None:
+    assert aggregate.admissions(rows) == expected
 
 
 @pytest.mark.parametrize(
@@ -132,22 +143,21 @@ def test_discovery_lag(caught_up: bool, at: datetime | None, lag: float | None) 
 
 
 def test_quality_distribution_from_the_ends_that_carry_rtp_figures() -> None:
-    summaries: list[Any] = [
-        None,
-        {},
-        {"rtp": None},
-        {"rtp": {"loss_ratio": 0.0, "jitter_ms": 3.2}},
-        {"rtp": {"loss_ratio": 0.03, "jitter_ms": 42}},
-        {"rtp": {"loss_ratio": "bad", "jitter_ms": 150.0}},
+    figures: list[tuple[Any, Any, int]] = [
+        (None, None, 40),  # calls without media figures
+        (0.0, 3, 1),
+        (0.03, 42, 1),
+        ("bad", 150, 1),
+        (True, None, 1),  # not a number
     ]
-    found = aggregate.quality(summaries)
+    found = aggregate.quality(figures)
     assert found["calls"] == 3
     assert [b.count for b in found["loss"]] == [1, 0, 0, 1, 0, 0]
     assert [b.count for b in found["jitter_ms"]] == [1, 0, 0, 0, 1, 0, 1]
 
 
 def test_outcome_chart_stacks_each_bucket_in_contract_order() -> None:
-    ends = [(NOW, "no_answer"), (NOW, "answered"), (NOW, "answered"), (NOW - 10 * M, "odd")]
+    ends = [(NOW, "no_answer", 1), (NOW, "answered", 2), (NOW - 10 * M, "odd", 1)]
     drawn = chart.outcomes_chart(aggregate.outcome_buckets(ends, NOW))
     assert drawn.peak == 3 and drawn.total == 4
     assert drawn.totals == {"answered": 2, "no_answer": 1, "odd": 1}
@@ -167,7 +177,7 @@ def test_empty_charts_draw_no_bar() -> None:
 
 
 def test_bins_chart_titles_name_the_span() -> None:
-    drawn = chart.bins_chart(aggregate.histogram([0.5, 12.0], (0.0, 1.0, 10.0)), " s")
+    drawn = chart.bins_chart(aggregate.histogram([(0.5, 1), (12.0, 1)], (0.0, 1.0, 10.0)), " s")
     assert [b.title for b in drawn.bars] == ["0 s < 1 s: 1", "10 s and more: 1"]
 
 

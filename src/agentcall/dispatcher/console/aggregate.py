@@ -46,47 +46,45 @@ def bucket_start(moment: datetime, size: timedelta = BUCKET) -> datetime:
 
 
 def outcome_buckets(
-    ends: Iterable[tuple[datetime, str]], now: datetime, window: timedelta = WINDOW
+    ends: Iterable[tuple[datetime, str, int]], now: datetime, window: timedelta = WINDOW
 ) -> list[Bucket]:
-    """Calls ended per bucket and outcome, oldest first; the last bucket holds ``now``. Ends
-    outside the window (or in the future) are left out; an unknown outcome counts as is."""
+    """Calls ended per bucket and outcome, oldest first; the last bucket holds ``now``.
+    ``ends``: (when, outcome, how many). Ends outside the window (or in the future) are left
+    out; an unknown outcome counts as is."""
     last = bucket_start(now)
     count = window // BUCKET
     first = last - (count - 1) * BUCKET
     buckets = [Bucket(first + i * BUCKET) for i in range(count)]
-    for ended_at, outcome in ends:
+    for ended_at, outcome, n in ends:
         index = (bucket_start(ended_at) - first) // BUCKET
         if 0 <= index < count:
             counts = buckets[index].counts
-            counts[outcome] = counts.get(outcome, 0) + 1
+            counts[outcome] = counts.get(outcome, 0) + n
     return buckets
 
 
-def histogram(values: Iterable[float], edges: Sequence[float]) -> list[Bin]:
-    """Counts of ``values`` in ``[edges[i], edges[i+1])``, the last bin open-ended; a value
-    below the first edge counts in the first bin."""
+def histogram(values: Iterable[tuple[float, int]], edges: Sequence[float]) -> list[Bin]:
+    """Counts of ``values`` ((value, how many)) in ``[edges[i], edges[i+1])``, the last bin
+    open-ended; a value below the first edge counts in the first bin."""
     counts = [0] * len(edges)
-    for value in values:
+    for value, n in values:
         index = 0
         for i, edge in enumerate(edges):
             if value >= edge:
                 index = i
-        counts[index] += 1
+        counts[index] += n
     highs: list[float | None] = [*edges[1:], None]
     return [Bin(low, high, n) for low, high, n in zip(edges, highs, counts, strict=True)]
 
 
-def admissions(
-    rows: Iterable[tuple[str, str, str | None, datetime]], now: datetime, window: timedelta = HOUR
-) -> dict[str, dict[str, int]]:
-    """Decisions per task within ``window`` before ``now``: ``accepted``, or the reason code of
-    a rejection (``discarded_stopped`` for a command of a stopped task). Rows are (task_id,
-    decision, reason_code, received_at)."""
+def admissions(rows: Iterable[tuple[str, str, str | None, int]]) -> dict[str, dict[str, int]]:
+    """Decisions per task: ``accepted``, or the reason code of a rejection
+    (``discarded_stopped`` for a command of a stopped task). Rows are (task_id, decision,
+    reason_code, how many), those of the last hour (:data:`HOUR`)."""
     found: dict[str, Counter[str]] = {}
-    for task_id, decision, reason, at in rows:
-        if now - window <= at <= now:
-            key = reason if decision == "rejected" and reason else decision
-            found.setdefault(task_id, Counter())[key] += 1
+    for task_id, decision, reason, n in rows:
+        key = reason if decision == "rejected" and reason else decision
+        found.setdefault(task_id, Counter())[key] += n
     return {task: dict(sorted(counts.items())) for task, counts in sorted(found.items())}
 
 
@@ -130,21 +128,24 @@ def lag_seconds(now: datetime, caught_up: bool, caught_up_at: datetime | None) -
     return max(0.0, (now - caught_up_at).total_seconds())
 
 
-def quality(summaries: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """Distribution of RTP loss ratio and jitter (ms) over the calls whose end carried a
-    ``quality`` summary with ``rtp`` figures (answered SIP calls)."""
-    losses: list[float] = []
-    jitters: list[float] = []
-    for summary in summaries:
-        rtp = summary.get("rtp") if isinstance(summary, Mapping) else None
-        if not isinstance(rtp, Mapping):
-            continue
-        if isinstance(rtp.get("loss_ratio"), int | float):
-            losses.append(float(rtp["loss_ratio"]))
-        if isinstance(rtp.get("jitter_ms"), int | float):
-            jitters.append(float(rtp["jitter_ms"]))
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
+
+
+def quality(figures: Iterable[tuple[Any, Any, int]]) -> dict[str, Any]:
+    """Distribution of RTP loss ratio and jitter (ms) over the calls whose end carried
+    ``quality.rtp`` figures (answered SIP calls). ``figures``: (loss_ratio, jitter_ms, how
+    many), None (or anything not a number) where a call has no such figure."""
+    losses: list[tuple[float, int]] = []
+    jitters: list[tuple[float, int]] = []
+    for loss, jitter, n in figures:
+        if (value := _number(loss)) is not None:
+            losses.append((value, n))
+        if (value := _number(jitter)) is not None:
+            jitters.append((value, n))
     return {
-        "calls": max(len(losses), len(jitters)),
+        "calls": max(sum(n for _, n in losses), sum(n for _, n in jitters)),
         "loss": histogram(losses, LOSS_EDGES),
         "jitter_ms": histogram(jitters, JITTER_EDGES_MS),
     }

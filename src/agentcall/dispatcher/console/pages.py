@@ -8,6 +8,8 @@ only its own script and style, and every value is escaped by the templates.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +27,9 @@ from agentcall.dispatcher.console.panels import calls_panel, plumbing_panel, tas
 
 HERE = Path(__file__).parent
 REFRESH_MS = 2000
+# How often the page fetches each panel: the calls panel (six hours in 5-minute buckets,
+# the heaviest read) less often than the live state of tasks and plumbing.
+PANEL_REFRESH_MS = {"tasks": REFRESH_MS, "calls": 3 * REFRESH_MS, "plumbing": REFRESH_MS}
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
@@ -78,11 +83,12 @@ class Console:
         self._token = token
         self._clock = clock
         self._env = environment()
+        self._built: dict[str, tuple[float, dict[str, Any]]] = {}
 
     async def _tasks(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
         rows = await self._reader.read(reads.admission_rows, now)
         active = await self._reader.read(reads.active_calls)
-        return tasks_panel(snap, aggregate.admissions(rows, now), active)
+        return tasks_panel(snap, aggregate.admissions(rows), active)
 
     async def _calls(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
         ended = await self._reader.read(reads.ended_calls, now)
@@ -93,12 +99,26 @@ class Console:
         return plumbing_panel(snap, await self._reader.read(reads.plumbing_facts), now)
 
     async def _context(self, names: tuple[str, ...]) -> dict[str, Any]:
-        snap, now = await self._snapshot(), self._clock()
-        build = {"tasks": self._tasks, "calls": self._calls, "plumbing": self._plumbing}
-        context: dict[str, Any] = {"now": now, "dispatcher_id": snap.get("dispatcher_id")}
+        """Each panel's figures, read again when older than half its refresh interval (two
+        tabs, or the page and its fragments, cost the D one read per refresh, not one each)."""
+        stale = [n for n in names if self._age(n) > PANEL_REFRESH_MS[n] / 2000]
+        if stale:
+            snap, now = await self._snapshot(), self._clock()
+            build = {"tasks": self._tasks, "calls": self._calls, "plumbing": self._plumbing}
+            for name in stale:
+                figures = await build[name](snap, now)
+                self._built[name] = (time.monotonic(), {**figures, "now": now,
+                                     "dispatcher_id": snap.get("dispatcher_id")})  # fmt: skip
+        context: dict[str, Any] = {"now": self._clock()}
         for name in names:
-            context[name] = await build[name](snap, now)
+            built = self._built[name][1]
+            context[name] = built
+            context["dispatcher_id"] = built["dispatcher_id"]
         return context
+
+    def _age(self, name: str) -> float:
+        built = self._built.get(name)
+        return time.monotonic() - built[0] if built else float("inf")
 
     def _denied(self, request: Request) -> Response | None:
         if auth.allowed(self._token, request.headers.get("authorization")):
@@ -107,8 +127,9 @@ class Console:
         text = "The console needs the token of DISPATCHER_CONSOLE_TOKEN (bearer or basic auth)."
         return Response(text, status_code=401, headers=headers, media_type="text/plain")
 
-    def _html(self, template: str, context: dict[str, Any]) -> Response:
-        body = self._env.get_template(template).render(context)
+    async def _html(self, template: str, context: dict[str, Any]) -> Response:
+        """Rendered on a worker thread, so that a long page does not hold the D's loop."""
+        body = await asyncio.to_thread(self._env.get_template(template).render, context)
         return HTMLResponse(body, headers=HEADERS)
 
     async def page(self, request: Request) -> Response:
@@ -116,7 +137,8 @@ class Console:
         if denied is not None:
             return denied
         context = await self._context(PANELS)
-        return self._html("console.html", {**context, "refresh": REFRESH_MS})
+        refresh = {"refresh": REFRESH_MS, "panel_refresh": PANEL_REFRESH_MS}
+        return await self._html("console.html", {**context, **refresh})
 
     async def panel(self, request: Request) -> Response:
         denied = self._denied(request)
@@ -125,7 +147,7 @@ class Console:
         name = request.path_params["name"]
         if name not in PANELS:
             return Response("no such panel", status_code=404, headers=HEADERS)
-        return self._html(f"{name}.html", await self._context((name,)))
+        return await self._html(f"{name}.html", await self._context((name,)))
 
     async def assets(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)

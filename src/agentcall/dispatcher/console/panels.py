@@ -34,9 +34,11 @@ def tasks_panel(
 def calls_panel(
     ended: Sequence[Ended], results: Sequence[Mapping[str, Any]], now: datetime
 ) -> dict[str, Any]:
-    buckets = aggregate.outcome_buckets(((e.ended_at, e.outcome) for e in ended), now)
-    durations = aggregate.histogram((e.duration_s for e in ended), aggregate.DURATION_EDGES_S)
-    quality = aggregate.quality(e.quality for e in ended)
+    buckets = aggregate.outcome_buckets(((e.bucket, e.outcome, e.count) for e in ended), now)
+    durations = aggregate.histogram(
+        ((e.duration_s, e.count) for e in ended), aggregate.DURATION_EDGES_S
+    )
+    quality = aggregate.quality((e.loss, e.jitter_ms, e.count) for e in ended)
     return {
         "outcomes": chart.outcomes_chart(buckets),
         "durations": chart.bins_chart(durations, " s"),

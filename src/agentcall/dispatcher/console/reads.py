@@ -10,7 +10,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,13 +44,14 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-def admission_rows(conn: sqlite3.Connection, now: datetime) -> list[tuple[str, str, Any, Any]]:
-    """(task_id, decision, reason_code, received_at) of the commands of the last hour."""
+def admission_rows(conn: sqlite3.Connection, now: datetime) -> list[tuple[str, str, Any, int]]:
+    """(task_id, decision, reason_code, how many) of the commands of the last hour."""
     rows = conn.execute(
-        "SELECT task_id, decision, reason_code, received_at FROM inbox WHERE received_at >= ?",
+        "SELECT task_id, decision, reason_code, count(*) FROM inbox WHERE received_at >= ?"
+        " GROUP BY task_id, decision, reason_code",
         ((now - HOUR).isoformat(timespec="microseconds"),),
     )
-    return [(t, d, r, datetime.fromisoformat(at)) for t, d, r, at in rows]
+    return list(rows)
 
 
 def active_calls(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
@@ -68,38 +69,52 @@ def active_calls(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
 
 @dataclass(frozen=True, slots=True)
 class Ended:
-    """One finalized call of the window: when the D saw it end, how, how long, its quality."""
+    """Finalized calls of the window alike in all of: the 5-minute bucket the D saw them end
+    in, outcome, whole seconds of duration, RTP loss ratio and whole ms of jitter (None
+    without media figures); ``count`` of them."""
 
-    ended_at: datetime
+    bucket: datetime
     outcome: str
-    duration_s: float
-    quality: dict[str, Any] | None
+    duration_s: int
+    loss: float | None
+    jitter_ms: int | None
+    count: int
 
 
+# Grouped in SQL so that a busy D's six hours come back as a few hundred rows: whole
+# seconds and whole milliseconds keep every call in its bin (the bins' edges are whole).
 _ENDED = (
-    "SELECT ended_at, json_extract(end_json, '$.outcome'), json_extract(end_json, '$.started_at'),"
-    " json_extract(end_json, '$.ended_at'), json_extract(end_json, '$.quality')"
-    " FROM executions WHERE state = 'finalized' AND ended_at >= ?"
+    "SELECT CAST(strftime('%s', ended_at) AS INTEGER) / 300,"
+    " json_extract(end_json, '$.outcome'),"
+    " CAST(max(0.0, julianday(json_extract(end_json, '$.ended_at'))"
+    "  - julianday(json_extract(end_json, '$.started_at'))) * 86400 AS INTEGER),"
+    " json_extract(end_json, '$.quality.rtp.loss_ratio'),"
+    " CAST(json_extract(end_json, '$.quality.rtp.jitter_ms') AS INTEGER), count(*)"
+    " FROM executions WHERE state = 'finalized' AND ended_at >= ? GROUP BY 1, 2, 3, 4, 5"
 )
 
 
 def ended_calls(conn: sqlite3.Connection, now: datetime) -> list[Ended]:
-    """The calls finalized with an end in the last six hours."""
-    found = []
+    """The calls finalized with an end in the last six hours, grouped (see :class:`Ended`)."""
     since = (now - WINDOW).isoformat(timespec="microseconds")
-    for seen, outcome, started, ended, quality in conn.execute(_ENDED, (since,)):
-        start, end = _time(started), _time(ended)
-        duration = max(0.0, (end - start).total_seconds()) if start and end else 0.0
-        summary = json.loads(quality) if quality else None
-        found.append(Ended(datetime.fromisoformat(seen), str(outcome), duration, summary))
-    return found
+    return [
+        Ended(
+            datetime.fromtimestamp(slot * 300, UTC),
+            str(outcome),
+            duration or 0,
+            loss,
+            jitter,
+            count,
+        )  # fmt: skip
+        for slot, outcome, duration, loss, jitter, count in conn.execute(_ENDED, (since,))
+    ]
 
 
 _RESULTS = (
     "SELECT e.call_id, e.task_id, e.trunk_id, e.finalized_at, e.end_json,"
     " r.state, r.object_key, r.error_code"
     " FROM executions e LEFT JOIN recordings r ON r.execution_id = e.execution_id"
-    " WHERE e.state = 'finalized' ORDER BY e.finalized_at DESC, e.call_id LIMIT ?"
+    " WHERE e.state = 'finalized' ORDER BY e.finalized_at DESC LIMIT ?"
 )
 
 
