@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.execution.batch import Batcher
-from agentcall.orbit.store.connector import write_all
+from agentcall.orbit.store.connector import commit_with, fetch, write_all
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.sql import ConcurrentChange, Increment, Insert, Update
 from tests.integration.orbit.databases import KINDS, fresh_url
@@ -105,6 +105,27 @@ async def test_a_failing_statement_stops_the_rest(db: Database) -> None:
             ])  # fmt: skip
     assert db.is_duplicate(raised.value)
     assert await _rows(db) == {"a": ("OLD", 0), "b": ("OLD", 0)}
+
+
+async def test_writes_may_carry_the_commit(db: Database) -> None:
+    """`commit_with` on a `hot_write` session: the COMMIT goes with the writes (MariaDB: the
+    session is ended, nothing may follow); a failing statement stops the COMMIT too. Elsewhere
+    the transaction commits as usual."""
+    async with db.hot_write() as conn:
+        await commit_with(conn, [
+            Update(scratch, [{"id": "a"}], where={"state": "OLD"}, static={"state": "NEW"}),
+            Insert(scratch, [{"id": "c", "state": "NEW", "n": 1}]),
+        ])  # fmt: skip
+        if db.dialect is Dialect.MYSQL:
+            with pytest.raises(RuntimeError, match="committed with its last writes"):
+                await fetch(conn, "now", {})
+    with pytest.raises(sa.exc.IntegrityError):
+        async with db.hot_write() as conn:
+            await commit_with(conn, [
+                Update(scratch, [{"id": "b"}], where={}, static={"state": "NEW"}),
+                Insert(scratch, [{"id": "c", "state": "DUP", "n": 0}]),
+            ])  # fmt: skip
+    assert await _rows(db) == {"a": ("NEW", 0), "b": ("OLD", 0), "c": ("NEW", 1)}
 
 
 async def _session(conn: AsyncConnection, now: datetime) -> str:

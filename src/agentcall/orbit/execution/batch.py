@@ -18,13 +18,14 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.db import Database, Dialect, KeptWriter
 from agentcall.orbit.store.group_commit import GroupCommit
 
 T = TypeVar("T")
 Step = Callable[[AsyncConnection, datetime], Awaitable[T]]
 Many = Callable[[AsyncConnection, datetime, list[Any]], Awaitable[list[Any]]]
-Clocked = Callable[[AsyncConnection, list[Any]], Awaitable[list[Any]]]
+Clocked = Callable[[HotConnection, list[Any]], Awaitable[list[Any]]]
 log = logging.getLogger("orbit.workers")
 
 
@@ -39,9 +40,10 @@ class Batcher:
     """`run(step)` runs one step; `submit(kind, item)` joins the other items of its kind in the
     batch, which the kind's handler applies together (set-based statements).
 
-    `clocked[kind]`, on MySQL/MariaDB: how a batch holding items of that kind only is applied
-    without the batch's clock read, the handler reading the database clock with its first
-    statement (one round trip less: the lease round that a submit or a peer's hint starts)."""
+    `clocked[kind]`, on MySQL/MariaDB: how a batch holding items of that kind only is applied,
+    on a `hot_write` session and without the batch's clock read: the handler reads the
+    database clock with its first statement and may send the COMMIT with its writes (the lease
+    round that a submit or a peer's hint starts on an idle connection)."""
 
     def __init__(
         self, db: Database, lanes: int, max_batch: int = 128, kinds: dict[str, Many] | None = None,
@@ -80,10 +82,11 @@ class Batcher:
     async def _transaction(self, jobs: list[_Job]) -> list[Any]:
         results: list[Any] = [None] * len(jobs)
         groups: dict[str, list[int]] = {}
-        alone = {job.kind for job in jobs}
+        kinds = {job.kind for job in jobs}
+        if len(kinds) == 1 and (kind := str(kinds.pop())) in self.clocked:
+            async with self.db.hot_write() as hot:
+                return await self.clocked[kind](hot, [job.item for job in jobs])
         async with self._writer.write() as conn:
-            if len(alone) == 1 and (kind := alone.pop()) in self.clocked:
-                return await self.clocked[str(kind)](conn, [job.item for job in jobs])
             now = await self.db.now(conn)
             for index, job in enumerate(jobs):
                 if job.step is not None:

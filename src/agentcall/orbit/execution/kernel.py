@@ -41,9 +41,9 @@ from agentcall.orbit.execution.fastpath import (
 from agentcall.orbit.execution.transitions import EndFacts, write_end
 from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
 from agentcall.orbit.store import execution as store
-from agentcall.orbit.store.connector import HotConnection, write_all
+from agentcall.orbit.store.connector import HotConnection, commit_with, write_all
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
-from agentcall.orbit.store.sql import Increment, Insert, Update
+from agentcall.orbit.store.sql import Increment, Insert, Update, Write
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 from agentcall.orbit.store.tasks import row_task
 
@@ -83,9 +83,10 @@ class Kernel:
         self, conn: HotConnection, asks: Sequence[LeaseAsk]
     ) -> list[list[Grant]]:
         """`lease_many` in a transaction of its own that has not read the clock: the first
-        locking read that finds rows reads it too (one round trip less for the lease round
-        that a submit or another process's hint starts on an idle connection); a round that
-        finds nothing needs no clock and writes nothing."""
+        locking read that finds rows reads it too, and the writes carry the COMMIT (on a
+        `hot_write` session: two round trips less for the lease round that a submit or
+        another process's hint starts on an idle connection); a round that finds nothing
+        needs no clock and writes nothing."""
         return await self._lease(conn, None, asks)
 
     async def _lease(
@@ -96,6 +97,7 @@ class Kernel:
         for index, ask in enumerate(asks):
             groups.setdefault((ask.queue_id, ask.handlers), []).append(index)
         taken: set[str] = set()  # overlapping handler sets must not lease a row twice
+        clocked = now is None
         for (queue_id, handlers), indexes in groups.items():
             total = sum(asks[i].size for i in indexes)
             limit = total + len(taken)
@@ -110,7 +112,7 @@ class Kernel:
                 assert now is not None  # rows were found: the clock was read with them
                 grants[indexes[index]].append(self._grant(row, now))
         if now is not None:
-            await self._write_leases(conn, now, asks, grants)
+            await self._write_leases(conn, now, asks, grants, commit=clocked)
         return grants
 
     def _grant(self, row: Any, now: datetime) -> Grant:
@@ -118,18 +120,21 @@ class Kernel:
 
     async def _write_leases(
         self, conn: HotConnection, now: datetime, asks: Sequence[LeaseAsk],
-        grants: list[list[Grant]],
+        grants: list[list[Grant]], *, commit: bool = False,
     ) -> None:  # fmt: skip
+        """The leases' writes; with `commit` the transaction's COMMIT goes with them (the
+        tasks' rows are locked by this transaction's read: the UPDATE matches them all)."""
         pairs = [(ask.peer, g) for ask, mine in zip(asks, grants, strict=True) for g in mine]
         if not pairs:
             return
         task_rows = [{"id": g.task.id, "current_attempt_id": g.attempt_id} for _, g in pairs]
         waiting = {"state": TaskState.WAITING.value}
-        await write_all(conn, [
+        writes: list[Write] = [
             Update(tasks, task_rows, waiting, _leased(now)),
             Insert(task_attempts, [attempt_row(g, p, now) for p, g in pairs]),
             Insert(task_events, [leased_event_row(g, now) for _, g in pairs]),
-        ])  # fmt: skip
+        ]
+        await (commit_with(conn, writes) if commit else write_all(conn, writes))
 
     # ------------------------------------------------------------------ worker messages
     async def start(self, conn: AsyncConnection, now: datetime, peer: Peer, ref: AttemptRef) -> Ack:

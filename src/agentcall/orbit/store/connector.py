@@ -71,6 +71,18 @@ async def write_all(conn: HotConnection, writes: Sequence[Write]) -> None:
     await connector(conn).write_all(conn, writes)
 
 
+async def commit_with(conn: HotConnection, writes: Sequence[Write]) -> None:
+    """`write_all`, and on a MySQL/MariaDB `hot_write` session the transaction's COMMIT in the
+    same round trip (the statements run in order and stop at the first failure, so COMMIT runs
+    only after all of them succeeded). Only for writes whose UPDATEs cannot come up short: rows
+    this transaction read with a lock (the matched counts are still checked, but after the
+    commit). Elsewhere the caller's transaction commits as usual."""
+    if isinstance(conn, DriverSession):
+        await mysql.write_all(conn, writes, commit=True)
+    else:
+        await write_all(conn, writes)
+
+
 async def insert_all(
     conn: HotConnection, inserts: Sequence[Insert], *, one_trip: bool = False,
     commit: bool = False,

@@ -69,7 +69,8 @@ class Database:
         self._drivers: DriverPool | None = None
         self.lost_at = 0.0  # monotonic time of the last lost connection (see the module doc)
         if dialect is Dialect.MYSQL:
-            self._drivers = DriverPool(engine.url, engine.dialect)
+            # kept: the submit groups' lanes and the execution batcher's lease rounds
+            self._drivers = DriverPool(engine.url, engine.dialect, keep=8)
             for pooled in (engine, reader):
                 if pooled is not None:
                     _discard_older_than_loss(pooled, self)

@@ -104,14 +104,23 @@ async def _execute(conn: HotConnection, sql: str, values: Sequence[Any]) -> int:
         raise translated(sql, bound, exc) from exc
 
 
-async def write_all(conn: HotConnection, writes: Sequence[Write]) -> None:
+async def write_all(conn: HotConnection, writes: Sequence[Write], *, commit: bool = False) -> None:
     """The writes as ONE multi-statement round trip, then every UPDATE must have matched all
-    its rows (`ConcurrentChange`; the caller's transaction rolls back)."""
+    its rows (`ConcurrentChange`; the caller's transaction rolls back). With `commit` on a
+    `hot_write` session the COMMIT goes in the same round trip (see `connector.commit_with`:
+    only for UPDATEs of rows the transaction holds locked, which cannot come up short)."""
     writes = [write for write in writes if write.rows]
     if not writes:
         return
-    counts = await run_script(await driver_of(conn), [write_statement(w) for w in writes])
-    for write, matched in zip(writes, counts, strict=True):
+    statements = [write_statement(w) for w in writes]
+    ends = commit and isinstance(conn, DriverSession)
+    if ends:
+        statements.append(("COMMIT", []))
+    counts = await run_script(await driver_of(conn), statements)
+    if ends:
+        assert isinstance(conn, DriverSession)
+        conn.ended = True
+    for write, matched in zip(writes, counts[: len(writes)], strict=True):
         require_matched(write, matched)
 
 
