@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from datetime import timedelta
 
 from agentcall.orbit.domain.peers import EXPIRE_S
 from agentcall.orbit.domain.worker_directory import WorkerRecord, changes
@@ -83,7 +82,4 @@ class WorkerDirectory:
 
     async def _read(self, namespace_id: str) -> list[WorkerRecord]:
         async with self.db.single_read() as conn:
-            now = await self.db.now(conn)
-            rows = await server_workers.recorded(conn, namespace_id, self.server_id)
-        live_since = now - timedelta(seconds=EXPIRE_S)
-        return [record for record, heartbeat_at in rows if heartbeat_at >= live_since]
+            return await server_workers.recorded(conn, namespace_id, self.server_id, EXPIRE_S)

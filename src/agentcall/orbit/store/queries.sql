@@ -112,8 +112,9 @@ FROM (SELECT 1 AS one) clock LEFT OUTER JOIN idempotency_records r
 
 -- name: recorded_workers
 -- The namespace's workers as the other server processes recorded them, with the heartbeat of
--- the recording process (`orbit.domain.worker_directory`): the caller shows live ones only.
-SELECT w.*, s.heartbeat_at AS server_heartbeat_at
+-- the recording process and the database clock (`orbit.domain.worker_directory`): the caller
+-- shows the live ones only.
+SELECT {clock} AS now_at, w.*, s.heartbeat_at AS server_heartbeat_at
 FROM orbit_server_workers w JOIN orbit_servers s ON s.id = w.server_id
 WHERE w.namespace_id = :namespace_id AND w.server_id <> :server_id
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from agentcall.orbit.domain.leasing import HandlerKey
@@ -33,13 +34,14 @@ async def forget(conn: HotConnection, server_ids: Sequence[str]) -> None:
 
 
 async def recorded(
-    conn: HotConnection, namespace_id: str, server_id: str
-) -> list[tuple[WorkerRecord, Any]]:
-    """The namespace's workers recorded by the other processes, each with the heartbeat of
-    its process."""
+    conn: HotConnection, namespace_id: str, server_id: str, expire_s: float
+) -> list[WorkerRecord]:
+    """The namespace's workers recorded by the other processes whose registration was renewed
+    within `expire_s` (on the database clock, read by the same statement)."""
     params = {"namespace_id": namespace_id, "server_id": server_id}
     rows = await connector.fetch(conn, "recorded_workers", params)
-    return [(_record(row), row.server_heartbeat_at) for row in rows]
+    return [_record(row) for row in rows
+            if row.server_heartbeat_at >= row.now_at - timedelta(seconds=expire_s)]  # fmt: skip
 
 
 def _row(server_id: str, record: WorkerRecord) -> dict[str, Any]:
