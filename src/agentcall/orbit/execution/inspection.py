@@ -67,6 +67,7 @@ class Inspection:
         self.waiters = waiters
         self.cache_s = cache_s
         self._snapshot: Snapshot | None = None
+        self._queue_names: dict[str, str] = {}  # shared by every snapshot: names never change
         self._lock = asyncio.Lock()
         # the other server processes' workers (MySQL/MariaDB); None: this process is alone
         self.directory: WorkerDirectory | None = None
@@ -84,13 +85,13 @@ class Inspection:
             return current
 
     async def _take(self) -> Snapshot:
+        """One grouped query; queue names (which never change) are read once, and for new
+        queues when a reader asks for them."""
         async with self.db.single_read() as conn:
-            counts = await inspect.state_counts(conn)
-        async with self.db.single_read() as conn:
-            names = await inspect.all_queues(conn)
-        async with self.db.single_read() as conn:
-            oldest = await inspect.oldest_waiting(conn, sorted(names)) if names else {}
-        return Snapshot(time.monotonic(), counts, oldest, names)
+            counts, oldest = await inspect.state_counts(conn)
+            if self._snapshot is None:
+                self._queue_names.update(await inspect.all_queues(conn))
+        return Snapshot(time.monotonic(), counts, oldest, self._queue_names)
 
     async def queues(self, principal: Principal) -> list[QueueView]:
         """The token's queues, by name."""

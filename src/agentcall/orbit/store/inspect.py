@@ -41,30 +41,20 @@ async def all_queues(conn: AsyncConnection) -> dict[str, str]:
 
 
 async def state_counts(
-    conn: AsyncConnection, queue_ids: Sequence[str] | None = None
-) -> dict[str, dict[str, int]]:
-    """{queue_id: {state: count}} in one grouped query (every queue when `queue_ids` is
-    None); the (queue_id, state, created_at, id) index answers it without reading rows."""
-    query = sa.select(c.queue_id, c.state, sa.func.count()).group_by(c.queue_id, c.state)
-    if queue_ids is not None:
-        query = query.where(c.queue_id.in_(list(queue_ids)))
-    counts: dict[str, dict[str, int]] = {}
-    for queue_id, state, count in await conn.execute(query):
-        counts.setdefault(queue_id, {})[state] = int(count)
-    return counts
-
-
-async def oldest_waiting(conn: AsyncConnection, queue_ids: Sequence[str]) -> dict[str, datetime]:
-    """The creation time of the oldest WAITING task of each queue that has one."""
+    conn: AsyncConnection,
+) -> tuple[dict[str, dict[str, int]], dict[str, datetime]]:
+    """{queue_id: {state: count}} of every queue and the creation time of each queue's oldest
+    WAITING task, in one grouped query: the (queue_id, state, created_at, id) index answers
+    both without reading rows."""
     oldest = sa.func.min(c.created_at).label("oldest")
-    query = (sa.select(c.queue_id, oldest)
-             .where(c.queue_id.in_(list(queue_ids)), c.state == TaskState.WAITING.value)
-             .group_by(c.queue_id))  # fmt: skip
-    found: dict[str, datetime] = {}
-    for row in await conn.execute(query):
-        if row.oldest is not None:
-            found[row.queue_id] = row.oldest  # min() keeps the column type: aware UTC
-    return found
+    query = sa.select(c.queue_id, c.state, sa.func.count(), oldest).group_by(c.queue_id, c.state)
+    counts: dict[str, dict[str, int]] = {}
+    waiting: dict[str, datetime] = {}
+    for queue_id, state, count, first in await conn.execute(query):
+        counts.setdefault(queue_id, {})[state] = int(count)
+        if state == TaskState.WAITING.value and first is not None:
+            waiting[queue_id] = first  # min() keeps the column type: aware UTC
+    return counts, waiting
 
 
 async def completions(
