@@ -8,8 +8,10 @@ whole runs by a factor of two, far more than the 10 % this measures. Per mode: t
 (total tasks / total time of its segments), the median of the segments' rates, and the CPU
 per task of the server process and of MariaDB.
 
-    flock /work/notes/bench.lock .venv/bin/python bench/console_overhead.py [--segments 8]
-        [--submit-n 2000] [--workers-n 1000]
+    .venv/bin/python bench/console_overhead.py [--segments 8] [--submit-n 2000]
+        [--workers-n 1000]
+
+Run it alone (no other benchmark at the same time, e.g. under the machine's bench lock).
 """
 
 from __future__ import annotations
