@@ -439,10 +439,12 @@ def console_runs(args: argparse.Namespace, stack: Stack) -> dict[bool, list[dict
             tag = f"-{r}-{'on' if console else 'off'}"
             result = run_dispatcher(stack, args.n, args.tasks, tag, console)
             stack.stop_dispatcher(tag)
+            result["d_cpu_ms"] = result["cpu"][f"dispatcher{tag}"] * 1000 / args.n
             runs[console].append(result)
             rate = args.n / result["elapsed"]
             viewed: Viewed = result["viewed"]
-            print(f"  run {tag[1:]:<8} {rate:,.0f} commands/s ({result['elapsed']:.2f} s)"
+            print(f"  run {tag[1:]:<8} {rate:,.0f} commands/s ({result['elapsed']:.2f} s),"
+                  f" D CPU {result['d_cpu_ms']:.2f} ms/command"
                   + (f"; console: {viewed.line()}" if console else ""), flush=True)  # fmt: skip
     return runs
 
@@ -458,6 +460,9 @@ def report_console(args: argparse.Namespace, base_s: float, runs: dict[bool, lis
         print(f"D {label}    {rate[on]:,.0f} commands/s (median), ratio D/baseline"
               f" {rate[on] / base_rate:.2f}")  # fmt: skip
     print(f"with/without console     {ratio:.3f} (target: within 10 %)")
+    cpu = {on: statistics.median(r["d_cpu_ms"] for r in runs[on]) for on in runs}
+    print(f"D CPU per command        {cpu[False]:.2f} ms without, {cpu[True]:.2f} ms with the"
+          f" console (x{cpu[True] / cpu[False]:.3f}; CPU time, load-proof)")  # fmt: skip
     print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     ok = ratio >= 0.9
     print(f"target (console costs < 10 %): {'met' if ok else 'NOT met'}")
