@@ -462,7 +462,7 @@ def report_console(args: argparse.Namespace, base_s: float, runs: dict[bool, lis
     print(f"with/without console     {ratio:.3f} (target: within 10 %)")
     cpu = {on: statistics.median(r["d_cpu_ms"] for r in runs[on]) for on in runs}
     print(f"D CPU per command        {cpu[False]:.2f} ms without, {cpu[True]:.2f} ms with the"
-          f" console (x{cpu[True] / cpu[False]:.3f}; CPU time, load-proof)")  # fmt: skip
+          f" console (x{cpu[True] / cpu[False]:.3f}; CPU seconds, not wall time)")  # fmt: skip
     print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     ok = ratio >= 0.9
     print(f"target (console costs < 10 %): {'met' if ok else 'NOT met'}")
