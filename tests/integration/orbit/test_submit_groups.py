@@ -84,6 +84,37 @@ async def test_o_sub_1_concurrent_mixed_submits_are_each_decided_alone(db: Datab
 
 
 @pytest.mark.mariadb
+async def test_a_group_wakes_the_dispatcher_for_each_new_task_before_its_caller_resumes(
+    db: Database,
+) -> None:
+    """`on_accepted(queue_id)` once per new task (replays: none), called right after the
+    group's commit, so that the dispatcher and the other processes' hints do not wait for the
+    submitting callers to resume."""
+    made = await Admin(db).init(f"group-{secrets.token_hex(4)}", "q")
+    notified: list[str] = []
+    callers: set[asyncio.Task[None]] = set()
+    in_callers: list[bool] = []
+
+    def on_accepted(queue_id: str) -> None:
+        notified.append(queue_id)
+        in_callers.append(asyncio.current_task() in callers)
+
+    ops = Operations(db, on_accepted=on_accepted)
+    principal = await ops.authenticate(made.token)
+    created = 0
+
+    async def one(n: int, key: str) -> None:
+        nonlocal created
+        receipt = await ops.submit(principal, request(made.queue_id, n), key, "0" * 32)
+        created += receipt.status == 201
+
+    callers.update(asyncio.ensure_future(one(i, f"k{i}")) for i in range(20))
+    callers.update(asyncio.ensure_future(one(7, "same")) for _ in range(5))
+    await asyncio.gather(*callers)
+    assert created == 21 and notified == [made.queue_id] * 21
+    assert not any(in_callers), "announced by a resumed caller, not by its group's commit"
+
+
 async def test_o_sub_4_a_key_taken_by_another_transaction_sends_the_group_alone(
     db: Database,
 ) -> None:

@@ -70,7 +70,8 @@ class Operations:
     ) -> None:
         self.db = db
         self.groups = (
-            SubmitGroups(db, self._submit_alone, submit_lanes, handoff=handoff)
+            SubmitGroups(db, self._submit_alone, submit_lanes, handoff=handoff,
+                         on_accepted=lambda queue_id: self.on_accepted(queue_id))  # fmt: skip
             if group_commit
             else None
         )
@@ -99,10 +100,9 @@ class Operations:
         principal.require_queue(request.queue_id)
         scope = Scope(principal.namespace_id, SUBMIT, "", key)
         item = PendingSubmit(principal, request, scope, submit_digest(request), request_id)
-        if self.groups is None:
-            receipt = await self._submit_alone(item)
-        else:
-            receipt = await self.groups.submit(item)
+        if self.groups is not None:  # the group tells `on_accepted` right after its commit
+            return await self.groups.submit(item)
+        receipt = await self._submit_alone(item)
         if receipt.status == 201 and not receipt.leased:
             self.on_accepted(request.queue_id)
         return receipt

@@ -71,15 +71,18 @@ def lanes_for(db: Database, lanes: int = DEFAULT_LANES) -> int:
 
 class SubmitGroups:
     """`handoff`, when given (the execution service's eager dispatch), leases accepted tasks
-    to connections of this process inside the group's transaction."""
+    to connections of this process inside the group's transaction. `on_accepted(queue_id)` is
+    called for each new task not leased so, right after the commit and before the callers
+    resume (the dispatcher and the other processes' hints need not wait for them)."""
 
     def __init__(
         self, db: Database, alone: Alone, lanes: int = DEFAULT_LANES, *,
-        handoff: Handoff | None = None,
+        handoff: Handoff | None = None, on_accepted: Callable[[str], None] | None = None,
     ) -> None:  # fmt: skip
         self.db = db
         self.alone = alone
         self.handoff = handoff
+        self.on_accepted = on_accepted or (lambda queue_id: None)
         self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
             self._run, lanes=lanes_for(db, lanes), max_group=MAX_GROUP,
             weight=_size, max_weight=MAX_GROUP_BYTES,
@@ -99,12 +102,19 @@ class SubmitGroups:
             done = None
         if done is None:  # each alone: one failing submit never fails the others
             self.fallbacks += 1
-            return await asyncio.gather(*map(self.alone, items), return_exceptions=True)
+            answers = await asyncio.gather(*map(self.alone, items), return_exceptions=True)
+            for item, answer in zip(items, answers, strict=True):
+                if isinstance(answer, Receipt) and answer.status == 201 and not answer.leased:
+                    self.on_accepted(item.request.queue_id)
+            return answers
         decisions, claims = done
         leased = frozenset[str]()
         if claims is not None:
             claims.deliver()
             leased = claims.task_ids
+        for decision in decisions:
+            if isinstance(decision, Accept) and decision.task.id not in leased:
+                self.on_accepted(decision.task.queue_id)
         return [_answer(decision, leased) for decision in decisions]
 
     async def _transaction(
