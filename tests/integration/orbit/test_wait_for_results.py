@@ -38,7 +38,7 @@ from tests.integration.orbit.workers_harness import (
 )
 
 pytestmark = [pytest.mark.integration]
-QUIET_LOAD = 1.0  # 1-minute load average (2 cores) below which every wait must be within 50 ms
+QUIET_LOAD = 2.0  # 1-minute load average below the 2 cores: every wait must be within 50 ms
 
 
 async def test_client_wait_returns_within_50_ms_of_completion(
