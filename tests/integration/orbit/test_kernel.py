@@ -27,6 +27,7 @@ from agentcall.orbit.execution.kernel import Kernel, KernelSettings, LeaseAsk
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.admin import Admin
+from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.tables import tasks
 from agentcall.orbit.store.tasks import row_task, task_row
@@ -178,7 +179,7 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
     kernel = Kernel(KernelSettings())
     calls: list[str] = []
 
-    async def clocked(conn: AsyncConnection, items: list[Any]) -> list[Any]:
+    async def clocked(conn: HotConnection, items: list[Any]) -> list[Any]:
         calls.append("clocked")
         return await kernel.lease_clocked(conn, items)
 

@@ -70,8 +70,13 @@ class Operations:
     ) -> None:
         self.db = db
         self.groups = (
-            SubmitGroups(db, self._submit_alone, submit_lanes, handoff=handoff,
-                         on_accepted=lambda queue_id: self.on_accepted(queue_id))  # fmt: skip
+            SubmitGroups(
+                db,
+                self._submit_alone,
+                submit_lanes,
+                handoff=handoff,
+                on_accepted=lambda queue_id: self.on_accepted(queue_id),
+            )
             if group_commit
             else None
         )
