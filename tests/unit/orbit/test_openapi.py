@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from agentcall.orbit.api.app import create_app, openapi_text
 from agentcall.orbit.api.errors import ERROR_CODES, ERROR_TABLE, INTERNAL
+from agentcall.orbit.api.transport import HEADER_TIMEOUT_S, MAX_HEADER_BYTES
 from agentcall.orbit.domain.jsonvalue import JsonNumber
 from agentcall.orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
 from agentcall.orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
@@ -121,3 +122,18 @@ def test_every_reference_resolves() -> None:
         for part in ref.removeprefix("#/").split("/"):
             target = target[part]
         assert isinstance(target, dict), ref
+
+
+def test_every_operation_documents_the_http_layer_refusals() -> None:
+    """Any request can be refused before routing, whatever its operation: a head over
+    MAX_HEADER_BYTES (431) or not arrived within HEADER_TIMEOUT_S (408), answered as plain text
+    (the long Schemathesis profile met an undocumented 431)."""
+    for path, item in DOC["paths"].items():
+        for method, operation in item.items():
+            for status in ("408", "431"):
+                response = operation["responses"].get(status)
+                assert response is not None, (method, path, status)
+                assert set(response["content"]) == {"text/plain"}, (method, path, status)
+    described = DOC["paths"]["/v1/tasks"]["post"]["responses"]
+    assert f"{MAX_HEADER_BYTES // 1024} KiB" in described["431"]["description"]
+    assert f"{HEADER_TIMEOUT_S:g} s" in described["408"]["description"]
