@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -153,7 +154,8 @@ def test_group_commit_refuses_nonsense_settings() -> None:
 def item(key: str) -> PendingSubmit:
     principal = Principal("t" * 32, "n" * 32, frozenset(Permission), frozenset())
     scope = Scope("n" * 32, "tasks.submit", "", key)
-    return PendingSubmit(principal, None, scope, None, "r" * 32)  # type: ignore[arg-type]
+    request = SimpleNamespace(queue_id=f"queue-{key}")  # what the group reads of a request
+    return PendingSubmit(principal, request, scope, None, "r" * 32)  # type: ignore[arg-type]
 
 
 class FailingGroups(SubmitGroups):
@@ -173,12 +175,14 @@ async def test_o_sub_4_a_failed_group_runs_each_submit_alone(tmp_path: Path) -> 
 
     db = Database.open(f"sqlite+aiosqlite:///{tmp_path}/never-opened.db")  # no I/O here
     try:
-        groups = FailingGroups(db, alone)
+        woken: list[str] = []
+        groups = FailingGroups(db, alone, on_accepted=woken.append)
         outcomes = await groups._run([item("a"), item("bad"), item("c")])
         assert outcomes[0] == Receipt(201, False, '{"key":"a"}')
         assert isinstance(outcomes[1], InvalidArgument)
         assert outcomes[2] == Receipt(201, False, '{"key":"c"}')
         assert sorted(alone_calls) == ["a", "bad", "c"] and groups.fallbacks == 1
+        assert woken == ["queue-a", "queue-c"]  # each accepted submit wakes its queue's dispatch
         single = await groups._run([item("solo")])  # a group of one: its own error
         assert isinstance(single[0], Unavailable) and groups.fallbacks == 1
     finally:
