@@ -3,7 +3,7 @@ meaning gives a different one (hypothesis properties plus a table)."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 import pytest
@@ -101,7 +101,9 @@ def test_property_single_leaf_change_changes_digest(document: Any, data: st.Data
 
 def _bump_first_number(value: Any) -> Any:
     if isinstance(value, Decimal) and not isinstance(value, bool):
-        return value + Decimal(1).scaleb(value.as_tuple().exponent)  # type: ignore[arg-type]
+        with localcontext() as exact:  # the default 28 digits would round the bump away
+            exact.prec = len(value.as_tuple().digits) + 2
+            return value + Decimal(1).scaleb(value.as_tuple().exponent)  # type: ignore[arg-type]
     if isinstance(value, list):
         for index, item in enumerate(value):
             bumped = _bump_first_number(item)
@@ -217,3 +219,10 @@ def test_submit_digest_is_the_digest_of_the_document(extra: str, payload: str | 
     text = BASE if payload is None else BASE.replace('{"a":1,"b":[1,2]}', payload)
     request = parse_submit(read_json_text(text + extra + "}"))
     assert submit_digest(request) == digest("tasks.submit", submit_document(request))
+
+
+def test_the_bump_changes_numbers_longer_than_the_default_precision() -> None:
+    """Hypothesis found a 32-digit number that a 28-digit bump left equal in meaning."""
+    long = Decimal("0.000032438046063319637170373537550")
+    assert _meaning(_bump_first_number(long)) != _meaning(long)
+    assert digest("op", long) != digest("op", _bump_first_number(long))
