@@ -82,7 +82,9 @@ def _meaning(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return ("lit", value)
     if isinstance(value, Decimal):
-        return ("num", value.normalize() if value else Decimal(0))
+        with localcontext() as exact:  # normalize() rounds to the context's precision
+            exact.prec = len(value.as_tuple().digits) + 2
+            return ("num", value.normalize() if value else Decimal(0))
     if isinstance(value, list):
         return ("arr", tuple(_meaning(v) for v in value))
     if isinstance(value, dict):
