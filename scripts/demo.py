@@ -24,7 +24,7 @@ READ_NEXT = [
     ("README.md", "Orbit in five minutes; the Dispatcher with the mock SaaS (step by step)"),
     ("docs/architecture.md", "the services, their packages and the direction of imports"),
     ("docs/orbit/README.md", "Orbit: the Task API, settings, workers, performance"),
-    ("docs/dispatcher.md", "the Dispatcher: settings, status, metrics"),
+    ("docs/dispatcher.md", "the Dispatcher: settings, console, status, readiness, metrics"),
     ("docs/contracts/", "the wire contracts, rule by rule"),
     ("docs/deploy.md", "installing on hosts: systemd units, TLS, backups, upgrades"),
 ]
@@ -51,8 +51,9 @@ def epilogue() -> None:
     print("Orbit console: start Orbit (README.md, 'Orbit in five minutes'), then open "
           "http://127.0.0.1:7470/ui")  # fmt: skip
     print("Orbit: http://127.0.0.1:7470/openapi.json and /metrics of a running `orbit serve`")
-    print("Dispatcher: `.venv/bin/dispatcher status` (and http://127.0.0.1:9470/status, "
-          "/metrics) of a running `dispatcher run`")  # fmt: skip
+    print("Dispatcher console: http://127.0.0.1:9470/ui of a running `dispatcher run` (README.md, "
+          "'The Dispatcher with the mock SaaS'); `.venv/bin/dispatcher status`, /readyz and "
+          "/metrics beside it")  # fmt: skip
     print("\n=== Read next ===")
     for path, what in READ_NEXT:
         print(f"{path:<22} {what}")
