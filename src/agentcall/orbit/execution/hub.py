@@ -308,8 +308,9 @@ async def _each(runs: Iterable[Awaitable[T]]) -> list[T]:
 
 
 async def quietly(sending: Awaitable[Any]) -> None:
-    """A send to a connection that just closed is not an error: its leases expire."""
+    """A send to a connection that just closed is not an error: its leases expire (the
+    connection's close is logged and counted where it is noticed)."""
     try:
         await sending
-    except Exception:  # noqa: BLE001
-        return
+    except Exception as exc:  # noqa: BLE001
+        log.debug("send to a closing worker connection dropped: %r", exc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
+
+log = logging.getLogger("orbit.worker.link")
 
 CONNECT_PATH = "/v1/workers/connect"
 Send = Callable[[str], Awaitable[None]]
@@ -77,8 +80,8 @@ class Outbox:
     async def _transmit(send: Send, text: str) -> None:
         try:
             await send(text)
-        except Exception:  # a dropped link: the message is resent on reconnect
-            return
+        except Exception as exc:  # noqa: BLE001 - a dropped link: resent on reconnect
+            log.debug("send on a dropped link; resent after the reconnection: %r", exc)
 
 
 def backoff_delay(attempt: int, *, base: float = 0.1, cap: float = 10.0) -> float:
