@@ -125,6 +125,22 @@ def test_keep_alive_requests_still_work(quick_server: int) -> None:
             time.sleep(0.3)
 
 
+def test_a_body_arriving_with_its_headers_does_not_count_as_headers_finding_6(
+    quick_server: int,
+) -> None:
+    """Headers and a 200 KB body in one send (a loaded machine reads them in one chunk): only
+    the bytes up to the blank line count against the 32 KiB of the request line and headers.
+    They used to count the whole chunk, and a valid request got 431."""
+    body = b"x" * 200_000
+    for split in (0, 1, 2, 3):  # the blank line whole in one chunk, or cut across two
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+        request = head % len(body) + body
+        cut = len(head % len(body)) - split
+        answer, _ = _exchange(quick_server, [request[:cut], request[cut:]] if split else [request])
+        assert answer.startswith(b"HTTP/1.1 200"), (split, answer[:200])
+        assert b"\r\n200000\r\n" in answer, (split, answer[-50:])  # the body's length, chunked
+
+
 def test_a_200_kb_header_is_refused_with_431_finding_6(server_url: str) -> None:
     """Against `orbit serve` itself."""
     port = int(server_url.rsplit(":", 1)[1])

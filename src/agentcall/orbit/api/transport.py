@@ -125,6 +125,7 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     max_header_bytes = MAX_HEADER_BYTES
     _in_head = True  # reading a request line and headers (or waiting for the next request)
     _head_bytes = 0
+    _tail = b""  # the last bytes of the head read so far (the blank line may straddle reads)
     _deadline: asyncio.TimerHandle | None = None
     _refused = False  # answered 408/431: the rest of what arrives is dropped
 
@@ -138,13 +139,21 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         if self._refused:
             return
         if self._in_head:
-            self._head_bytes += len(data)
+            self._head_bytes += self._head_part(data)
             if self._head_bytes > self.max_header_bytes:
                 self._refuse(431, "the request line and headers exceed 32 KiB")
                 return
             if self._deadline is None:  # the first byte of a request after a keep-alive wait
                 self._arm(self.header_timeout_s, self._headers_too_slow)
         super().data_received(data)
+
+    def _head_part(self, data: bytes) -> int:
+        """How many bytes of `data` belong to the request line and headers: up to the blank
+        line that ends them (it may straddle two reads), not the body read in the same chunk."""
+        window = self._tail + data
+        end = window.find(b"\r\n\r\n")
+        self._tail = window[-3:]
+        return len(data) if end < 0 else max(0, end + 4 - (len(window) - len(data)))
 
     def on_headers_complete(self) -> None:
         self._in_head = False
@@ -153,7 +162,7 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._disarm()
-        self._in_head, self._head_bytes = True, 0
+        self._in_head, self._head_bytes, self._tail = True, 0, b""
         super().on_message_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
