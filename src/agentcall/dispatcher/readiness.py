@@ -24,10 +24,15 @@ CELL = "cell_unreachable"
 SIP_GATES = ("sip", "saas.sip", "cell_identity")  # admission gate parts about the snapshot
 
 
+def _last_error(s: Snapshot, source: str) -> str | None:
+    """The first error ``last_errors`` lists for `source`, if any."""
+    return next((e["error"] for e in s["last_errors"] if e["source"] == source), None)
+
+
 def _broker(s: Snapshot) -> str | None:
     if s["amqp"]["connected"]:
         return None
-    error = next((e["error"] for e in s["last_errors"] if e["source"] == "amqp"), None)
+    error = _last_error(s, "amqp")
     return f"no AMQP connection: {error}" if error else "no AMQP connection"
 
 
@@ -48,7 +53,7 @@ def _cell(s: Snapshot) -> str | None:
     calls = s["calls"]
     if calls.get("cell_reachable"):
         return None
-    error = next((e["error"] for e in s["last_errors"] if e["source"] == "cell"), None)
+    error = _last_error(s, "cell")
     return f"the cell does not answer: {error}" if error else "the cell has not answered yet"
 
 

@@ -63,7 +63,10 @@ class Waiters:
 
     def drain(self) -> None:
         """The server is shutting down: every wait, and every wait that starts from now on,
-        ends at once with its task as last read."""
+        ends at once with its task as last read. Every open connection calls it at the
+        stop; the first call ends the waits there are, the flag ends those that start later."""
+        if self.draining:
+            return
         self.draining = True
         for events in list(self._events.values()):
             for watch in list(events):
