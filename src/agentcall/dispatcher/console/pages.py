@@ -86,13 +86,15 @@ class Console:
         self._built: dict[str, tuple[float, dict[str, Any]]] = {}
 
     async def _tasks(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
-        rows = await self._reader.read(reads.admission_rows, now)
-        active = await self._reader.read(reads.active_calls)
+        rows, active = await self._reader.read_each(
+            (reads.admission_rows, (now,)), (reads.active_calls, ())
+        )
         return tasks_panel(snap, aggregate.admissions(rows), active)
 
     async def _calls(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
-        ended = await self._reader.read(reads.ended_calls, now)
-        results = await self._reader.read(reads.last_results)
+        ended, results = await self._reader.read_each(
+            (reads.ended_calls, (now,)), (reads.last_results, ())
+        )
         return calls_panel(ended, results, now)
 
     async def _plumbing(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:

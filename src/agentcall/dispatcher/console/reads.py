@@ -39,6 +39,14 @@ class Reader:
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(self._run, fn, *args)
 
+    async def read_each(self, *queries: tuple[Callable[..., Any], tuple[Any, ...]]) -> list[Any]:
+        """Several query functions ``(fn, args)`` on one connection: one open, one thread hop."""
+
+        def each(conn: sqlite3.Connection) -> list[Any]:
+            return [fn(conn, *args) for fn, args in queries]
+
+        return await self.read(each)
+
 
 def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
