@@ -125,3 +125,42 @@ DELETE FROM orbit_server_workers WHERE server_id = :server_id AND connection_id 
 -- name: unrecord_servers_workers
 -- Every row of these server processes (dead ones, or this one at a clean stop).
 DELETE FROM orbit_server_workers WHERE server_id IN (:server_ids)
+
+-- name: open_offers
+-- Unclaimed offers of the namespace that may serve the queue (`orbit.store.offers`), oldest
+-- first, locked, skipping those another submit is claiming. In READ COMMITTED InnoDB
+-- releases at once the rows the LIKE rejects.
+SELECT * FROM orbit_worker_offers
+WHERE namespace_id = :namespace_id AND task_id IS NULL AND queues LIKE :queue_pattern
+ORDER BY created_at, id LIMIT :limit{skip_locked}
+
+-- name: claim_offer
+-- The claim of an offer this transaction holds locked (by `open_offers`).
+UPDATE orbit_worker_offers SET task_id = :task_id, claimed_at = :now
+WHERE id = :offer_id AND task_id IS NULL
+
+-- name: withdraw_offer
+-- The offering process takes its slot back: 1 row when nobody claimed it, 0 when a submit
+-- did (then it delivers that lease instead).
+DELETE FROM orbit_worker_offers WHERE id = :offer_id AND task_id IS NULL
+
+-- name: claimed_offers
+-- This process's offers that submits claimed (the deliveries that a lost datagram left).
+SELECT id, task_id FROM orbit_worker_offers
+WHERE server_id = :server_id AND task_id IS NOT NULL
+
+-- name: drop_offers
+DELETE FROM orbit_worker_offers WHERE id IN (:ids)
+
+-- name: forget_servers_offers
+-- Every offer of these server processes (dead ones, or this one at a clean stop).
+DELETE FROM orbit_worker_offers WHERE server_id IN (:server_ids)
+
+-- name: offered_lease
+-- The task and the lease a claim wrote for an offer's attempt (what the offering process
+-- sends its worker), if that attempt exists on that connection.
+SELECT t.*, a.number AS a_number, a.state AS a_state, a.leased_at AS a_leased_at,
+       a.lease_expires_at AS a_lease_expires_at, a.attempt_deadline_at AS a_deadline_at,
+       a.lease_token_sha256 AS a_token_sha256
+FROM task_attempts a JOIN tasks t ON t.id = a.task_id
+WHERE a.id = :attempt_id AND a.connection_id = :connection_id

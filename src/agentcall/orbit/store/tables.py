@@ -247,3 +247,32 @@ orbit_server_workers = sa.Table(
     sa.Index("ix_orbit_server_workers_server", "server_id"),
     **MYSQL_TABLE_ARGS,
 )
+
+# ---- idle worker slots offered to the other server processes (orbit.domain.offers) ------
+
+orbit_worker_offers = sa.Table(
+    "orbit_worker_offers",
+    metadata,
+    sa.Column("id", ident(), primary_key=True),
+    sa.Column("server_id", ident(), nullable=False),  # orbit_servers.id of the offering process
+    sa.Column("connection_id", ident(), nullable=False),
+    sa.Column("namespace_id", ident(), nullable=False),
+    sa.Column("token_id", ident(), nullable=False),
+    sa.Column("worker_name", sa.String(128), nullable=False),
+    sa.Column("worker_instance_id", ident(), nullable=False),
+    sa.Column("worker_sdk", sa.String(128), nullable=True),
+    sa.Column("worker_host", sa.String(128), nullable=True),
+    sa.Column("worker_pid", sa.BigInteger(), nullable=True),
+    sa.Column("queues", sa.Text(), nullable=False),  # JSON list of queue ids
+    sa.Column("handlers", sa.Text(), nullable=False),  # JSON list of [handler, version]
+    # the attempt a claim creates: its id and its lease token's digest, chosen by the
+    # offering process (only it knows the token, and sends it to its worker)
+    sa.Column("attempt_id", ident(), nullable=False),
+    sa.Column("lease_token_sha256", sa.String(64), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("task_id", ident(), nullable=True),  # set by the claim, in the submit's transaction
+    sa.Column("claimed_at", UtcDateTime(), nullable=True),
+    sa.Index("ix_orbit_worker_offers_namespace", "namespace_id", "task_id"),
+    sa.Index("ix_orbit_worker_offers_server", "server_id", "task_id"),
+    **MYSQL_TABLE_ARGS,
+)
