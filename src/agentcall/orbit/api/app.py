@@ -8,7 +8,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -18,8 +18,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.routing import BaseRoute, Route
+from starlette.types import ExceptionHandler, Lifespan, Receive, Scope, Send
 
 from agentcall.orbit.api import routes, submit_metrics
 from agentcall.orbit.api.control_routes import ControlRoutes
@@ -31,6 +31,7 @@ from agentcall.orbit.api.transport import DRAIN
 from agentcall.orbit.console.routes import Hooks, console_routes
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.settings import ServerSettings
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
@@ -55,8 +56,6 @@ class Metrics:
             ["route"], registry=self.registry,
             buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
         )  # fmt: skip
-        # refreshed before each scrape (gauges computed from the database, cached)
-        self.before_scrape: list[Callable[[], Awaitable[None]]] = []
         # the labelled children, looked up once (`labels()` validates and locks every call)
         self._counts: dict[tuple[str, int], Counter] = {}
         self._latencies: dict[str, Histogram] = {}
@@ -83,9 +82,21 @@ class OrbitApp(Starlette):
     """Starlette, with `POST /v1/tasks` (the hot path) served before Starlette's middleware
     stack and router: the same endpoint as the route (the same `Request`, handler, error
     envelope, metrics and access line), so the same response, without the per-request cost of
-    the two exception middlewares, route matching and wrapped `send` callables."""
+    the two exception middlewares, route matching and wrapped `send` callables (`submit`;
+    None: served through the router like every other route). `state.inspection`: the engine's
+    waiters and counts, for tests and tools."""
 
-    submit: Callable[[Request], Awaitable[Response]] | None = None
+    def __init__(
+        self,
+        submit: Callable[[Request], Awaitable[Response]] | None,
+        inspection: Inspection,
+        routes: Sequence[BaseRoute],
+        exception_handlers: Mapping[Any, ExceptionHandler],
+        lifespan: Lifespan[Starlette],
+    ) -> None:
+        super().__init__(routes=routes, exception_handlers=exception_handlers, lifespan=lifespan)
+        self.submit = submit
+        self.state.inspection = inspection
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -121,11 +132,12 @@ def create_app(
     submit_metrics.register(metrics.registry, ops)
     control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify,
                             changed=execution.waiters.wake)  # fmt: skip
-    metrics.before_scrape.append(execution.gauges.refresh)
     hooks = Hooks(execution.hub.tell_cancel, execution.hub.notify, execution.waiters.wake)
     endpoint = _endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
     app = OrbitApp(
+        submit if fast_submit else None,
+        execution.inspection,
         routes=[
             Route(SUBMIT_PATH, submit, methods=["POST"]),
             Route("/v1/tasks", endpoint("list", routes.list_tasks), methods=["GET"]),
@@ -144,14 +156,12 @@ def create_app(
             Route("/v1/tasks/{task_id}", endpoint("get", execution.inspection_routes.get_task),
                   methods=["GET"]),  # fmt: skip
             *execution.routes(endpoint, ops),
-            *_service_routes(metrics),
+            *_service_routes(metrics, execution.gauges.refresh),
             *console_routes(ops, execution.inspection, hooks, execution.gauges.failures.inc),
         ],
         exception_handlers={HTTPException: _not_found(ops)},
         lifespan=_lifespan(db, execution, LogCounter(metrics.registry)),
     )
-    app.submit = submit if fast_submit else None
-    app.state.inspection = execution.inspection  # waiters and counts, for tests and tools
     return app
 
 
@@ -188,8 +198,9 @@ def _not_found(ops: Operations) -> Callable[[Request, Exception], Awaitable[Resp
     return not_found
 
 
-def _service_routes(metrics: Metrics) -> list[Route]:
-    """The OpenAPI document, health and Prometheus metrics."""
+def _service_routes(metrics: Metrics, refresh: Callable[[], Awaitable[None]]) -> list[Route]:
+    """The OpenAPI document, health and Prometheus metrics (`refresh`: the gauges computed
+    from the database, cached, brought up to date before each scrape)."""
     document = openapi_text()
 
     async def openapi(request: Request) -> Response:
@@ -199,8 +210,7 @@ def _service_routes(metrics: Metrics) -> list[Route]:
         return Response(b'{"status":"ok"}', media_type="application/json")
 
     async def metrics_page(request: Request) -> Response:
-        for refresh in metrics.before_scrape:
-            await refresh()  # never raises: on failure the scrape shows the last values
+        await refresh()  # never raises: on failure the scrape shows the last values
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return [
