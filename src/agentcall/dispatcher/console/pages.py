@@ -22,8 +22,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from agentcall.dispatcher.console import aggregate, auth, reads
+from agentcall.dispatcher.console import aggregate, auth
 from agentcall.dispatcher.console.panels import calls_panel, plumbing_panel, tasks_panel
+from agentcall.dispatcher.store import console as reads
 
 HERE = Path(__file__).parent
 REFRESH_MS = 2000
@@ -87,13 +88,13 @@ class Console:
 
     async def _tasks(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
         rows, active = await self._reader.read_each(
-            (reads.admission_rows, (now,)), (reads.active_calls, ())
+            (reads.admission_rows, (now - aggregate.HOUR,)), (reads.active_calls, ())
         )
         return tasks_panel(snap, aggregate.admissions(rows), active)
 
     async def _calls(self, snap: dict[str, Any], now: datetime) -> dict[str, Any]:
         ended, results = await self._reader.read_each(
-            (reads.ended_calls, (now,)), (reads.last_results, ())
+            (reads.ended_calls, (now - aggregate.WINDOW,)), (reads.last_results, ())
         )
         return calls_panel(ended, results, now)
 

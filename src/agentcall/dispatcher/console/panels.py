@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from agentcall.dispatcher.console import aggregate, chart
-from agentcall.dispatcher.console.reads import Ended
+from agentcall.dispatcher.store.console import Ended
 
 
 def _time(text: str | None) -> datetime | None:

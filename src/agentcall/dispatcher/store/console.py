@@ -1,6 +1,7 @@
 """The console's queries over the Dispatcher's state database, on a read-only connection of
 their own (opened per read on a worker thread, ``mode=ro`` and ``query_only``): they never
-queue behind the D's writer thread and can change nothing.
+queue behind the D's writer thread and can change nothing. The console (``dispatcher.console``)
+decides what they mean; the SQL is here, with every other feature's.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentcall.dispatcher.console.aggregate import HOUR, WINDOW
 from agentcall.dispatcher.domain.states import ExecutionState
 
 T = TypeVar("T")
@@ -52,12 +52,12 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-def admission_rows(conn: sqlite3.Connection, now: datetime) -> list[tuple[str, str, Any, int]]:
-    """(task_id, decision, reason_code, how many) of the commands of the last hour."""
+def admission_rows(conn: sqlite3.Connection, since: datetime) -> list[tuple[str, str, Any, int]]:
+    """(task_id, decision, reason_code, how many) of the commands received since `since`."""
     rows = conn.execute(
         "SELECT task_id, decision, reason_code, count(*) FROM inbox WHERE received_at >= ?"
         " GROUP BY task_id, decision, reason_code",
-        ((now - HOUR).isoformat(timespec="microseconds"),),
+        (since.isoformat(timespec="microseconds"),),
     )
     return list(rows)
 
@@ -102,9 +102,8 @@ _ENDED = (
 )
 
 
-def ended_calls(conn: sqlite3.Connection, now: datetime) -> list[Ended]:
-    """The calls finalized with an end in the last six hours, grouped (see :class:`Ended`)."""
-    since = (now - WINDOW).isoformat(timespec="microseconds")
+def ended_calls(conn: sqlite3.Connection, since: datetime) -> list[Ended]:
+    """The calls finalized with an end since `since`, grouped (see :class:`Ended`)."""
     return [
         Ended(
             datetime.fromtimestamp(slot * 300, UTC),
@@ -114,7 +113,9 @@ def ended_calls(conn: sqlite3.Connection, now: datetime) -> list[Ended]:
             jitter,
             count,
         )  # fmt: skip
-        for slot, outcome, duration, loss, jitter, count in conn.execute(_ENDED, (since,))
+        for slot, outcome, duration, loss, jitter, count in conn.execute(
+            _ENDED, (since.isoformat(timespec="microseconds"),)
+        )
     ]
 
 
