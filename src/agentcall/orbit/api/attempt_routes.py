@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,11 +21,10 @@ from agentcall.orbit.domain.errors import InvalidArgument, NotFound
 from agentcall.orbit.domain.ids import is_id, task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.store.tables import task_attempt_evidence, task_attempts, tasks
+from agentcall.orbit.store import attempts
 
 PAGE_PARAMS = frozenset({"limit", "cursor"})
 NO_PARAMS: frozenset[str] = frozenset()
-a, ev = task_attempts.c, task_attempt_evidence.c
 
 
 async def list_attempts(request: Request, ctx: Context) -> Response:
@@ -40,13 +38,7 @@ async def list_attempts(request: Request, ctx: Context) -> Response:
     async def once() -> list[Any]:
         async with ctx.ops.db.read() as conn:
             await _visible(conn, principal, task_id)
-            rows = await conn.execute(
-                sa.select(task_attempts)
-                .where(a.task_id == task_id, a.number > after)
-                .order_by(a.number)
-                .limit(limit + 1)
-            )
-            return list(rows)
+            return await attempts.attempt_page(conn, task_id, after, limit + 1)
 
     rows = await ctx.ops.db.retrying(once)
     data: dict[str, JsonValue] = {"items": [attempt_view(row) for row in rows[:limit]]}
@@ -66,15 +58,10 @@ async def get_attempt(request: Request, ctx: Context) -> Response:
     async def once() -> dict[str, JsonValue]:
         async with ctx.ops.db.read() as conn:
             await _visible(conn, principal, task_id)
-            found = await conn.execute(
-                sa.select(task_attempts).where(a.id == attempt_id, a.task_id == task_id)
-            )
-            row = found.first()
+            row = await attempts.attempt(conn, task_id, attempt_id)
             if row is None:
                 raise NotFound("attempt not found")
-            items = await conn.execute(
-                sa.select(task_attempt_evidence).where(ev.attempt_id == attempt_id).order_by(ev.seq)
-            )
+            items = await attempts.evidence(conn, attempt_id)
             view = attempt_view(row)
             view["evidence"] = [evidence_view(item) for item in items]
             return view
@@ -83,10 +70,7 @@ async def get_attempt(request: Request, ctx: Context) -> Response:
 
 
 async def _visible(conn: AsyncConnection, principal: Principal, task_id: str) -> None:
-    found = await conn.execute(
-        sa.select(tasks.c.namespace_id, tasks.c.queue_id).where(tasks.c.id == task_id)
-    )
-    row = found.first()
+    row = await attempts.task_scope(conn, task_id)
     if row is None:
         raise NotFound("task not found")
     principal.require_visible(row.namespace_id, row.queue_id)

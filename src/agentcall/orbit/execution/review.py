@@ -11,7 +11,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.errors import InvalidArgument, StateConflict
@@ -34,9 +33,9 @@ from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal
+from agentcall.orbit.store.attempts import last_attempt_id
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
-from agentcall.orbit.store.tables import task_attempts
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
 
 
@@ -113,9 +112,7 @@ async def _write(
 
 
 async def _last_attempt(conn: AsyncConnection, task_id: str) -> store.LiveAttempt:
-    query = (sa.select(task_attempts.c.id).where(task_attempts.c.task_id == task_id)
-             .order_by(task_attempts.c.number.desc()).limit(1))  # fmt: skip
-    attempt_id = (await conn.execute(query)).scalar()
+    attempt_id = await last_attempt_id(conn, task_id)
     found = await store.load_attempts(conn, [attempt_id] if attempt_id else [])
     if attempt_id is None or attempt_id not in found:
         raise StateConflict("the task has no attempt to attach evidence to; resolve without it")
