@@ -164,3 +164,14 @@ def test_serve_names_a_bad_database_in_one_line() -> None:
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [done.stderr.strip()]
     assert "wrong user name or password" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_sqlite_runs_with_one_server_process(migrated: str) -> None:
+    """A single writer: `--workers 2` on SQLite is refused in one line before anything
+    listens."""
+    done = CliRunner().invoke(main, ["serve", "--database", migrated, "--workers", "2",
+                                     "--port", str(free_port())])  # fmt: skip
+    assert done.exit_code == 1 and isinstance(done.exception, SystemExit), done.output
+    assert done.output.strip().splitlines() == [
+        "orbit: error: --workers / ORBIT_WORKERS: SQLite runs with one server process"
+    ]
