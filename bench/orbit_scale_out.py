@@ -6,8 +6,10 @@
 Phases, on a fresh database `orbit_b_<hex>` (dropped at the end unless --keep):
   idle      two server processes A and B, one idle worker connected to B only; one task at a
             time submitted to B (same process: the eager path, the reference) and then to A
-            (cross-process: A's hint wakes B's dispatcher): submit → started p50 and p99, on
-            the database clock (attempt.started_at − task.created_at)
+            (cross-process: A leases the task in its submit's transaction to the slot B's
+            idle worker offered, and B delivers it; or, without an offer, A's hint wakes B's
+            dispatcher): submit → started p50 and p99, on the database clock
+            (attempt.started_at − task.created_at), and the remote eager counters
   scale     for 1, 2 and 3 server processes: --n no-op tasks submitted in batches round-robin
             through all of them by --submitters clients while --workers worker processes
             (spread over the servers, each knowing all of them) run them: tasks/s from the
@@ -97,9 +99,13 @@ def where_cpu_goes(used: list[float], servers: int, n: int, machine: tuple[float
 COUNTED = ("orbit_leases_total", "orbit_lease_asks_empty_total", "orbit_peer_hints_received_total")
 
 
-def counted(urls: list[str]) -> dict[str, float]:
+REMOTE_EAGER = ("orbit_remote_eager_claims_total", "orbit_remote_eager_leases_total",
+                "orbit_worker_offers_published_total", "orbit_worker_offers_withdrawn_total")
+
+
+def counted(urls: list[str], names: tuple[str, ...] = COUNTED) -> dict[str, float]:
     """The dispatch counters summed over the server processes (absent ones: NaN)."""
-    sums = dict.fromkeys(COUNTED, float("nan"))
+    sums = dict.fromkeys(names, float("nan"))
     for base in urls:
         for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
             name, _, value = line.partition(" ")
@@ -170,6 +176,9 @@ async def idle(
         cross.name = "idle A→B"
         print(cross.line(), " (submit to A, worker on B)", flush=True)
         print(await breakdown(db, cross_queue), flush=True)
+        remote = counted(fleet.urls, REMOTE_EAGER)  # NaN: code without remote eager dispatch
+        print("          remote eager: claims on A {:.0f}, leases delivered by B {:.0f}, offers "
+              "published {:.0f}, withdrawn {:.0f}".format(*remote.values()), flush=True)
         met = cross.q(0.5) < 10
         print(f"target    cross-process idle dispatch p50 < 10 ms: {'met' if met else 'NOT met'}")
     finally:

@@ -42,6 +42,7 @@ ENV_SWEEP_INTERVAL_MS = "ORBIT_SWEEP_INTERVAL_MS"
 ENV_DISPATCH_TICK_MS = "ORBIT_DISPATCH_TICK_MS"
 ENV_WRITE_LANES = "ORBIT_WRITE_LANES"
 ENV_EAGER_DISPATCH = "ORBIT_EAGER_DISPATCH"
+ENV_REMOTE_EAGER = "ORBIT_REMOTE_EAGER"
 ENV_WORKER_TOKEN_CHECK_MS = "ORBIT_WORKER_TOKEN_CHECK_MS"
 ENV_PEER_HOST = "ORBIT_PEER_HOST"
 ENV_PEER_PORT = "ORBIT_PEER_PORT"
@@ -69,6 +70,10 @@ class ExecutionSettings:
     dispatch_tick_ms: int = 250
     lanes: int = 0  # 0: 1 on SQLite (single writer), 4 on MySQL/MariaDB
     eager: bool = True  # lease a submit to an idle connection in its own transaction
+    # ... and to an idle connection of another server process that offered it
+    # (docs/orbit/scaling.md "Remote eager dispatch"); only where several processes share
+    # the database (MySQL/MariaDB)
+    remote_eager: bool = True
     # how often the tokens of open worker sessions are re-checked (revocation, expiry):
     # a revoked token's sessions end, and get no lease, within this time
     worker_token_check_ms: int = 1000
@@ -112,6 +117,7 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
         dispatch_tick_ms=_int(env, ENV_DISPATCH_TICK_MS, 250, 10, 60_000),
         lanes=_int(env, ENV_WRITE_LANES, 0, 0, 32),
         eager=_int(env, ENV_EAGER_DISPATCH, 1, 0, 1) == 1,
+        remote_eager=_int(env, ENV_REMOTE_EAGER, 1, 0, 1) == 1,
         worker_token_check_ms=_int(env, ENV_WORKER_TOKEN_CHECK_MS, 1000, 50, 30_000),
         peer_host=env.get(ENV_PEER_HOST) or "127.0.0.1",
         peer_port=_int(env, ENV_PEER_PORT, 0, 0, 65535),
@@ -155,6 +161,7 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_DISPATCH_TICK_MS: str(execution.dispatch_tick_ms),
         ENV_WRITE_LANES: str(execution.lanes),
         ENV_EAGER_DISPATCH: "1" if execution.eager else "0",
+        ENV_REMOTE_EAGER: "1" if execution.remote_eager else "0",
         ENV_WORKER_TOKEN_CHECK_MS: str(execution.worker_token_check_ms),
         ENV_PEER_HOST: execution.peer_host,
         ENV_PEER_PORT: str(execution.peer_port),

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from agentcall.orbit.execution.peers import PeerCounters, PeerHints
+from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.execution.peers import HintSender, Listener, PeerCounters, PeerHints
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import orbit_servers
 from tests.integration.orbit.databases import KINDS, fresh_url
@@ -51,16 +52,16 @@ async def test_a_hint_leaves_at_once_the_rest_of_its_turn_coalesces_and_junk_is_
     db: Database,
 ) -> None:
     heard = Heard()
-    a = PeerHints(db, lambda queues: None)
-    b = PeerHints(db, heard.hints.append, counters=heard.counters())
+    a = PeerHints(db, new_id(), HintSender(), Listener(lambda queues: None))
+    b = PeerHints(db, new_id(), HintSender(heard.counters()), Listener(heard.hints.append))
     await a.start()
     await b.start()
     try:
         await a._round()  # a sees b now (the heartbeat loop does this every second)
-        assert a.peers == (("127.0.0.1", b.servers.port),)
-        a.announce((Q2,))  # the first of a loop turn: at once
-        a.announce((Q1,))  # the rest of the same turn: one datagram at its end
-        a.announce((Q1, Q2))
+        assert a.sender.peers == (("127.0.0.1", b.servers.port),)
+        a.sender.announce((Q2,))  # the first of a loop turn: at once
+        a.sender.announce((Q1,))  # the rest of the same turn: one datagram at its end
+        a.sender.announce((Q1, Q2))
         await _until(lambda: len(heard.hints) == 2)
         await asyncio.sleep(0.05)
         assert heard.hints == [(Q2,), (Q1, Q2)]
@@ -68,7 +69,7 @@ async def test_a_hint_leaves_at_once_the_rest_of_its_turn_coalesces_and_junk_is_
             for junk in (b"", b"\xff" * 2000, b"orbit.hint.1 DROP TABLE"):
                 hostile.sendto(junk, ("127.0.0.1", b.servers.port))
         await _until(lambda: heard.ignored >= 2)
-        a.announce((Q1,))
+        a.sender.announce((Q1,))
         await _until(lambda: len(heard.hints) == 3)  # b still hears
     finally:
         await b.stop()

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from agentcall.orbit.domain.peers import decode
-from agentcall.orbit.execution.peers import PeerHints
+from agentcall.orbit.execution.peers import HintSender
 
 pytestmark = pytest.mark.unit
 
@@ -28,10 +28,10 @@ class _Transport:
         self.sent.append((decode(data), address))
 
 
-def _hints() -> tuple[PeerHints, _Transport]:
-    hints = PeerHints(cast(Any, None), lambda queue_ids: None)
+def _hints() -> tuple[HintSender, _Transport]:
+    hints = HintSender()
     transport = _Transport()
-    hints._transport = cast(Any, transport)
+    hints.transport = cast(Any, transport)
     hints.peers = PEERS
     return hints, transport
 

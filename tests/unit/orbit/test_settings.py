@@ -50,7 +50,7 @@ def test_every_variable_is_read() -> None:
         "ORBIT_SSL_KEYFILE": "/k.pem", "ORBIT_TOKEN_CACHE_MS": "0", "ORBIT_SUBMIT_LANES": "3",
         "ORBIT_LEASE_TTL_MS": "1500", "ORBIT_RECONNECT_GRACE_MS": "0",
         "ORBIT_SWEEP_INTERVAL_MS": "50", "ORBIT_DISPATCH_TICK_MS": "100",
-        "ORBIT_WRITE_LANES": "2", "ORBIT_EAGER_DISPATCH": "0",
+        "ORBIT_WRITE_LANES": "2", "ORBIT_EAGER_DISPATCH": "0", "ORBIT_REMOTE_EAGER": "0",
         "ORBIT_WORKER_TOKEN_CHECK_MS": "500", "ORBIT_PEER_HOST": "10.0.0.2",
         "ORBIT_PEER_PORT": "7471", "ORBIT_PEER_ADVERTISE": "orbit-2",
     }  # fmt: skip
@@ -60,7 +60,7 @@ def test_every_variable_is_read() -> None:
         token_cache_ms=0, submit_lanes=3,
         execution=ExecutionSettings(lease_ttl_ms=1500, reconnect_grace_ms=0,
                                     sweep_interval_ms=50, dispatch_tick_ms=100, lanes=2,
-                                    eager=False, worker_token_check_ms=500,
+                                    eager=False, remote_eager=False, worker_token_check_ms=500,
                                     peer_host="10.0.0.2", peer_port=7471,
                                     peer_advertise="orbit-2"),
     )  # fmt: skip

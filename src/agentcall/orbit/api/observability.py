@@ -61,11 +61,18 @@ class ExecutionMetrics(ExecutionObserver):
         self.waiters.wake(task_id)
 
 
+def inspection_failures(registry: CollectorRegistry) -> Counter:
+    return Counter("orbit_inspection_failures", "Failed inspection queries (metrics scrape, "
+                   "waiters' shared check, readiness)", registry=registry)  # fmt: skip
+
+
 class TaskGauges:
     """`orbit_tasks`, `orbit_workers_connected` and `orbit_result_waiters`, refreshed by
     `refresh()` before a scrape."""
 
-    def __init__(self, registry: CollectorRegistry, inspection: Inspection) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, inspection: Inspection, failures: Counter
+    ) -> None:
         self.inspection = inspection
         self.tasks = Gauge("orbit_tasks", "Tasks by queue and state (a few seconds old at most)",
                            ["queue_id", "state"], registry=registry)  # fmt: skip
@@ -75,9 +82,7 @@ class TaskGauges:
         waiting = Gauge("orbit_result_waiters", "Long-polls of this server process waiting for "
                         "a task to settle", registry=registry)  # fmt: skip
         waiting.set_function(lambda: inspection.waiters.waiting)
-        self.failures = Counter("orbit_inspection_failures", "Failed inspection queries "
-                                "(metrics scrape, waiters' shared check, readiness)",
-                                registry=registry)  # fmt: skip
+        self.failures = failures  # `inspection_failures`: made first, the waiters count too
         self._taken = -1.0
 
     async def refresh(self) -> None:

@@ -13,6 +13,12 @@ a lease round writes), and after the commit calls `deliver()`; if the transactio
 calls `release()`, which frees the reserved slots. A slot is reserved in this process at
 claim time, so a dispatch round running meanwhile cannot hand it out twice.
 
+A connection whose only free slot is offered to the other server processes (remote eager
+dispatch, `orbit.execution.offers`) still counts as idle here: `settle(conn)` takes the offer
+back in the same transaction, and if another process claimed it first the task is not leased
+here (it waits, and a round or the next submit finds it). Tasks that no connection here takes
+may go to another process's offered slot (`orbit.execution.remote_eager`), in `settle` too.
+
 The submit's receipt is still its acceptance snapshot (WAITING, revision 1: O-SUB-1); the task
 itself is LEASED by the time the receipt is sent."""
 
@@ -28,8 +34,12 @@ from agentcall.orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOff
 from agentcall.orbit.domain.states import TaskState, check_transition
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.execution.acks import Grant
-from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.kernel import attempt_row, leased_event_row, new_grant
+from agentcall.orbit.execution.links import Link, StandingOffer
+from agentcall.orbit.execution.remote_eager import RemoteEager, RemoteGrant
+from agentcall.orbit.store import offers
+from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import task_attempts, tasks
 from agentcall.orbit.store.tasks import task_row
@@ -43,25 +53,51 @@ class Claims:
     now: datetime
     on_delivered: Callable[[int], None]
     grants: list[tuple[Link, Grant]] = field(default_factory=list)
+    # grants that use a connection's offered slot: the offer is withdrawn in `settle`
+    taking: dict[str, StandingOffer] = field(default_factory=dict)  # attempt id -> offer
+    lost: list[str] = field(default_factory=list)  # offers claimed elsewhere first
+    remote: list[RemoteGrant] = field(default_factory=list)
+    remote_eager: RemoteEager | None = None
+    unclaimed: list[Task] = field(default_factory=list)  # ready tasks no connection here took
 
     @property
     def task_ids(self) -> frozenset[str]:
-        return frozenset(grant.task.id for _, grant in self.grants)
+        local = {grant.task.id for _, grant in self.grants}
+        return frozenset(local | {remote.grant.task.id for remote in self.remote})
+
+    async def settle(self, conn: HotConnection) -> None:
+        """In the transaction, before its writes: take offered slots back, claim other
+        processes' offers for the tasks no connection here took."""
+        for link, grant in list(self.grants):
+            offer = self.taking.get(grant.attempt_id)
+            if offer is not None and not await offers.withdraw(conn, offer.offer_id):
+                self.lost.append(offer.offer_id)  # claimed elsewhere: its delivery comes
+                self._drop(link, grant)
+        if self.remote_eager is not None and self.unclaimed:
+            self.remote = await self.remote_eager.claim(conn, self.unclaimed, self.now)
 
     def inserts(self) -> list[Insert]:
         """The claimed tasks' rows (LEASED) and their attempts, in that order."""
-        if not self.grants:
+        grants = [grant for _, grant in self.grants] + [r.grant for r in self.remote]
+        if not grants:
             return []
-        leased = [_leased_row(grant, self.now) for _, grant in self.grants]
+        leased = [_leased_row(grant, self.now) for grant in grants]
         attempts = [attempt_row(grant, link.peer, self.now) for link, grant in self.grants]
+        attempts += [remote.attempt_row(self.now) for remote in self.remote]
         return [Insert(tasks, leased), Insert(task_attempts, attempts)]
 
     def event_rows(self) -> list[dict[str, Any]]:
         """The LEASED events (task_events rows), written with the acceptance events."""
-        return [leased_event_row(grant, self.now) for _, grant in self.grants]
+        grants = [grant for _, grant in self.grants] + [r.grant for r in self.remote]
+        return [leased_event_row(grant, self.now) for grant in grants]
 
     def deliver(self) -> None:
         """After the commit: send each lease (one frame per connection with batch framing)."""
+        self._settle_offers(withdrawn=True)
+        for offer_id in self.lost:
+            self.hub.claimed(offer_id)
+        if self.remote_eager is not None:
+            self.remote_eager.deliver(self.remote)
         if not self.grants:
             return
         for link, grant in self.grants:
@@ -74,41 +110,68 @@ class Claims:
 
     def release(self) -> None:
         """The transaction failed: nothing was leased; free the reserved slots."""
-        for link, grant in self.grants:
-            link.in_flight.discard(grant.attempt_id)
-            self.hub.owner.pop(grant.attempt_id, None)
-        self.grants.clear()
+        for link, grant in list(self.grants):
+            self._drop(link, grant)
+        self._settle_offers(withdrawn=False)
+        self.remote.clear()
+
+    def _drop(self, link: Link, grant: Grant) -> None:
+        self.grants.remove((link, grant))
+        link.in_flight.discard(grant.attempt_id)
+        self.hub.owner.pop(grant.attempt_id, None)
+        offer = self.taking.pop(grant.attempt_id, None)
+        if offer is not None and self.hub.offers is not None and offer.offer_id not in self.lost:
+            self.hub.offers.settled(link, offer, withdrawn=False)
+
+    def _settle_offers(self, withdrawn: bool) -> None:
+        desk = self.hub.offers
+        if desk is not None:
+            for link, grant in self.grants:
+                offer = self.taking.pop(grant.attempt_id, None)
+                if offer is not None:
+                    desk.settled(link, offer, withdrawn)
 
 
 class EagerDispatch:
-    """`on_delivered(n)`: n eager leases were committed and sent (a metric)."""
+    """`on_delivered(n)`: n eager leases were committed and sent (a metric). `remote`: the
+    claiming side of remote eager dispatch, where several processes share the database."""
 
     def __init__(
-        self, hub: Hub, lease_ttl_ms: int, on_delivered: Callable[[int], None] = lambda n: None
-    ) -> None:
+        self, hub: Hub, lease_ttl_ms: int, on_delivered: Callable[[int], None] = lambda n: None,
+        remote: RemoteEager | None = None,
+    ) -> None:  # fmt: skip
         self.hub = hub
         self.lease_ttl_ms = lease_ttl_ms
         self.on_delivered = on_delivered
+        self.remote = remote
 
     def claim(self, accepted: Sequence[Task], now: datetime) -> Claims:
         """Reserve a slot for each task a connection can take now (see the module text)."""
-        claims = Claims(self.hub, now, self.on_delivered)
+        claims = Claims(self.hub, now, self.on_delivered, remote_eager=self.remote)
         links = [link for link in self.hub.links.values() if link.open]
-        if not links:
-            return claims
-        seats = [Seat(link.free, link.peer.queues, link.handlers, link.pending,
-                      idle=not link.in_flight) for link in links]  # fmt: skip
+        seats = [Seat(link.offer().free, link.peer.queues, link.handlers, link.pending,
+                      idle=link.idle) for link in links]  # fmt: skip
         for task in accepted:
             key = HandlerKey(task.handler, task.handler_version)
-            index = eager_seat(seats, task.queue_id, key) if _ready(task, key, now) else None
+            if not _ready(task, key, now):
+                continue
+            index = eager_seat(seats, task.queue_id, key) if seats else None
             if index is None:
+                claims.unclaimed.append(task)
                 continue
             link = links[index]
             grant = new_grant(task, 1, now, self.lease_ttl_ms)
+            offer = self.hub.offers.taking(link) if self.hub.offers is not None else None
+            if offer is not None:
+                claims.taking[grant.attempt_id] = offer
             link.in_flight.add(grant.attempt_id)
             self.hub.owner[grant.attempt_id] = link.peer.connection_id
             seats[index] = replace(seats[index], free=link.free, idle=False)
             claims.grants.append((link, grant))
+        if self.remote is not None:
+            claims.unclaimed = self.remote.wanted(claims.unclaimed)
+        else:
+            claims.unclaimed.clear()
         return claims
 
 

@@ -12,19 +12,19 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agentcall.orbit.domain.dispatch import EVERY, Hinted, Offer, pending_after, shares, wants_more
+from agentcall.orbit.domain.dispatch import EVERY, Hinted, pending_after, shares, wants_more
 from agentcall.orbit.domain.jsonvalue import JsonValue
-from agentcall.orbit.domain.leasing import HandlerKey, free_slots
-from agentcall.orbit.execution.acks import Grant, Peer
+from agentcall.orbit.execution.acks import Grant
 from agentcall.orbit.execution.batch import Batcher
 from agentcall.orbit.execution.kernel import Kernel, LeaseAsk
+from agentcall.orbit.execution.links import Link as Link  # re-exported: the hub's connections
+from agentcall.orbit.execution.links import Offering
 from agentcall.orbit.execution.observe import ExecutionObserver, Leased
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 
@@ -32,46 +32,14 @@ log = logging.getLogger("orbit.workers")
 SWEEP_LIMIT = 500
 WAITING_SWEEP_S = 1.0  # WAITING tasks past a deadline: scanned about once a second
 RETRY_PAUSE_S = 0.2  # after a failed dispatch or sweep round (e.g. the database is down)
-Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
 T = TypeVar("T")
 
 
-@dataclass(eq=False, slots=True)
-class Link:
-    """One open worker connection."""
-
-    peer: Peer
-    handlers: frozenset[HandlerKey]
-    queue_order: tuple[str, ...]
-    capacity: int
-    send: Send
-    urgent: Send | None = None  # `send` without waiting for the rest of the loop turn
-    in_flight: set[str] = field(default_factory=set)
-    rotation: int = 0
-    open: bool = True
-    connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    seen_at: datetime = field(default_factory=lambda: datetime.now(UTC))  # last heartbeat
-    # the queues that may still hold work for this link (`orbit.domain.dispatch`): all of
-    # them until a round asked; a freed slot runs a round only while this is not empty
-    pending: frozenset[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.pending = frozenset(self.queue_order)
-
-    @property
-    def free(self) -> int:
-        return free_slots(self.capacity, len(self.in_flight)) if self.open else 0
-
-    @property
-    def saturated(self) -> bool:
-        """It may be leaving work waiting: a freed slot should run a round."""
-        return bool(self.pending)
-
-    def offer(self) -> Offer:
-        return Offer(self.free, self.queue_order, self.rotation, self.pending)
-
-
 class Hub:
+    """`relay(queue_ids)` tells the other server processes which queues got ready work here
+    (`orbit.execution.peers`); `offers`, where several processes share the database, offers
+    idle links' slots to them (`orbit.execution.offers`)."""
+
     def __init__(
         self,
         batcher: Batcher,
@@ -83,6 +51,8 @@ class Hub:
         on_grants: Callable[[int], None] = lambda n: None,
         observer: ExecutionObserver | None = None,
         on_empty: Callable[[], None] = lambda: None,
+        relay: Callable[[tuple[str, ...]], None] = lambda queue_ids: None,
+        offers: Offering | None = None,
     ) -> None:
         self.batcher = batcher
         self.kernel = kernel
@@ -100,9 +70,8 @@ class Hub:
         self._every = False  # a notify named no queue: the next round asks every queue
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
-        # tells the other server processes which queues got ready work here
-        # (`orbit.execution.peers`); set where the engine is assembled
-        self.relay: Callable[[tuple[str, ...]], None] = lambda queue_ids: None
+        self.relay = relay
+        self.offers = offers
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -144,6 +113,8 @@ class Hub:
         for attempt_id in link.in_flight:
             self.owner.pop(attempt_id, None)
             self.leased.pop(attempt_id, None)  # it may end anywhere now: not observed here
+        if self.offers is not None and link.offered is not None:
+            self.spawn(self._offer_closed(self.offers, link))
 
     def spawn(self, work: Awaitable[Any]) -> None:
         """Run `work` (a send, a disconnect) in the background, quietly; referenced until done
@@ -178,6 +149,8 @@ class Hub:
             link.in_flight.discard(attempt_id)
             if link.pending:
                 self._wake.set()
+            else:
+                self._maybe_offer(link)
 
     def granted(self, grants: list[Grant]) -> None:
         """Leases were committed (a round or eager dispatch): count them, remember each
@@ -222,6 +195,8 @@ class Hub:
             self._wake.clear()
             if loop.time() >= full_at:
                 self._every, full_at = True, loop.time() + self.tick_s
+                if self.offers is not None:  # claims whose datagram was lost
+                    self.spawn(self._deliver_claimed(self.offers))
             if await self.dispatch_round(self._take_hints()):
                 self._wake.set()  # a link still has free slots and pending queues
 
@@ -246,11 +221,22 @@ class Hub:
             full[link][queue_id] = got_all
         for link, offer in offers.items():
             link.pending = pending_after(offer, hinted, full[link])
+            self._maybe_offer(link)
         return any(wants_more(link.offer()) for link in self.links.values())
 
     async def _fill(self, link: Link, queue_id: str, size: int) -> bool:
-        ask = LeaseAsk(link.peer, link.handlers, queue_id, size)
-        grants: list[Grant] = await self.batcher.submit("lease", ask)
+        # the link's only free slot is offered: the lease transaction withdraws the offer if
+        # it finds a task (and leases nothing to this link if a claim came first)
+        spare = self.offers.taking(link) if self.offers is not None else None
+        offer_id = spare.offer_id if spare is not None else None
+        ask = LeaseAsk(link.peer, link.handlers, queue_id, size, offer_id)
+        try:
+            grants: list[Grant] = await self.batcher.submit("lease", ask)
+        finally:
+            if spare is not None and self.offers is not None:
+                self.offers.settled(link, spare, withdrawn=False)
+        if spare is not None and grants and self.offers is not None:
+            self.offers.settled(link, spare, withdrawn=True)
         for grant in grants:
             link.in_flight.add(grant.attempt_id)
             self.owner[grant.attempt_id] = link.peer.connection_id
@@ -265,6 +251,50 @@ class Hub:
         if grants and not link.open:  # closed while leasing: shorten these leases too
             await self.batcher.run(partial(self._disconnect, link.peer.connection_id))
         return len(grants) == size
+
+    # ------------------------------------------------------------------ offers
+    def _maybe_offer(self, link: Link) -> None:
+        """An idle link with nothing left to ask: offer a slot to the other processes."""
+        if self.offers is not None and not link.pending and self.offers.wants(link):
+            self.spawn(self._publish(self.offers, link))
+
+    async def _publish(self, offers: Offering, link: Link) -> None:
+        claimed = await offers.publish(link)
+        if claimed is not None:
+            await self._deliver(offers, claimed)
+        elif link.pending and link.open:
+            self._wake.set()  # hinted while the offer was being published
+
+    async def _offer_closed(self, offers: Offering, link: Link) -> None:
+        claimed = await offers.closed(link)
+        if claimed is not None:
+            await self._deliver(offers, claimed)
+
+    def claimed(self, offer_id: str) -> None:
+        """Another process says it claimed this offer (`orbit.claim.1`): deliver the lease."""
+        if self.offers is not None:
+            self.spawn(self._deliver(self.offers, offer_id))
+
+    async def _deliver_claimed(self, offers: Offering) -> None:
+        for offer_id in await offers.claimed():
+            await self._deliver(offers, offer_id)
+
+    async def _deliver(self, offers: Offering, offer_id: str) -> None:
+        """Send the lease a claim wrote on an offer of this process; a closed link's lease is
+        shortened like any other of a closed connection."""
+        found = await offers.delivery(offer_id)
+        if found is None:
+            return
+        link, grant = found
+        if not link.open:
+            link.in_flight.discard(grant.attempt_id)
+            await self.disconnect(link.peer.connection_id)
+            return
+        self.owner[grant.attempt_id] = link.peer.connection_id
+        self.granted([grant])
+        await quietly((link.urgent or link.send)(grant.message()))
+        if not link.open:  # closed while sending
+            await self.disconnect(link.peer.connection_id)
 
     async def _disconnect(self, connection_id: str, conn: AsyncConnection, now: datetime) -> None:
         await self.upkeep.disconnect(conn, now, connection_id)

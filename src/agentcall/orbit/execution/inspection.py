@@ -61,7 +61,13 @@ class QueueView:
 
 
 class Inspection:
-    def __init__(self, db: Database, hub: Hub, waiters: Waiters, cache_s: float = 2.0) -> None:
+    """`directory`: the other server processes' workers, where several share the database;
+    None: this process is alone."""
+
+    def __init__(
+        self, db: Database, hub: Hub, waiters: Waiters, cache_s: float = 2.0,
+        directory: WorkerDirectory | None = None,
+    ) -> None:  # fmt: skip
         self.db = db
         self.hub = hub
         self.waiters = waiters
@@ -69,8 +75,7 @@ class Inspection:
         self._snapshot: Snapshot | None = None
         self._queue_names: dict[str, str] = {}  # shared by every snapshot: names never change
         self._lock = asyncio.Lock()
-        # the other server processes' workers (MySQL/MariaDB); None: this process is alone
-        self.directory: WorkerDirectory | None = None
+        self.directory = directory
 
     # ------------------------------------------------------------------ queues
     async def snapshot(self) -> Snapshot:
@@ -138,8 +143,8 @@ class Inspection:
                     task = await ops.get(principal, task_id)
         return task
 
-    async def settled_among(self, task_ids: Sequence[str]) -> set[str]:
-        """The waiters' shared check: one query for every waited task."""
-        async with self.db.single_read() as conn:
-            return await inspect.settled_among(conn, task_ids)
 
+async def settled_among(db: Database, task_ids: Sequence[str]) -> set[str]:
+    """The waiters' shared check: one query for every waited task."""
+    async with db.single_read() as conn:
+        return await inspect.settled_among(conn, task_ids)

@@ -41,6 +41,7 @@ from agentcall.orbit.execution.fastpath import (
 from agentcall.orbit.execution.transitions import EndFacts, write_end
 from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
 from agentcall.orbit.store import execution as store
+from agentcall.orbit.store import offers
 from agentcall.orbit.store.connector import HotConnection, commit_with, write_all
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
 from agentcall.orbit.store.sql import Increment, Insert, Update, Write
@@ -111,6 +112,10 @@ class Kernel:
             for row, index in zip(rows, _deal([asks[i].size for i in indexes]), strict=False):
                 assert now is not None  # rows were found: the clock was read with them
                 grants[indexes[index]].append(self._grant(row, now))
+        for index, ask in enumerate(asks):
+            if ask.offer_id is not None and grants[index]:
+                if not await offers.withdraw(conn, ask.offer_id):
+                    grants[index].clear()  # claimed by another process: the slot is gone
         if now is not None:
             await self._write_leases(conn, now, asks, grants, commit=clocked)
         return grants
@@ -199,6 +204,10 @@ class LeaseAsk:
     handlers: frozenset[HandlerKey]
     queue_id: str
     size: int
+    # the offer that holds the connection's only free slot (`orbit.execution.offers`): taken
+    # back in this transaction if a task is found; if another process claimed it first, this
+    # ask leases nothing
+    offer_id: str | None = None
 
 
 def _deal(sizes: list[int]) -> Iterator[int]:

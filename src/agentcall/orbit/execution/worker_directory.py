@@ -11,7 +11,8 @@ import time
 
 from agentcall.orbit.domain.peers import EXPIRE_S
 from agentcall.orbit.domain.worker_directory import WorkerRecord, changes
-from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.hub import Hub
+from agentcall.orbit.execution.links import Link
 from agentcall.orbit.store import server_workers
 from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.db import Database

@@ -98,6 +98,12 @@ class Database:
         if self._reader is not None:
             await self._reader.dispose()
 
+    @property
+    def shared(self) -> bool:
+        """Several server processes may share this database (MySQL/MariaDB); a SQLite file has
+        one (its single writer)."""
+        return self.dialect is Dialect.MYSQL
+
     def write_lanes(self, wanted: int) -> int:
         """How many write transactions of one kind may run at once: one on SQLite (a single
         writer), else `wanted`."""

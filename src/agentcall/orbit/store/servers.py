@@ -2,7 +2,8 @@
 start, renews its heartbeat about once a second (re-inserting it if someone deleted it), reads
 the others, deletes long-dead rows, and deletes its own at a clean stop. Times are the
 database clock's. The rows of a process's connected workers (`orbit.store.server_workers`)
-are written in its heartbeat's transaction and deleted with its registration."""
+are written in its heartbeat's transaction and deleted with its registration, and so are the
+worker slots it offered to the others (`orbit.store.offers`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.peers import Registration
-from agentcall.orbit.store import server_workers
+from agentcall.orbit.store import offers, server_workers
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import orbit_servers
 
@@ -54,4 +55,5 @@ class Servers:
             return
         async with self.db.write() as conn:
             await server_workers.forget(conn, server_ids)
+            await offers.forget(conn, server_ids)
             await conn.execute(orbit_servers.delete().where(orbit_servers.c.id.in_(server_ids)))

@@ -8,7 +8,9 @@ the decisions of `group_plan`, the eager leases of the execution service if it i
 (`handoff`, `orbit.execution.eager`), then one multi-row INSERT per table (idempotency records
 first, tasks, attempts and their events, acceptance events, audit: `connector.insert_all`, which
 sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
-after the commit, and released if the transaction fails. If it fails (a key was taken
+after the commit, and released if the transaction fails; what they need to read or lock first
+(an offered slot taken back, another process's offer claimed: `Claims.settle`) runs in the
+transaction before those writes. If it fails (a key was taken
 meanwhile by another transaction, the database is unavailable, ...) it is rolled back and
 each submit runs again alone on the single path, so one submit never fails its neighbours and
 a taken key replays as on the single path.
@@ -28,7 +30,7 @@ from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.store import idempotency, journal, tasks
-from agentcall.orbit.store.connector import insert_all
+from agentcall.orbit.store.connector import HotConnection, insert_all
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_commit import GroupCommit
 from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
@@ -44,6 +46,8 @@ class Claims(Protocol):
 
     @property
     def task_ids(self) -> frozenset[str]: ...
+
+    async def settle(self, conn: HotConnection) -> None: ...
 
     def inserts(self) -> list[Insert]: ...
 
@@ -134,6 +138,8 @@ class SubmitGroups:
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
                 if accepted:
                     claims = self._claim([d.task for _, d in accepted], now)
+                    if claims is not None:
+                        await claims.settle(conn)
                     await insert_all(conn, self._inserts(accepted, claims, now),
                                      one_trip=len(accepted) == 1, commit=True)  # fmt: skip
         except sa.exc.IntegrityError as exc:
