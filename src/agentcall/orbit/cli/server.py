@@ -45,7 +45,7 @@ from agentcall.orbit.settings import (
     export,
     load,
 )
-from agentcall.orbit.store.db import Database, Dialect
+from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current, upgrade
 
 FILE = click.Path(dir_okay=False, path_type=Path)
@@ -83,15 +83,15 @@ def serve(config_file: Path | None, **options: Any) -> None:
     defaults. The server logs "orbit api ready" only once its socket listens."""
     settings = _settings(config_file, options)
     logs.configure(fmt=settings.log_format, logger="orbit")
-    dialect = with_database(settings.database_url, _checked)
-    if settings.workers > 1 and dialect is Dialect.SQLITE:
+    dialect, shared = with_database(settings.database_url, _checked)
+    if settings.workers > 1 and not shared:
         fail("--workers / ORBIT_WORKERS: SQLite runs with one server process")
     _check_tls(settings)
     sock = _listen(settings.host, settings.port)
     scheme = "https" if settings.ssl_certfile else "http"
     logging.getLogger("orbit.api").info(
         "listening", extra={"url": f"{scheme}://{_netloc(settings.host, settings.port)}",
-                            "workers": settings.workers, "dialect": dialect.value,
+                            "workers": settings.workers, "dialect": dialect,
                             "database": location(settings.database_url)},
     )  # fmt: skip
     uvicorn_options: dict[str, Any] = dict(
@@ -176,9 +176,10 @@ def _netloc(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-async def _checked(db: Database) -> Dialect:
+async def _checked(db: Database) -> tuple[str, bool]:
+    """The database's dialect (for the log) and whether several server processes may share it."""
     await require_current(db)
-    return db.dialect
+    return db.dialect.value, db.shared
 
 
 @click.command()

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.store.connector import HotConnection
-from agentcall.orbit.store.db import Database, Dialect, KeptWriter
+from agentcall.orbit.store.db import Database, KeptWriter
 from agentcall.orbit.store.group_commit import GroupCommit
 
 T = TypeVar("T")
@@ -51,7 +51,7 @@ class Batcher:
     ) -> None:  # fmt: skip
         self.db = db
         self.kinds = dict(kinds or {})
-        self.clocked = dict(clocked or {}) if db.dialect is Dialect.MYSQL else {}
+        self.clocked = dict(clocked or {}) if db.commits_with_writes else {}
         self._writer = KeptWriter(db)
         self._commit: GroupCommit[_Job, Any] = GroupCommit(
             self._run, lanes=lanes, max_group=max_batch, drop_abandoned=True

@@ -109,6 +109,12 @@ class Database:
         writer), else `wanted`."""
         return 1 if self.dialect is Dialect.SQLITE else wanted
 
+    @property
+    def commits_with_writes(self) -> bool:
+        """Whether `hot_write` runs on a driver session that can send its COMMIT with its last
+        writes (MySQL/MariaDB; on SQLite it is `write()`)."""
+        return self._drivers is not None
+
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """One write transaction; commits on success, rolls back on any exception."""
