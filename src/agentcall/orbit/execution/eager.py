@@ -40,7 +40,7 @@ from agentcall.orbit.execution.links import Link, StandingOffer
 from agentcall.orbit.execution.remote_eager import RemoteEager, RemoteGrant
 from agentcall.orbit.store import offers
 from agentcall.orbit.store.connector import HotConnection
-from agentcall.orbit.store.sql import Insert
+from agentcall.orbit.store.sql import Insert, Write
 from agentcall.orbit.store.tables import task_attempts, tasks
 from agentcall.orbit.store.tasks import task_row
 
@@ -76,15 +76,17 @@ class Claims:
         if self.remote_eager is not None and self.unclaimed:
             self.remote = await self.remote_eager.claim(conn, self.unclaimed, self.now)
 
-    def inserts(self) -> list[Insert]:
-        """The claimed tasks' rows (LEASED) and their attempts, in that order."""
+    def inserts(self) -> list[Write]:
+        """The claimed tasks' rows (LEASED) and their attempts, in that order, and the claims
+        of other processes' offers."""
         grants = [grant for _, grant in self.grants] + [r.grant for r in self.remote]
         if not grants:
             return []
         leased = [_leased_row(grant, self.now) for grant in grants]
         attempts = [attempt_row(grant, link.peer, self.now) for link, grant in self.grants]
         attempts += [remote.attempt_row(self.now) for remote in self.remote]
-        return [Insert(tasks, leased), Insert(task_attempts, attempts)]
+        offers_claimed = RemoteEager.claim_write(self.remote, self.now)
+        return [Insert(tasks, leased), Insert(task_attempts, attempts), *offers_claimed]
 
     def event_rows(self) -> list[dict[str, Any]]:
         """The LEASED events (task_events rows), written with the acceptance events."""

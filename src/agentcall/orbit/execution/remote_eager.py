@@ -27,6 +27,7 @@ from agentcall.orbit.execution.kernel import attempt_row, new_grant
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import offers as store
 from agentcall.orbit.store.connector import HotConnection
+from agentcall.orbit.store.sql import Update
 
 # (server id, offer id, task id): tell the offering process after the commit
 SendClaim = Callable[[str, str, str], None]
@@ -75,8 +76,9 @@ class RemoteEager:
     async def claim(
         self, conn: HotConnection, tasks: Sequence[Task], now: datetime
     ) -> list[RemoteGrant]:
-        """Lock the open offers of the tasks' queues, claim one per task that matches (ready
-        tasks only: the caller filters), in the caller's transaction."""
+        """Lock the open offers of the tasks' queues and pick one per task that matches (ready
+        tasks only: the caller filters), in the caller's transaction; the claims are written
+        with its other writes (`claim_write`)."""
         found: list[store.OfferRow] = []
         for namespace_id, queue_id in sorted({(t.namespace_id, t.queue_id) for t in tasks}):
             rows = await store.open_offers(conn, namespace_id, queue_id)
@@ -96,9 +98,16 @@ class RemoteEager:
             offer = found[pick]
             grant = replace(new_grant(task, 1, now, self.lease_ttl_ms),
                             attempt_id=offer.attempt_id, lease_token="")  # fmt: skip
-            await store.claim(conn, offer.terms.offer_id, task.id, now)
             claimed.append(RemoteGrant(offer, grant))
         return claimed
+
+    @staticmethod
+    def claim_write(claimed: Sequence[RemoteGrant], now: datetime) -> list[Update]:
+        """The offers' claims, for the transaction's last round trip."""
+        if not claimed:
+            return []
+        pairs = [(remote.offer.terms.offer_id, remote.grant.task.id) for remote in claimed]
+        return [store.claims(pairs, now)]
 
     def deliver(self, claimed: Sequence[RemoteGrant]) -> None:
         """After the commit: tell each offering process which of its offers took which task."""

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.store import mysql, sqlite
 from agentcall.orbit.store.driver_pool import DriverSession
-from agentcall.orbit.store.sql import Insert, Write
+from agentcall.orbit.store.sql import Write
 
 HotConnection = AsyncConnection | DriverSession
 Params = Mapping[str, Any]
@@ -28,17 +28,17 @@ class Connector:
     fetch: Callable[[Any, str, Params], Awaitable[list[Any]]]
     execute: Callable[[Any, str, Params], Awaitable[int]]
     write_all: Callable[[Any, Sequence[Write]], Awaitable[None]]
-    insert_all: Callable[[Any, Sequence[Insert], bool, bool], Awaitable[None]]
+    insert_all: Callable[[Any, Sequence[Write], bool, bool], Awaitable[None]]
 
 
 async def _sqlite_inserts(
-    conn: AsyncConnection, inserts: Sequence[Insert], one_trip: bool, commit: bool
+    conn: AsyncConnection, inserts: Sequence[Write], one_trip: bool, commit: bool
 ) -> None:
-    await sqlite.insert_all(conn, inserts)
+    await sqlite.write_all(conn, inserts)
 
 
 async def _mysql_inserts(
-    conn: HotConnection, inserts: Sequence[Insert], one_trip: bool, commit: bool
+    conn: HotConnection, inserts: Sequence[Write], one_trip: bool, commit: bool
 ) -> None:
     await mysql.insert_all(conn, inserts, one_trip=one_trip, commit=commit)
 
@@ -84,10 +84,11 @@ async def commit_with(conn: HotConnection, writes: Sequence[Write]) -> None:
 
 
 async def insert_all(
-    conn: HotConnection, inserts: Sequence[Insert], *, one_trip: bool = False,
+    conn: HotConnection, inserts: Sequence[Write], *, one_trip: bool = False,
     commit: bool = False,
 ) -> None:  # fmt: skip
-    """The INSERTs in order, inside the caller's transaction.
+    """The INSERTs in order, inside the caller's transaction (and UPDATEs among them, of rows
+    this transaction holds locked: with `commit` they cannot come up short).
 
     On MySQL/MariaDB with `one_trip` (the caller's few rows: the lone submit of a quiet
     server) they go out as ONE multi-statement round trip instead of one each, and with

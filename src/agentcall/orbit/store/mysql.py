@@ -28,7 +28,6 @@ from agentcall.orbit.store.sql import (
     Statement,
     Write,
     compile_query,
-    insert_statement,
     insert_text,
     layout,
     require_matched,
@@ -125,24 +124,29 @@ async def write_all(conn: HotConnection, writes: Sequence[Write], *, commit: boo
 
 
 async def insert_all(
-    conn: HotConnection, inserts: Sequence[Insert], *, one_trip: bool, commit: bool
+    conn: HotConnection, inserts: Sequence[Write], *, one_trip: bool, commit: bool
 ) -> None:
     """See `orbit.store.connector.insert_all`."""
     inserts = [insert for insert in inserts if insert.rows]
     if not one_trip:
         for insert in inserts:
-            await _insert_bulk(conn, insert)
+            if isinstance(insert, Insert):
+                await _insert_bulk(conn, insert)
+            else:
+                require_matched(insert, await _execute(conn, *write_statement(insert)))
         return
     if not inserts:
         return
-    statements = [insert_statement(i.table.name, i.rows) for i in inserts]
+    statements = [write_statement(i) for i in inserts]
     ends = commit and isinstance(conn, DriverSession)
     if ends:
         statements.append(("COMMIT", []))
-    await run_script(await driver_of(conn), statements)
+    counts = await run_script(await driver_of(conn), statements)
     if ends:
         assert isinstance(conn, DriverSession)
         conn.ended = True
+    for write, matched in zip(inserts, counts[: len(inserts)], strict=True):
+        require_matched(write, matched)
 
 
 async def _insert_bulk(conn: HotConnection, insert: Insert) -> None:

@@ -18,7 +18,7 @@ from agentcall.orbit.domain.offers import OfferTerms
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.store import connector
 from agentcall.orbit.store.connector import HotConnection
-from agentcall.orbit.store.sql import Insert
+from agentcall.orbit.store.sql import Insert, Update
 from agentcall.orbit.store.tables import orbit_worker_offers
 from agentcall.orbit.store.tasks import row_task
 
@@ -90,12 +90,12 @@ async def open_offers(conn: HotConnection, namespace_id: str, queue_id: str) -> 
     return [_offer(row) for row in await connector.fetch(conn, "open_offers", params)]
 
 
-async def claim(conn: HotConnection, offer_id: str, task_id: str, now: datetime) -> None:
-    """Claim an offer this transaction locked (`open_offers`): it cannot come up short."""
-    params = {"offer_id": offer_id, "task_id": task_id, "now": now}
-    matched = await connector.execute(conn, "claim_offer", params)
-    if matched != 1:
-        raise RuntimeError(f"offer {offer_id} was not claimable although locked")
+def claims(claimed: Sequence[tuple[str, str]], now: datetime) -> Update:
+    """The claims (offer id, task id) of offers this transaction locked (`open_offers`): one
+    UPDATE, sent with the transaction's other writes (it cannot come up short)."""
+    rows = [{"id": offer_id, "task_id": task_id, "claimed_at": now}
+            for offer_id, task_id in claimed]  # fmt: skip
+    return Update(orbit_worker_offers, rows)
 
 
 async def claimed(conn: HotConnection, server_id: str) -> list[tuple[str, str]]:

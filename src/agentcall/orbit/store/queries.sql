@@ -134,11 +134,6 @@ SELECT * FROM orbit_worker_offers
 WHERE namespace_id = :namespace_id AND task_id IS NULL AND queues LIKE :queue_pattern
 ORDER BY created_at, id LIMIT :limit{skip_locked}
 
--- name: claim_offer
--- The claim of an offer this transaction holds locked (by `open_offers`).
-UPDATE orbit_worker_offers SET task_id = :task_id, claimed_at = :now
-WHERE id = :offer_id AND task_id IS NULL
-
 -- name: withdraw_offer
 -- The offering process takes its slot back: 1 row when nobody claimed it, 0 when a submit
 -- did (then it delivers that lease instead).

@@ -35,7 +35,7 @@ from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_commit import GroupCommit
 from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from agentcall.orbit.store.receipts import Receipt
-from agentcall.orbit.store.sql import Insert
+from agentcall.orbit.store.sql import Insert, Write
 
 log = logging.getLogger("orbit.store")
 Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
@@ -49,7 +49,7 @@ class Claims(Protocol):
 
     async def settle(self, conn: HotConnection) -> None: ...
 
-    def inserts(self) -> list[Insert]: ...
+    def inserts(self) -> list[Write]: ...
 
     def event_rows(self) -> list[dict[str, Any]]: ...
 
@@ -158,7 +158,7 @@ class SubmitGroups:
     @staticmethod
     def _inserts(
         accepted: list[tuple[PendingSubmit, Accept]], claims: Claims | None, now: datetime
-    ) -> list[Insert]:
+    ) -> list[Write]:
         """The group's rows, parents first; its last writes, so the COMMIT may go with them.
         The LEASED events of eager leases join the ACCEPTED events' INSERT (same table)."""
         leased = claims.task_ids if claims is not None else frozenset[str]()
