@@ -60,6 +60,7 @@ class Claims:
     lost: list[str] = field(default_factory=list)  # offers claimed elsewhere first
     remote: list[RemoteGrant] = field(default_factory=list)  # other processes' offers taken
     remote_eager: RemoteEager | None = None
+    told: bool = False  # the offering processes were told of `remote`
 
     @property
     def task_ids(self) -> frozenset[str]:
@@ -91,10 +92,16 @@ class Claims:
         grants = [grant for _, grant in self.grants] + [r.grant for r in self.remote]
         return [leased_event_row(grant, self.now) for grant in grants]
 
+    def committed(self) -> None:
+        """The COMMIT just returned (the session is not even released): tell the processes
+        whose offers were claimed at once; their workers wait for it."""
+        if self.remote_eager is not None and not self.told:
+            self.remote_eager.deliver(self.remote)
+            self.told = True
+
     def deliver(self) -> None:
         """After the commit: send each lease (one frame per connection with batch framing)."""
-        if self.remote_eager is not None:  # first: another process's worker waits for it
-            self.remote_eager.deliver(self.remote)
+        self.committed()
         self._settle_offers(withdrawn=True)
         for offer_id in self.lost:
             self.hub.claimed(offer_id)

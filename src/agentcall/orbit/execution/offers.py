@@ -19,14 +19,14 @@ durable commit on the way from a submit on A to an idle worker on B.
   the attempt is the offer's (its id, this connection, the token's digest) and hands the lease
   to the hub, which sends it. A lost datagram costs at most the hub's periodic round, which
   reads this process's claimed offers while any stands (`claimed`). Delivered rows are deleted
-  in the background, several at a time.
+  with the next offer's INSERT (or by that round when no offer stands): no commit of their own
+  right after a delivery.
 
 If this process dies after a claim, nobody delivers that lease: it expires like any lease
 never started (the task is requeued; never two live holders)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,8 +66,7 @@ class OfferDesk:
         self.counters = counters or OfferCounters()
         self.standing: dict[str, Link] = {}  # offer id -> its link
         self._delivering: set[str] = set()
-        self._dropping: set[str] = set()
-        self._drop_task: asyncio.Task[None] | None = None
+        self._dropping: set[str] = set()  # delivered offers whose rows are still there
 
     # ----------------------------------------------------------------- publish
     def wants(self, link: Link) -> bool:
@@ -96,9 +95,15 @@ class OfferDesk:
         return None
 
     async def _insert(self, link: Link, offer: StandingOffer) -> None:
-        async with self.db.hot_write() as conn:
-            now = await self.db.now(conn)
-            await store.publish(conn, self.row(link, offer), now)
+        dropping, self._dropping = sorted(self._dropping), set()
+        try:
+            async with self.db.hot_write() as conn:
+                now = await self.db.now(conn)
+                await store.drop(conn, dropping)
+                await store.publish(conn, self.row(link, offer), now)
+        except BaseException:
+            self._dropping.update(dropping)
+            raise
 
     def row(self, link: Link, offer: StandingOffer) -> store.OfferRow:
         peer, worker = link.peer, link.peer.worker
@@ -162,8 +167,11 @@ class OfferDesk:
     # ----------------------------------------------------------------- deliver
     async def claimed(self) -> list[str]:
         """This process's offers that were claimed (the safety net's read); none, and no
-        query, while no offer stands."""
+        query, while no offer stands (then the rows of delivered offers are deleted, if any
+        are left)."""
         if not self.standing:
+            if self._dropping:
+                await self._drop_now()
             return []
         async with self.db.single_read() as conn:
             found = await store.claimed(conn, self.server_id)
@@ -188,6 +196,8 @@ class OfferDesk:
         self.standing.pop(offer_id, None)
         link.offered = None  # the reserved attempt id in `in_flight` is the lease's now
         self._drop(offer_id)
+        if not link.open:  # no next offer on this link to take the row with it
+            await self._drop_now()
         if lease.state != AttemptState.LEASED.value:  # it ended meanwhile (expired, cancelled)
             link.in_flight.discard(offer.attempt_id)
             return None
@@ -204,25 +214,20 @@ class OfferDesk:
             return await store.offered_lease(conn, offer.attempt_id, link.peer.connection_id)
 
     def _drop(self, offer_id: str) -> None:
-        """Delete delivered offers' rows soon, several in one statement."""
+        """Delete a delivered offer's row later: with the next offer's INSERT (no commit of its
+        own right after a delivery, while the worker starts), or by the periodic round."""
         self._dropping.add(offer_id)
-        if self._drop_task is None or self._drop_task.done():
-            self._drop_task = asyncio.get_running_loop().create_task(self._drop_all())
 
-    async def _drop_all(self) -> None:
-        while self._dropping:
-            ids, self._dropping = sorted(self._dropping), set()
-            try:
-                async with self.db.write() as conn:
-                    await store.drop(conn, ids)
-            except Exception:  # noqa: BLE001 - claimed rows left are deleted at the stop
-                log.warning("could not delete delivered offers", exc_info=True)
-                return
+    async def _drop_now(self) -> None:
+        ids, self._dropping = sorted(self._dropping), set()
+        try:
+            async with self.db.hot_write() as conn:
+                await store.drop(conn, ids)
+        except Exception:  # noqa: BLE001 - claimed rows left are deleted at the stop
+            log.warning("could not delete delivered offers", exc_info=True)
 
     async def stop(self) -> None:
         """A clean stop: every offer of this process is deleted (claims on them expire)."""
-        if self._drop_task is not None:
-            await asyncio.gather(self._drop_task, return_exceptions=True)
         try:
             async with self.db.write() as conn:
                 await store.forget(conn, [self.server_id])

@@ -34,6 +34,7 @@ from agentcall.orbit.domain.task import Task
 from agentcall.orbit.store import idempotency, journal, offers, tasks
 from agentcall.orbit.store.connector import HotConnection, insert_all
 from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.driver_pool import DriverSession
 from agentcall.orbit.store.group_commit import GroupCommit
 from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from agentcall.orbit.store.receipts import Receipt
@@ -54,6 +55,8 @@ class Claims(Protocol):
     def inserts(self) -> list[Write]: ...
 
     def event_rows(self) -> list[dict[str, Any]]: ...
+
+    def committed(self) -> None: ...
 
     def deliver(self) -> None: ...
 
@@ -159,6 +162,8 @@ class SubmitGroups:
                         await claims.settle(conn)
                     await insert_all(conn, self._inserts(accepted, claims, now),
                                      one_trip=len(accepted) == 1, commit=True)  # fmt: skip
+                    if claims is not None and isinstance(conn, DriverSession) and conn.ended:
+                        claims.committed()  # the COMMIT went with the INSERTs: tell at once
         except sa.exc.IntegrityError as exc:
             _release(claims)
             if self.db.is_duplicate(exc):
