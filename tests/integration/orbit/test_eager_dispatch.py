@@ -71,7 +71,7 @@ class _Setup:
         self.link.pending = frozenset()  # as after a round that found its queue empty
         self.delivered: list[int] = []
         eager = EagerDispatch(hub, 15_000, self.delivered.append)
-        self.ops = Operations(db, handoff=eager)
+        self.ops = Operations(db, handoff=eager.claim)
         assert self.ops.groups is not None
 
     async def submit(self, **fields: str) -> Any:

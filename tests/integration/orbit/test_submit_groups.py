@@ -222,12 +222,12 @@ async def test_clock_and_known_keys_in_one_lookup(db: Database) -> None:
     for scopes in cases:
         async with db.hot_write() as conn:
             before = await db.now(conn)
-            now, found, _ = await idempotency.now_and_find_many(db, conn, OPERATION, "", scopes)
+            now, found = await idempotency.now_and_find_many(db, conn, OPERATION, "", scopes)
             expected = await idempotency.find_many(conn, OPERATION, "", scopes)
             after = await db.now(conn)
         assert found == expected
         assert now.tzinfo is not None and before <= now <= after
     async with db.hot_write() as conn:
-        _, found, _ = await idempotency.now_and_find_many(db, conn, OPERATION, "", cases[0][:2])
+        _, found = await idempotency.now_and_find_many(db, conn, OPERATION, "", cases[0][:2])
     assert [found[s].receipt_text for s in cases[0][:2]] == [stored[0].task_text,
                                                               stored[2].task_text]  # fmt: skip

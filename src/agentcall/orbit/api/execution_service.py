@@ -103,7 +103,7 @@ class ExecutionService:
         remote = cross.remote if cross is not None else None
         if self.settings.eager:
             self.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms,
-                                         metrics.eager.inc, remote)  # fmt: skip
+                                         metrics.eager.inc, remote).claim  # fmt: skip
         self.peers = cross.registration(self.hub, directory) if cross is not None else None
 
     def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:

@@ -17,15 +17,14 @@ A connection whose only free slot is offered to the other server processes (remo
 dispatch, `orbit.execution.offers`) still counts as idle here: `settle(conn)` takes the offer
 back in the same transaction, and if another process claimed it first the task is not leased
 here (it waits, and a round or the next submit finds it). Tasks that no connection here takes
-may go to another process's offered slot (`orbit.execution.remote_eager`) that the
-transaction's first statement locked (`offered`).
+may go to another process's offered slot (`orbit.execution.remote_eager`), in `settle` too.
 
 The submit's receipt is still its acceptance snapshot (WAITING, revision 1: O-SUB-1); the task
 itself is LEASED by the time the receipt is sent."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -42,7 +41,6 @@ from agentcall.orbit.execution.remote_eager import RemoteEager, RemoteGrant
 from agentcall.orbit.store import offers
 from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.sql import Insert, Write
-from agentcall.orbit.store.submit_group import Offered
 from agentcall.orbit.store.tables import task_attempts, tasks
 from agentcall.orbit.store.tasks import task_row
 
@@ -58,9 +56,10 @@ class Claims:
     # grants that use a connection's offered slot: the offer is withdrawn in `settle`
     taking: dict[str, StandingOffer] = field(default_factory=dict)  # attempt id -> offer
     lost: list[str] = field(default_factory=list)  # offers claimed elsewhere first
-    remote: list[RemoteGrant] = field(default_factory=list)  # other processes' offers taken
+    remote: list[RemoteGrant] = field(default_factory=list)
     remote_eager: RemoteEager | None = None
     told: bool = False  # the offering processes were told of `remote`
+    unclaimed: list[Task] = field(default_factory=list)  # ready tasks no connection here took
 
     @property
     def task_ids(self) -> frozenset[str]:
@@ -68,12 +67,15 @@ class Claims:
         return frozenset(local | {remote.grant.task.id for remote in self.remote})
 
     async def settle(self, conn: HotConnection) -> None:
-        """In the transaction, before its writes: take offered slots of this process back."""
+        """In the transaction, before its writes: take offered slots back, claim other
+        processes' offers for the tasks no connection here took."""
         for link, grant in list(self.grants):
             offer = self.taking.get(grant.attempt_id)
             if offer is not None and not await offers.withdraw(conn, offer.offer_id):
                 self.lost.append(offer.offer_id)  # claimed elsewhere: its delivery comes
                 self._drop(link, grant)
+        if self.remote_eager is not None and self.unclaimed:
+            self.remote = await self.remote_eager.claim(conn, self.unclaimed, self.now)
 
     def inserts(self) -> list[Write]:
         """The claimed tasks' rows (LEASED) and their attempts, in that order, and the claims
@@ -152,14 +154,9 @@ class EagerDispatch:
         self.on_delivered = on_delivered
         self.remote = remote
 
-    def offers_wanted(self, queues: Collection[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The (namespace, queue) pairs whose open offers the transaction should lock."""
-        return self.remote.wanted(queues) if self.remote is not None else []
-
-    def __call__(self, accepted: Sequence[Task], now: datetime, offered: Offered) -> Claims:
+    def claim(self, accepted: Sequence[Task], now: datetime) -> Claims:
         """Reserve a slot for each task a connection can take now (see the module text)."""
         claims = Claims(self.hub, now, self.on_delivered, remote_eager=self.remote)
-        unclaimed: list[Task] = []
         links = [link for link in self.hub.links.values() if link.open]
         seats = [Seat(link.offer().free, link.peer.queues, link.handlers, link.pending,
                       idle=link.idle) for link in links]  # fmt: skip
@@ -169,7 +166,7 @@ class EagerDispatch:
                 continue
             index = eager_seat(seats, task.queue_id, key) if seats else None
             if index is None:
-                unclaimed.append(task)
+                claims.unclaimed.append(task)
                 continue
             link = links[index]
             grant = new_grant(task, 1, now, self.lease_ttl_ms)
@@ -180,8 +177,10 @@ class EagerDispatch:
             self.hub.owner[grant.attempt_id] = link.peer.connection_id
             seats[index] = replace(seats[index], free=link.free, idle=False)
             claims.grants.append((link, grant))
-        if self.remote is not None and offered:
-            claims.remote = self.remote.claim(unclaimed, now, offered)
+        if self.remote is not None:
+            claims.unclaimed = self.remote.wanted(claims.unclaimed)
+        else:
+            claims.unclaimed.clear()
         return claims
 
 

@@ -26,8 +26,8 @@ from agentcall.orbit.execution.acks import Grant, Peer
 from agentcall.orbit.execution.kernel import attempt_row, new_grant
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import offers as store
+from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.sql import Update
-from agentcall.orbit.store.submit_group import Offered
 
 # (server id, offer id, task id): tell the offering process after the commit
 SendClaim = Callable[[str, str, str], None]
@@ -68,34 +68,37 @@ class RemoteEager:
         """Another process offers slots on these queues (`orbit.offer.1`)."""
         self.belief.offered(queue_ids, time.monotonic())
 
-    def wanted(self, queues: Collection[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The (namespace, queue) pairs worth a look: the queue is believed to have offers."""
+    def wanted(self, tasks: Sequence[Task]) -> list[Task]:
+        """The tasks worth a look: their queue is believed to have offers."""
         at = time.monotonic()
-        return sorted(q for q in queues if self.belief.believes(q[1], at))
+        return [task for task in tasks if self.belief.believes(task.queue_id, at)]
 
-    def claim(
-        self, tasks: Sequence[Task], now: datetime, offered: Offered
+    async def claim(
+        self, conn: HotConnection, tasks: Sequence[Task], now: datetime
     ) -> list[RemoteGrant]:
-        """One offer per task that matches among the open offers its transaction locked
-        (`offered`; ready tasks only: the caller filters); the claims are written with the
-        transaction's other writes (`claim_write`)."""
-        found: dict[str, store.OfferRow] = {}
-        for (_, queue_id), rows in offered.items():
+        """Lock the open offers of the tasks' queues and pick one per task that matches (ready
+        tasks only: the caller filters), in the caller's transaction; the claims are written
+        with its other writes (`claim_write`)."""
+        found: list[store.OfferRow] = []
+        for namespace_id, queue_id in sorted({(t.namespace_id, t.queue_id) for t in tasks}):
+            rows = await store.open_offers(conn, namespace_id, queue_id)
             if not rows:
                 self.belief.found_none([queue_id])
-            found.update((row.terms.offer_id, row) for row in rows)
-        if not found or not tasks:
+            found.extend(row for row in rows if row.terms.offer_id not in
+                         {f.terms.offer_id for f in found})  # fmt: skip
+        if not found:
             return []
-        rows = list(found.values())  # each queue's oldest first
         wanted = [Wanted(t.namespace_id, t.queue_id, HandlerKey(t.handler, t.handler_version))
                   for t in tasks]  # fmt: skip
-        picks = match_offers(wanted, [row.terms for row in rows], set(self.live()))
+        picks = match_offers(wanted, [row.terms for row in found], set(self.live()))
         claimed: list[RemoteGrant] = []
         for task, pick in zip(tasks, picks, strict=True):
-            if pick is not None:
-                grant = replace(new_grant(task, 1, now, self.lease_ttl_ms),
-                                attempt_id=rows[pick].attempt_id, lease_token="")  # fmt: skip
-                claimed.append(RemoteGrant(rows[pick], grant))
+            if pick is None:
+                continue
+            offer = found[pick]
+            grant = replace(new_grant(task, 1, now, self.lease_ttl_ms),
+                            attempt_id=offer.attempt_id, lease_token="")  # fmt: skip
+            claimed.append(RemoteGrant(offer, grant))
         return claimed
 
     @staticmethod

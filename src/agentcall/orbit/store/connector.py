@@ -58,16 +58,6 @@ async def fetch(conn: HotConnection, name: str, params: Params) -> list[Any]:
     return await connector(conn).fetch(conn, name, params)
 
 
-async def fetch_each(
-    conn: HotConnection, queries: Sequence[tuple[str, Params]], *, commit: bool = False
-) -> list[list[Any]]:
-    """The rows of each named query; on MySQL/MariaDB all in one round trip, with `commit` on
-    a `hot_write` session its COMMIT too (elsewhere the caller's transaction commits)."""
-    if connector(conn) is MYSQL:
-        return await mysql.fetch_each(conn, queries, commit=commit)
-    return [await fetch(conn, name, params) for name, params in queries]
-
-
 async def execute(conn: HotConnection, name: str, params: Params) -> int:
     """Run the named write `name`; the number of rows it matched."""
     return await connector(conn).execute(conn, name, params)

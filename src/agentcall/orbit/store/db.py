@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import enum
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from agentcall.orbit.domain.errors import SetupError, Unavailable
-from agentcall.orbit.store.connector import HotConnection, fetch, fetch_each
+from agentcall.orbit.store.connector import HotConnection, fetch
 from agentcall.orbit.store.driver_pool import DriverPool
 from agentcall.orbit.store.sql import ConcurrentChange
 
@@ -167,21 +167,17 @@ class Database:
         return value
 
     async def now_and_fetch(
-        self, conn: HotConnection, name: str, params: Mapping[str, Any],
-        more: Sequence[tuple[str, Mapping[str, Any]]] = (),
-    ) -> tuple[datetime, list[Any], list[list[Any]]]:  # fmt: skip
-        """`now(conn)`, the rows of query `name` and those of the `more` queries; on
-        MySQL/MariaDB in one round trip, the first as `clock_and_<name>` (the clock in front of
-        every row, one row of NULLs when none matched): the clock still read once inside the
-        transaction."""
+        self, conn: HotConnection, name: str, params: Mapping[str, Any]
+    ) -> tuple[datetime, list[Any]]:
+        """`now(conn)` and the rows of query `name`; on MySQL/MariaDB in one statement,
+        `clock_and_<name>` (the clock in front of every row, one row of NULLs when none
+        matched): one round trip less, the clock still read once inside the transaction."""
         if self.dialect is not Dialect.MYSQL:
-            now = await self.now(conn)
-            return now, await fetch(conn, name, params), [await fetch(conn, *q) for q in more]
-        queries = [("clock_and_" + name, params), *more]
-        first, *rest = await fetch_each(conn, queries) if more else [await fetch(conn, *queries[0])]
-        now = first[0][0]
+            return await self.now(conn), await fetch(conn, name, params)
+        rows = await fetch(conn, "clock_and_" + name, params)
+        now = rows[0][0]
         assert isinstance(now, datetime)
-        return now, [row[1:] for row in first if row[1] is not None], rest
+        return now, [row[1:] for row in rows if row[1] is not None]
 
     def is_duplicate(self, exc: BaseException) -> bool:
         if not isinstance(exc, sa.exc.IntegrityError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -48,18 +48,16 @@ async def find_many(
 
 
 async def now_and_find_many(
-    db: Database, conn: HotConnection, operation: str, target: str, scopes: Iterable[Scope],
-    more: Sequence[tuple[str, Mapping[str, Any]]] = (),
-) -> tuple[datetime, dict[Scope, StoredReceipt], list[list[Any]]]:  # fmt: skip
-    """`db.now(conn)`, `find_many(...)` and the rows of the `more` named queries (a submit
-    group's look for other processes' offered slots); on MySQL/MariaDB in one statement or
-    round trip (the clock is still read once, inside the transaction)."""
+    db: Database, conn: HotConnection, operation: str, target: str, scopes: Iterable[Scope]
+) -> tuple[datetime, dict[Scope, StoredReceipt]]:
+    """`db.now(conn)` and `find_many(...)`; on MySQL/MariaDB in one statement (one round trip
+    less per submit group; the clock is still read once, inside the transaction)."""
     wanted = set(scopes)
     if not wanted:
-        return await db.now(conn), {}, [await fetch(conn, *query) for query in more]
+        return await db.now(conn), {}
     params = _find_params(operation, target, wanted)
-    now, rows, extra = await db.now_and_fetch(conn, "receipts", params, more)
-    return now, _found(rows, operation, target, wanted), extra
+    now, rows = await db.now_and_fetch(conn, "receipts", params)
+    return now, _found(rows, operation, target, wanted)
 
 
 def _find_params(operation: str, target: str, wanted: set[Scope]) -> dict[str, object]:

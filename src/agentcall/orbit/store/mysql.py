@@ -87,35 +87,6 @@ async def fetch(conn: HotConnection, name: str, params: Mapping[str, Any]) -> li
     return [make(_result(value) for value in row) for row in rows]
 
 
-async def fetch_each(
-    conn: HotConnection, queries: Sequence[tuple[str, Mapping[str, Any]]], *, commit: bool = False
-) -> list[list[Any]]:
-    """The rows of several named queries sent as ONE multi-statement round trip, in order;
-    with `commit` on a `hot_write` session the transaction's COMMIT goes in it too."""
-    compiled = [compile_query(name, layout(params), FRAGMENTS) for name, params in queries]
-    ends = commit and isinstance(conn, DriverSession)
-    sql = ";\n".join([c.sql for c in compiled] + (["COMMIT"] if ends else []))
-    bound = tuple(_bind(value) for c, (_, params) in zip(compiled, queries, strict=True)
-                  for value in c.values(params))  # fmt: skip
-    results: list[list[Any]] = []
-    driver = await driver_of(conn)
-    try:
-        async with driver.cursor() as cursor:
-            await cursor.execute(sql, bound)
-            while True:
-                rows = await cursor.fetchall()
-                make = record(tuple(column[0] for column in cursor.description or ()))._make
-                results.append([make(_result(value) for value in row) for row in rows])
-                if not await cursor.nextset():
-                    break
-    except DRIVER_ERRORS as exc:
-        raise translated(sql, bound, exc) from exc
-    if ends:
-        assert isinstance(conn, DriverSession)
-        conn.ended = True
-    return results[: len(compiled)]
-
-
 async def execute(conn: HotConnection, name: str, params: Mapping[str, Any]) -> int:
     """Run write `name`; the rows it matched (the MySQL dialect sets FOUND_ROWS)."""
     compiled = compile_query(name, layout(params), FRAGMENTS)

@@ -84,16 +84,10 @@ async def withdraw(conn: HotConnection, offer_id: str) -> bool:
     return await connector.execute(conn, "withdraw_offer", {"offer_id": offer_id}) == 1
 
 
-def open_offers(namespace_id: str, queue_id: str) -> tuple[str, dict[str, Any]]:
-    """The named query that locks the open offers of a queue (a submit group sends it with its
-    first statement: `idempotency.now_and_find_many`); `parse` reads its rows."""
+async def open_offers(conn: HotConnection, namespace_id: str, queue_id: str) -> list[OfferRow]:
     params = {"namespace_id": namespace_id, "queue_pattern": f'%"{queue_id}"%',
               "limit": MAX_LOOKED}  # fmt: skip
-    return "open_offers", params
-
-
-def parse(rows: Sequence[Any]) -> list[OfferRow]:
-    return [_offer(row) for row in rows]
+    return [_offer(row) for row in await connector.fetch(conn, "open_offers", params)]
 
 
 def claims(claimed: Sequence[tuple[str, str]], now: datetime) -> Update:
@@ -124,8 +118,7 @@ async def offered_lease(
     conn: HotConnection, attempt_id: str, connection_id: str
 ) -> OfferedLease | None:
     params = {"attempt_id": attempt_id, "connection_id": connection_id}
-    # its transaction ends with it: one round trip on the driver connection
-    (rows,) = await connector.fetch_each(conn, [("offered_lease", params)], commit=True)
+    rows = await connector.fetch(conn, "offered_lease", params)
     if not rows:
         return None
     row = rows[0]

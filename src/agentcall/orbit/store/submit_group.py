@@ -3,9 +3,7 @@ commit are written together in ONE transaction, and every caller is answered onl
 transaction committed. One durable commit then serves many submits, as a database's own group
 commit does for its log flushes.
 
-A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB;
-with it, in the same round trip, a lock on the other processes' open offers of the group's
-queues when eager dispatch believes there are some),
+A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
 the decisions of `group_plan`, the eager leases of the execution service if it is there
 (`handoff`, `orbit.execution.eager`), then one multi-row INSERT per table (idempotency records
 first, tasks, attempts and their events, acceptance events, audit: `connector.insert_all`, which
@@ -22,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -31,7 +29,7 @@ import sqlalchemy as sa
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.task import Task
-from agentcall.orbit.store import idempotency, journal, offers, tasks
+from agentcall.orbit.store import idempotency, journal, tasks
 from agentcall.orbit.store.connector import HotConnection, insert_all
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.driver_pool import DriverSession
@@ -63,20 +61,7 @@ class Claims(Protocol):
     def release(self) -> None: ...
 
 
-# (namespace id, queue id) -> the open offers of other processes' idle workers on that queue,
-# locked by this transaction (remote eager dispatch, `orbit.store.offers`)
-Offered = Mapping[tuple[str, str], Sequence[offers.OfferRow]]
-
-
-class Handoff(Protocol):
-    """Eager dispatch (`orbit.execution.eager`): which queues' offers the group's transaction
-    should lock with its first statement, and the claims on the accepted tasks."""
-
-    def offers_wanted(self, queues: Collection[tuple[str, str]]) -> list[tuple[str, str]]: ...
-
-    def __call__(self, accepted: Sequence[Task], now: datetime, offered: Offered) -> Claims: ...
-
-
+Handoff = Callable[[Sequence[Task], datetime], Claims]
 MAX_GROUP = 64
 # payload text per group: each payload is written twice (task, receipt), and one statement
 # must stay well below max_allowed_packet (16 MiB by default)
@@ -148,16 +133,14 @@ class SubmitGroups:
         try:
             async with self.db.hot_write() as conn:
                 scopes = [item.scope for item in items]
-                wanted = self._offers_wanted(items)
-                now, stored, looked = await idempotency.now_and_find_many(
-                    self.db, conn, SUBMIT, "", scopes, [offers.open_offers(*q) for q in wanted]
+                now, stored = await idempotency.now_and_find_many(
+                    self.db, conn, SUBMIT, "", scopes
                 )
-                offered = {q: offers.parse(rows) for q, rows in zip(wanted, looked, strict=True)}
                 decisions = plan_group(items, stored, now, new_id)
                 pairs = zip(items, decisions, strict=True)
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
                 if accepted:
-                    claims = self._claim([d.task for _, d in accepted], now, offered)
+                    claims = self._claim([d.task for _, d in accepted], now)
                     if claims is not None:
                         await claims.settle(conn)
                     await insert_all(conn, self._inserts(accepted, claims, now),
@@ -174,14 +157,8 @@ class SubmitGroups:
             raise
         return decisions, claims
 
-    def _offers_wanted(self, items: list[PendingSubmit]) -> list[tuple[str, str]]:
-        if self.handoff is None:
-            return []
-        queues = {(i.principal.namespace_id, i.request.queue_id) for i in items}
-        return self.handoff.offers_wanted(queues)
-
-    def _claim(self, accepted: list[Task], now: datetime, offered: Offered) -> Claims | None:
-        return None if self.handoff is None else self.handoff(accepted, now, offered)
+    def _claim(self, accepted: list[Task], now: datetime) -> Claims | None:
+        return None if self.handoff is None else self.handoff(accepted, now)
 
     @staticmethod
     def _inserts(
