@@ -9,7 +9,7 @@ otherwise to `package` itself.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -27,6 +27,23 @@ def modules(root: str, src: Path = SRC) -> dict[str, Path]:
             parts.pop()
         found[".".join(parts)] = path
     return found
+
+
+def outside(root: str, part: str, src: Path = SRC) -> dict[str, Path]:
+    """The modules below `root` that are not in its part `part` (e.g. every module of a service
+    but its store)."""
+    inside = f"{root}.{part}"
+    return {
+        name: path
+        for name, path in modules(root, src).items()
+        if name != inside and not name.startswith(inside + ".")
+    }
+
+
+def trees(sources: Mapping[str, Path]) -> Iterator[tuple[str, ast.Module]]:
+    """Each module's name and syntax tree, by name."""
+    for name, path in sorted(sources.items()):
+        yield name, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:

@@ -27,8 +27,7 @@ pytestmark = pytest.mark.unit
 
 def environment_readers(sources: dict[str, Path]) -> list[str]:
     found = []
-    for module, path in sorted(sources.items()):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for module, tree in layers.trees(sources):
         for node in ast.walk(tree):
             via_os = (
                 isinstance(node, ast.Attribute)
@@ -50,8 +49,7 @@ def dialect_questions(sources: dict[str, Path]) -> list[str]:
     """Uses of `Dialect` or of a database's `.dialect` other than its name (`.dialect.value`,
     for a log line)."""
     found = []
-    for module, path in sorted(sources.items()):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for module, tree in layers.trees(sources):
         named = {
             id(node.value)
             for node in ast.walk(tree)
@@ -69,21 +67,13 @@ def dialect_questions(sources: dict[str, Path]) -> list[str]:
     return found
 
 
-def _outside(part: str) -> dict[str, Path]:
-    return {
-        name: path
-        for name, path in layers.modules(ROOT).items()
-        if not name.startswith(f"{ROOT}.{part}.") and name != f"{ROOT}.{part}"
-    }
-
-
 def test_only_the_settings_modules_read_the_environment() -> None:
     sources = {n: p for n, p in layers.modules(ROOT).items() if n not in READS_THE_ENVIRONMENT}
     assert environment_readers(sources) == []
 
 
 def test_only_the_store_asks_which_database_it_runs_on() -> None:
-    assert dialect_questions(_outside("store")) == []
+    assert dialect_questions(layers.outside(ROOT, "store")) == []
 
 
 def test_the_assembly_passes_hooks_to_constructors() -> None:
