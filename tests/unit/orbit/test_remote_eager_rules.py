@@ -7,6 +7,7 @@ slot is reserved, so a connection never holds more attempts than its capacity)."
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -29,6 +30,7 @@ from agentcall.orbit.domain.peers import (
 )
 from agentcall.orbit.execution.acks import Peer
 from agentcall.orbit.execution.links import Link, StandingOffer
+from agentcall.orbit.execution.offers import OfferDesk
 from agentcall.orbit.protocol.messages import WorkerIdentity
 
 pytestmark = pytest.mark.unit
@@ -172,3 +174,20 @@ def test_an_offered_slot_is_reserved_but_the_connection_stays_idle(
     assert (link.spare is not None) is spare
     assert link.offer().free == free_for_rounds
     assert link.free == capacity - len(in_flight)  # never more than the capacity
+
+
+@pytest.mark.parametrize(
+    ("live", "capacity", "in_flight", "offered", "wants"),
+    [
+        ((), 1, set(), None, False),  # alone: nobody could claim an offer, none is published
+        (("p",), 1, set(), None, True),
+        (("p",), 1, {"x"}, None, False),  # busy: rounds feed it
+        (("p",), 1, {"a1"}, OPEN, False),  # offered already
+    ],
+)
+def test_which_links_offer_a_slot(
+    live: tuple[str, ...], capacity: int, in_flight: set[str], offered: StandingOffer | None,
+    wants: bool,
+) -> None:  # fmt: skip
+    desk = OfferDesk(cast(Any, None), S1, lambda queue_ids: None, lambda: live)
+    assert desk.wants(_link(capacity, in_flight, offered)) is wants

@@ -197,7 +197,8 @@ class _CrossProcess:
                         "process that another process's submit granted (remote eager "
                         "dispatch), also counted in orbit_leases"),
             )  # fmt: skip
-            self.desk = OfferDesk(db, self.server_id, self.sender.offered, offers)
+            self.desk = OfferDesk(db, self.server_id, self.sender.offered, self.sender.live,
+                                  offers)  # fmt: skip
             claims = counter("orbit_remote_eager_claims", "Tasks submitted here and leased in "
                              "the submit's transaction to another process's offered slot")
             self.remote = RemoteEager(settings.lease_ttl_ms, self.sender.live,

@@ -28,7 +28,7 @@ never started (the task is requeued; never two live holders)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from agentcall.orbit.domain.attempts import AttemptState
@@ -54,15 +54,17 @@ class OfferCounters:
 
 
 class OfferDesk:
-    """`announce(queue_ids)`: tell the other processes that slots are offered on these queues."""
+    """`announce(queue_ids)`: tell the other processes that slots are offered on these queues;
+    `live()`: the live other processes (offers are published only while there are some)."""
 
     def __init__(
         self, db: Database, server_id: str, announce: Callable[[Sequence[str]], None],
-        counters: OfferCounters | None = None,
+        live: Callable[[], Collection[str]], counters: OfferCounters | None = None,
     ) -> None:  # fmt: skip
         self.db = db
         self.server_id = server_id
         self.announce = announce
+        self.live = live
         self.counters = counters or OfferCounters()
         self.standing: dict[str, Link] = {}  # offer id -> its link
         self._delivering: set[str] = set()
@@ -70,7 +72,10 @@ class OfferDesk:
 
     # ----------------------------------------------------------------- publish
     def wants(self, link: Link) -> bool:
-        return link.open and link.offered is None and link.idle and link.free > 0
+        """An idle link with a free slot and no offer, while another process is there to
+        claim it (alone, a process offers nothing and pays nothing)."""
+        idle = link.open and link.offered is None and link.idle and link.free > 0
+        return idle and bool(self.live())
 
     async def publish(self, link: Link) -> str | None:
         """Offer a slot of an idle link; an offer id when the link closed meanwhile and a claim
