@@ -154,23 +154,24 @@ OPEN = StandingOffer(O1, "a1", "token", open=True, busy=False)
 
 
 @pytest.mark.parametrize(
-    ("capacity", "in_flight", "offered", "idle", "spare", "free_for_rounds"),
+    ("capacity", "in_flight", "offered", "idle", "spare", "free_for_rounds", "held"),
     [
-        (1, set(), None, True, False, 1),
-        (1, {"a1"}, OPEN, True, True, 1),  # only the offered slot: still idle, usable
-        (1, {"a1"}, replace(OPEN, busy=True), True, False, 0),  # being withdrawn or used
-        (1, {"a1"}, replace(OPEN, open=False), True, False, 0),  # still being published
-        (2, {"a1"}, OPEN, True, False, 1),  # a free slot besides the offer: no withdraw
-        (2, {"a1", "x"}, OPEN, False, True, 1),
-        (1, {"x"}, None, False, False, 0),
+        (1, set(), None, True, False, 1, 0),
+        (1, {"a1"}, OPEN, True, True, 1, 0),  # only the offered slot: still idle, usable
+        (1, {"a1"}, replace(OPEN, busy=True), True, False, 0, 0),  # being withdrawn or used
+        (1, {"a1"}, replace(OPEN, open=False), True, False, 0, 0),  # still being published
+        (2, {"a1"}, OPEN, True, False, 1, 0),  # a free slot besides the offer: no withdraw
+        (2, {"a1", "x"}, OPEN, False, True, 1, 1),
+        (1, {"x"}, None, False, False, 0, 1),
     ],
 )
 def test_an_offered_slot_is_reserved_but_the_connection_stays_idle(
     capacity: int, in_flight: set[str], offered: StandingOffer | None, idle: bool, spare: bool,
-    free_for_rounds: int,
+    free_for_rounds: int, held: int,
 ) -> None:  # fmt: skip
     link = _link(capacity, in_flight, offered)
     assert link.idle is idle
+    assert link.held == held  # what the workers' listing shows in flight
     assert (link.spare is not None) is spare
     assert link.offer().free == free_for_rounds
     assert link.free == capacity - len(in_flight)  # never more than the capacity

@@ -59,6 +59,12 @@ class Link:
         return free_slots(self.capacity, len(self.in_flight)) if self.open else 0
 
     @property
+    def held(self) -> int:
+        """Attempts really in flight: not counting the slot reserved by a standing offer."""
+        offered = self.offered
+        return len(self.in_flight) - (1 if offered and offered.attempt_id in self.in_flight else 0)
+
+    @property
     def idle(self) -> bool:
         """Nothing in flight but, perhaps, its offered slot."""
         return not self.in_flight or (self.offered is not None

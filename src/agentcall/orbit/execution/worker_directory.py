@@ -37,7 +37,7 @@ def record_of(link: Link, server: str = SERVER) -> WorkerRecord:
         tuple(link.queue_order),
         tuple(sorted(link.handlers)),
         link.capacity,
-        len(link.in_flight),
+        link.held,  # an offered slot is still free
         link.connected_at,
         link.seen_at,
     )
