@@ -113,7 +113,7 @@ def test_queue_and_worker_views_match_the_openapi_schemas() -> None:
     peer = SimpleNamespace(connection_id="c" * 32, namespace_id="n" * 32,
                            worker=WorkerIdentity("w", "i" * 32, "sdk/1", "host", 7))  # fmt: skip
     link = SimpleNamespace(peer=peer, handlers=frozenset({HandlerKey("h", "v1")}), capacity=4,
-                           in_flight={"a"}, connected_at=NOW, seen_at=NOW,
+                           in_flight={"a"}, held=1, connected_at=NOW, seen_at=NOW,
                            queue_order=("q" * 32,))  # fmt: skip
     view = worker_view(record_of(link), frozenset({"q" * 32}))  # type: ignore[arg-type]
     assert view is not None

@@ -6,6 +6,7 @@ slot is reserved, so a connection never holds more attempts than its capacity)."
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any, cast
 
@@ -29,6 +30,7 @@ from agentcall.orbit.domain.peers import (
     encode_claim,
 )
 from agentcall.orbit.execution.acks import Peer
+from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.links import Link, StandingOffer
 from agentcall.orbit.execution.offers import OfferDesk
 from agentcall.orbit.protocol.messages import WorkerIdentity
@@ -192,3 +194,45 @@ def test_which_links_offer_a_slot(
 ) -> None:  # fmt: skip
     desk = OfferDesk(cast(Any, None), S1, lambda queue_ids: None, lambda: live)
     assert desk.wants(_link(capacity, in_flight, offered)) is wants
+
+
+class _Desk:
+    """The offering side as the hub sees it, recording what the hub asks of it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def wants(self, link: Link) -> bool:
+        return link.offered is None and link.idle
+
+    async def publish(self, link: Link) -> str | None:
+        self.calls.append("publish")
+        return None
+
+    async def take_back(self, link: Link) -> str | None:
+        self.calls.append("take back")
+        return None
+
+
+@pytest.mark.parametrize(
+    ("capacity", "in_flight", "offered", "pending", "calls"),
+    [
+        (1, set(), None, frozenset(), ["publish"]),  # idle, nothing left to ask
+        (1, set(), None, frozenset({Q1}), []),  # a queue may still hold work: ask it first
+        (1, {"x"}, None, frozenset(), []),  # busy
+        (1, {"a1"}, OPEN, frozenset(), []),  # offered already
+        (0, {"a1"}, OPEN, frozenset(), ["take back"]),  # `flow` 0: no slot left for it
+    ],
+)
+async def test_when_the_hub_offers_a_slot_or_takes_it_back(
+    capacity: int, in_flight: set[str], offered: StandingOffer | None, pending: frozenset[str],
+    calls: list[str],
+) -> None:  # fmt: skip
+    desk = _Desk()
+    hub = Hub(cast(Any, None), cast(Any, None), cast(Any, None), tick_s=1, sweep_s=1,
+              offers=cast(Any, desk))  # fmt: skip
+    link = _link(capacity, in_flight, offered)
+    link.pending = pending
+    hub._maybe_offer(link)
+    await asyncio.sleep(0.01)
+    assert desk.calls == calls

@@ -114,7 +114,7 @@ class Hub:
             self.owner.pop(attempt_id, None)
             self.leased.pop(attempt_id, None)  # it may end anywhere now: not observed here
         if self.offers is not None and link.offered is not None:
-            self.spawn(self._offer_closed(self.offers, link))
+            self.spawn(self._take_back(self.offers, link))
 
     def spawn(self, work: Awaitable[Any]) -> None:
         """Run `work` (a send, a disconnect) in the background, quietly; referenced until done
@@ -254,8 +254,14 @@ class Hub:
 
     # ------------------------------------------------------------------ offers
     def _maybe_offer(self, link: Link) -> None:
-        """An idle link with nothing left to ask: offer a slot to the other processes."""
-        if self.offers is not None and not link.pending and self.offers.wants(link):
+        """An idle link with nothing left to ask: offer a slot to the other processes; a link
+        whose worker lowered its capacity (`flow`) below its offered slot: take it back."""
+        if self.offers is None:
+            return
+        offered = link.offered
+        if offered is not None and offered.open and link.capacity <= link.held:
+            self.spawn(self._take_back(self.offers, link))
+        elif not link.pending and self.offers.wants(link):
             self.spawn(self._publish(self.offers, link))
 
     async def _publish(self, offers: Offering, link: Link) -> None:
@@ -265,8 +271,8 @@ class Hub:
         elif link.pending and link.open:
             self._wake.set()  # hinted while the offer was being published
 
-    async def _offer_closed(self, offers: Offering, link: Link) -> None:
-        claimed = await offers.closed(link)
+    async def _take_back(self, offers: Offering, link: Link) -> None:
+        claimed = await offers.take_back(link)
         if claimed is not None:
             await self._deliver(offers, claimed)
 

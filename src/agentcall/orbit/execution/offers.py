@@ -95,7 +95,7 @@ class OfferDesk:
         self.counters.published()
         offer.open, offer.busy = True, False
         if not link.open:
-            return await self.closed(link)
+            return await self.take_back(link)
         self.announce(link.queue_order)
         return None
 
@@ -142,18 +142,23 @@ class OfferDesk:
         elif link.offered is offer:
             offer.busy = False
 
-    async def closed(self, link: Link) -> str | None:
-        """The link closed: take its offer back; the offer id when a claim came first (the
-        caller delivers it, i.e. shortens that lease like any of a closed connection)."""
+    async def take_back(self, link: Link) -> str | None:
+        """Withdraw the link's offer on its own (the link closed, or its worker lowered its
+        capacity so that no slot is left for it); the offer id when a claim came first (the
+        caller delivers it: on a closed link that shortens the lease like any of a closed
+        connection)."""
         offer = link.offered
-        if offer is None or not offer.open:
-            return None  # none, or still being published (`publish` comes back here)
+        if offer is None or not offer.open or offer.busy:
+            return None  # none, being published (`publish` comes back here) or taken
         offer.busy = True
         try:
             withdrawn = await self.db.retrying(lambda: self._withdraw(offer.offer_id))
-        except Exception:  # noqa: BLE001 - the row stays; a claim on it expires unstarted
-            log.warning("could not withdraw the offer of a closed connection", exc_info=True)
-            withdrawn = True
+        except Exception:  # noqa: BLE001 - an open link tries again at its next round
+            log.warning("could not withdraw a worker offer", exc_info=True)
+            withdrawn = not link.open  # a closed link's row stays; a claim on it expires
+            if not withdrawn:
+                self.settled(link, offer, False)
+                return None
         if withdrawn:
             self.settled(link, offer, True)
             return None
