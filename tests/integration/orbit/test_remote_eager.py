@@ -101,6 +101,9 @@ async def _pair(url: str, a: str, b: str) -> AsyncIterator[Pair]:
     db = Database.open(url, pool_size=4)
     try:
         tenant = await Tenant.create(db, a)
+        # each process reads the registrations about once a second: A learns B's address (for
+        # the claim's datagram) within a second of B's start
+        await asyncio.sleep(1.1)
         async with httpx.AsyncClient(base_url=a, timeout=10) as http:
             yield Pair(a, b, tenant, http)
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
@@ -24,6 +25,8 @@ from agentcall.orbit.domain.peers import (
     Claimed,
     Hint,
     Offered,
+    Registration,
+    dead_servers,
     decode,
     decode_message,
     encode,
@@ -60,8 +63,10 @@ def _offer(offer_id: str, server: str = S1, ns: str = NS, queues: tuple[str, ...
         ([Wanted(NS, Q1, H2)], [_offer(O1)], [None]),
         # each offer once; a later task takes the next one, or none
         ([Wanted(NS, Q1, H1)] * 3, [_offer(O1), _offer(O2)], [0, 1, None]),
-        # a dead process's offer is never taken (it would never deliver the lease)
+        # a dead process's offer is never taken (it would never deliver the lease); one of a
+        # process not read yet (registered since) is
         ([Wanted(NS, Q1, H1)], [_offer(O1, DEAD), _offer(O2, S2)], [1]),
+        ([Wanted(NS, Q1, H1)], [_offer(O1, "7" * 32)], [0]),
         # a connection serving several queues and handlers serves each
         ([Wanted(NS, Q2, H2)], [_offer(O1, queues=(Q1, Q2), handlers=(H1, H2))], [0]),
         # matching is per task: a mismatch does not consume the offer
@@ -73,7 +78,15 @@ def _offer(offer_id: str, server: str = S1, ns: str = NS, queues: tuple[str, ...
 def test_which_offer_a_task_takes(
     tasks: list[Wanted], offers: list[OfferTerms], expected: list[int | None]
 ) -> None:
-    assert match_offers(tasks, offers, {S1, S2}) == expected
+    assert match_offers(tasks, offers, {DEAD}) == expected
+
+
+def test_a_process_whose_registration_expired_is_dead_one_not_read_yet_is_not() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [Registration(S1, "h", 1, now - timedelta(seconds=4.9)),
+            Registration(DEAD, "h", 2, now - timedelta(seconds=5.1))]  # fmt: skip
+    assert dead_servers(rows, now) == {DEAD}
+    assert dead_servers([], now) == frozenset()
 
 
 def test_the_belief_holds_for_a_while_after_each_offer_and_ends_on_an_empty_look() -> None:

@@ -201,7 +201,7 @@ class _CrossProcess:
                                   offers)  # fmt: skip
             claims = counter("orbit_remote_eager_claims", "Tasks submitted here and leased in "
                              "the submit's transaction to another process's offered slot")
-            self.remote = RemoteEager(settings.lease_ttl_ms, self.sender.live,
+            self.remote = RemoteEager(settings.lease_ttl_ms, self.sender.gone,
                                       self.sender.claim, claims)  # fmt: skip
 
     def registration(self, hub: Hub, directory: WorkerDirectory | None) -> PeerHints:

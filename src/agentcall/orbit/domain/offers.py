@@ -45,16 +45,18 @@ class Wanted:
 
 
 def match_offers(
-    tasks: Sequence[Wanted], offers: Sequence[OfferTerms], live: Collection[str]
+    tasks: Sequence[Wanted], offers: Sequence[OfferTerms], dead: Collection[str]
 ) -> list[int | None]:
     """For each task in order, the index of the offer it takes (oldest offer first, as given),
-    or None. An offer is taken at most once; only offers of live processes (`live`: server
-    ids) are taken: a dead process would never deliver the lease."""
+    or None. An offer is taken at most once; never one of a process known dead (`dead`: server
+    ids whose registration expired): it would never deliver the lease. A process that
+    registered since this one last read the registrations is not known dead: its offers are
+    taken (if the claim's datagram cannot reach it yet, its own round delivers)."""
     taken: set[int] = set()
     chosen: list[int | None] = []
     for task in tasks:
         pick = next((i for i, offer in enumerate(offers) if i not in taken
-                     and offer.server_id in live and offer.namespace_id == task.namespace_id
+                     and offer.server_id not in dead and offer.namespace_id == task.namespace_id
                      and task.queue_id in offer.queues and task.handler in offer.handlers),
                     None)  # fmt: skip
         if pick is not None:

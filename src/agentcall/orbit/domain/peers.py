@@ -138,6 +138,15 @@ def live_addresses(
             if row.server_id != me and row.heartbeat_at >= cutoff and 0 < row.port < 65536}
 
 
+def dead_servers(
+    rows: Iterable[Registration], now: datetime, expire_s: float = EXPIRE_S
+) -> frozenset[str]:
+    """Registrations not renewed within `expire_s`: their processes are gone (their offers are
+    never claimed); a process registered since the last read is not among them."""
+    cutoff = now - timedelta(seconds=expire_s)
+    return frozenset(row.server_id for row in rows if row.heartbeat_at < cutoff)
+
+
 def plan_sends(
     queue_ids: Sequence[str], peers: Sequence[tuple[str, int]], magic: bytes = MAGIC
 ) -> list[tuple[bytes, tuple[str, int]]]:

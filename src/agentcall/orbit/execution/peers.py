@@ -22,6 +22,7 @@ from agentcall.orbit.domain.peers import (
     Claimed,
     Hint,
     Offered,
+    dead_servers,
     decode_message,
     encode_claim,
     forgotten,
@@ -87,6 +88,7 @@ class HintSender:
         self.counters = counters or PeerCounters()
         self.peers: tuple[tuple[str, int], ...] = ()
         self.addresses: dict[str, tuple[str, int]] = {}  # live peers by server id
+        self.dead: frozenset[str] = frozenset()  # registrations that expired
         self.transport: asyncio.DatagramTransport | None = None
         self._pending: set[str] = set()  # to send at the end of this loop turn
         self._scheduled = False  # a loop turn with hints is open (its end is scheduled)
@@ -94,6 +96,10 @@ class HintSender:
     def live(self) -> Collection[str]:
         """The server ids of the live other processes."""
         return self.addresses.keys()
+
+    def gone(self) -> Collection[str]:
+        """The server ids of processes whose registration expired."""
+        return self.dead
 
     def announce(self, queue_ids: tuple[str, ...]) -> None:
         """Work became ready in `queue_ids` here: tell the live peers. The first announce of a
@@ -217,6 +223,7 @@ class PeerHints:
     async def _round(self) -> None:
         now, rows = await self.servers.beat(self.also)
         self.sender.addresses = live_addresses(rows, self.server_id, now)
+        self.sender.dead = dead_servers(rows, now)
         self.sender.peers = tuple(sorted(set(self.sender.addresses.values())))
         await self.servers.forget(forgotten(rows, now))
         self.sender.offered(sorted(self.offered()))

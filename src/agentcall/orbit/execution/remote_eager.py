@@ -51,15 +51,15 @@ class RemoteGrant:
 
 
 class RemoteEager:
-    """`live()`: the server ids of the live other processes; `send(server, offer, task)`;
+    """`dead()`: the server ids of processes known gone; `send(server, offer, task)`;
     `on_claimed(n)`: n offers were claimed by a committed submit (a metric)."""
 
     def __init__(
-        self, lease_ttl_ms: int, live: Callable[[], Collection[str]], send: SendClaim,
+        self, lease_ttl_ms: int, dead: Callable[[], Collection[str]], send: SendClaim,
         on_claimed: Callable[[int], None] = lambda n: None, belief: Belief | None = None,
     ) -> None:  # fmt: skip
         self.lease_ttl_ms = lease_ttl_ms
-        self.live = live
+        self.dead = dead
         self.send = send
         self.on_claimed = on_claimed
         self.belief = belief or Belief()
@@ -90,7 +90,7 @@ class RemoteEager:
             return []
         wanted = [Wanted(t.namespace_id, t.queue_id, HandlerKey(t.handler, t.handler_version))
                   for t in tasks]  # fmt: skip
-        picks = match_offers(wanted, [row.terms for row in found], set(self.live()))
+        picks = match_offers(wanted, [row.terms for row in found], set(self.dead()))
         claimed: list[RemoteGrant] = []
         for task, pick in zip(tasks, picks, strict=True):
             if pick is None:
