@@ -62,6 +62,12 @@ class Pair:
         await wait_until(published, 15, "B to offer its idle worker's slot")
         await asyncio.sleep(0.3)  # the offer datagram reaches A
 
+    async def submit_to_offer(self, worker: WorkerProcess) -> str:
+        """Once `worker` (on B) is connected and its slot offered: a no-op task submitted to A."""
+        await worker.connected()
+        await self.offered()
+        return await submit(self.http, self.tenant, handler="demo.noop")
+
     async def attempts(self, task_id: str) -> list[Any]:
         async with self.tenant.db.read() as conn:
             query = sa.select(task_attempts).where(task_attempts.c.task_id == task_id)
@@ -139,9 +145,7 @@ async def test_a_lost_claim_datagram_is_delivered_by_b_s_periodic_round(
         async with _pair(url, a, b) as pair:
             worker = pair.worker(b, tmp_path / "w.log")
             with workers(worker):
-                await worker.connected()
-                await pair.offered()
-                task_id = await submit(pair.http, pair.tenant, handler="demo.noop")
+                task_id = await pair.submit_to_offer(worker)
                 await pair.settled(task_id, timeout=3)
                 (attempt,) = await pair.attempts(task_id)
                 assert attempt.state == "SUCCEEDED"
@@ -162,9 +166,7 @@ async def test_b_s_worker_gone_after_the_claim_leaves_nothing_stuck(
         async with _pair(url, a, b) as pair:
             first = pair.worker(b, tmp_path / "w1.log")
             with workers(first):
-                await first.connected()
-                await pair.offered()
-                task_id = await submit(pair.http, pair.tenant, handler="demo.noop")
+                task_id = await pair.submit_to_offer(first)
                 assert await pair.state(task_id) == "LEASED"  # claimed in the submit
             second = pair.worker(a, tmp_path / "w2.log")
             with workers(second):
