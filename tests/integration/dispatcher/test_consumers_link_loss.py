@@ -86,12 +86,38 @@ def cut_after(
     return cuts
 
 
-@pytest.mark.parametrize("step", ["open_channel", "passive_declare"])
+def cut_before_channel(
+    monkeypatch: pytest.MonkeyPatch, link: AmqpLink, proxy: TcpProxy
+) -> list[bool]:
+    """Cut the proxy once, right before a channel is asked for, and ask the moment aiormq's
+    connection below has closed: aio_pika's connection above still says it is open for a
+    few loop turns, so the ask meets aiormq's `RuntimeError('… closed')`."""
+    original = link.channel
+    cuts: list[bool] = []
+
+    async def step() -> Any:
+        if not cuts:
+            cuts.append(True)
+            underlay = link.connection.transport if link.connection is not None else None
+            await asyncio.to_thread(proxy.cut)
+            for _ in range(100_000):  # one loop turn at a time: ask in the turn it closes
+                if underlay is None or underlay.connection.is_closed:
+                    break
+                await asyncio.sleep(0)
+        return await original()
+
+    monkeypatch.setattr(link, "channel", step)
+    return cuts
+
+
+@pytest.mark.parametrize("step", ["channel", "open_channel", "passive_declare"])
 async def test_link_lost_while_a_consumer_starts_is_survived_and_resumed_d_mq_4(
     rig: Rig, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     r = rig
-    if step == "open_channel":  # then the passive declare meets the closed connection
+    if step == "channel":  # the channel is asked of a connection closed only below
+        cuts = cut_before_channel(monkeypatch, r.link, r.proxy)
+    elif step == "open_channel":  # then the passive declare meets the closed connection
         cuts = cut_after(monkeypatch, r.consumers, "_open_channel", r.proxy)
     else:  # then `basic_consume` does
         cuts = cut_after(monkeypatch, aio_pika.Channel, "declare_queue", r.proxy)
@@ -103,6 +129,10 @@ async def test_link_lost_while_a_consumer_starts_is_survived_and_resumed_d_mq_4(
     assert r.consumers.status().of("t1") in {"disconnected", "error: AMQPConnectionError"}
 
     r.proxy.restore()
+    for _ in range(300):  # the link's own reconnection, not the cut connection
+        if r.link.reconnects >= 2 and r.link.connected.is_set():
+            break
+        await asyncio.sleep(0.05)
     await r.connected()
     await r.consumers.reconcile({"t1"})
     assert r.consumers.status().of("t1") == "consuming"

@@ -155,6 +155,10 @@ class TaskConsumers:
         current = self._link.connection
         if current is None or current is not connection or current.is_closed:
             return True
+        # aiormq's connection below closes a few loop turns before aio_pika's notices
+        underlay = getattr(current, "transport", None)
+        if underlay is None or underlay.connection.is_closed:
+            return True
         return held is not None and held.channel.is_closed
 
     def _handler(
