@@ -138,7 +138,9 @@ def test_sign_in_and_watch_a_queue_while_a_worker_runs(browser: WebDriver, site:
     shot(browser, site, "signin")
     browser.find_element(By.ID, "token").send_keys("orb_not-a-token")
     browser.find_element(By.CSS_SELECTOR, "#signin button").click()
-    assert "token" in browser.find_element(By.ID, "signin-error").text.lower()
+    # the click submits a form: the answer is a new page, found once it has loaded
+    refusal = until(lambda: browser.find_elements(By.ID, "signin-error"), 10, "the refusal")
+    assert "token" in refusal[0].text.lower()
     sign_in(browser, site, site.token)
     cookie = browser.get_cookie("orbit_session")
     assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
@@ -187,7 +189,8 @@ def test_review_a_task_left_by_a_killed_worker(browser: WebDriver, site: Site) -
     link = browser.find_element(By.CSS_SELECTOR, f'#inbox a[href="/ui/tasks/{task_id}"]')
     shot(browser, site, "review")
     link.click()
-    assert browser.find_element(By.ID, "task-state").text == "NEEDS_REVIEW"
+    state = until(lambda: browser.find_elements(By.ID, "task-state"), 10, "the task's page")
+    assert state[0].text == "NEEDS_REVIEW"
     assert "payment" in browser.find_element(By.ID, "attempts").text  # the attempt's evidence
     shot(browser, site, "task-needs-review")
     form = browser.find_element(By.ID, "resolve-form")
