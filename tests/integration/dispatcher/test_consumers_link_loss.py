@@ -126,7 +126,10 @@ async def test_link_lost_while_a_consumer_starts_is_survived_and_resumed_d_mq_4(
 
     assert cuts, "the link was cut during the start"
     assert not r.consumers.is_consuming("t1")
-    assert r.consumers.status().of("t1") in {"disconnected", "error: AMQPConnectionError"}
+    # `error: ConnectionError`: the link had already noticed the loss when the channel was
+    # asked for (a loaded machine); the start is survived all the same
+    survived = {"disconnected", "error: AMQPConnectionError", "error: ConnectionError"}
+    assert r.consumers.status().of("t1") in survived
 
     r.proxy.restore()
     for _ in range(300):  # the link's own reconnection, not the cut connection
