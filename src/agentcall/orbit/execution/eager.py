@@ -63,8 +63,11 @@ class Claims:
 
     @property
     def task_ids(self) -> frozenset[str]:
-        local = {grant.task.id for _, grant in self.grants}
-        return frozenset(local | {remote.grant.task.id for remote in self.remote})
+        return frozenset(grant.task.id for grant in self._leases())
+
+    def _leases(self) -> list[Grant]:
+        """Every lease of the transaction: to connections here, then to offered slots."""
+        return [grant for _, grant in self.grants] + [remote.grant for remote in self.remote]
 
     async def settle(self, conn: HotConnection) -> None:
         """In the transaction, before its writes: take offered slots back, claim other
@@ -80,7 +83,7 @@ class Claims:
     def inserts(self) -> list[Write]:
         """The claimed tasks' rows (LEASED) and their attempts, in that order, and the claims
         of other processes' offers."""
-        grants = [grant for _, grant in self.grants] + [r.grant for r in self.remote]
+        grants = self._leases()
         if not grants:
             return []
         leased = [_leased_row(grant, self.now) for grant in grants]
@@ -91,8 +94,7 @@ class Claims:
 
     def event_rows(self) -> list[dict[str, Any]]:
         """The LEASED events (task_events rows), written with the acceptance events."""
-        grants = [grant for _, grant in self.grants] + [r.grant for r in self.remote]
-        return [leased_event_row(grant, self.now) for grant in grants]
+        return [leased_event_row(grant, self.now) for grant in self._leases()]
 
     def committed(self) -> None:
         """The COMMIT just returned (the session is not even released): tell the processes

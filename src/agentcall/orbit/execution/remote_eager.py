@@ -79,13 +79,14 @@ class RemoteEager:
         """Lock the open offers of the tasks' queues and pick one per task that matches (ready
         tasks only: the caller filters), in the caller's transaction; the claims are written
         with its other writes (`claim_write`)."""
-        found: list[store.OfferRow] = []
+        by_id: dict[str, store.OfferRow] = {}  # an offer on several queues is found once
         for namespace_id, queue_id in sorted({(t.namespace_id, t.queue_id) for t in tasks}):
             rows = await store.open_offers(conn, namespace_id, queue_id)
             if not rows:
                 self.belief.found_none([queue_id])
-            found.extend(row for row in rows if row.terms.offer_id not in
-                         {f.terms.offer_id for f in found})  # fmt: skip
+            for row in rows:
+                by_id.setdefault(row.terms.offer_id, row)
+        found = list(by_id.values())
         if not found:
             return []
         wanted = [Wanted(t.namespace_id, t.queue_id, HandlerKey(t.handler, t.handler_version))
