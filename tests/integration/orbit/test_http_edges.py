@@ -58,11 +58,16 @@ async def _echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": str(size).encode()})
 
 
-@pytest.fixture(scope="module")
-def quick_server() -> Iterator[int]:
-    """uvicorn with Orbit's protocol and half-second limits, in a thread."""
+class LongBodyLimit(CoalescingHttpToolsProtocol):
+    header_timeout_s = 0.4
+    body_timeout_s = 5.0
+
+
+@contextlib.contextmanager
+def _serving(protocol: type[CoalescingHttpToolsProtocol]) -> Iterator[int]:
+    """uvicorn with this protocol, in a thread: its port."""
     port = free_port()
-    config = uvicorn.Config(_echo, host="127.0.0.1", port=port, http=QuickLimits,
+    config = uvicorn.Config(_echo, host="127.0.0.1", port=port, http=protocol,
                             log_config=None, lifespan="off")  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -73,6 +78,13 @@ def quick_server() -> Iterator[int]:
     yield port
     server.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def quick_server() -> Iterator[int]:
+    """uvicorn with Orbit's protocol and half-second limits, in a thread."""
+    with _serving(QuickLimits) as port:
+        yield port
 
 
 def _exchange(port: int, chunks: list[bytes], pause: float = 0.0) -> tuple[bytes, float]:
@@ -123,6 +135,25 @@ def test_keep_alive_requests_still_work(quick_server: int) -> None:
             sock.sendall(request)
             assert sock.recv(4096).startswith(b"HTTP/1.1 200")
             time.sleep(0.3)
+
+
+def test_after_a_slow_body_the_next_requests_headers_keep_their_own_limit_finding_6() -> None:
+    """The limits share one timer per connection. A first request whose body took longer
+    than the header limit moves that timer to the (later) body limit; the next request's
+    headers must still be cut at their own, earlier limit, not when the body's would end."""
+    with _serving(LongBodyLimit) as port, socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(10)
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n")
+        time.sleep(0.8)  # past the header limit, well within the body's
+        sock.sendall(b"abc")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers that never end
+        started, answer = time.monotonic(), b""
+        with contextlib.suppress(OSError):
+            while data := sock.recv(65536):
+                answer += data
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert time.monotonic() - started < 2.5  # the header limit (0.4 s), not the body's (5 s)
 
 
 def test_a_body_arriving_with_its_headers_does_not_count_as_headers_finding_6(
