@@ -13,8 +13,10 @@ error codes cannot grow the registry without bound."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.execution.observe import ExecutionObserver
@@ -42,6 +44,9 @@ class ExecutionMetrics(ExecutionObserver):
             ["handler"], registry=registry, buckets=SECONDS,
         )  # fmt: skip
         self._series: set[tuple[str, ...]] = set()
+        # the labelled children by their raw label values (`labels()` validates, converts and
+        # locks on every call: a few µs, twice per task); as capped as the series
+        self._children: dict[tuple[Any, ...], Any] = {}
 
     def _labels(self, *values: str) -> tuple[str, ...]:
         if values in self._series or len(self._series) < MAX_SERIES:
@@ -49,13 +54,21 @@ class ExecutionMetrics(ExecutionObserver):
             return values
         return tuple(OTHER for _ in values)
 
+    def _child(self, metric: MetricWrapperBase, *values: str) -> Any:
+        key = (metric, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = metric.labels(*self._labels(*values))
+            if len(self._children) < 3 * MAX_SERIES:
+                self._children[key] = child
+        return child
+
     def lease_waited(self, handler: str, seconds: float) -> None:
-        self.lease_wait.labels(*self._labels(handler)).observe(seconds)
+        self._child(self.lease_wait, handler).observe(seconds)
 
     def attempt_ended(self, handler: str, outcome: str, error_code: str, seconds: float) -> None:
-        (label,) = self._labels(handler)
-        self.durations.labels(label).observe(seconds)
-        self.outcomes.labels(*self._labels(handler, outcome, error_code)).inc()
+        self._child(self.durations, handler).observe(seconds)
+        self._child(self.outcomes, handler, outcome, error_code).inc()
 
     def task_changed(self, task_id: str) -> None:
         self.waiters.wake(task_id)
