@@ -160,15 +160,18 @@ class EagerDispatch:
         """Reserve a slot for each task a connection can take now (see the module text)."""
         claims = Claims(self.hub, now, self.on_delivered, remote_eager=self.remote)
         links = [link for link in self.hub.links.values() if link.open]
+        if not links and self.remote is None:
+            return claims  # nobody here, nobody elsewhere: nothing to evaluate
         seats = [Seat(link.offer().free, link.peer.queues, link.handlers, link.pending,
                       idle=link.idle) for link in links]  # fmt: skip
+        elsewhere: list[Task] = []  # no seat here: maybe an offered slot of another process
         for task in accepted:
             key = HandlerKey(task.handler, task.handler_version)
-            if not _ready(task, key, now):
-                continue
             index = eager_seat(seats, task.queue_id, key) if seats else None
             if index is None:
-                claims.unclaimed.append(task)
+                elsewhere.append(task)
+                continue
+            if not _ready(task, key, now):
                 continue
             link = links[index]
             grant = new_grant(task, 1, now, self.lease_ttl_ms)
@@ -179,10 +182,11 @@ class EagerDispatch:
             self.hub.owner[grant.attempt_id] = link.peer.connection_id
             seats[index] = replace(seats[index], free=link.free, idle=False)
             claims.grants.append((link, grant))
-        if self.remote is not None:
-            claims.unclaimed = self.remote.wanted(claims.unclaimed)
-        else:
-            claims.unclaimed.clear()
+        if self.remote is not None and elsewhere:
+            # the belief first (a dict lookup), the eligibility only for what it lets through
+            claims.unclaimed = [task for task in self.remote.wanted(elsewhere)
+                                if _ready(task, HandlerKey(task.handler, task.handler_version),
+                                          now)]  # fmt: skip
         return claims
 
 
