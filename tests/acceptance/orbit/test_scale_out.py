@@ -161,28 +161,27 @@ async def test_three_servers_one_sigkilled_every_task_succeeds_exactly_once(
 ) -> None:
     started_at = time.monotonic()
     fleet, url = three_servers
-    if True:
-        urls = fleet.urls
-        async with tenant_of(url, urls[0]) as tenant, httpx.AsyncClient(timeout=10) as http:
-            # each worker prefers another server, and knows all three
-            procs = [WorkerProcess(",".join(urls[n:] + urls[:n]), tenant.token,
-                                   [tenant.queue_id], tmp_path / f"worker-{n}.log",
-                                   concurrency=64, name=f"w{n}")
-                     for n in range(3)]  # fmt: skip
-            with workers(*procs):
-                for proc in procs:
-                    await proc.connected()
-                alive = [True, True, True]
-                batches = [asyncio.create_task(_submit_batch(http, tenant, urls, alive, n))
-                           for n in range(TASKS // BATCH)]  # fmt: skip
-                await _wait_count(tenant, TASKS // 3)  # a third of the tasks SUCCEEDED
-                alive[1] = False
-                await asyncio.to_thread(fleet.kill, 1)
-                accepted = sum(await asyncio.gather(*batches))
-                assert accepted == TASKS
-                await _wait_count(tenant, TASKS, timeout=90)
-                assert procs[1].log().count('"connected"') >= 2  # it moved
-            await _every_task_succeeded_once(tenant)
+    urls = fleet.urls
+    async with tenant_of(url, urls[0]) as tenant, httpx.AsyncClient(timeout=10) as http:
+        # each worker prefers another server, and knows all three
+        procs = [WorkerProcess(",".join(urls[n:] + urls[:n]), tenant.token,
+                               [tenant.queue_id], tmp_path / f"worker-{n}.log",
+                               concurrency=64, name=f"w{n}")
+                 for n in range(3)]  # fmt: skip
+        with workers(*procs):
+            for proc in procs:
+                await proc.connected()
+            alive = [True, True, True]
+            batches = [asyncio.create_task(_submit_batch(http, tenant, urls, alive, n))
+                       for n in range(TASKS // BATCH)]  # fmt: skip
+            await _wait_count(tenant, TASKS // 3)  # a third of the tasks SUCCEEDED
+            alive[1] = False
+            await asyncio.to_thread(fleet.kill, 1)
+            accepted = sum(await asyncio.gather(*batches))
+            assert accepted == TASKS
+            await _wait_count(tenant, TASKS, timeout=90)
+            assert procs[1].log().count('"connected"') >= 2  # it moved
+        await _every_task_succeeded_once(tenant)
     print(f"3 servers, {TASKS} tasks, one SIGKILLed: {time.monotonic() - started_at:.1f} s")
 
 
