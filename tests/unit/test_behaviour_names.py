@@ -1,6 +1,6 @@
 """Modules and tests are named for the behaviour they hold, never for the project's phases:
-no label such as `p3`, `phase2`, `issue15`, `round2` or `stage1` in the name of a module under
-src/, tests/ or bench/, or of a test function."""
+no label such as `p3`, `phase2`, `issue15`, `round2`, `stage1` or a review's `finding_3` in the
+name of a module under src/, tests/ or bench/, or of a test function."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # `p3` but not `p50` (a percentile)
-LABEL = re.compile(r"(?:^|_)(?:p\d|(?:phase|issue|round|stage|step)\d+)(?:_|$)")
+LABEL = re.compile(r"(?:^|_)(?:p\d|(?:phase|issue|round|stage|step)\d+|finding_?\d+)(?:_|$)")
 
 pytestmark = pytest.mark.unit
 
@@ -42,7 +42,8 @@ def test_no_phase_label_in_a_module_or_test_name() -> None:
 def test_the_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "test_p3_batch.py").write_text(
         "def test_p3_cancel(): ...\ndef test_job_phase_moves(): ...\n"
-        "async def test_retry_round2(): ...\ndef test_p50_latency(): ...\n",
+        "async def test_retry_round2(): ...\ndef test_p50_latency(): ...\n"
+        "def test_a_slow_body_is_cut_finding_6(): ...\n",
         encoding="utf-8",
     )
     (tmp_path / "store_round2.py").write_text("", encoding="utf-8")
@@ -52,4 +53,5 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
         "test_p3_batch.py",
         "test_p3_batch.py::test_p3_cancel",
         "test_p3_batch.py::test_retry_round2",
+        "test_p3_batch.py::test_a_slow_body_is_cut_finding_6",
     ]

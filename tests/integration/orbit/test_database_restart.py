@@ -1,10 +1,10 @@
 """MariaDB killed with SIGKILL under submit + work load, then restarted: Orbit serves again
 within 1 s of the database accepting connections, and no task is lost or run twice.
 
-Finding 4: after a restart the pooled connections, dead, kept failing requests with 503 for
-about 22 s (`InterfaceError (0, 'Not connected')` on the hot paths, whose driver errors
-bypassed SQLAlchemy's disconnect handling). Now every path notes a lost connection and no
-connection opened before it is used again (`orbit.store.db`).
+The defect this guards against: after a restart the pooled connections, dead, kept failing
+requests with 503 for about 22 s (`InterfaceError (0, 'Not connected')` on the hot paths,
+whose driver errors bypassed SQLAlchemy's disconnect handling). Now every path notes a lost
+connection and no connection opened before it is used again (`orbit.store.db`).
 
 Real processes: a MariaDB of the test's own (`own_mariadb`, never the shared one), `orbit
 serve`, an `orbit worker`, and HTTP clients submitting with idempotency keys (a 503 or a
@@ -79,7 +79,7 @@ async def tenant(mariadb: OwnMariaDB, orbit_url: str) -> AsyncIterator[Tenant]:
     await db.close()
 
 
-async def test_mariadb_sigkill_and_restart_under_load_finding_4(
+async def test_mariadb_sigkill_and_restart_under_load(
     mariadb: OwnMariaDB, tenant: Tenant, tmp_path: Path
 ) -> None:
     proc = WorkerProcess(tenant.base_url, tenant.token, [tenant.queue_id],

@@ -1,4 +1,4 @@
-"""What the HTTP edge answers when the client or the server misbehaves (finding 6, finding 3):
+"""What the HTTP edge answers when the client or the server misbehaves:
 
 - request line and headers must arrive in time and fit in 32 KiB (408, 431), the body must
   arrive in time (the connection is closed): a slow client holds nothing forever;
@@ -103,25 +103,25 @@ def _exchange(port: int, chunks: list[bytes], pause: float = 0.0) -> tuple[bytes
         return answer, time.monotonic() - started
 
 
-def test_headers_that_never_end_are_cut_with_408_finding_6(quick_server: int) -> None:
+def test_headers_that_never_end_are_cut_with_408(quick_server: int) -> None:
     answer, seconds = _exchange(quick_server, [b"GET / HTTP/1.1\r\nHost: x\r\n"])
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert seconds < 3
 
 
-def test_a_connection_that_sends_nothing_is_closed_finding_6(quick_server: int) -> None:
+def test_a_connection_that_sends_nothing_is_closed(quick_server: int) -> None:
     answer, seconds = _exchange(quick_server, [])
     assert answer.startswith(b"HTTP/1.1 408") and seconds < 3
 
 
-def test_headers_sent_a_byte_at_a_time_are_cut_finding_6(quick_server: int) -> None:
+def test_headers_sent_a_byte_at_a_time_are_cut(quick_server: int) -> None:
     """Slowloris: every byte resets no timer; the whole head must arrive in time."""
     head = b"GET / HTTP/1.1\r\nX: aaaaaaa"  # 24 bytes over ~1 s, the limit being 0.5 s
     answer, seconds = _exchange(quick_server, [bytes([b]) for b in head], pause=0.04)
     assert answer.startswith(b"HTTP/1.1 408") and seconds < 3
 
 
-def test_a_body_that_never_ends_is_cut_finding_6(quick_server: int) -> None:
+def test_a_body_that_never_ends_is_cut(quick_server: int) -> None:
     head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
     answer, seconds = _exchange(quick_server, [head, b"x" * 10])
     assert answer == b"" and seconds < 3  # closed; the app saw the client gone
@@ -137,7 +137,7 @@ def test_keep_alive_requests_still_work(quick_server: int) -> None:
             time.sleep(0.3)
 
 
-def test_after_a_slow_body_the_next_requests_headers_keep_their_own_limit_finding_6() -> None:
+def test_after_a_slow_body_the_next_requests_headers_keep_their_own_limit() -> None:
     """The limits share one timer per connection. A first request whose body took longer
     than the header limit moves that timer to the (later) body limit; the next request's
     headers must still be cut at their own, earlier limit, not when the body's would end."""
@@ -156,7 +156,7 @@ def test_after_a_slow_body_the_next_requests_headers_keep_their_own_limit_findin
         assert time.monotonic() - started < 2.5  # the header limit (0.4 s), not the body's (5 s)
 
 
-def test_a_body_arriving_with_its_headers_does_not_count_as_headers_finding_6(
+def test_a_body_arriving_with_its_headers_does_not_count_as_headers(
     quick_server: int,
 ) -> None:
     """Headers and a 200 KB body in one send (a loaded machine reads them in one chunk): only
@@ -172,7 +172,7 @@ def test_a_body_arriving_with_its_headers_does_not_count_as_headers_finding_6(
         assert b"\r\n200000\r\n" in answer, (split, answer[-50:])  # the body's length, chunked
 
 
-def test_a_200_kb_header_is_refused_with_431_finding_6(server_url: str) -> None:
+def test_a_200_kb_header_is_refused_with_431(server_url: str) -> None:
     """Against `orbit serve` itself."""
     port = int(server_url.rsplit(":", 1)[1])
     head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n"
@@ -189,7 +189,7 @@ def _count(metrics: str, name: str, **labels: str) -> float:
     return total
 
 
-async def test_a_client_leaving_is_499_not_503_nor_an_error_finding_6(
+async def test_a_client_leaving_is_499_not_503_nor_an_error(
     http: httpx.AsyncClient, tenant: Tenant, server_url: str
 ) -> None:
     before = (await http.get("/metrics")).text
@@ -239,7 +239,7 @@ def _resolve(client: TestClient, token: str) -> httpx.Response:
     return client.post(f"/v1/tasks/{'1' * 32}:resolve", json=RESOLVE, headers=headers)
 
 
-def test_an_unexpected_exception_is_500_internal_not_503_finding_3(
+def test_an_unexpected_exception_is_500_internal_not_503(
     local_app: tuple[TestClient, str, str], monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip

@@ -1,4 +1,4 @@
-"""Every connection path of the store drops a lost MariaDB connection at once (finding 4): the
+"""Every connection path of the store drops a lost MariaDB connection at once: the
 SQLAlchemy pools (transactions and one-statement reads), the driver connections of the
 submit groups (`hot_write`) and the kept write-lane connections (`KeptWriter`). The link to
 the shared MariaDB goes through a TCP proxy that the test cuts (every connection dies, as
@@ -90,7 +90,7 @@ async def restart(proxy: TcpProxy) -> None:
     await proxy.start()
 
 
-async def test_after_a_quiet_second_no_path_fails_finding_4(
+async def test_after_a_quiet_second_no_path_fails(
     proxied: tuple[Database, TcpProxy],
 ) -> None:
     db, proxy = proxied
@@ -102,7 +102,7 @@ async def test_after_a_quiet_second_no_path_fails_finding_4(
         assert await db.retrying(path), name
 
 
-async def test_under_load_one_failure_then_every_path_works_finding_4(
+async def test_under_load_one_failure_then_every_path_works(
     proxied: tuple[Database, TcpProxy],
 ) -> None:
     db, proxy = proxied

@@ -1,5 +1,5 @@
 """A revoked worker token ends the worker's session within a bound, whatever the worker is
-doing, and no lease is granted on it afterwards (finding 2: the token was re-checked only
+doing, and no lease is granted on it afterwards (the token used to be re-checked only
 on heartbeats, which the SDK sends only while it holds attempts, so an idle worker or one
 running short tasks kept leasing for minutes after `orbit token revoke`).
 
@@ -119,7 +119,7 @@ async def no_lease_after(
                 assert parse_time(attempt["leased_at"], "leased_at") <= after, attempt
 
 
-async def test_revoked_token_ends_an_idle_worker_session_finding_2(
+async def test_revoked_token_ends_an_idle_worker_session(
     tenant: Tenant, http: httpx.AsyncClient, revoke_db_url: str, tmp_path: Path
 ) -> None:
     """An idle worker sends no heartbeat: the server's own check ends its session."""
@@ -139,7 +139,7 @@ async def test_revoked_token_ends_an_idle_worker_session_finding_2(
             assert await attempts(http, tenant, task_id) == []
 
 
-async def test_revoked_token_ends_a_busy_worker_session_finding_2(
+async def test_revoked_token_ends_a_busy_worker_session(
     tenant: Tenant, http: httpx.AsyncClient, revoke_db_url: str, tmp_path: Path
 ) -> None:
     """A worker kept busy with short tasks: its session ends within the bound, and no lease

@@ -1,5 +1,5 @@
 """Every endpoint answers a field of the wrong JSON type with 400 INVALID_ARGUMENT naming the
-field, over HTTP against `orbit serve` on both databases (finding 3: `:resolve` with an
+field, over HTTP against `orbit serve` on both databases (`:resolve` with an
 object as `outcome` raised TypeError inside the server and answered 503 "retry with the same
 key", so a client following the advice retried forever). The pure parsers are fuzzed in
 tests/unit/orbit/test_hostile_fields.py."""
@@ -42,7 +42,7 @@ def _cases(tenant: Tenant) -> list[tuple[str, dict[str, Any], list[str]]]:
     ]
 
 
-async def test_every_field_of_every_endpoint_with_a_wrong_type_is_400_finding_3(
+async def test_every_field_of_every_endpoint_with_a_wrong_type_is_400(
     http: httpx.AsyncClient, tenant: Tenant
 ) -> None:
     for path, body, fields in _cases(tenant):
@@ -58,7 +58,7 @@ async def test_every_field_of_every_endpoint_with_a_wrong_type_is_400_finding_3(
 
 
 @pytest.mark.parametrize("outcome", [{"a": "b"}, ["succeeded"]])
-async def test_resolve_with_an_object_or_array_outcome_is_400_not_503_finding_3(
+async def test_resolve_with_an_object_or_array_outcome_is_400_not_503(
     http: httpx.AsyncClient, tenant: Tenant, outcome: Any
 ) -> None:
     response = await http.post(f"/v1/tasks/{TASK}:resolve",

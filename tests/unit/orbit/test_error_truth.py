@@ -1,7 +1,7 @@
 """Every error tells the truth: 503 UNAVAILABLE only when the database (or the way to it)
-failed; any other unexpected exception is 500 INTERNAL (finding 3: a TypeError inside the
+failed; any other unexpected exception is 500 INTERNAL (a TypeError inside the
 server was answered 503 "retry with the same key"). And which driver errors mean the
-connection is gone (finding 4: such a connection, and every one opened before it, is never
+connection is gone (such a connection, and every one opened before it, is never
 used again)."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _dbapi(orig: Exception) -> sa.exc.StatementError:
         (e.IllegalTransition("x"), 409, "STATE_CONFLICT"),
     ],
 )
-def test_wire_error_finding_3(exc: BaseException, status: int, code: str) -> None:
+def test_wire_error(exc: BaseException, status: int, code: str) -> None:
     wire = wire_error(exc)
     assert (wire.status, wire.code) == (status, code)
     assert (wire is INTERNAL) is (not is_database_failure(exc) and status == 500)
@@ -62,5 +62,5 @@ def test_wire_error_finding_3(exc: BaseException, status: int, code: str) -> Non
         (TypeError("x"), False),
     ],
 )
-def test_lost_connection_finding_4(exc: BaseException, lost: bool) -> None:
+def test_lost_connection(exc: BaseException, lost: bool) -> None:
     assert is_lost_connection(exc) is lost

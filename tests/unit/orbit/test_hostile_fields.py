@@ -2,7 +2,7 @@
 every worker message, with any JSON value in any field (objects and arrays where strings are
 expected, deep nesting, huge numbers, odd Unicode), is either accepted or refused with
 InvalidArgument (400) — never a TypeError or another exception that the server would have to
-answer as its own failure. Finding 3: `:resolve` with an object as `outcome` raised TypeError
+answer as its own failure. `:resolve` with an object as `outcome` raised TypeError
 and was answered 503 "retry with the same key"."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_the_valid_bodies_are_valid() -> None:
 
 @pytest.mark.parametrize(("name", "index", "path"), CASES,
                          ids=[f"{n}{i}:{'.'.join(map(str, p))}" for n, i, p in CASES])  # fmt: skip
-def test_every_field_with_every_wrong_type_is_refused_finding_3(
+def test_every_field_with_every_wrong_type_is_refused(
     name: str, index: int, path: tuple[Any, ...]
 ) -> None:
     """Objects and arrays where a string is expected (and every other wrong type) are a 400,
@@ -131,8 +131,8 @@ def test_every_field_with_every_wrong_type_is_refused_finding_3(
 
 
 @pytest.mark.parametrize("outcome", [{"a": "b"}, ["succeeded"], ["failed"], 1, True])
-def test_resolve_outcome_of_another_type_is_invalid_argument_finding_3(outcome: Any) -> None:
-    """The finding itself: an object or array as `outcome` raised TypeError (unhashable)."""
+def test_resolve_outcome_of_another_type_is_invalid_argument(outcome: Any) -> None:
+    """The original defect: an object or array as `outcome` raised TypeError (unhashable)."""
     with pytest.raises(InvalidArgument, match="outcome"):
         parse_resolve(_read({**RESOLVE_OK, "outcome": outcome}))
 
