@@ -45,7 +45,7 @@ STOP_TIMEOUT_S = 15.0  # the execution side's stop at shutdown (after the gracef
 # A busy server allocates thousands of short-lived containers a second, nearly all freed by
 # their reference counts; at 700 the collector ran some 25 times a second and took 3-4 % of
 # the server's CPU in bench/orbit_workers.py's submit phase, at 10,000 under 1 %. Cycles are
-# still collected, only less often (a few MB more at most).
+# still collected, only less often.
 YOUNG_GC_THRESHOLD = 10_000
 Handler = Callable[[Request, routes.Context], Awaitable[Response]]
 
