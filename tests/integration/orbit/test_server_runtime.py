@@ -4,7 +4,6 @@ garbage collector's generations (`gc.freeze`), and the young generation is colle
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from pathlib import Path
 
@@ -12,28 +11,19 @@ from starlette.testclient import TestClient
 
 from agentcall.orbit.api.app import YOUNG_GC_THRESHOLD, create_app
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.migrate import upgrade
+from tests.integration.orbit.databases import fresh_url
 
 
 def test_a_started_server_freezes_startup_and_raises_the_young_gc_threshold(
     tmp_path: Path,
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'runtime.db'}"
-
-    async def prepare() -> None:
-        db = Database.open(url)
-        try:
-            await upgrade(db)
-        finally:
-            await db.close()
-
-    asyncio.run(prepare())
     before = gc.get_threshold()
     # from CPython's defaults, whatever an app started earlier in this process left
     gc.set_threshold(700, *before[1:])
     gc.unfreeze()
     try:
-        with TestClient(create_app(Database.open(url))) as client:
+        with (fresh_url("sqlite", tmp_path, migrated=True) as url,
+              TestClient(create_app(Database.open(url))) as client):  # fmt: skip
             assert client.get("/healthz").status_code == 200
             assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
             assert gc.get_freeze_count() > 0

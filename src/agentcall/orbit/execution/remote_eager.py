@@ -91,7 +91,7 @@ class RemoteEager:
             return []
         wanted = [Wanted(t.namespace_id, t.queue_id, HandlerKey(t.handler, t.handler_version))
                   for t in tasks]  # fmt: skip
-        picks = match_offers(wanted, [row.terms for row in found], set(self.dead()))
+        picks = match_offers(wanted, [row.terms for row in found], self.dead())
         claimed: list[RemoteGrant] = []
         for task, pick in zip(tasks, picks, strict=True):
             if pick is None:
