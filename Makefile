@@ -36,6 +36,7 @@ demo: services
 
 lint: install
 	$(BIN)/ruff check src tests bench scripts examples
+	$(BIN)/ruff format --check src tests bench scripts examples
 
 typecheck: install
 	$(BIN)/mypy

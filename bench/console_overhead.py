@@ -57,8 +57,12 @@ class Mode:
         self.refreshes += refreshes
 
     def figures(self) -> tuple[float, float, float, float]:
-        return (self.tasks / self.seconds, statistics.median(self.rates),
-                1000 * self.server_cpu / self.tasks, 1000 * self.database_cpu / self.tasks)
+        return (
+            self.tasks / self.seconds,
+            statistics.median(self.rates),
+            1000 * self.server_cpu / self.tasks,
+            1000 * self.database_cpu / self.tasks,
+        )
 
 
 def order(segments: int) -> list[bool]:
@@ -67,9 +71,15 @@ def order(segments: int) -> list[bool]:
 
 
 async def segments(
-    name: str, count: int, n: int, run: Callable[[int], Awaitable[None]], pids: list[int],
-    base: str, token: str, queue_id: str,
-) -> dict[bool, Mode]:  # fmt: skip
+    name: str,
+    count: int,
+    n: int,
+    run: Callable[[int], Awaitable[None]],
+    pids: list[int],
+    base: str,
+    token: str,
+    queue_id: str,
+) -> dict[bool, Mode]:
     modes = {False: Mode(), True: Mode()}
     for index, console in enumerate(order(count)):
         before, began = cpu_use(pids), time.perf_counter()
@@ -78,20 +88,30 @@ async def segments(
             seconds = time.perf_counter() - began
         used = cpu_use(pids, before)
         modes[console].add(n, seconds, used, pages[0])
-        print(f"  {name} segment {index + 1}/{count} {'with' if console else 'without'} "
-              f"console: {n / seconds:.1f}/s, server CPU {1000 * used[0] / n:.2f} ms each, "
-              f"{pages[0]} page loads; load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"  {name} segment {index + 1}/{count} {'with' if console else 'without'} "
+            f"console: {n / seconds:.1f}/s, server CPU {1000 * used[0] / n:.2f} ms each, "
+            f"{pages[0]} page loads; load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     return modes
 
 
 def report(name: str, modes: dict[bool, Mode]) -> None:
     without, with_ = modes[False].figures(), modes[True].figures()
-    labels = ("throughput /s", "median segment /s", "server CPU ms per task",
-              "MariaDB CPU ms per task")  # fmt: skip
+    labels = (
+        "throughput /s",
+        "median segment /s",
+        "server CPU ms per task",
+        "MariaDB CPU ms per task",
+    )
     for label, a, b in zip(labels, without, with_, strict=True):
         verdict = "within" if abs(b / a - 1) <= 0.1 else "NOT within"
-        print(f"{name} {label}: without console {a:.2f}, with console {b:.2f}, "
-              f"ratio {b / a:.3f} ({verdict} 10 %)", flush=True)  # fmt: skip
+        print(
+            f"{name} {label}: without console {a:.2f}, with console {b:.2f}, "
+            f"ratio {b / a:.3f} ({verdict} 10 %)",
+            flush=True,
+        )
     print(f"{name} console page loads during its segments: {modes[True].refreshes}", flush=True)
 
 
@@ -103,8 +123,11 @@ async def main() -> None:
     parser.add_argument("--workers-n", type=int, default=1000, help="tasks per segment")
     parser.add_argument("--only", choices=["submit", "workers"])
     args = parser.parse_args()
-    print(f"cpus={os.cpu_count()} load average at start "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)  # fmt: skip
+    print(
+        f"cpus={os.cpu_count()} load average at start "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        flush=True,
+    )
     async with bench_database(args.database, False) as url:
         url_text = url.render_as_string(hide_password=False)
         db = Database.open(url_text, pool_size=2)
@@ -113,15 +136,20 @@ async def main() -> None:
             admin = Admin(db)
             made = await admin.init("bench", "submits")
             ran = await admin.create_queue(made.namespace_id, "workers")
-            token = (await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
-                                              [made.queue_id, ran], None)).token  # fmt: skip
-            options = argparse.Namespace(submitters=16, server_processes=1, workers=4,
-                                         concurrency=128)  # fmt: skip
+            token = (
+                await admin.create_token(
+                    made.namespace_id, ALL_PERMISSIONS, [made.queue_id, ran], None
+                )
+            ).token
+            options = argparse.Namespace(
+                submitters=16, server_processes=1, workers=4, concurrency=128
+            )
             with tempfile.TemporaryDirectory() as tmp:
                 base, processes = start_processes(url_text, token, [ran], options, Path(tmp))
                 try:
-                    await _both(args, db, base, token, made.queue_id, ran,
-                                [p.pid for p in processes])  # fmt: skip
+                    await _both(
+                        args, db, base, token, made.queue_id, ran, [p.pid for p in processes]
+                    )
                 finally:
                     for process in processes:
                         process.terminate()
@@ -132,8 +160,15 @@ async def main() -> None:
     print(f"load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
-async def _both(args: argparse.Namespace, db: Database, base: str, token: str,
-                submit_queue: str, work_queue: str, pids: list[int]) -> None:  # fmt: skip
+async def _both(
+    args: argparse.Namespace,
+    db: Database,
+    base: str,
+    token: str,
+    submit_queue: str,
+    work_queue: str,
+    pids: list[int],
+) -> None:
     port = int(base.rsplit(":", 1)[1])
     if args.only in (None, "submit"):
         await over_http(port, token, submit_queue, 500, 4)  # warm-up, not measured
@@ -141,8 +176,16 @@ async def _both(args: argparse.Namespace, db: Database, base: str, token: str,
         async def submits(index: int) -> None:
             await over_http(port, token, submit_queue, args.submit_n, 16)
 
-        modes = await segments("orbit_submit", args.segments, args.submit_n, submits, pids[:1],
-                               base, token, submit_queue)  # fmt: skip
+        modes = await segments(
+            "orbit_submit",
+            args.segments,
+            args.submit_n,
+            submits,
+            pids[:1],
+            base,
+            token,
+            submit_queue,
+        )
         report("orbit_submit", modes)
     if args.only in (None, "workers"):
         await submit_all(base, token, work_queue, 300, 16)  # warm-up, not measured
@@ -152,8 +195,9 @@ async def _both(args: argparse.Namespace, db: Database, base: str, token: str,
             await submit_all(base, token, work_queue, args.workers_n, 16)
             await wait_done(db, work_queue, 300 + (index + 1) * args.workers_n, "tasks")
 
-        modes = await segments("orbit_workers", args.segments, args.workers_n, run_tasks, pids,
-                               base, token, work_queue)  # fmt: skip
+        modes = await segments(
+            "orbit_workers", args.segments, args.workers_n, run_tasks, pids, base, token, work_queue
+        )
         report("orbit_workers", modes)
 
 

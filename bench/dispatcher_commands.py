@@ -400,8 +400,9 @@ async def baseline(n: int, tasks: int, prefetch: int) -> tuple[float, dict[str, 
     return elapsed, cpu
 
 
-def report(args: argparse.Namespace, base_s: float, base_cpu: dict[str, float],
-           result: dict[str, Any]) -> None:  # fmt: skip
+def report(
+    args: argparse.Namespace, base_s: float, base_cpu: dict[str, float], result: dict[str, Any]
+) -> None:
     d_rate = args.n / result["elapsed"]
     base_rate = args.n / base_s
     status, summary = result["status"], result["summary"]
@@ -443,9 +444,12 @@ def console_runs(args: argparse.Namespace, stack: Stack) -> dict[bool, list[dict
             runs[console].append(result)
             rate = args.n / result["elapsed"]
             viewed: Viewed = result["viewed"]
-            print(f"  run {tag[1:]:<8} {rate:,.0f} commands/s ({result['elapsed']:.2f} s),"
-                  f" D CPU {result['d_cpu_ms']:.2f} ms/command"
-                  + (f"; console: {viewed.line()}" if console else ""), flush=True)  # fmt: skip
+            print(
+                f"  run {tag[1:]:<8} {rate:,.0f} commands/s ({result['elapsed']:.2f} s),"
+                f" D CPU {result['d_cpu_ms']:.2f} ms/command"
+                + (f"; console: {viewed.line()}" if console else ""),
+                flush=True,
+            )
     return runs
 
 
@@ -457,12 +461,16 @@ def report_console(args: argparse.Namespace, base_s: float, runs: dict[bool, lis
     print(f"baseline (bare relay)    {base_rate:,.0f} commands/s ({base_s:.2f} s)")
     for on in (False, True):
         label = "with console open " if on else "without console    "
-        print(f"D {label}    {rate[on]:,.0f} commands/s (median), ratio D/baseline"
-              f" {rate[on] / base_rate:.2f}")  # fmt: skip
+        print(
+            f"D {label}    {rate[on]:,.0f} commands/s (median), ratio D/baseline"
+            f" {rate[on] / base_rate:.2f}"
+        )
     print(f"with/without console     {ratio:.3f} (target: within 10 %)")
     cpu = {on: statistics.median(r["d_cpu_ms"] for r in runs[on]) for on in runs}
-    print(f"D CPU per command        {cpu[False]:.2f} ms without, {cpu[True]:.2f} ms with the"
-          f" console (x{cpu[True] / cpu[False]:.3f}; CPU seconds, not wall time)")  # fmt: skip
+    print(
+        f"D CPU per command        {cpu[False]:.2f} ms without, {cpu[True]:.2f} ms with the"
+        f" console (x{cpu[True] / cpu[False]:.3f}; CPU seconds, not wall time)"
+    )
     print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     ok = ratio >= 0.9
     print(f"target (console costs < 10 %): {'met' if ok else 'NOT met'}")

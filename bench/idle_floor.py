@@ -35,9 +35,14 @@ DEFAULT_URL = os.environ.get(
 
 
 async def _connect(url: sa.URL) -> asyncmy.Connection:
-    connection = await asyncmy.connect(host=url.host, port=url.port or 3306, user=url.username,
-                                       password=url.password, database=url.database,
-                                       autocommit=False)  # fmt: skip
+    connection = await asyncmy.connect(
+        host=url.host,
+        port=url.port or 3306,
+        user=url.username,
+        password=url.password,
+        database=url.database,
+        autocommit=False,
+    )
     async with connection.cursor() as cursor:
         await cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
     return connection
@@ -47,13 +52,22 @@ async def idle_floor(url: sa.URL, n: int, pause_s: float = 0.02) -> list[float]:
     """`n` rows one at a time through the bare pipeline; their latencies in ms."""
     connection = await _connect(url)
     async with connection.cursor() as cursor:
-        await cursor.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT PRIMARY KEY, "
-                             "created_at DATETIME(6) NOT NULL, started_at DATETIME(6) NULL) "
-                             "ENGINE=InnoDB")  # fmt: skip
+        await cursor.execute(
+            f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGINT PRIMARY KEY, "
+            "created_at DATETIME(6) NOT NULL, started_at DATETIME(6) NULL) "
+            "ENGINE=InnoDB"
+        )
         await cursor.execute(f"TRUNCATE TABLE {TABLE}")
-    worker = subprocess.Popen([sys.executable, __file__, "--worker", "--database",
-                               url.render_as_string(hide_password=False)],
-                              stdout=subprocess.PIPE)  # fmt: skip
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            "--database",
+            url.render_as_string(hide_password=False),
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         assert worker.stdout is not None
         port = int(worker.stdout.readline())
@@ -61,13 +75,15 @@ async def idle_floor(url: sa.URL, n: int, pause_s: float = 0.02) -> list[float]:
         async with connection.cursor() as cursor:
             for number in range(n):
                 await asyncio.sleep(pause_s)  # idle between tasks, as in Orbit's idle phase
-                await cursor.execute(f"INSERT INTO {TABLE} (id, created_at) VALUES "
-                                     "(%s, UTC_TIMESTAMP(6))", (number,))  # fmt: skip
+                await cursor.execute(
+                    f"INSERT INTO {TABLE} (id, created_at) VALUES (%s, UTC_TIMESTAMP(6))", (number,)
+                )
                 await connection.commit()
                 writer.write(f"{number}\n".encode())
                 await reader.readline()  # the worker committed its start
-            await cursor.execute(f"SELECT TIMESTAMPDIFF(MICROSECOND, created_at, started_at) "
-                                 f"FROM {TABLE}")  # fmt: skip
+            await cursor.execute(
+                f"SELECT TIMESTAMPDIFF(MICROSECOND, created_at, started_at) FROM {TABLE}"
+            )
             latencies = [row[0] / 1000 for row in await cursor.fetchall()]
             await cursor.execute(f"DROP TABLE {TABLE}")
         writer.close()
@@ -85,11 +101,13 @@ async def _worker(url: sa.URL) -> None:
         async with connection.cursor() as cursor:
             while line := await reader.readline():
                 row_id = int(line)
-                await cursor.execute(f"SELECT id FROM {TABLE} WHERE id = %s FOR UPDATE "
-                                     "SKIP LOCKED", (row_id,))  # fmt: skip
+                await cursor.execute(
+                    f"SELECT id FROM {TABLE} WHERE id = %s FOR UPDATE SKIP LOCKED", (row_id,)
+                )
                 if await cursor.fetchone() is not None:
-                    await cursor.execute(f"UPDATE {TABLE} SET started_at = UTC_TIMESTAMP(6) "
-                                         "WHERE id = %s", (row_id,))  # fmt: skip
+                    await cursor.execute(
+                        f"UPDATE {TABLE} SET started_at = UTC_TIMESTAMP(6) WHERE id = %s", (row_id,)
+                    )
                 await connection.commit()
                 writer.write(b"ok\n")
 
@@ -107,8 +125,11 @@ def quantile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", default=DEFAULT_URL,
-                        help="mysql+asyncmy:// URL of a database (a scratch table is made in it)")
+    parser.add_argument(
+        "--database",
+        default=DEFAULT_URL,
+        help="mysql+asyncmy:// URL of a database (a scratch table is made in it)",
+    )
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -117,8 +138,10 @@ def main() -> None:
         asyncio.run(_worker(url))
         return
     latencies = asyncio.run(idle_floor(url, args.n))
-    print(f"floor     {len(latencies)} rows: p50 {quantile(latencies, 0.5):.2f} ms, "
-          f"p99 {quantile(latencies, 0.99):.2f} ms ({Path(__file__).name})")
+    print(
+        f"floor     {len(latencies)} rows: p50 {quantile(latencies, 0.5):.2f} ms, "
+        f"p99 {quantile(latencies, 0.99):.2f} ms ({Path(__file__).name})"
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,15 @@ from bench.orbit_workers import (  # noqa: E402
     wait_done,
 )
 
-WORKER = [sys.executable, "-m", "agentcall.orbit.sdk.worker", "--app",
-          "examples.orbit_workers:registry", "--log-format", "json"]  # fmt: skip
+WORKER = [
+    sys.executable,
+    "-m",
+    "agentcall.orbit.sdk.worker",
+    "--app",
+    "examples.orbit_workers:registry",
+    "--log-format",
+    "json",
+]
 
 
 LOCK_STATUS = ("Innodb_row_lock_waits", "Innodb_row_lock_time", "Innodb_deadlocks")
@@ -71,8 +78,9 @@ async def lock_status(db: Database) -> dict[str, int]:
     other databases' work on the same server counts too (an upper bound for Orbit's)."""
     names = ", ".join(f"'{name}'" for name in LOCK_STATUS)
     async with db.read() as conn:
-        rows = (await conn.execute(sa.text(
-            f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"))).all()  # fmt: skip
+        rows = (
+            await conn.execute(sa.text(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"))
+        ).all()
     found = {str(name): int(value) for name, value in rows}
     return {name: found.get(name, 0) for name in LOCK_STATUS}
 
@@ -80,27 +88,37 @@ async def lock_status(db: Database) -> dict[str, int]:
 def where_cpu_goes(used: list[float], servers: int, n: int, machine: tuple[float, float]) -> str:
     """The phase's CPU: per task by process kind, and the machine's cores busy by us and by
     everything else (other sessions' work on the same cores)."""
-    server_cpu, worker_cpu, mariadb, client = (sum(used[:servers]), sum(used[servers:-2]),
-                                               used[-2], used[-1])  # fmt: skip
+    server_cpu, worker_cpu, mariadb, client = (
+        sum(used[:servers]),
+        sum(used[servers:-2]),
+        used[-2],
+        used[-1],
+    )
     ours = server_cpu + worker_cpu + mariadb + client
     busy, total = machine
     cores = os.cpu_count() or 1
     wall = total / cores
-    return (f"  CPU per task: servers {server_cpu * 1000 / n:.2f} ms, workers "
-            f"{worker_cpu * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms, bench client "
-            f"{client * 1000 / n:.2f} ms; all {ours * 1000 / n:.2f} ms\n"
-            f"  machine: {cores} cores x {wall:.2f} s, busy {busy / total:.0%} "
-            f"({busy:.2f} core-s): this bench {ours:.2f} core-s ({ours / total:.0%}), other "
-            f"work {max(0.0, busy - ours):.2f} core-s ({max(0.0, busy - ours) / total:.0%}); "
-            f"servers {server_cpu:.2f}, MariaDB {mariadb:.2f}, workers {worker_cpu:.2f}, "
-            f"client {client:.2f} core-s")  # fmt: skip
+    return (
+        f"  CPU per task: servers {server_cpu * 1000 / n:.2f} ms, workers "
+        f"{worker_cpu * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms, bench client "
+        f"{client * 1000 / n:.2f} ms; all {ours * 1000 / n:.2f} ms\n"
+        f"  machine: {cores} cores x {wall:.2f} s, busy {busy / total:.0%} "
+        f"({busy:.2f} core-s): this bench {ours:.2f} core-s ({ours / total:.0%}), other "
+        f"work {max(0.0, busy - ours):.2f} core-s ({max(0.0, busy - ours) / total:.0%}); "
+        f"servers {server_cpu:.2f}, MariaDB {mariadb:.2f}, workers {worker_cpu:.2f}, "
+        f"client {client:.2f} core-s"
+    )
 
 
 COUNTED = ("orbit_leases_total", "orbit_lease_asks_empty_total", "orbit_peer_hints_received_total")
 
 
-REMOTE_EAGER = ("orbit_remote_eager_claims_total", "orbit_remote_eager_leases_total",
-                "orbit_worker_offers_published_total", "orbit_worker_offers_withdrawn_total")
+REMOTE_EAGER = (
+    "orbit_remote_eager_claims_total",
+    "orbit_remote_eager_leases_total",
+    "orbit_worker_offers_published_total",
+    "orbit_worker_offers_withdrawn_total",
+)
 
 
 def counted(urls: list[str], names: tuple[str, ...] = COUNTED) -> dict[str, float]:
@@ -120,16 +138,36 @@ class Fleet:
     def __init__(self, url: str, servers: int, tmp: Path, pool: int) -> None:
         self.tmp = tmp
         self.ports = [free_port() for _ in range(servers)]
-        self.servers = [subprocess.Popen(
-            [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
-             "--port", str(port), "--no-access-log", "--log-format", "json",
-             "--pool-size", str(pool)],
-            stdout=(tmp / f"serve-{port}.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
-        ) for port in self.ports]  # fmt: skip
+        self.servers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agentcall.orbit",
+                    "serve",
+                    "--database",
+                    url,
+                    "--port",
+                    str(port),
+                    "--no-access-log",
+                    "--log-format",
+                    "json",
+                    "--pool-size",
+                    str(pool),
+                ],
+                stdout=(tmp / f"serve-{port}.log").open("wb"),
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+            )
+            for port in self.ports
+        ]
         self.workers: list[subprocess.Popen[bytes]] = []
         for base, process in zip(self.urls, self.servers, strict=True):
-            _wait(lambda base=base: httpx.get(f"{base}/healthz", timeout=1).status_code == 200,
-                  process, f"serve {base}")  # fmt: skip
+            _wait(
+                lambda base=base: httpx.get(f"{base}/healthz", timeout=1).status_code == 200,
+                process,
+                f"serve {base}",
+            )
 
     @property
     def urls(self) -> list[str]:
@@ -139,9 +177,19 @@ class Fleet:
         log = self.tmp / f"worker-{len(self.workers)}-{self.ports[0]}.log"
         env = {**os.environ, "ORBIT_URL": ",".join(urls), "ORBIT_TOKEN": token}
         process = subprocess.Popen(
-            [*WORKER, *[a for q in queues for a in ("--queue", q)], "--concurrency",
-             str(concurrency), "--name", f"bench-{len(self.workers)}"],
-            stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO, env=env)  # fmt: skip
+            [
+                *WORKER,
+                *[a for q in queues for a in ("--queue", q)],
+                "--concurrency",
+                str(concurrency),
+                "--name",
+                f"bench-{len(self.workers)}",
+            ],
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
         self.workers.append(process)
         _wait(lambda: '"connected"' in log.read_text(), process, "worker")
 
@@ -177,8 +225,11 @@ async def idle(
         print(cross.line(), " (submit to A, worker on B)", flush=True)
         print(await breakdown(db, cross_queue), flush=True)
         remote = counted(fleet.urls, REMOTE_EAGER)  # NaN: code without remote eager dispatch
-        print("          remote eager: claims on A {:.0f}, leases delivered by B {:.0f}, offers "
-              "published {:.0f}, withdrawn {:.0f}".format(*remote.values()), flush=True)
+        print(
+            "          remote eager: claims on A {:.0f}, leases delivered by B {:.0f}, offers "
+            "published {:.0f}, withdrawn {:.0f}".format(*remote.values()),
+            flush=True,
+        )
         met = cross.q(0.5) < 10
         print(f"target    cross-process idle dispatch p50 < 10 ms: {'met' if met else 'NOT met'}")
     finally:
@@ -203,10 +254,19 @@ async def scale(
         cpu, machine, locks = cpu_use(fleet.pids), machine_cpu(), await lock_status(db)
         began = time.perf_counter()
         share = args.n // servers
-        await asyncio.gather(*(
-            submit_all(base, token, queue_id, share + (args.n % servers if i == 0 else 0),
-                       max(1, args.submitters // servers), args.batch)
-            for i, base in enumerate(urls)))  # fmt: skip
+        await asyncio.gather(
+            *(
+                submit_all(
+                    base,
+                    token,
+                    queue_id,
+                    share + (args.n % servers if i == 0 else 0),
+                    max(1, args.submitters // servers),
+                    args.batch,
+                )
+                for i, base in enumerate(urls)
+            )
+        )
         await wait_done(db, queue_id, args.n, f"{servers} server(s)")
         used = cpu_use(fleet.pids, cpu)
         busy, total = machine_cpu()
@@ -216,12 +276,18 @@ async def scale(
         figures = await measure(db, queue_id, f"{servers} proc", began)
         print(figures.line(), flush=True)
         print(where_cpu_goes(used, servers, args.n, machine), flush=True)
-        print(f"  database: {waited['Innodb_row_lock_waits']} row lock waits "
-              f"({waited['Innodb_row_lock_time']} ms in all), {waited['Innodb_deadlocks']} "
-              "deadlocks (server-wide)", flush=True)  # fmt: skip
+        print(
+            f"  database: {waited['Innodb_row_lock_waits']} row lock waits "
+            f"({waited['Innodb_row_lock_time']} ms in all), {waited['Innodb_deadlocks']} "
+            "deadlocks (server-wide)",
+            flush=True,
+        )
         leases, empty, hints = (count[name] for name in COUNTED)
-        print(f"  dispatch: {leases:.0f} leases, {empty:.0f} lease asks that found nothing, "
-              f"{hints:.0f} hints received", flush=True)  # fmt: skip
+        print(
+            f"  dispatch: {leases:.0f} leases, {empty:.0f} lease asks that found nothing, "
+            f"{hints:.0f} hints received",
+            flush=True,
+        )
         return figures
     finally:
         fleet.stop()
@@ -236,9 +302,9 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
         made = await admin.init("bench", "idle")
         cross_queue = await admin.create_queue(made.namespace_id, "cross")
         scale_queues = [await admin.create_queue(made.namespace_id, f"scale{k}") for k in (1, 2, 3)]
-        issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
-                                          [made.queue_id, cross_queue, *scale_queues],
-                                          None)  # fmt: skip
+        issued = await admin.create_token(
+            made.namespace_id, ALL_PERMISSIONS, [made.queue_id, cross_queue, *scale_queues], None
+        )
         with tempfile.TemporaryDirectory() as tmp:
             if args.idle:
                 await idle(
@@ -246,8 +312,9 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
                 )
             results = []
             for k, queue_id in zip((1, 2, 3), scale_queues if args.n else [], strict=False):
-                results.append(await scale(db, url_text, issued.token, queue_id, k, args,
-                                           Path(tmp)))  # fmt: skip
+                results.append(
+                    await scale(db, url_text, issued.token, queue_id, k, args, Path(tmp))
+                )
         if not results:
             return
         one = results[0].rate

@@ -106,8 +106,10 @@ class CpuMeter:
         end = self._sample()
         pairs = zip(self.start, end, strict=True)
         own, server, database = (1000 * (b - a) / count for a, b in pairs)
-        return (f"          CPU per submit: client {own:.2f} ms, server {server:.2f} ms, "
-                f"database {database:.2f} ms; load average {load()}")
+        return (
+            f"          CPU per submit: client {own:.2f} ms, server {server:.2f} ms, "
+            f"database {database:.2f} ms; load average {load()}"
+        )
 
 
 def load() -> str:
@@ -130,9 +132,11 @@ class Result:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
     def line(self) -> str:
-        return (f"{self.name:9} {self.count} submits in {self.seconds:6.2f} s = "
-                f"{self.rate:8.1f} submits/s  p50 {self.quantile(0.5):6.2f} ms  "
-                f"p99 {self.quantile(0.99):6.2f} ms")  # fmt: skip
+        return (
+            f"{self.name:9} {self.count} submits in {self.seconds:6.2f} s = "
+            f"{self.rate:8.1f} submits/s  p50 {self.quantile(0.5):6.2f} ms  "
+            f"p99 {self.quantile(0.99):6.2f} ms"
+        )
 
 
 async def drive(
@@ -168,10 +172,16 @@ async def baseline(url: sa.URL, ids: tuple[str, str, str], n: int, concurrency: 
     """The same four rows per submit, through asyncmy with one connection per client."""
     namespace_id, queue_id, token_id = ids
     connections = [
-        await asyncmy.connect(host=url.host, port=url.port or 3306, user=url.username,
-                              password=url.password, database=url.database, autocommit=False)
+        await asyncmy.connect(
+            host=url.host,
+            port=url.port or 3306,
+            user=url.username,
+            password=url.password,
+            database=url.database,
+            autocommit=False,
+        )
         for _ in range(concurrency)
-    ]  # fmt: skip
+    ]
     pool: asyncio.Queue[asyncmy.Connection] = asyncio.Queue()
     for connection in connections:
         pool.put_nowait(connection)
@@ -187,9 +197,16 @@ async def baseline(url: sa.URL, ids: tuple[str, str, str], n: int, concurrency: 
                     "INSERT INTO idempotency_records (namespace_id, operation, target, idem_key,"
                     " digest_alg, digest, task_id, status_code, receipt, created_at, expires_at)"
                     " VALUES (%s,'tasks.submit','',%s,'orbit-json-v1',%s,%s,201,%s,%s,%s)",
-                    (namespace_id, key, secrets.token_hex(32), task_id, payload * 3, now,
-                     now + timedelta(days=90)),
-                )  # fmt: skip
+                    (
+                        namespace_id,
+                        key,
+                        secrets.token_hex(32),
+                        task_id,
+                        payload * 3,
+                        now,
+                        now + timedelta(days=90),
+                    ),
+                )
                 await cur.execute(
                     "INSERT INTO tasks (id, namespace_id, queue_id, state, revision, handler,"
                     " handler_version, payload_version, payload, available_at, deadline_at,"
@@ -198,9 +215,17 @@ async def baseline(url: sa.URL, ids: tuple[str, str, str], n: int, concurrency: 
                     " attempt_count, created_at, updated_at) VALUES (%s,%s,%s,'WAITING',1,"
                     "'file.convert','v1','v1',%s,%s,%s,86400000,'RECONCILE_ONLY',1,0,0,30000,0,"
                     "%s,%s)",
-                    (task_id, namespace_id, queue_id, payload, now, now + timedelta(days=1), now,
-                     now),
-                )  # fmt: skip
+                    (
+                        task_id,
+                        namespace_id,
+                        queue_id,
+                        payload,
+                        now,
+                        now + timedelta(days=1),
+                        now,
+                        now,
+                    ),
+                )
                 await cur.execute(
                     "INSERT INTO task_events (id, task_id, revision, kind, to_state, created_at)"
                     " VALUES (%s,%s,1,'ACCEPTED','WAITING',%s)",
@@ -210,9 +235,16 @@ async def baseline(url: sa.URL, ids: tuple[str, str, str], n: int, concurrency: 
                     "INSERT INTO audit_log (id, namespace_id, token_id, action, task_id,"
                     " queue_id, handler, request_id, created_at) VALUES"
                     " (%s,%s,%s,'tasks.submit',%s,%s,'file.convert',%s,%s)",
-                    (secrets.token_hex(16), namespace_id, token_id, task_id, queue_id,
-                     secrets.token_hex(16), now),
-                )  # fmt: skip
+                    (
+                        secrets.token_hex(16),
+                        namespace_id,
+                        token_id,
+                        task_id,
+                        queue_id,
+                        secrets.token_hex(16),
+                        now,
+                    ),
+                )
             await connection.commit()
         finally:
             pool.put_nowait(connection)
@@ -236,8 +268,10 @@ class Connection:
         return cls(*await asyncio.open_connection("127.0.0.1", port))
 
     async def post(self, path: str, headers: str, body: bytes) -> tuple[int, bytes]:
-        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
-                f"Content-Length: {len(body)}\r\n\r\n")  # fmt: skip
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
         self.writer.write(head.encode("ascii") + body)
         status_line = await self.reader.readline()
         length = 0
@@ -285,9 +319,13 @@ def check_answer(number: int, status: int, answer: bytes) -> None:
     try:
         data = json.loads(answer)["data"]
         task = data["task"]
-        fine = (status == 201 and data["deduplicated"] is False and task["state"] == "WAITING"
-                and task["payload"] == {"source_ref": "objects/input.txt",
-                                        "sequence": 9007199254740993, "n": number})  # fmt: skip
+        fine = (
+            status == 201
+            and data["deduplicated"] is False
+            and task["state"] == "WAITING"
+            and task["payload"]
+            == {"source_ref": "objects/input.txt", "sequence": 9007199254740993, "n": number}
+        )
     except (ValueError, KeyError, TypeError):
         fine = False
     if not fine:
@@ -301,14 +339,20 @@ async def verify_rows(url: str, queue_id: str, expected: int) -> str:
     try:
         async with db.engine.connect() as conn:
             of_queue = "task_id IN (SELECT id FROM tasks WHERE queue_id = :q)"
-            for table, where in (("tasks", "queue_id = :q"), ("audit_log", "queue_id = :q"),
-                                 ("task_events", of_queue), ("idempotency_records", of_queue)):
+            for table, where in (
+                ("tasks", "queue_id = :q"),
+                ("audit_log", "queue_id = :q"),
+                ("task_events", of_queue),
+                ("idempotency_records", of_queue),
+            ):
                 query = sa.text(f"SELECT COUNT(*) FROM {table} WHERE {where}")
                 counts.append((await conn.execute(query, {"q": queue_id})).scalar_one())
     finally:
         await db.close()
-    line = (f"rows      tasks {counts[0]}, audit {counts[1]}, events {counts[2]}, "
-            f"idempotency {counts[3]} (expected {expected} each)")
+    line = (
+        f"rows      tasks {counts[0]}, audit {counts[1]}, events {counts[2]}, "
+        f"idempotency {counts[3]} (expected {expected} each)"
+    )
     if any(count != expected for count in counts):
         raise SystemExit(f"{line}: MISMATCH")
     return line
@@ -317,14 +361,19 @@ async def verify_rows(url: str, queue_id: str, expected: int) -> str:
 def group_line(port: int) -> str:
     """The submit group commit counters of one server process (from its /metrics)."""
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
-              if line.startswith("orbit_submit_group")}  # fmt: skip
+    values = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("orbit_submit_group")
+    }
     groups = values.get("orbit_submit_groups_total", 0)
     items = values.get("orbit_submit_group_items_total", 0)
     fallbacks = values.get("orbit_submit_group_fallbacks_total", 0)
     mean = items / groups if groups else 0
-    return (f"groups    one server process: {groups:.0f} groups, {items:.0f} submits "
-            f"(mean {mean:.1f} per group), {fallbacks:.0f} fell back to single submits")
+    return (
+        f"groups    one server process: {groups:.0f} groups, {items:.0f} submits "
+        f"(mean {mean:.1f} per group), {fallbacks:.0f} fell back to single submits"
+    )
 
 
 def free_port() -> int:
@@ -386,9 +435,23 @@ async def prepare(url: str) -> tuple[str, str, str, str]:
 def start_server(
     url: str, port: int, log: Path, pool_size: int, workers: int
 ) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
-               "--port", str(port), "--no-access-log", "--log-format", "json",
-               "--pool-size", str(pool_size), "--workers", str(workers)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "agentcall.orbit",
+        "serve",
+        "--database",
+        url,
+        "--port",
+        str(port),
+        "--no-access-log",
+        "--log-format",
+        "json",
+        "--pool-size",
+        str(pool_size),
+        "--workers",
+        str(workers),
+    ]
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -408,16 +471,24 @@ async def main() -> None:
     parser.add_argument("--database", default=DEFAULT_URL, help="mysql+asyncmy:// admin URL")
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=1,
-                        help="orbit serve processes (1: least CPU per submit, see docs)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="orbit serve processes (1: least CPU per submit, see docs)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
-    parser.add_argument("--console", action="store_true",
-                        help="keep the console open and refreshing during the run")
+    parser.add_argument(
+        "--console", action="store_true", help="keep the console open and refreshing during the run"
+    )
     args = parser.parse_args()
     async with bench_database(args.database, args.keep) as url:
         url_text = url.render_as_string(hide_password=False)
-        print(f"n={args.n} concurrency={args.concurrency} server workers={args.workers} "
-              f"cpus={os.cpu_count()} load average at start {load()}", flush=True)
+        print(
+            f"n={args.n} concurrency={args.concurrency} server workers={args.workers} "
+            f"cpus={os.cpu_count()} load average at start {load()}",
+            flush=True,
+        )
         namespace_id, queue_id, token_id, token = await prepare(url_text)
         meter = CpuMeter(set())
         base = await baseline(url, (namespace_id, queue_id, token_id), args.n, args.concurrency)
@@ -442,8 +513,10 @@ async def main() -> None:
         print(usage)
         print(groups)
         print(await verify_rows(url_text, queue_id, 2 * args.n + 200))
-        print(f"ratio     orbit/baseline throughput {orbit.rate / base.rate:.2f}  "
-              f"p99 {orbit.quantile(0.99) / base.quantile(0.99):.2f}x")
+        print(
+            f"ratio     orbit/baseline throughput {orbit.rate / base.rate:.2f}  "
+            f"p99 {orbit.quantile(0.99) / base.quantile(0.99):.2f}x"
+        )
         verdict = orbit.rate >= 1000 and orbit.quantile(0.99) < 50
         print(f"target    >= 1000 submits/s and p99 < 50 ms: {'met' if verdict else 'NOT met'}")
         print(f"load average at end {load()}")

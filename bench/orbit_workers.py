@@ -80,29 +80,60 @@ class Figures:
         return text
 
 
-def start_processes(url: str, token: str, queues: list[str], args: argparse.Namespace,
-                    tmp: Path) -> tuple[str, list[subprocess.Popen[bytes]]]:  # fmt: skip
+def start_processes(
+    url: str, token: str, queues: list[str], args: argparse.Namespace, tmp: Path
+) -> tuple[str, list[subprocess.Popen[bytes]]]:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url, "--port", str(port),
-         "--no-access-log", "--log-format", "json", "--pool-size", str(args.submitters + 8),
-         "--workers", str(args.server_processes)],
-        stdout=(tmp / "serve.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "agentcall.orbit",
+            "serve",
+            "--database",
+            url,
+            "--port",
+            str(port),
+            "--no-access-log",
+            "--log-format",
+            "json",
+            "--pool-size",
+            str(args.submitters + 8),
+            "--workers",
+            str(args.server_processes),
+        ],
+        stdout=(tmp / "serve.log").open("wb"),
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
     base = f"http://127.0.0.1:{port}"
     _wait(lambda: httpx.get(f"{base}/healthz", timeout=1).status_code == 200, server, "serve")
     env = {**os.environ, "ORBIT_URL": base, "ORBIT_TOKEN": token}
     workers = []
     for index in range(args.workers):
         log = tmp / f"worker{index}.log"
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "agentcall.orbit.sdk.worker",
-             "--app", "examples.orbit_workers:registry",
-             *[arg for queue_id in queues for arg in ("--queue", queue_id)],
-             "--concurrency", str(args.concurrency), "--log-format", "json",
-             "--name", f"bench-{index}"],
-            stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO, env=env,
-        ))  # fmt: skip
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agentcall.orbit.sdk.worker",
+                    "--app",
+                    "examples.orbit_workers:registry",
+                    *[arg for queue_id in queues for arg in ("--queue", queue_id)],
+                    "--concurrency",
+                    str(args.concurrency),
+                    "--log-format",
+                    "json",
+                    "--name",
+                    f"bench-{index}",
+                ],
+                stdout=log.open("wb"),
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=env,
+            )
+        )
     for index, process in enumerate(workers):
         log = tmp / f"worker{index}.log"
         _wait(lambda log=log: '"connected"' in log.read_text(), process, f"worker {index}")
@@ -113,10 +144,12 @@ def floor_lines(idle: Figures) -> str:
     """The bare pipeline of bench/idle_floor.py, measured right after the idle phase."""
     floor = idle.floor_ms
     p50 = quantile(floor, 0.5)
-    return (f"floor     {len(floor)} tasks through a bare INSERT+COMMIT → socket → SKIP LOCKED "
-            f"UPDATE (bench/idle_floor.py): p50 {p50:.2f} ms  p99 {quantile(floor, 0.99):.2f} ms\n"
-            f"ratio     idle dispatch p50 orbit/floor {idle.q(0.5) / p50:.2f} (this machine's "
-            "hop costs change by 2x from hour to hour; the ratio does not)")
+    return (
+        f"floor     {len(floor)} tasks through a bare INSERT+COMMIT → socket → SKIP LOCKED "
+        f"UPDATE (bench/idle_floor.py): p50 {p50:.2f} ms  p99 {quantile(floor, 0.99):.2f} ms\n"
+        f"ratio     idle dispatch p50 orbit/floor {idle.q(0.5) / p50:.2f} (this machine's "
+        "hop costs change by 2x from hour to hour; the ratio does not)"
+    )
 
 
 def leases_granted(base: str) -> tuple[float, float]:
@@ -131,15 +164,18 @@ def leases_granted(base: str) -> tuple[float, float]:
 
 def leases_line(phase: str, before: tuple[float, float], after: tuple[float, float]) -> str:
     total, eager = (after[0] - before[0]), (after[1] - before[1])
-    return (f"  {phase} leases: {total:.0f}, of them {eager:.0f} eager (in the submit's "
-            "transaction, worker-protocol.md §5)")
+    return (
+        f"  {phase} leases: {total:.0f}, of them {eager:.0f} eager (in the submit's "
+        "transaction, worker-protocol.md §5)"
+    )
 
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process and its live children (Linux /proc), seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
-                              check=False).stdout.split()  # fmt: skip
+    children = subprocess.run(
+        ["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False
+    ).stdout.split()
     own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return own + sum(cpu_seconds(int(child)) for child in children)
 
@@ -147,8 +183,9 @@ def cpu_seconds(pid: int) -> float:
 def cpu_use(pids: list[int], since: list[float] | None = None) -> list[float]:
     """CPU seconds of [server, workers…, MariaDB, this process] (MariaDB 0 when not local),
     minus `since`. This process is the load generator (HTTP clients, progress polling)."""
-    found = subprocess.run(["pgrep", "-o", "-x", "mariadbd|mysqld"], capture_output=True,
-                           text=True, check=False).stdout.split()  # fmt: skip
+    found = subprocess.run(
+        ["pgrep", "-o", "-x", "mariadbd|mysqld"], capture_output=True, text=True, check=False
+    ).stdout.split()
     now = [cpu_seconds(pid) for pid in pids] + [cpu_seconds(int(found[0])) if found else 0.0]
     now.append(time.process_time())
     return now if since is None else [a - b for a, b in zip(now, since, strict=True)]
@@ -156,10 +193,12 @@ def cpu_use(pids: list[int], since: list[float] | None = None) -> list[float]:
 
 def cpu_line(phase: str, used: list[float], n: int) -> str:
     server, workers, mariadb, client = used[0], sum(used[1:-2]), used[-2], used[-1]
-    return (f"  {phase} CPU per task: server {server * 1000 / n:.2f} ms, workers "
-            f"{workers * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms "
-            "(MariaDB is shared with other work on this machine), bench client "
-            f"{client * 1000 / n:.2f} ms")
+    return (
+        f"  {phase} CPU per task: server {server * 1000 / n:.2f} ms, workers "
+        f"{workers * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms "
+        "(MariaDB is shared with other work on this machine), bench client "
+        f"{client * 1000 / n:.2f} ms"
+    )
 
 
 def _wait(ready: object, process: subprocess.Popen[bytes], what: str) -> None:
@@ -177,9 +216,11 @@ def _wait(ready: object, process: subprocess.Popen[bytes], what: str) -> None:
 
 
 def body(queue_id: str, number: int) -> str:
-    return (f'{{"queue_id":"{queue_id}","handler":"demo.noop","handler_version":"v1",'
-            f'"payload_version":"v1","payload":{{"n":{number}}},'
-            f'"recovery_safety":"IDEMPOTENT"}}')  # fmt: skip
+    return (
+        f'{{"queue_id":"{queue_id}","handler":"demo.noop","handler_version":"v1",'
+        f'"payload_version":"v1","payload":{{"n":{number}}},'
+        f'"recovery_safety":"IDEMPOTENT"}}'
+    )
 
 
 async def submit_all(
@@ -225,8 +266,9 @@ async def submit_all(
 
 
 async def wait_done(db: Database, queue_id: str, expected: int, label: str) -> None:
-    query = sa.select(sa.func.count()).where(tasks.c.queue_id == queue_id,
-                                             tasks.c.state == "SUCCEEDED")  # fmt: skip
+    query = sa.select(sa.func.count()).where(
+        tasks.c.queue_id == queue_id, tasks.c.state == "SUCCEEDED"
+    )
     started, last = time.monotonic(), 0.0
     while True:
         async with db.read() as conn:
@@ -251,12 +293,16 @@ async def measure(
     join = tasks.join(task_attempts, a.task_id == tasks.c.id)
     query = sa.select(tasks.c.created_at, tasks.c.completed_at, a.started_at, a.leased_at)
     async with db.read() as conn:
-        rows = (await conn.execute(query.select_from(join).where(
-            tasks.c.queue_id == queue_id, a.state == "SUCCEEDED"))).all()  # fmt: skip
+        rows = (
+            await conn.execute(
+                query.select_from(join).where(tasks.c.queue_id == queue_id, a.state == "SUCCEEDED")
+            )
+        ).all()
     first = min(r.leased_at if since_lease else r.created_at for r in rows)
     last = max(r.completed_at for r in rows)
-    dispatch = [] if since_lease else [
-        (r.started_at - r.created_at).total_seconds() * 1000 for r in rows]  # fmt: skip
+    dispatch = (
+        [] if since_lease else [(r.started_at - r.created_at).total_seconds() * 1000 for r in rows]
+    )
     return Figures(name, len(rows), (last - first).total_seconds(), dispatch)
 
 
@@ -266,19 +312,23 @@ async def breakdown(db: Database, queue_id: str) -> str:
     join = tasks.join(task_attempts, a.task_id == tasks.c.id)
     query = sa.select(tasks.c.created_at, a.leased_at, a.started_at, a.ended_at)
     async with db.read() as conn:
-        rows = (await conn.execute(query.select_from(join).where(
-            tasks.c.queue_id == queue_id, a.state == "SUCCEEDED"))).all()  # fmt: skip
+        rows = (
+            await conn.execute(
+                query.select_from(join).where(tasks.c.queue_id == queue_id, a.state == "SUCCEEDED")
+            )
+        ).all()
 
     def p50(pairs: list[float]) -> float:
         return sorted(pairs)[len(pairs) // 2] if pairs else float("nan")
 
     def ms(later: str, earlier: str) -> float:
-        return p50([(getattr(r, later) - getattr(r, earlier)).total_seconds() * 1000
-                    for r in rows])  # fmt: skip
+        return p50([(getattr(r, later) - getattr(r, earlier)).total_seconds() * 1000 for r in rows])
 
-    return (f"          p50 submit→leased {ms('leased_at', 'created_at'):.2f} ms, "
-            f"leased→started {ms('started_at', 'leased_at'):.2f} ms, "
-            f"started→ended {ms('ended_at', 'started_at'):.2f} ms")
+    return (
+        f"          p50 submit→leased {ms('leased_at', 'created_at'):.2f} ms, "
+        f"leased→started {ms('started_at', 'leased_at'):.2f} ms, "
+        f"started→ended {ms('ended_at', 'started_at'):.2f} ms"
+    )
 
 
 async def idle_phase(db: Database, base: str, token: str, queue_id: str, n: int) -> Figures:
@@ -289,8 +339,9 @@ async def idle_phase(db: Database, base: str, token: str, queue_id: str, n: int)
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
         for number in range(n):
             key = {"Idempotency-Key": secrets.token_hex(8)}
-            response = await client.post("/v1/tasks", content=body(queue_id, number),
-                                         headers={**headers, **key})  # fmt: skip
+            response = await client.post(
+                "/v1/tasks", content=body(queue_id, number), headers={**headers, **key}
+            )
             task_id = response.json()["data"]["task"]["id"]
             while True:
                 await asyncio.sleep(0.01)
@@ -305,10 +356,16 @@ async def idle_phase(db: Database, base: str, token: str, queue_id: str, n: int)
 async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures:
     """Drain `n` WAITING rows (inserted by the caller) with a plain SKIP LOCKED loop."""
     connections = [
-        await asyncmy.connect(host=url.host, port=url.port or 3306, user=url.username,
-                              password=url.password, database=url.database, autocommit=False)
+        await asyncmy.connect(
+            host=url.host,
+            port=url.port or 3306,
+            user=url.username,
+            password=url.password,
+            database=url.database,
+            autocommit=False,
+        )
         for _ in range(claimers)
-    ]  # fmt: skip
+    ]
     done = 0
     started = time.perf_counter()
 
@@ -319,17 +376,22 @@ async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures
             while True:
                 await cur.execute(
                     "SELECT id FROM tasks WHERE queue_id=%s AND state='WAITING' "
-                    "ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED", (queue_id,))
+                    "ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    (queue_id,),
+                )
                 row = await cur.fetchone()
                 if row is None:
                     await connection.commit()
                     return
-                await cur.execute("UPDATE tasks SET state='RUNNING', revision=revision+1 "
-                                  "WHERE id=%s", (row[0],))  # fmt: skip
+                await cur.execute(
+                    "UPDATE tasks SET state='RUNNING', revision=revision+1 WHERE id=%s", (row[0],)
+                )
                 await connection.commit()
                 await cur.execute(
                     "UPDATE tasks SET state='SUCCEEDED', revision=revision+1, "
-                    "completed_at=UTC_TIMESTAMP(6) WHERE id=%s", (row[0],))
+                    "completed_at=UTC_TIMESTAMP(6) WHERE id=%s",
+                    (row[0],),
+                )
                 await connection.commit()
                 done += 1
 
@@ -353,8 +415,10 @@ async def insert_waiting(db: Database, namespace_id: str, queue_id: str, n: int)
         async with db.write() as conn:
             now = await db.now(conn)
             times = plan_times(request, now)
-            rows = [task_row(new_task(new_id(), namespace_id, request, times, now))
-                    for _ in range(start, min(n, start + 500))]  # fmt: skip
+            rows = [
+                task_row(new_task(new_id(), namespace_id, request, times, now))
+                for _ in range(start, min(n, start + 500))
+            ]
             await conn.execute(tasks.insert(), rows)
 
 
@@ -370,9 +434,9 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
         drain_queue = await admin.create_queue(made.namespace_id, "drain")
         from agentcall.orbit.domain.tokens import ALL_PERMISSIONS
 
-        issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS,
-                                          [made.queue_id, idle_queue, drain_queue],
-                                          None)  # fmt: skip
+        issued = await admin.create_token(
+            made.namespace_id, ALL_PERMISSIONS, [made.queue_id, idle_queue, drain_queue], None
+        )
         await insert_waiting(db, made.namespace_id, base_queue, args.n)
         base = await baseline(url, base_queue, args.n, args.workers * 4)
         print(base.line(), flush=True)
@@ -391,8 +455,11 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
         print(f"ratio     orbit/baseline throughput {orbit.rate / base.rate:.2f}")
         met = orbit.rate >= 1000 and idle.q(0.5) < 5
         verdict = "met" if met else "NOT met"
-        how = ("single submits, POST /v1/tasks" if args.batch == 1
-               else f"batch submits, POST /v1/tasks:batch with {args.batch} per request")
+        how = (
+            "single submits, POST /v1/tasks"
+            if args.batch == 1
+            else f"batch submits, POST /v1/tasks:batch with {args.batch} per request"
+        )
         print(f"target    >= 1000 tasks/s and idle dispatch p50 < 5 ms ({how}): {verdict}")
         print(f"load      {os.getloadavg()[0]:.1f} (1 min average at the end)")
     finally:
@@ -417,12 +484,24 @@ async def _orbit(
         drain = await measure(db, queues.drain, "drain", 0, since_lease=True)
         print(cpu_line("drain", cpu_use(pids, cpu), args.n), flush=True)
         extra = subprocess.Popen(  # a worker on the idle queue only
-            [sys.executable, "-m", "agentcall.orbit.sdk.worker",
-             "--app", "examples.orbit_workers:registry",
-             "--queue", queues.idle, "--concurrency", "1", "--log-format", "json"],
-            stdout=(tmp / "idle.log").open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+            [
+                sys.executable,
+                "-m",
+                "agentcall.orbit.sdk.worker",
+                "--app",
+                "examples.orbit_workers:registry",
+                "--queue",
+                queues.idle,
+                "--concurrency",
+                "1",
+                "--log-format",
+                "json",
+            ],
+            stdout=(tmp / "idle.log").open("wb"),
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
             env={**os.environ, "ORBIT_URL": server_base, "ORBIT_TOKEN": token},
-        )  # fmt: skip
+        )
         processes.append(extra)
         _wait(lambda: '"connected"' in (tmp / "idle.log").read_text(), extra, "idle worker")
         before = leases_granted(server_base)
@@ -436,12 +515,15 @@ async def _orbit(
         before = leases_granted(server_base)
         began = time.perf_counter()
         async with console_open(server_base, token, queues.orbit, args.console):
-            await submit_all(server_base, token, queues.orbit, args.n, args.submitters,
-                             args.batch)  # fmt: skip
-            how = ("POST /v1/tasks" if args.batch == 1
-                   else f"POST /v1/tasks:batch, {args.batch} per request")  # fmt: skip
-            print(f"  submitted {args.n} in {time.perf_counter() - began:.2f} s ({how})",
-                  flush=True)  # fmt: skip
+            await submit_all(server_base, token, queues.orbit, args.n, args.submitters, args.batch)
+            how = (
+                "POST /v1/tasks"
+                if args.batch == 1
+                else f"POST /v1/tasks:batch, {args.batch} per request"
+            )
+            print(
+                f"  submitted {args.n} in {time.perf_counter() - began:.2f} s ({how})", flush=True
+            )
             await wait_done(db, queues.orbit, args.n, "orbit")
         print(cpu_line("orbit", cpu_use(pids, cpu), args.n), flush=True)
         print(leases_line("orbit", before, leases_granted(server_base)), flush=True)
@@ -465,19 +547,39 @@ async def main() -> None:
     parser.add_argument("--submitters", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--idle", type=int, default=200, help="tasks of the idle phase")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
-    parser.add_argument("--console", action="store_true",
-                        help="keep the console open and refreshing during the submit phase")
-    parser.add_argument("--server-processes", type=int, default=1,
-                        help="orbit serve --workers (each process has its own dispatcher)")
-    parser.add_argument("--batch", type=int, default=1, choices=range(1, 101),
-                        metavar="1-100", help="tasks per submit request (>1: POST /v1/tasks:batch)")
-    parser.add_argument("--no-submit", action="store_true",
-                        help="skip the submit phase (baseline, drain and idle only)")
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="keep the console open and refreshing during the submit phase",
+    )
+    parser.add_argument(
+        "--server-processes",
+        type=int,
+        default=1,
+        help="orbit serve --workers (each process has its own dispatcher)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        choices=range(1, 101),
+        metavar="1-100",
+        help="tasks per submit request (>1: POST /v1/tasks:batch)",
+    )
+    parser.add_argument(
+        "--no-submit",
+        action="store_true",
+        help="skip the submit phase (baseline, drain and idle only)",
+    )
     args = parser.parse_args()
     async with bench_database(args.database, args.keep) as url:
-        print(f"n={args.n} workers={args.workers}x{args.concurrency} submitters={args.submitters} "
-              f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"n={args.n} workers={args.workers}x{args.concurrency} submitters={args.submitters} "
+            f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         await run(args, url)
+
 
 if __name__ == "__main__":
     asyncio.run(main())

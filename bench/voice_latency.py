@@ -86,9 +86,12 @@ async def run_mode(llm: Any, utterance: list[bytes], turns: int, eou_ms: int) ->
     )
     sink = AgentSink(lambda t: None, lambda p, at: None, lambda r: None)
     agent = VoiceAgent(
-        agent_config(), registry, sink, options=VoiceOptions(end_of_utterance_ms=eou_ms),
+        agent_config(),
+        registry,
+        sink,
+        options=VoiceOptions(end_of_utterance_ms=eou_ms),
         vad=make_vad("webrtc"),
-    )  # fmt: skip
+    )
     loop = asyncio.get_running_loop()
     due = loop.time()
 

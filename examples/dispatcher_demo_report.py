@@ -105,9 +105,7 @@ def summarize(
     for status in ("uploaded", "unavailable", "not_created"):
         recordings.setdefault(status, 0)
     table("recordings", recordings)
-    keys = sorted(
-        recording(r)["object_key"] for r in calls if recording(r)["status"] == "uploaded"
-    )
+    keys = sorted(recording(r)["object_key"] for r in calls if recording(r)["status"] == "uploaded")
     where = f"s3://{s3['bucket']}/{demo.prefix}/"
     print(f"\nRecordings: {len(keys)} WAV files in {where} at {s3['endpoint']}")
     for key in keys[:3]:
@@ -115,5 +113,3 @@ def summarize(
     if len(keys) > 3:
         print(f"    ... and {len(keys) - 3} more")
     print(f"Logs and state: {demo.work}")
-
-

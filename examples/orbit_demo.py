@@ -32,8 +32,11 @@ from agentcall.orbit.store.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = ("WAITING", "LEASED", "RUNNING", "SUCCEEDED", "FAILED", "NEEDS_REVIEW", "CANCELLED")
-FAST = {"ORBIT_LEASE_TTL_MS": "3000", "ORBIT_RECONNECT_GRACE_MS": "1000",
-        "ORBIT_SWEEP_INTERVAL_MS": "100"}  # fmt: skip
+FAST = {
+    "ORBIT_LEASE_TTL_MS": "3000",
+    "ORBIT_RECONNECT_GRACE_MS": "1000",
+    "ORBIT_SWEEP_INTERVAL_MS": "100",
+}
 
 
 def mix() -> list[tuple[str, dict[str, Any]]]:
@@ -71,14 +74,31 @@ class Processes:
 
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         log = (self.tmp / f"{name}.log").open("wb")
-        child = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=log,
-                                 stderr=subprocess.STDOUT, env={**os.environ, **env})  # fmt: skip
+        child = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env},
+        )
         self.children.append(child)
         return child
 
     def worker(self, name: str, base: str, token: str, queue_id: str) -> subprocess.Popen[bytes]:
-        args = ["-m", "agentcall.orbit.sdk.worker", "--app", "examples.orbit_workers:registry",
-                "--queue", queue_id, "--concurrency", "8", "--name", name, "--log-format", "json"]
+        args = [
+            "-m",
+            "agentcall.orbit.sdk.worker",
+            "--app",
+            "examples.orbit_workers:registry",
+            "--queue",
+            queue_id,
+            "--concurrency",
+            "8",
+            "--name",
+            name,
+            "--log-format",
+            "json",
+        ]
         return self.start(name, args, {"ORBIT_URL": base, "ORBIT_TOKEN": token})
 
     def stop(self) -> None:
@@ -136,16 +156,29 @@ async def run(tmp: Path) -> int:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     procs = Processes(tmp)
-    procs.start("server", ["-m", "agentcall.orbit", "serve", "--database", url, "--port", str(port),
-                           "--no-access-log", "--log-format", "json"], FAST)  # fmt: skip
+    procs.start(
+        "server",
+        [
+            "-m",
+            "agentcall.orbit",
+            "serve",
+            "--database",
+            url,
+            "--port",
+            str(port),
+            "--no-access-log",
+            "--log-format",
+            "json",
+        ],
+        FAST,
+    )
     workers = {n: procs.worker(n, base, made.token, made.queue_id) for n in ("alpha", "beta")}
     headers = {"Authorization": f"Bearer {made.token}"}
     try:
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
             await wait_ready(client, tmp, list(workers))
             print(f"server {base} (SQLite {tmp / 'orbit-demo.db'}), workers alpha and beta")
-            print(f"console {base}/ui (while the demo runs): sign in with the token "
-                  f"{made.token}")  # fmt: skip
+            print(f"console {base}/ui (while the demo runs): sign in with the token {made.token}")
             planned = mix()
             kinds = await submit_all(client, made.queue_id, planned[:1])
             print("submitted the RECONCILE_ONLY payment")
@@ -193,8 +226,13 @@ async def submit_all(
 
     async def submitter() -> None:
         for what, fields in pending:
-            body = {"queue_id": queue_id, "handler": "demo.work", "handler_version": "v1",
-                    "payload_version": "v1", **fields}  # fmt: skip
+            body = {
+                "queue_id": queue_id,
+                "handler": "demo.work",
+                "handler_version": "v1",
+                "payload_version": "v1",
+                **fields,
+            }
             key = {"Idempotency-Key": secrets.token_hex(8)}
             response = await client.post("/v1/tasks", json=body, headers=key)
             response.raise_for_status()
@@ -205,9 +243,13 @@ async def submit_all(
 
 
 async def kill_payment_worker(
-    client: httpx.AsyncClient, kinds: dict[str, str], workers: dict[str, Any],
-    procs: Processes, base: str, made: Any,
-) -> None:  # fmt: skip
+    client: httpx.AsyncClient,
+    kinds: dict[str, str],
+    workers: dict[str, Any],
+    procs: Processes,
+    base: str,
+    made: Any,
+) -> None:
     payment = next(t for t, what in kinds.items() if what == "payment, worker killed")
     for _ in range(600):
         items = (await client.get(f"/v1/tasks/{payment}/attempts")).json()["data"]["items"]

@@ -30,8 +30,11 @@ def main() -> None:
         handler_version="v1",
         payload_version="v1",
         # exact numbers: int and Decimal, never float
-        payload={"source_ref": "objects/input.txt", "sequence": 9007199254740993,
-                 "ratio": Decimal("1.10")},  # fmt: skip
+        payload={
+            "source_ref": "objects/input.txt",
+            "sequence": 9007199254740993,
+            "ratio": Decimal("1.10"),
+        },
         business_key="conversion-001",
     )
     with Client(os.environ["ORBIT_URL"], os.environ["ORBIT_TOKEN"]) as orbit:

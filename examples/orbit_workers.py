@@ -48,8 +48,11 @@ def _script(ctx: Context, payload: dict[str, Any]) -> tuple[str, Any]:
         raise NeedsReview("ambiguous", "the upstream gave no definite answer")
     if outcome == "crash":
         raise RuntimeError("unexpected bug in the handler")
-    return outcome, {"echo": payload.get("echo"), "attempt": ctx.attempt.number,
-                     "exact": Decimal("1.10")}  # fmt: skip
+    return outcome, {
+        "echo": payload.get("echo"),
+        "attempt": ctx.attempt.number,
+        "exact": Decimal("1.10"),
+    }
 
 
 def _sleep_ms(ctx: Context, payload: dict[str, Any]) -> int:
@@ -82,8 +85,12 @@ def work_sync(ctx: Context, payload: dict[str, Any]) -> Any:
 @registry.handler("demo.charge", "v1")
 async def charge(ctx: Context, payload: dict[str, Any]) -> Any:
     reference = f"pay-{ctx.task.task_id[:8]}-{ctx.attempt.number}"
-    ctx.add_evidence("payment", "reference", name="payment request sent",
-                     uri=f"https://bank.example/payments/{reference}")  # fmt: skip
+    ctx.add_evidence(
+        "payment",
+        "reference",
+        name="payment request sent",
+        uri=f"https://bank.example/payments/{reference}",
+    )
     try:  # waiting for the bank; a shutdown past the grace period stops the wait
         await asyncio.wait_for(ctx.cancel_token.wait(), int(payload.get("sleep_ms", 0)) / 1000)
     except TimeoutError:

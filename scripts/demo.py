@@ -45,15 +45,18 @@ def main() -> int:
 def epilogue() -> None:
     print("\n=== What still runs ===", flush=True)
     subprocess.call([str(ROOT / "scripts" / "services"), "status"], cwd=ROOT)
-    print("The demo's own processes have stopped. Stop the local services with: "
-          "make services-stop")  # fmt: skip
+    print("The demo's own processes have stopped. Stop the local services with: make services-stop")
     print("\n=== Consoles ===")
-    print("Orbit console: start Orbit (README.md, 'Orbit in five minutes'), then open "
-          "http://127.0.0.1:7470/ui")  # fmt: skip
+    print(
+        "Orbit console: start Orbit (README.md, 'Orbit in five minutes'), then open "
+        "http://127.0.0.1:7470/ui"
+    )
     print("Orbit: http://127.0.0.1:7470/openapi.json and /metrics of a running `orbit serve`")
-    print("Dispatcher console: http://127.0.0.1:9470/ui of a running `dispatcher run` (README.md, "
-          "'The Dispatcher with the mock SaaS'); `.venv/bin/dispatcher status`, /readyz and "
-          "/metrics beside it")  # fmt: skip
+    print(
+        "Dispatcher console: http://127.0.0.1:9470/ui of a running `dispatcher run` (README.md, "
+        "'The Dispatcher with the mock SaaS'); `.venv/bin/dispatcher status`, /readyz and "
+        "/metrics beside it"
+    )
     print("\n=== Read next ===")
     for path, what in READ_NEXT:
         print(f"{path:<22} {what}")

@@ -34,11 +34,21 @@ Rule = Callable[[Family, Context], str | None]
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 # Units that are not base units, and what to use instead.
 NOT_BASE = {
-    "ms": "seconds", "milliseconds": "seconds", "us": "seconds", "microseconds": "seconds",
-    "ns": "seconds", "minutes": "seconds", "hours": "seconds", "days": "seconds",
-    "kb": "bytes", "kilobytes": "bytes", "mb": "bytes", "megabytes": "bytes",
-    "percent": "ratio", "pct": "ratio",
-}  # fmt: skip
+    "ms": "seconds",
+    "milliseconds": "seconds",
+    "us": "seconds",
+    "microseconds": "seconds",
+    "ns": "seconds",
+    "minutes": "seconds",
+    "hours": "seconds",
+    "days": "seconds",
+    "kb": "bytes",
+    "kilobytes": "bytes",
+    "mb": "bytes",
+    "megabytes": "bytes",
+    "percent": "ratio",
+    "pct": "ratio",
+}
 
 
 def snake_case(f: Family, ctx: Context) -> str | None:
@@ -110,8 +120,9 @@ def violations(text: str, prefixes: tuple[str, ...]) -> list[str]:
     """``family: rule: what is wrong`` for every rule a family breaks, and every family
     declared twice."""
     lines = [line for line in text.splitlines() if line.strip()]
-    samples = frozenset(re.split(r"[{ ]", line, maxsplit=1)[0] for line in lines
-                        if not line.startswith("#"))  # fmt: skip
+    samples = frozenset(
+        re.split(r"[{ ]", line, maxsplit=1)[0] for line in lines if not line.startswith("#")
+    )
     declared = Counter(line.split()[2] for line in lines if line.startswith("# TYPE "))
     found = [f"{name}: unique: declared {n} times" for name, n in declared.items() if n > 1]
     ctx = Context(prefixes, samples)

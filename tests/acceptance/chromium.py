@@ -25,10 +25,18 @@ def headless_chromium(profile: Path, size: str = "1400,1300") -> Iterator[WebDri
         pytest.skip("Debian's chromium and chromium-driver are not installed")
     options = Options()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-background-networking", "--disable-component-update",
-                     "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                     f"--user-data-dir={profile}", f"--window-size={size}"):  # fmt: skip
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={size}",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     driver.set_page_load_timeout(30)

@@ -34,20 +34,27 @@ def wait_until(check: Callable[[], T | None], seconds: float, what: str) -> T:
 
 
 class Process:
-    def __init__(self, name: str, argv: list[str], cwd: Path, env: dict[str, str],
-                 log: Path) -> None:  # fmt: skip
+    def __init__(
+        self, name: str, argv: list[str], cwd: Path, env: dict[str, str], log: Path
+    ) -> None:
         self.name, self.log = name, log
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                argv,
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
-            )  # fmt: skip
+            )
 
     def alive(self) -> bool:
         if self.proc.poll() is None:
             return True
-        raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n"
-                             f"{self.log.read_text(errors='replace')[-3000:]}")  # fmt: skip
+        raise AssertionError(
+            f"{self.name} exited with {self.proc.returncode}:\n"
+            f"{self.log.read_text(errors='replace')[-3000:]}"
+        )
 
     def stop(self) -> None:
         """SIGTERM to its process group, SIGKILL after 15 s."""

@@ -109,8 +109,8 @@ def cycles(edges: Graph) -> list[list[str]]:
             elif child in stack:
                 low[node] = min(low[node], index[child])
         if low[node] == index[node]:
-            component = stack[stack.index(node):]
-            del stack[stack.index(node):]
+            component = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
             if len(component) > 1:
                 found.append(sorted(component))
 

@@ -71,9 +71,14 @@ def test_each_rule_keeps_the_good_and_names_the_bad(rule: str, good: str, bad: s
 
 def test_every_rule_has_a_row() -> None:
     assert {name for name, _ in m.RULES} == {
-        "snake_case", "prefix", "counter_total", "gauge_not_total", "base_units",
-        "histogram_series", "help_text",
-    }  # fmt: skip
+        "snake_case",
+        "prefix",
+        "counter_total",
+        "gauge_not_total",
+        "base_units",
+        "histogram_series",
+        "help_text",
+    }
 
 
 def test_a_family_declared_twice_is_named() -> None:

@@ -57,6 +57,9 @@ class CellMetrics:
             "cell_event_subscribers", "Connected event stream subscribers", registry=r
         )
         r.register(_Handled())
+        self._media_histograms(r)
+
+    def _media_histograms(self, r: CollectorRegistry) -> None:
         self.reply_latency = Histogram(
             "cell_reply_latency_seconds",
             "End of the callee's speech to the first packet of the agent's reply on the wire",
@@ -64,33 +67,47 @@ class CellMetrics:
             registry=r,
         )
         self.rtp_loss = Histogram(
-            "cell_call_rtp_loss_ratio", "RTP packets lost / expected, per call",
-            buckets=LOSS_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.rtp_jitter = Histogram(
-            "cell_call_rtp_jitter_seconds", "RFC 3550 interarrival jitter at the call's end",
-            buckets=JITTER_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.rtp_late = Histogram(
-            "cell_call_rtp_late_packets", "RTP packets that arrived after their playout slot, "
-            "per call", buckets=COUNT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.rtp_concealed = Histogram(
-            "cell_call_rtp_concealed_packets", "Playout slots filled with silence because "
-            "their packet was missing, per call", buckets=COUNT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.clock_stalls = Histogram(
-            "cell_call_media_clock_stalls", "Times the media clock fell over 60 ms behind, "
-            "per call", buckets=COUNT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.clock_lag = Histogram(
-            "cell_call_media_clock_max_lag_seconds", "Worst media-clock lag of a call",
-            buckets=LAG_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.machines = Counter(
-            "cell_amd_verdicts_total", "Answering-machine detection verdicts", ["verdict"],
+            "cell_call_rtp_loss_ratio",
+            "RTP packets lost / expected, per call",
+            buckets=LOSS_BUCKETS,
             registry=r,
-        )  # fmt: skip
+        )
+        self.rtp_jitter = Histogram(
+            "cell_call_rtp_jitter_seconds",
+            "RFC 3550 interarrival jitter at the call's end",
+            buckets=JITTER_BUCKETS,
+            registry=r,
+        )
+        self.rtp_late = Histogram(
+            "cell_call_rtp_late_packets",
+            "RTP packets that arrived after their playout slot, per call",
+            buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        self.rtp_concealed = Histogram(
+            "cell_call_rtp_concealed_packets",
+            "Playout slots filled with silence because their packet was missing, per call",
+            buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        self.clock_stalls = Histogram(
+            "cell_call_media_clock_stalls",
+            "Times the media clock fell over 60 ms behind, per call",
+            buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        self.clock_lag = Histogram(
+            "cell_call_media_clock_max_lag_seconds",
+            "Worst media-clock lag of a call",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.machines = Counter(
+            "cell_amd_verdicts_total",
+            "Answering-machine detection verdicts",
+            ["verdict"],
+            registry=r,
+        )
         self.dtmf = Counter("cell_dtmf_keys_total", "Keypad presses heard", registry=r)
 
     def observe_quality(self, quality: Mapping[str, Any] | None) -> None:

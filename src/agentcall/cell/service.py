@@ -332,4 +332,3 @@ class CellService:
         except TimeoutError:
             return []
         return self.events.since(after, limit)
-

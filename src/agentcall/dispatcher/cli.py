@@ -61,8 +61,10 @@ def run(config: Path | None) -> None:
         from agentcall.dispatcher.cell.adapter import CellAdapter
         from agentcall.dispatcher.service import serve
     except ModuleNotFoundError as exc:  # installed without the Dispatcher's dependencies
-        click.echo(f"dispatcher: {exc}: install the extra with pip install "
-                   "'agentcall[dispatcher]'", err=True)  # fmt: skip
+        click.echo(
+            f"dispatcher: {exc}: install the extra with pip install 'agentcall[dispatcher]'",
+            err=True,
+        )
         raise SystemExit(2) from None
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:

@@ -27,26 +27,69 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--http-host", envvar="MOCKSAAS_HTTP_HOST", default="127.0.0.1",
-              show_default=True, help="Listen address of the HTTP API.")
-@click.option("--http-port", envvar="MOCKSAAS_HTTP_PORT", default=8088, type=int,
-              show_default=True, help="Listen port (0 picks a free one; see the log).")
-@click.option("--amqp-url", envvar=["MOCKSAAS_AMQP_URL", "AGENTCALL_AMQP_URL"],
-              default=DEFAULT_AMQP_URL, show_default=True, help="RabbitMQ URL.")
-@click.option("--db", "db_path", envvar="MOCKSAAS_DB", default="var/mocksaas.db",
-              type=click.Path(dir_okay=False, path_type=Path), show_default=True,
-              help="SQLite state file (created; survives restarts).")
-@click.option("--discovery-page-size", envvar="MOCKSAAS_DISCOVERY_PAGE_SIZE",
-              default=MAX_PAGE_SIZE, type=click.IntRange(1, MAX_PAGE_SIZE), show_default=True,
-              help="Default discovery page size (per-dispatcher override in the admin API).")
-@click.option("--contracts-dir", envvar="MOCKSAAS_CONTRACTS_DIR", default=None,
-              type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help="contracts/dispatcher directory (default: found from the repository).")
-@click.option("--log-format", envvar="MOCKSAAS_LOG_FORMAT", default="auto",
-              type=click.Choice(["auto", "json", "text"]), show_default=True,
-              help="JSON lines, text, or text only on a terminal.")
-def serve(http_host: str, http_port: int, amqp_url: str, db_path: Path,
-          discovery_page_size: int, contracts_dir: Path | None, log_format: str) -> None:
+@click.option(
+    "--http-host",
+    envvar="MOCKSAAS_HTTP_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    help="Listen address of the HTTP API.",
+)
+@click.option(
+    "--http-port",
+    envvar="MOCKSAAS_HTTP_PORT",
+    default=8088,
+    type=int,
+    show_default=True,
+    help="Listen port (0 picks a free one; see the log).",
+)
+@click.option(
+    "--amqp-url",
+    envvar=["MOCKSAAS_AMQP_URL", "AGENTCALL_AMQP_URL"],
+    default=DEFAULT_AMQP_URL,
+    show_default=True,
+    help="RabbitMQ URL.",
+)
+@click.option(
+    "--db",
+    "db_path",
+    envvar="MOCKSAAS_DB",
+    default="var/mocksaas.db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    show_default=True,
+    help="SQLite state file (created; survives restarts).",
+)
+@click.option(
+    "--discovery-page-size",
+    envvar="MOCKSAAS_DISCOVERY_PAGE_SIZE",
+    default=MAX_PAGE_SIZE,
+    type=click.IntRange(1, MAX_PAGE_SIZE),
+    show_default=True,
+    help="Default discovery page size (per-dispatcher override in the admin API).",
+)
+@click.option(
+    "--contracts-dir",
+    envvar="MOCKSAAS_CONTRACTS_DIR",
+    default=None,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="contracts/dispatcher directory (default: found from the repository).",
+)
+@click.option(
+    "--log-format",
+    envvar="MOCKSAAS_LOG_FORMAT",
+    default="auto",
+    type=click.Choice(["auto", "json", "text"]),
+    show_default=True,
+    help="JSON lines, text, or text only on a terminal.",
+)
+def serve(
+    http_host: str,
+    http_port: int,
+    amqp_url: str,
+    db_path: Path,
+    discovery_page_size: int,
+    contracts_dir: Path | None,
+    log_format: str,
+) -> None:
     """Run the Mock SaaS until SIGTERM/SIGINT.
 
     Serves GET /internal/v1/dispatcher/{sip,task/:id,tenant/:id/quota,tasks?after=},
@@ -55,8 +98,9 @@ def serve(http_host: str, http_port: int, amqp_url: str, db_path: Path,
     """
     logs.configure(log_format, quiet=("aiormq", "aio_pika", "uvicorn.access"))
     try:
-        settings = Settings(http_host, http_port, amqp_url, db_path, discovery_page_size,
-                            contracts_dir)
+        settings = Settings(
+            http_host, http_port, amqp_url, db_path, discovery_page_size, contracts_dir
+        )
         code = asyncio.run(serve_async(settings))
     except MockSaasError as exc:
         click.echo(f"mocksaas: {exc.message} ({exc.hint})", err=True)

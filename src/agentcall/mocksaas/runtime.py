@@ -48,8 +48,9 @@ class Runtime:
         self.broker = Broker(settings.amqp_url)
         self.metrics = Metrics()
         self.relay = Relay(self.db, self.broker, clock, self.metrics)
-        self.results = ResultConsumer(self.broker, self.db, self.contracts, self.topology,
-                                      clock, self.retire, self.metrics)
+        self.results = ResultConsumer(
+            self.broker, self.db, self.contracts, self.topology, clock, self.retire, self.metrics
+        )
         self.loops: list[asyncio.Task[None]] = []
         self._retire_lock = asyncio.Lock()
 
@@ -102,8 +103,10 @@ class Runtime:
             await self.broker.retire(self.topology.for_task(dispatcher_id, task_id))
             await self.db.run(_mark_removed, task_id, self.stamp())
             self.metrics.retired.inc()
-            log.info("task queue retired; removed tombstone appended",
-                     extra={"fields": {"dispatcher_id": dispatcher_id, "task_id": task_id}})
+            log.info(
+                "task queue retired; removed tombstone appended",
+                extra={"fields": {"dispatcher_id": dispatcher_id, "task_id": task_id}},
+            )
             return True
 
     async def retire_due(self) -> int:
@@ -124,6 +127,14 @@ class Runtime:
 def _mark_removed(conn: Any, task_id: str, at: str) -> None:
     task = tasks.find(conn, task_id)
     assert task is not None
-    tasks.append_event(conn, replace(task, status=TaskStatus.REMOVED,
-                                     task_revision=task.task_revision + 1,
-                                     queue_state=QueueState.RETIRED, retired_at=at), at)
+    tasks.append_event(
+        conn,
+        replace(
+            task,
+            status=TaskStatus.REMOVED,
+            task_revision=task.task_revision + 1,
+            queue_state=QueueState.RETIRED,
+            retired_at=at,
+        ),
+        at,
+    )

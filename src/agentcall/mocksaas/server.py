@@ -29,8 +29,14 @@ async def serve(settings: Settings) -> int:
     except BaseException:
         await rt.stop()
         raise
-    config = uvicorn.Config(build_app(rt), host=settings.http_host, port=settings.http_port,
-                            log_config=None, access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        build_app(rt),
+        host=settings.http_host,
+        port=settings.http_port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve(), name="http")
     while not server.started and not serving.done():
@@ -39,15 +45,19 @@ async def serve(settings: Settings) -> int:
         await serving
         return 1
     port = server.servers[0].sockets[0].getsockname()[1]
-    log.info("listening", extra={"fields": {"host": settings.http_host, "port": port,
-                                            "db": str(settings.db_path)}})
+    log.info(
+        "listening",
+        extra={"fields": {"host": settings.http_host, "port": port, "db": str(settings.db_path)}},
+    )
     watched = [serving, *rt.loops]
     done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
     # loops cancelled by a graceful shutdown (lifespan) are not failures
     failed = [t for t in done if t is not serving and not t.cancelled()]
     for task in failed:
-        log.error("background loop stopped; shutting down",
-                  extra={"fields": {"loop": task.get_name(), "error": repr(task.exception())}})
+        log.error(
+            "background loop stopped; shutting down",
+            extra={"fields": {"loop": task.get_name(), "error": repr(task.exception())}},
+        )
     if not serving.done():
         server.should_exit = True
         await serving

@@ -69,13 +69,25 @@ class Topology:
         try:
             self.limits: dict[str, int] = dict(data["limits"])
             self.exchanges = tuple(
-                ExchangeSpec(e["name"], e["type"], e["durable"], e["auto_delete"],
-                             e.get("internal", False), e["direction"])
+                ExchangeSpec(
+                    e["name"],
+                    e["type"],
+                    e["durable"],
+                    e["auto_delete"],
+                    e.get("internal", False),
+                    e["direction"],
+                )
                 for e in data["exchanges"]
             )
             self.queues = {
-                q["role"]: QueueSpec(q["role"], q["name"], q["durable"], q["exclusive"],
-                                     q["auto_delete"], dict(q.get("arguments", {})))
+                q["role"]: QueueSpec(
+                    q["role"],
+                    q["name"],
+                    q["durable"],
+                    q["exclusive"],
+                    q["auto_delete"],
+                    dict(q.get("arguments", {})),
+                )
                 for q in data["queues"]
             }
             self.bindings = tuple(
@@ -123,7 +135,7 @@ class Topology:
         """The task_id inside a task routing key of this dispatcher (None if it is not one)."""
         head, _, tail = self.route("task", dispatcher_id, "\0").partition("\0")
         if routing_key.startswith(head) and routing_key.endswith(tail):
-            return routing_key[len(head): len(routing_key) - len(tail)] or None
+            return routing_key[len(head) : len(routing_key) - len(tail)] or None
         return None
 
     @property
@@ -139,17 +151,26 @@ class Topology:
             raise InvalidRequest("task_id", "task queue name too long")
 
     # ---- declarations -------------------------------------------------------
-    def _declarations(self, roles: tuple[str, ...], d: str, t: str | None,
-                      with_exchanges: bool) -> Declarations:
+    def _declarations(
+        self, roles: tuple[str, ...], d: str, t: str | None, with_exchanges: bool
+    ) -> Declarations:
         queues = tuple(
-            QueueSpec(q.role, _render(q.name, d, t), q.durable, q.exclusive, q.auto_delete,
-                      dict(q.arguments))
-            for role in roles for q in (self.queues[role],)
+            QueueSpec(
+                q.role,
+                _render(q.name, d, t),
+                q.durable,
+                q.exclusive,
+                q.auto_delete,
+                dict(q.arguments),
+            )
+            for role in roles
+            for q in (self.queues[role],)
         )
         templates = {self.queues[r].name for r in roles}
         bindings = tuple(
             BindingSpec(b.exchange, _render(b.routing_key, d, t), _render(b.queue, d, t))
-            for b in self.bindings if b.queue in templates
+            for b in self.bindings
+            if b.queue in templates
         )
         return Declarations(self.exchanges if with_exchanges else (), queues, bindings)
 

@@ -111,8 +111,9 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
     env = os.environ if environ is None else environ
     execution = ExecutionSettings(
         lease_ttl_ms=_int(env, ENV_LEASE_TTL_MS, DEFAULT_LEASE_TTL_MS, 300, 3_600_000),
-        reconnect_grace_ms=_int(env, ENV_RECONNECT_GRACE_MS, DEFAULT_RECONNECT_GRACE_MS, 0,
-                                3_600_000),  # fmt: skip
+        reconnect_grace_ms=_int(
+            env, ENV_RECONNECT_GRACE_MS, DEFAULT_RECONNECT_GRACE_MS, 0, 3_600_000
+        ),
         sweep_interval_ms=_int(env, ENV_SWEEP_INTERVAL_MS, 200, 10, 60_000),
         dispatch_tick_ms=_int(env, ENV_DISPATCH_TICK_MS, 250, 10, 60_000),
         lanes=_int(env, ENV_WRITE_LANES, 0, 0, 32),
@@ -133,8 +134,7 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
         workers=_int(env, ENV_WORKERS, 1, 1, MAX_WORKERS),
         ssl_certfile=env.get(ENV_SSL_CERTFILE) or None,
         ssl_keyfile=env.get(ENV_SSL_KEYFILE) or None,
-        token_cache_ms=_int(env, ENV_TOKEN_CACHE_MS, DEFAULT_TOKEN_CACHE_MS, 0,
-                            MAX_TOKEN_CACHE_MS),  # fmt: skip
+        token_cache_ms=_int(env, ENV_TOKEN_CACHE_MS, DEFAULT_TOKEN_CACHE_MS, 0, MAX_TOKEN_CACHE_MS),
         submit_lanes=_int(env, ENV_SUBMIT_LANES, DEFAULT_SUBMIT_LANES, 1, MAX_SUBMIT_LANES),
         execution=execution,
     )

@@ -281,8 +281,11 @@ class Scenario:
         republish carries the same event_id and body; redelivery itself is allowed)."""
         bodies: dict[str, set[str]] = {}
         for result in self.results():
-            text = json.dumps(result["body"], sort_keys=True) if result["body"] is not None \
+            text = (
+                json.dumps(result["body"], sort_keys=True)
+                if result["body"] is not None
                 else str(result["raw"])
+            )
             bodies.setdefault(result["event_id"], set()).add(text)
         return sorted(event for event, seen in bodies.items() if len(seen) > 1)
 

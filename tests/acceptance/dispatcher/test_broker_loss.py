@@ -63,8 +63,9 @@ def test_broker_lost_twice_mid_campaign_one_result_each_nobody_dialled_twice_d_m
     scenario: Scenario, proxy: TcpProxy
 ) -> None:
     s = scenario
-    everyone = [f"1{t}{r}{n:08d}" for t in range(len(TASKS)) for r in range(3)
-                for n in range(PER_ROUND)]  # fmt: skip
+    everyone = [
+        f"1{t}{r}{n:08d}" for t in range(len(TASKS)) for r in range(3) for n in range(PER_ROUND)
+    ]
     s.sip(max_concurrent_calls=1000, allowed_targets=everyone)  # a whitelist (D-NOTE-6)
     for task_id in TASKS:
         s.task(task_id, max_concurrent_calls=1000)

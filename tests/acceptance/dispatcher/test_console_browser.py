@@ -43,7 +43,7 @@ SCRIPT = {
             "ring_ms": 50,
             "turns": [HOSTILE, "Goodbye."],
             "recording": False,
-        },  # fmt: skip
+        },
         {
             "name": "talk",
             "match": {"glob": "*8"},
@@ -51,14 +51,14 @@ SCRIPT = {
             "ring_ms": 50,
             "turns": ["Hello?"],
             "recording": False,
-        },  # fmt: skip
+        },
         {
             "name": "busy",
             "match": {"glob": "*9"},
             "outcome": "busy",
             "ring_ms": 50,
             "recording": False,
-        },  # fmt: skip
+        },
     ],
     "default": {"outcome": "no_answer", "ring_ms": 500, "recording": False},
     "time_scale": 0.1,
@@ -122,8 +122,10 @@ def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
 
 def shown_totals(driver: WebDriver) -> dict[str, int]:
     chips = driver.find_elements(By.CSS_SELECTOR, "#outcome-totals [data-outcome]")
-    return {c.get_attribute("data-outcome") or "": int(c.get_attribute("data-count") or 0)
-            for c in chips}  # fmt: skip
+    return {
+        c.get_attribute("data-outcome") or "": int(c.get_attribute("data-count") or 0)
+        for c in chips
+    }
 
 
 def test_the_chart_shows_the_outcomes_of_a_60_call_campaign(browser: WebDriver, site: Site) -> None:
@@ -136,8 +138,10 @@ def test_the_chart_shows_the_outcomes_of_a_60_call_campaign(browser: WebDriver, 
     saas_counts = Counter(r["body"]["payload"]["outcome"] for r in received)
     assert set(saas_counts) == {"answered", "busy", "no_answer"}, saas_counts
     until(lambda: shown_totals(browser) == dict(saas_counts), 15, f"chart totals {saas_counts}")
-    drawn = {kind: len(browser.find_elements(By.CSS_SELECTOR, f"#outcome-chart rect.{kind}"))
-             for kind in saas_counts}  # fmt: skip
+    drawn = {
+        kind: len(browser.find_elements(By.CSS_SELECTOR, f"#outcome-chart rect.{kind}"))
+        for kind in saas_counts
+    }
     assert all(n >= 1 for n in drawn.values()), drawn
     titles = " ".join(
         e.get_attribute("textContent") or ""
@@ -153,8 +157,11 @@ def test_the_chart_shows_the_outcomes_of_a_60_call_campaign(browser: WebDriver, 
 
 def test_a_transcript_with_markup_is_shown_as_text(browser: WebDriver, site: Site) -> None:
     browser.get(f"{site.base}/ui#calls")
-    hostile = [d for d in browser.find_elements(By.CSS_SELECTOR, "#results-table details")
-               if HOSTILE in (d.get_attribute("textContent") or "")]  # fmt: skip
+    hostile = [
+        d
+        for d in browser.find_elements(By.CSS_SELECTOR, "#results-table details")
+        if HOSTILE in (d.get_attribute("textContent") or "")
+    ]
     assert len(hostile) == 6, "the six answered callees ending in 7"
     details = hostile[0]
     assert details.get_attribute("open") is None, "transcripts start collapsed"
@@ -163,8 +170,11 @@ def test_a_transcript_with_markup_is_shown_as_text(browser: WebDriver, site: Sit
     assert browser.execute_script("return window.__injected === undefined;")
     assert not browser.find_elements(By.CSS_SELECTOR, "#results-table b:not(:first-child)")
     updated = browser.find_element(By.ID, "calls").get_attribute("data-updated")
-    until(lambda: browser.find_element(By.ID, "calls").get_attribute("data-updated") != updated,
-          PANEL_REFRESH_MS["calls"] / 1000 + 2, "the calls panel refreshed")  # fmt: skip
+    until(
+        lambda: browser.find_element(By.ID, "calls").get_attribute("data-updated") != updated,
+        PANEL_REFRESH_MS["calls"] / 1000 + 2,
+        "the calls panel refreshed",
+    )
     assert browser.find_elements(By.CSS_SELECTOR, "#results-table details[open]"), "kept open"
     shot(browser, "console-transcript", "results-table")
 

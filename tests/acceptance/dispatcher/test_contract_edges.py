@@ -291,8 +291,9 @@ def test_a_cell_not_carrying_the_snapshot_closes_admission_visibly_d_note_9(
     def closed_by_cell() -> str:
         return str(s.status()["admission"]["why_closed"].get("cell_identity") or "")
 
-    assert "cell_id" in wait_for(lambda: "cell_id" in closed_by_cell() and closed_by_cell(),
-                                 20, "closed by the cell's id")  # fmt: skip
+    assert "cell_id" in wait_for(
+        lambda: "cell_id" in closed_by_cell() and closed_by_cell(), 20, "closed by the cell's id"
+    )
     (waiting,) = s.calls(task, callees=[ALLOWED])
     time.sleep(1.0)
     assert executes(s) == {} and message_count(task_queue(s, task)) == 1

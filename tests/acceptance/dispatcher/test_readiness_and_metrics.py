@@ -27,14 +27,25 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 SCRIPT = {  # for own_cell: callees ending in 8 answer, in 9 are busy, others do not answer
     "version": 1,
     "rules": [
-        {"name": "busy", "match": {"glob": "*9"}, "outcome": "busy", "ring_ms": 50,
-         "recording": False},
-        {"name": "talk", "match": {"glob": "*8"}, "outcome": "answered", "ring_ms": 50,
-         "turns": ["Hello?"], "recording": False},
+        {
+            "name": "busy",
+            "match": {"glob": "*9"},
+            "outcome": "busy",
+            "ring_ms": 50,
+            "recording": False,
+        },
+        {
+            "name": "talk",
+            "match": {"glob": "*8"},
+            "outcome": "answered",
+            "ring_ms": 50,
+            "turns": ["Hello?"],
+            "recording": False,
+        },
     ],
     "default": {"outcome": "no_answer", "ring_ms": 300, "recording": False},
     "time_scale": 0.1,
-}  # fmt: skip
+}
 
 
 @pytest.fixture
@@ -124,8 +135,11 @@ def test_every_metric_of_the_d_and_the_cell_follows_the_naming_rules(scenario: S
 
     def counted() -> dict[Any, float] | None:
         found = samples(get(s, "/metrics").text)
-        return found if sum(v for (n, _), v in found.items() if n == "dispatcher_calls_total") \
-            >= 3 else None  # fmt: skip
+        return (
+            found
+            if sum(v for (n, _), v in found.items() if n == "dispatcher_calls_total") >= 3
+            else None
+        )
 
     d = wait_for(counted, 10, "three confirmed call.results counted")
     assert d[("dispatcher_admission_latency_seconds_count", ())] >= 3
@@ -139,6 +153,10 @@ def test_every_metric_of_the_d_and_the_cell_follows_the_naming_rules(scenario: S
     cell = httpx.get(f"{s.cell.url}/metrics", timeout=5).text
     assert metric_names.violations(cell, ("cell_",)) == []
     names = {f.name: f.type for f in metric_names.families(cell)}
-    for family in ("cell_call_rtp_loss_ratio", "cell_call_rtp_jitter_seconds",
-                   "cell_call_rtp_late_packets", "cell_call_media_clock_stalls"):  # fmt: skip
+    for family in (
+        "cell_call_rtp_loss_ratio",
+        "cell_call_rtp_jitter_seconds",
+        "cell_call_rtp_late_packets",
+        "cell_call_media_clock_stalls",
+    ):
         assert names[family] == "histogram"

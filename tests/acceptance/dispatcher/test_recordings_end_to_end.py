@@ -52,13 +52,11 @@ SCRIPT = {
 }
 
 
-
 @pytest.fixture(scope="module")
 def rec_cell(tmp_path_factory: pytest.TempPathFactory, saas: MockSaas) -> Iterator[Cell]:
     process = Cell(tmp_path_factory.mktemp("rec-cell"), SCRIPT).start()
     yield process
     process.proc.stop()
-
 
 
 @pytest.fixture

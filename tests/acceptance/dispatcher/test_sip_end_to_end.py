@@ -78,11 +78,8 @@ def tools() -> None:
         pytest.skip(f"{', '.join(missing)} not installed (Debian packages sip-tester, espeak-ng)")
 
 
-
 @pytest.fixture
-def sip_scene(
-    tools: None, saas: MockSaas, tmp_path: Path, workdir: Path
-) -> Iterator[Scenario]:
+def sip_scene(tools: None, saas: MockSaas, tmp_path: Path, workdir: Path) -> Iterator[Scenario]:
     cell = SipCell(tmp_path).start()
     s = Scenario(saas, cell, workdir)  # type: ignore[arg-type]  # only .url, .carry are used
     try:

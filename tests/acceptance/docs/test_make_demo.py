@@ -16,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.docs, pytest.mark.rabbitmq,
-              pytest.mark.timeout(240)]  # fmt: skip
+pytestmark = [
+    pytest.mark.acceptance,
+    pytest.mark.docs,
+    pytest.mark.rabbitmq,
+    pytest.mark.timeout(240),
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 # what the demo promises a newcomer, in the order it prints it
@@ -41,8 +45,14 @@ PROMISED = [
 def test_make_demo_runs_both_parts_and_ends_with_what_still_runs(tmp_path: Path) -> None:
     make = shutil.which("make")
     assert make, "make is a README prerequisite (Debian: apt-get install make)"
-    run = subprocess.run([make, "--no-print-directory", "demo"], cwd=ROOT, env=dict(os.environ),
-                         capture_output=True, text=True, timeout=220)  # fmt: skip
+    run = subprocess.run(
+        [make, "--no-print-directory", "demo"],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
     (tmp_path / "demo.log").write_text(run.stdout + run.stderr, encoding="utf-8")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     at = 0

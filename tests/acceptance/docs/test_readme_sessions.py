@@ -22,8 +22,12 @@ import pytest
 from tests.acceptance.processes import free_port
 from tests.services import amqp_url
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.docs, pytest.mark.rabbitmq,
-              pytest.mark.timeout(240)]  # fmt: skip
+pytestmark = [
+    pytest.mark.acceptance,
+    pytest.mark.docs,
+    pytest.mark.rabbitmq,
+    pytest.mark.timeout(240),
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 README = ROOT / "README.md"
@@ -81,9 +85,13 @@ def run_session(name: str, tmp_path: Path) -> str:
     out = tmp_path / "output.txt"  # a file: the session's background processes keep it open
     with out.open("wb") as sink:
         process = subprocess.Popen(
-            ["bash", "-e", "-o", "pipefail", "-c", script], cwd=work, env=env,
-            stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            ["bash", "-e", "-o", "pipefail", "-c", script],
+            cwd=work,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         code = process.wait(timeout=180)
     except subprocess.TimeoutExpired:
@@ -104,8 +112,10 @@ def _stop_group(pgid: int) -> None:
 
 
 def _logs(work: Path) -> str:
-    return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-2000:]}"
-                     for path in sorted((work / "var").glob("*/*.log")))  # fmt: skip
+    return "\n".join(
+        f"--- {path.name}\n{path.read_text(errors='replace')[-2000:]}"
+        for path in sorted((work / "var").glob("*/*.log"))
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PROMISED))

@@ -46,8 +46,9 @@ def test_every_command_has_help(path: tuple[str, ...]) -> None:
 
 
 def test_tasks_commands_need_url_and_token() -> None:
-    result = CliRunner().invoke(main, ["tasks", "get", "0" * 32],
-                                env={"ORBIT_URL": "", "ORBIT_TOKEN": ""})  # fmt: skip
+    result = CliRunner().invoke(
+        main, ["tasks", "get", "0" * 32], env={"ORBIT_URL": "", "ORBIT_TOKEN": ""}
+    )
     assert result.exit_code == 1
     assert "set ORBIT_URL and ORBIT_TOKEN" in result.output
 
@@ -55,10 +56,20 @@ def test_tasks_commands_need_url_and_token() -> None:
 def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
     done = subprocess.run(
-        [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
-         "--port", str(free_port())],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "agentcall.orbit",
+            "serve",
+            "--database",
+            url,
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0
     assert "run `orbit migrate" in done.stderr
 
@@ -70,26 +81,63 @@ def test_operator_and_user_commands(
     assert orbit("migrate", "--database", url, "--json") == {"from": None, "to": head()}
     made = orbit("init", "--database", url, "--namespace", "acme", "--queue", "files", "--json")
     assert set(made) == {"namespace_id", "queue_id", "token"}
-    queue = orbit("queue", "create", "--database", url, "--namespace-id", made["namespace_id"],
-                  "--name", "second", "--json")  # fmt: skip
+    queue = orbit(
+        "queue",
+        "create",
+        "--database",
+        url,
+        "--namespace-id",
+        made["namespace_id"],
+        "--name",
+        "second",
+        "--json",
+    )
     issued = orbit(
-        "token", "create", "--database", url, "--namespace-id", made["namespace_id"],
-        "--permission", "tasks:read", "--permission", "tasks:submit",
-        "--queue-id", made["queue_id"], "--queue-id", queue["queue_id"],
-        "--expires-at", "2099-01-01T00:00:00Z", "--json",
-    )  # fmt: skip
+        "token",
+        "create",
+        "--database",
+        url,
+        "--namespace-id",
+        made["namespace_id"],
+        "--permission",
+        "tasks:read",
+        "--permission",
+        "tasks:submit",
+        "--queue-id",
+        made["queue_id"],
+        "--queue-id",
+        queue["queue_id"],
+        "--expires-at",
+        "2099-01-01T00:00:00Z",
+        "--json",
+    )
     assert set(issued) == {"token_id", "token"} and issued["token"].startswith("orb_")
     assert orbit("token", "revoke", "--database", url, "--token-id", issued["token_id"], "--json")
-    bad = CliRunner().invoke(main, ["init", "--database", url, "--namespace", "acme",
-                                    "--queue", "files"])  # fmt: skip
+    bad = CliRunner().invoke(
+        main, ["init", "--database", url, "--namespace", "acme", "--queue", "files"]
+    )
     assert bad.exit_code == 1 and "exists" in bad.output
 
     with running_server(url, tmp_path / "server.log") as base:
         env = {"ORBIT_URL": base, "ORBIT_TOKEN": made["token"], "ORBIT_QUEUE_ID": made["queue_id"]}
         payload = '{"sequence":9007199254740993,"ratio":1.10}'
-        submit = ["tasks", "submit", "--queue-id", made["queue_id"], "--handler", "file.convert",
-                  "--handler-version", "v1", "--payload-version", "v1", "--payload", payload,
-                  "--key", "cli-1", "--json"]  # fmt: skip
+        submit = [
+            "tasks",
+            "submit",
+            "--queue-id",
+            made["queue_id"],
+            "--handler",
+            "file.convert",
+            "--handler-version",
+            "v1",
+            "--payload-version",
+            "v1",
+            "--payload",
+            payload,
+            "--key",
+            "cli-1",
+            "--json",
+        ]
         first = orbit(*submit, env=env)
         assert first["deduplicated"] is False and first["task"]["state"] == "WAITING"
         assert orbit(*submit, env=env)["deduplicated"] is True
@@ -98,8 +146,19 @@ def test_operator_and_user_commands(
         assert '"payload":{"sequence":9007199254740993,"ratio":1.10}' in got.output
         listed = orbit("tasks", "list", "--queue-id", made["queue_id"], "--all", "--json", env=env)
         assert [item["id"] for item in listed["items"]] == [task_id]
-        cancelled = orbit("tasks", "cancel", task_id, "--expected-revision", "1",
-                          "--reason", "not needed", "--key", "cli-c", "--json", env=env)
+        cancelled = orbit(
+            "tasks",
+            "cancel",
+            task_id,
+            "--expected-revision",
+            "1",
+            "--reason",
+            "not needed",
+            "--key",
+            "cli-c",
+            "--json",
+            env=env,
+        )
         assert cancelled["task"]["state"] == "CANCELLED"
         for name, value in env.items():
             monkeypatch.setenv(name, value)

@@ -48,15 +48,23 @@ class Site:
     tmp: Path
 
     def api(self) -> httpx.Client:
-        return httpx.Client(base_url=self.base, timeout=30,
-                            headers={"Authorization": f"Bearer {self.token}"})  # fmt: skip
+        return httpx.Client(
+            base_url=self.base, timeout=30, headers={"Authorization": f"Bearer {self.token}"}
+        )
 
     def submit(self, handler: str = "demo.work", **fields: Any) -> str:
-        body = {"queue_id": self.queue_id, "handler": handler, "handler_version": "v1",
-                "payload_version": "v1", "payload": {}, **fields}  # fmt: skip
+        body = {
+            "queue_id": self.queue_id,
+            "handler": handler,
+            "handler_version": "v1",
+            "payload_version": "v1",
+            "payload": {},
+            **fields,
+        }
         with self.api() as http:
-            answer = http.post("/v1/tasks", json=body,
-                               headers={"Idempotency-Key": secrets.token_hex(8)})  # fmt: skip
+            answer = http.post(
+                "/v1/tasks", json=body, headers={"Idempotency-Key": secrets.token_hex(8)}
+            )
         assert answer.status_code == 201, answer.text
         task_id: str = answer.json()["data"]["task"]["id"]
         return task_id
@@ -78,8 +86,9 @@ async def _tenant(url: str) -> tuple[str, str, str]:
     try:
         admin = Admin(db)
         made = await admin.init(f"console-{secrets.token_hex(4)}", "orders")
-        read_only = await admin.create_token(made.namespace_id, [Permission.READ],
-                                             [made.queue_id], None)  # fmt: skip
+        read_only = await admin.create_token(
+            made.namespace_id, [Permission.READ], [made.queue_id], None
+        )
         return made.queue_id, made.token, read_only.token
     finally:
         await db.close()
@@ -148,10 +157,17 @@ def test_sign_in_and_watch_a_queue_while_a_worker_runs(browser: WebDriver, site:
     ids = [site.submit(payload={"sleep_ms": 700}) for _ in range(10)]
     until(lambda: count(browser, site, "WAITING") == 10, 15, "10 WAITING on the overview")
     browser.execute_script("window.__notReloaded = true;")
-    worker = WorkerProcess(site.base, site.token, [site.queue_id], site.tmp / "w1.log",
-                           concurrency=2, name="console-w1")  # fmt: skip
+    worker = WorkerProcess(
+        site.base,
+        site.token,
+        [site.queue_id],
+        site.tmp / "w1.log",
+        concurrency=2,
+        name="console-w1",
+    )
     seen: set[int] = set()
     try:
+
         def finished() -> bool:
             seen.add(count(browser, site, "SUCCEEDED"))
             return count(browser, site, "SUCCEEDED") == 10
@@ -173,12 +189,21 @@ def test_sign_in_and_watch_a_queue_while_a_worker_runs(browser: WebDriver, site:
 
 def test_review_a_task_left_by_a_killed_worker(browser: WebDriver, site: Site) -> None:
     sign_in(browser, site, site.token)
-    worker = WorkerProcess(site.base, site.token, [site.queue_id], site.tmp / "w2.log",
-                           concurrency=1, name="console-w2")  # fmt: skip
+    worker = WorkerProcess(
+        site.base,
+        site.token,
+        [site.queue_id],
+        site.tmp / "w2.log",
+        concurrency=1,
+        name="console-w2",
+    )
     try:
         asyncio.run(worker.connected())
-        task_id = site.submit("demo.charge", recovery_safety="RECONCILE_ONLY",
-                              payload={"sleep_ms": 60000, "amount": 12})  # fmt: skip
+        task_id = site.submit(
+            "demo.charge",
+            recovery_safety="RECONCILE_ONLY",
+            payload={"sleep_ms": 60000, "amount": 12},
+        )
         until(lambda: site.task(task_id)["state"] == "RUNNING", 20, "the task RUNNING")
         time.sleep(0.3)  # its evidence is recorded
         worker.signal(signal.SIGKILL)

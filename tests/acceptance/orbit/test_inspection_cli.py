@@ -39,9 +39,23 @@ def test_inspection_commands(tmp_path: Path) -> None:
     assert "PERMISSIONS" in run("token", "list", "--database", url).output
     with running_server(url, tmp_path / "server.log") as base:
         env = {"ORBIT_URL": base, "ORBIT_TOKEN": made["token"]}
-        submitted = as_json("task", "submit", "--queue-id", made["queue_id"], "--handler", "h",
-                            "--handler-version", "v1", "--payload-version", "v1",
-                            "--payload", '{"n":1}', "--key", "k1", env=env)  # fmt: skip
+        submitted = as_json(
+            "task",
+            "submit",
+            "--queue-id",
+            made["queue_id"],
+            "--handler",
+            "h",
+            "--handler-version",
+            "v1",
+            "--payload-version",
+            "v1",
+            "--payload",
+            '{"n":1}',
+            "--key",
+            "k1",
+            env=env,
+        )
         task_id = submitted["task"]["id"]
         shown = as_json("task", "show", task_id, env=env)
         assert shown["id"] == task_id and shown["state"] == "WAITING"
@@ -53,8 +67,18 @@ def test_inspection_commands(tmp_path: Path) -> None:
         assert lines[1].split()[:3] == [task_id, "WAITING", "1"]
         waited = as_json("task", "wait", task_id, "--timeout", "0.3", env=env, code=2)
         assert waited["state"] == "WAITING"  # not settled in time: exit status 2
-        as_json("task", "cancel", task_id, "--expected-revision", "1", "--reason", "no",
-                "--key", "c1", env=env)  # fmt: skip
+        as_json(
+            "task",
+            "cancel",
+            task_id,
+            "--expected-revision",
+            "1",
+            "--reason",
+            "no",
+            "--key",
+            "c1",
+            env=env,
+        )
         assert as_json("task", "wait", task_id, env=env)["state"] == "CANCELLED"
         queues = as_json("queue", "list", env=env)["items"]
         assert queues[0]["id"] == made["queue_id"] and queues[0]["name"] == "files"

@@ -43,15 +43,31 @@ class Servers:
         # leases of 8 s: long enough that a machine shared with other suites (load 10+ on
         # 2 cores) does not expire them under running workers, short enough that the leases
         # the killed server granted but never delivered are requeued within the test
-        environment = {**os.environ, "ORBIT_LEASE_TTL_MS": "8000",
-                       "ORBIT_SWEEP_INTERVAL_MS": "100", **env}  # fmt: skip
+        environment = {
+            **os.environ,
+            "ORBIT_LEASE_TTL_MS": "8000",
+            "ORBIT_SWEEP_INTERVAL_MS": "100",
+            **env,
+        }
         self.processes = []
         for port, log_path in zip(self.ports, self.logs, strict=True):
-            command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
-                       "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "agentcall.orbit",
+                "serve",
+                "--database",
+                db_url,
+                "--port",
+                str(port),
+                "--log-format",
+                "json",
+                "--no-access-log",
+            ]
             with log_path.open("wb") as log:
-                self.processes.append(subprocess.Popen(command, stdout=log,
-                                                       stderr=subprocess.STDOUT, env=environment))
+                self.processes.append(
+                    subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+                )
         for url, process, log_path in zip(self.urls, self.processes, self.logs, strict=True):
             _wait_healthy(url, process, log_path)
 
@@ -103,8 +119,13 @@ async def tenant_of(url: str, base: str) -> AsyncIterator[Tenant]:
 
 
 def body(tenant: Tenant) -> dict[str, Any]:
-    return {"queue_id": tenant.queue_id, "handler": "demo.noop", "handler_version": "v1",
-            "payload_version": "v1", "payload": {}}  # fmt: skip
+    return {
+        "queue_id": tenant.queue_id,
+        "handler": "demo.noop",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {},
+    }
 
 
 async def test_a_submit_on_one_server_reaches_an_idle_worker_on_another_at_once(
@@ -120,8 +141,10 @@ async def test_a_submit_on_one_server_reaches_an_idle_worker_on_another_at_once(
             # once A has seen the queue that B's new worker serves.
             await asyncio.sleep(2.5)
             waits = [await _one_idle_dispatch(http, tenant, a) for _ in range(15)]
-        print(f"cross-process idle dispatch: p50 {statistics.median(waits) * 1000:.1f} ms, "
-              f"max {max(waits) * 1000:.1f} ms")  # fmt: skip
+        print(
+            f"cross-process idle dispatch: p50 {statistics.median(waits) * 1000:.1f} ms, "
+            f"max {max(waits) * 1000:.1f} ms"
+        )
         assert statistics.median(waits) < 0.1, waits
         assert max(waits) < 1.0, waits
         assert await _metric(http, b, "orbit_peer_hints_received_total") >= 10
@@ -131,13 +154,16 @@ async def test_a_submit_on_one_server_reaches_an_idle_worker_on_another_at_once(
 
 
 async def _one_idle_dispatch(http: httpx.AsyncClient, tenant: Tenant, base: str) -> float:
-    response = await http.post(f"{base}/v1/tasks", json=body(tenant),
-                               headers=tenant.headers(key=os.urandom(8).hex()))  # fmt: skip
+    response = await http.post(
+        f"{base}/v1/tasks", json=body(tenant), headers=tenant.headers(key=os.urandom(8).hex())
+    )
     assert response.status_code == 201, response.text
     task_id = response.json()["data"]["task"]["id"]
-    query = (sa.select(tasks.c.created_at, task_attempts.c.started_at)
-             .join(task_attempts, task_attempts.c.task_id == tasks.c.id)
-             .where(tasks.c.id == task_id, task_attempts.c.started_at.is_not(None)))  # fmt: skip
+    query = (
+        sa.select(tasks.c.created_at, task_attempts.c.started_at)
+        .join(task_attempts, task_attempts.c.task_id == tasks.c.id)
+        .where(tasks.c.id == task_id, task_attempts.c.started_at.is_not(None))
+    )
     found: list[Any] = []
 
     async def started() -> bool:
@@ -152,8 +178,11 @@ async def _one_idle_dispatch(http: httpx.AsyncClient, tenant: Tenant, base: str)
 
 async def _metric(http: httpx.AsyncClient, base: str, name: str) -> float:
     text = (await http.get(f"{base}/metrics")).text
-    return sum(float(line.split()[-1]) for line in text.splitlines()
-               if line.startswith(name + " ") or line.startswith(name + "{"))  # fmt: skip
+    return sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith(name + " ") or line.startswith(name + "{")
+    )
 
 
 async def test_three_servers_one_sigkilled_every_task_succeeds_exactly_once(
@@ -164,16 +193,25 @@ async def test_three_servers_one_sigkilled_every_task_succeeds_exactly_once(
     urls = fleet.urls
     async with tenant_of(url, urls[0]) as tenant, httpx.AsyncClient(timeout=10) as http:
         # each worker prefers another server, and knows all three
-        procs = [WorkerProcess(",".join(urls[n:] + urls[:n]), tenant.token,
-                               [tenant.queue_id], tmp_path / f"worker-{n}.log",
-                               concurrency=64, name=f"w{n}")
-                 for n in range(3)]  # fmt: skip
+        procs = [
+            WorkerProcess(
+                ",".join(urls[n:] + urls[:n]),
+                tenant.token,
+                [tenant.queue_id],
+                tmp_path / f"worker-{n}.log",
+                concurrency=64,
+                name=f"w{n}",
+            )
+            for n in range(3)
+        ]
         with workers(*procs):
             for proc in procs:
                 await proc.connected()
             alive = [True, True, True]
-            batches = [asyncio.create_task(_submit_batch(http, tenant, urls, alive, n))
-                       for n in range(TASKS // BATCH)]  # fmt: skip
+            batches = [
+                asyncio.create_task(_submit_batch(http, tenant, urls, alive, n))
+                for n in range(TASKS // BATCH)
+            ]
             await _wait_count(tenant, TASKS // 3)  # a third of the tasks SUCCEEDED
             alive[1] = False
             await asyncio.to_thread(fleet.kill, 1)
@@ -198,8 +236,11 @@ async def _submit_batch(
         if not alive[index]:
             continue
         try:
-            response = await http.post(f"{urls[index]}/v1/tasks:batch", json={"tasks": items},
-                                       headers=tenant.headers(key=key))  # fmt: skip
+            response = await http.post(
+                f"{urls[index]}/v1/tasks:batch",
+                json={"tasks": items},
+                headers=tenant.headers(key=key),
+            )
         except httpx.TransportError:
             continue
         assert response.status_code in (200, 201), response.text
@@ -208,8 +249,11 @@ async def _submit_batch(
 
 
 async def _wait_count(tenant: Tenant, count: int, timeout: float = 30) -> None:
-    query = (sa.select(sa.func.count()).select_from(tasks)
-             .where(tasks.c.queue_id == tenant.queue_id, tasks.c.state == "SUCCEEDED"))
+    query = (
+        sa.select(sa.func.count())
+        .select_from(tasks)
+        .where(tasks.c.queue_id == tenant.queue_id, tasks.c.state == "SUCCEEDED")
+    )
 
     async def reached() -> bool:
         async with tenant.db.read() as conn:
@@ -218,8 +262,11 @@ async def _wait_count(tenant: Tenant, count: int, timeout: float = 30) -> None:
     try:
         await wait_until(reached, timeout, f"{count} tasks SUCCEEDED", step=0.1)
     except AssertionError as exc:
-        states = (sa.select(tasks.c.state, sa.func.count())
-                  .where(tasks.c.queue_id == tenant.queue_id).group_by(tasks.c.state))
+        states = (
+            sa.select(tasks.c.state, sa.func.count())
+            .where(tasks.c.queue_id == tenant.queue_id)
+            .group_by(tasks.c.state)
+        )
         async with tenant.db.read() as conn:
             found = dict((await conn.execute(states)).all())
         raise AssertionError(f"{exc}; tasks by state: {found}") from None
@@ -229,14 +276,25 @@ async def _every_task_succeeded_once(tenant: Tenant) -> None:
     """From the execution history: every task SUCCEEDED, with exactly one started attempt,
     and that one SUCCEEDED; no attempt left leased or running."""
     c = task_attempts.c
-    per_task = (sa.select(c.task_id,
-                          sa.func.sum(sa.case((c.started_at.is_not(None), 1), else_=0)),
-                          sa.func.sum(sa.case((c.state == "SUCCEEDED", 1), else_=0)))
-                .where(c.queue_id == tenant.queue_id).group_by(c.task_id))  # fmt: skip
-    states = (sa.select(tasks.c.state, sa.func.count()).where(tasks.c.queue_id == tenant.queue_id)
-              .group_by(tasks.c.state))  # fmt: skip
-    live = sa.select(sa.func.count()).select_from(task_attempts).where(
-        c.queue_id == tenant.queue_id, c.state.in_(["LEASED", "RUNNING"]))
+    per_task = (
+        sa.select(
+            c.task_id,
+            sa.func.sum(sa.case((c.started_at.is_not(None), 1), else_=0)),
+            sa.func.sum(sa.case((c.state == "SUCCEEDED", 1), else_=0)),
+        )
+        .where(c.queue_id == tenant.queue_id)
+        .group_by(c.task_id)
+    )
+    states = (
+        sa.select(tasks.c.state, sa.func.count())
+        .where(tasks.c.queue_id == tenant.queue_id)
+        .group_by(tasks.c.state)
+    )
+    live = (
+        sa.select(sa.func.count())
+        .select_from(task_attempts)
+        .where(c.queue_id == tenant.queue_id, c.state.in_(["LEASED", "RUNNING"]))
+    )
     async with tenant.db.read() as conn:
         assert dict((await conn.execute(states)).all()) == {"SUCCEEDED": TASKS}
         rows = (await conn.execute(per_task)).all()

@@ -36,12 +36,16 @@ import pytest
 from tests.acceptance.processes import Processes, free_port, wait_until
 from tests.services import amqp_url
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.packaging, pytest.mark.rabbitmq,
-              pytest.mark.timeout(420)]  # fmt: skip
+pytestmark = [
+    pytest.mark.acceptance,
+    pytest.mark.packaging,
+    pytest.mark.rabbitmq,
+    pytest.mark.timeout(420),
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 TELEPHONY = ("pocketsphinx", "numpy", "boto3", "aio_pika")
-WORKER_APP = '''
+WORKER_APP = """
 from agentcall.orbit.sdk.worker import Context, Registry
 
 registry = Registry()
@@ -50,7 +54,7 @@ registry = Registry()
 @registry.handler("hello", "v1")
 async def hello(ctx: Context, payload: dict) -> dict:
     return {"greeting": "hello " + payload["name"]}
-'''
+"""
 
 
 def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -87,8 +91,22 @@ def install(wheel: Path, extra: str, target: Path) -> Path:
     """A fresh virtual environment with `wheel[extra]`; its bin directory."""
     run([sys.executable, "-m", "venv", "--without-pip", str(target)])
     python = target / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile",
-         "-c", str(ROOT / "constraints.txt"), f"{wheel}[{extra}]"], env=outside_env())  # fmt: skip
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-compile",
+            "-c",
+            str(ROOT / "constraints.txt"),
+            f"{wheel}[{extra}]",
+        ],
+        env=outside_env(),
+    )
     return target / "bin"
 
 
@@ -107,8 +125,12 @@ def test_the_wheel_carries_the_contract_schemas_and_no_examples(wheel: Path) -> 
     assert "agentcall/contracts/dispatcher/mq-topology.json" in listing
     assert "agentcall/orbit/api/openapi.json" in listing
     assert "agentcall/orbit/store/queries.sql" in listing
-    for asset in ("templates/console.html", "templates/calls.html", "static/console.js",
-                  "static/console.css"):  # fmt: skip
+    for asset in (
+        "templates/console.html",
+        "templates/calls.html",
+        "static/console.js",
+        "static/console.css",
+    ):
         assert f"agentcall/dispatcher/console/{asset}" in listing
     assert "examples" not in listing
 
@@ -117,48 +139,86 @@ def test_orbit_alone_serves_a_task(wheel: Path, tmp_path: Path, processes: Proce
     bin_dir = install(wheel, "orbit", tmp_path / "venv")
     site = tmp_path / "site"
     site.mkdir()
-    probe = ("import importlib.util as u, agentcall.orbit as o; print(o.__file__); "
-             f"print([m for m in {TELEPHONY!r} if u.find_spec(m)])")  # fmt: skip
-    where, importable = run([str(bin_dir / "python"), "-c", probe], cwd=site,
-                            env=outside_env()).stdout.splitlines()  # fmt: skip
+    probe = (
+        "import importlib.util as u, agentcall.orbit as o; print(o.__file__); "
+        f"print([m for m in {TELEPHONY!r} if u.find_spec(m)])"
+    )
+    where, importable = run(
+        [str(bin_dir / "python"), "-c", probe], cwd=site, env=outside_env()
+    ).stdout.splitlines()
     assert where.startswith(str(tmp_path / "venv")) and importable == "[]"
 
     env = outside_env(ORBIT_DATABASE_URL="sqlite+aiosqlite:///orbit.db", ORBIT_LOG_FORMAT="json")
     orbit = [str(bin_dir / "orbit")]
     migrated = run([*orbit, "migrate"], cwd=site, env=env).stdout
     assert "SQLite file orbit.db (a relative path" in migrated
-    made = json.loads(run([*orbit, "init", "--namespace", "wheel", "--queue", "jobs", "--json"],
-                          cwd=site, env=env).stdout)  # fmt: skip
+    made = json.loads(
+        run(
+            [*orbit, "init", "--namespace", "wheel", "--queue", "jobs", "--json"], cwd=site, env=env
+        ).stdout
+    )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = processes.start("orbit-serve", [*orbit, "serve", "--port", str(port)], site, env)
     wait_until(lambda: server.alive() and _ok(f"{url}/healthz"), 60, "orbit serve")
     (site / "quick.py").write_text(WORKER_APP, encoding="utf-8")
-    client = env | {"ORBIT_URL": url, "ORBIT_TOKEN": made["token"],
-                    "ORBIT_WORKER_QUEUES": made["queue_id"], "ORBIT_WORKER_APP": "quick:registry"}
+    client = env | {
+        "ORBIT_URL": url,
+        "ORBIT_TOKEN": made["token"],
+        "ORBIT_WORKER_QUEUES": made["queue_id"],
+        "ORBIT_WORKER_APP": "quick:registry",
+    }
     processes.start("orbit-worker", [*orbit, "worker"], site, client)
-    submitted = json.loads(run(
-        [*orbit, "tasks", "submit", "--queue-id", made["queue_id"], "--handler", "hello",
-         "--handler-version", "v1", "--payload-version", "v1", "--payload", '{"name":"wheel"}',
-         "--json"], cwd=site, env=client,
-    ).stdout)  # fmt: skip
+    submitted = json.loads(
+        run(
+            [
+                *orbit,
+                "tasks",
+                "submit",
+                "--queue-id",
+                made["queue_id"],
+                "--handler",
+                "hello",
+                "--handler-version",
+                "v1",
+                "--payload-version",
+                "v1",
+                "--payload",
+                '{"name":"wheel"}',
+                "--json",
+            ],
+            cwd=site,
+            env=client,
+        ).stdout
+    )
     task_id = submitted["task"]["id"]
 
     def finished() -> dict[str, Any] | None:
-        got = json.loads(run([*orbit, "tasks", "get", task_id, "--json"], cwd=site,
-                             env=client).stdout)  # fmt: skip
+        got = json.loads(
+            run([*orbit, "tasks", "get", task_id, "--json"], cwd=site, env=client).stdout
+        )
         return got if got["state"] == "SUCCEEDED" else None
 
     task = wait_until(finished, 60, "the task to succeed")
     assert task["result"] == {"greeting": "hello wheel"}
 
     # the Dispatcher's command is there too, and says which extra it needs
-    d_env = outside_env(DISPATCHER_ID="00000000-0000-4000-8000-000000000000",
-                        DISPATCHER_SECRET_KEY="s", DISPATCHER_SAAS_URL="http://127.0.0.1:1",
-                        DISPATCHER_AMQP_URL="amqp://u:p@127.0.0.1:1/",
-                        DISPATCHER_STATE_DB="d.db", DISPATCHER_CELL_URL="http://127.0.0.1:2")
-    refused = subprocess.run([str(bin_dir / "dispatcher"), "run"], cwd=site, env=d_env,
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    d_env = outside_env(
+        DISPATCHER_ID="00000000-0000-4000-8000-000000000000",
+        DISPATCHER_SECRET_KEY="s",
+        DISPATCHER_SAAS_URL="http://127.0.0.1:1",
+        DISPATCHER_AMQP_URL="amqp://u:p@127.0.0.1:1/",
+        DISPATCHER_STATE_DB="d.db",
+        DISPATCHER_CELL_URL="http://127.0.0.1:2",
+    )
+    refused = subprocess.run(
+        [str(bin_dir / "dispatcher"), "run"],
+        cwd=site,
+        env=d_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 2, refused.stderr
     assert "pip install 'agentcall[dispatcher]'" in refused.stderr
     assert "Traceback" not in refused.stderr
@@ -173,9 +233,21 @@ def test_the_dispatcher_places_calls_from_the_wheel(
     env = outside_env()
     saas_port, cell_port, d_port = free_port(), free_port(), free_port()
     saas = f"http://127.0.0.1:{saas_port}"
-    mock = processes.start("mocksaas", [str(bin_dir / "mocksaas"), "serve", "--http-port",
-                                        str(saas_port), "--db", "mocksaas.db", "--amqp-url",
-                                        amqp_url()], site, env)  # fmt: skip
+    mock = processes.start(
+        "mocksaas",
+        [
+            str(bin_dir / "mocksaas"),
+            "serve",
+            "--http-port",
+            str(saas_port),
+            "--db",
+            "mocksaas.db",
+            "--amqp-url",
+            amqp_url(),
+        ],
+        site,
+        env,
+    )
     wait_until(lambda: mock.alive() and _ok(f"{saas}/healthz"), 60, "mocksaas")
     admin = _admin(bin_dir, site, env | {"MOCKSAAS_URL": saas})
     dispatcher_id = admin("dispatcher", "create", "--secret", "wheel-secret", "--id-only").strip()
@@ -184,21 +256,44 @@ def test_the_dispatcher_places_calls_from_the_wheel(
         snapshot = admin("sip", "set", dispatcher_id, *(f"--allowed-target={c}" for c in callees))
         admin("task", "put", dispatcher_id, "task-1", "--tenant-id", "t1", "--tenant-key", "t1")
         admin("quota", "set", dispatcher_id, "t1", "--max", "5")
-        cell = processes.start("cell", [str(bin_dir / "cell"), "serve", "--mode", "sim",
-                                        "--cell-id", "cell-mock", "--http-port", str(cell_port),
-                                        "--data-dir", "cell", "--time-scale", "0.01"], site,
-                               env)  # fmt: skip
-        wait_until(lambda: cell.alive() and _ok(f"http://127.0.0.1:{cell_port}/healthz"), 60,
-                   "the cell")  # fmt: skip
-        httpx.put(f"http://127.0.0.1:{cell_port}/v1/config", content=snapshot,
-                  headers={"Content-Type": "application/json"}, timeout=10).raise_for_status()
+        cell = processes.start(
+            "cell",
+            [
+                str(bin_dir / "cell"),
+                "serve",
+                "--mode",
+                "sim",
+                "--cell-id",
+                "cell-mock",
+                "--http-port",
+                str(cell_port),
+                "--data-dir",
+                "cell",
+                "--time-scale",
+                "0.01",
+            ],
+            site,
+            env,
+        )
+        wait_until(
+            lambda: cell.alive() and _ok(f"http://127.0.0.1:{cell_port}/healthz"), 60, "the cell"
+        )
+        httpx.put(
+            f"http://127.0.0.1:{cell_port}/v1/config",
+            content=snapshot,
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        ).raise_for_status()
         d_env = env | {
-            "DISPATCHER_ID": dispatcher_id, "DISPATCHER_SECRET_KEY": "wheel-secret",
-            "DISPATCHER_SAAS_URL": saas, "DISPATCHER_AMQP_URL": amqp_url(),
+            "DISPATCHER_ID": dispatcher_id,
+            "DISPATCHER_SECRET_KEY": "wheel-secret",
+            "DISPATCHER_SAAS_URL": saas,
+            "DISPATCHER_AMQP_URL": amqp_url(),
             "DISPATCHER_STATE_DB": "dispatcher.db",
             "DISPATCHER_CELL_URL": f"http://127.0.0.1:{cell_port}",
-            "DISPATCHER_HTTP_PORT": str(d_port), "DISPATCHER_DISCOVERY_INTERVAL_S": "1",
-        }  # fmt: skip
+            "DISPATCHER_HTTP_PORT": str(d_port),
+            "DISPATCHER_DISCOVERY_INTERVAL_S": "1",
+        }
         checked = run([str(bin_dir / "dispatcher"), "check-config"], cwd=site, env=d_env).stdout
         assert dispatcher_id in checked and "wheel-secret" not in checked
         d = processes.start("dispatcher", [str(bin_dir / "dispatcher"), "run"], site, d_env)
@@ -207,8 +302,9 @@ def test_the_dispatcher_places_calls_from_the_wheel(
         admin("call", dispatcher_id, "task-1", *(f"--callee={c}" for c in callees))
 
         def results() -> list[dict[str, Any]] | None:
-            found = json.loads(admin("results", "list", dispatcher_id, "--event-type",
-                                     "call.result"))  # fmt: skip
+            found = json.loads(
+                admin("results", "list", dispatcher_id, "--event-type", "call.result")
+            )
             items = found["results"] if isinstance(found, dict) else found
             return items if len(items) == len(callees) else None
 
@@ -240,4 +336,3 @@ def _admission_open(url: str) -> bool:
         return bool(httpx.get(url, timeout=2).json()["admission"]["open"])
     except (httpx.HTTPError, ValueError, KeyError):
         return False
-

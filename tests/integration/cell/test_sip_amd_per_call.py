@@ -28,8 +28,9 @@ async def test_the_plans_amd_wins_over_the_cells_default(tmp_path: Path) -> None
     require_sipp()
     greeting = await speech(GREETING)
     beep = sines(1000, ms=500, amplitude=8000)
-    audio = alaw_file(tmp_path / "machine.al", silence(300), greeting, silence(300), beep,
-                      silence(6000))  # fmt: skip
+    audio = alaw_file(
+        tmp_path / "machine.al", silence(300), greeting, silence(300), beep, silence(6000)
+    )
     peer = SippPeer("answer_wait_bye.xml", tmp_path, audio=audio, wait_ms=25_000)
     await peer.start()
     agent = copy.deepcopy(FULL_AI)
@@ -37,8 +38,14 @@ async def test_the_plans_amd_wins_over_the_cells_default(tmp_path: Path) -> None
     call_id = f"amd-{uuid.uuid4().hex[:10]}"
     body = {  # what the D's calls.plan.cell_plan makes of an execution pinned with "hangup"
         "call_id": call_id,
-        "trunk": {"trunk_id": "trunk-sipp", "dial_prefix": "", "server_host": "127.0.0.1",
-                  "server_port": peer.port, "transport": "udp", "auth_mode": "none"},
+        "trunk": {
+            "trunk_id": "trunk-sipp",
+            "dial_prefix": "",
+            "server_host": "127.0.0.1",
+            "server_port": peer.port,
+            "transport": "udp",
+            "auth_mode": "none",
+        },
         "caller_id": "BD00000000",
         "callee": "15003164745",
         "ring_timeout_ms": 5000,
@@ -46,7 +53,7 @@ async def test_the_plans_amd_wins_over_the_cells_default(tmp_path: Path) -> None
         "agent": agent,
         "tags": {"task_id": "task-amd"},
         "amd": "hangup",
-    }  # fmt: skip
+    }
     try:
         with serve_sip(tmp_path, {"CELL_AMD": "leave_message"}) as url:
             async with CellClient(url) as cell:

@@ -96,17 +96,24 @@ def plan_for(port: int, amd: AmdAction | None = None, **conversation: Any) -> Ca
     agent["conversation"].update(conversation)
     chosen = {} if amd is None else {"amd": amd.value}
     return parse_plan(
-        chosen | {
+        chosen
+        | {
             "call_id": f"voice-{time.time_ns()}",
-            "trunk": {"trunk_id": "trunk-sipp", "dial_prefix": "", "server_host": "127.0.0.1",
-                      "server_port": port, "transport": "udp", "auth_mode": "none"},
+            "trunk": {
+                "trunk_id": "trunk-sipp",
+                "dial_prefix": "",
+                "server_host": "127.0.0.1",
+                "server_port": port,
+                "transport": "udp",
+                "auth_mode": "none",
+            },
             "caller_id": "BD00000000",
             "callee": "15003164745",
             "ring_timeout_ms": 5000,
             "max_duration_ms": 30_000,
             "agent": agent,
         }
-    )  # fmt: skip
+    )
 
 
 async def call(
@@ -154,8 +161,9 @@ async def machine_audio(tmp_path: Path) -> tuple[Path, int]:
     """(A-law file, ms at which the beep ends): greeting, 300 ms pause, 500 ms beep."""
     greeting = await speech(GREETING)
     beep = sines(1000, ms=500, amplitude=8000)
-    audio = alaw_file(tmp_path / "machine.al", silence(300), greeting, silence(300), beep,
-                      silence(6000))  # fmt: skip
+    audio = alaw_file(
+        tmp_path / "machine.al", silence(300), greeting, silence(300), beep, silence(6000)
+    )
     return audio, 300 + len(greeting) // 8 + 300 + 500
 
 
@@ -177,8 +185,10 @@ async def test_answering_machine_is_detected_and_handled_per_call(
     assert control.ending is not None
     ending = control.ending
     assert (ending.outcome.value, ending.reason_code, ending.cause.value) == (
-        "answered", "answering_machine", "agent",
-    )  # fmt: skip
+        "answered",
+        "answering_machine",
+        "agent",
+    )
     assert ending.quality is not None
     amd = ending.quality["answering_machine"]
     assert (amd["verdict"], amd["action"]) == ("machine", action.value)

@@ -53,8 +53,11 @@ def verify(unit_dir: Path, instance: str) -> subprocess.CompletedProcess[str]:
     assert SYSTEMD_ANALYZE is not None
     return subprocess.run(
         [SYSTEMD_ANALYZE, "verify", "--man=no", str(unit_dir / instance)],
-        capture_output=True, text=True, timeout=60, cwd=unit_dir,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=unit_dir,
+    )
 
 
 def about_our_units(stderr: str, unit_dir: Path) -> list[str]:
@@ -156,8 +159,14 @@ def test_units_are_hardened_and_write_only_their_state() -> None:
         for path in re.findall(r"^ReadWritePaths=(.+)$", text, re.MULTILINE):
             for item in path.split():
                 assert item.lstrip("-") in {f"/var/lib/{s}" for s in state}, (name, item)
-        for setting in ("NoNewPrivileges=yes", "PrivateTmp=yes", "ProtectSystem=strict",
-                        "Restart=on-failure", "LimitNOFILE=", "TimeoutStopSec="):  # fmt: skip
+        for setting in (
+            "NoNewPrivileges=yes",
+            "PrivateTmp=yes",
+            "ProtectSystem=strict",
+            "Restart=on-failure",
+            "LimitNOFILE=",
+            "TimeoutStopSec=",
+        ):
             assert re.search(rf"^{re.escape(setting)}", text, re.MULTILINE), (name, setting)
 
 
@@ -208,12 +217,17 @@ def test_the_dispatcher_example_passes_check_config(tmp_path: Path) -> None:
     secret.chmod(stat.S_IRUSR | stat.S_IWUSR)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DISPATCHER_")}
     env |= example
-    env |= {"DISPATCHER_SECRET_KEY_FILE": str(secret),
-            "DISPATCHER_STATE_DB": str(tmp_path / "state.db")}  # fmt: skip
+    env |= {
+        "DISPATCHER_SECRET_KEY_FILE": str(secret),
+        "DISPATCHER_STATE_DB": str(tmp_path / "state.db"),
+    }
     result = subprocess.run(
         [str(VENV_BIN / "dispatcher"), "check-config"],
-        capture_output=True, text=True, timeout=60, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "example-secret" not in result.stdout
     assert "CHANGE-ME" not in result.stdout  # the AMQP URL's password is masked

@@ -11,9 +11,15 @@ from agentcall.dispatcher.store import executions, inbox
 
 
 def accept_execution(
-    conn: Any, plan: Plan, *, execution_id: str, call_id: str, result_event_id: str,
-    call_result_event_id: str, now: datetime,
-) -> None:  # fmt: skip
+    conn: Any,
+    plan: Plan,
+    *,
+    execution_id: str,
+    call_id: str,
+    result_event_id: str,
+    call_result_event_id: str,
+    now: datetime,
+) -> None:
     """`plan`'s command recorded as accepted in the inbox, with its execution inserted, as
     admission leaves them (with the test's own ids instead of random ones)."""
     inbox.record(

@@ -31,9 +31,16 @@ def _iso(moment: datetime) -> str:
 
 
 def _call(conn: sqlite3.Connection, n: int, outcome: str, ended: datetime, **end: Any) -> None:
-    body = {"started_at": _iso(ended - timedelta(seconds=n)), "ended_at": _iso(ended),
-            "outcome": outcome, "reason_code": None, "transcript": [], "opt_out": False,
-            "quality": None, **end}  # fmt: skip
+    body = {
+        "started_at": _iso(ended - timedelta(seconds=n)),
+        "ended_at": _iso(ended),
+        "outcome": outcome,
+        "reason_code": None,
+        "transcript": [],
+        "opt_out": False,
+        "quality": None,
+        **end,
+    }
     conn.execute(
         "INSERT INTO inbox (command_id, task_id, decision, execution_id, received_at)"
         " VALUES (?, 'task-1', 'accepted', ?, ?)",
@@ -54,7 +61,7 @@ def _call(conn: sqlite3.Connection, n: int, outcome: str, ended: datetime, **end
             _iso(ended),
             _iso(ended),
             _iso(ended),
-        ),  # fmt: skip
+        ),
     )
 
 
@@ -64,10 +71,24 @@ def state(tmp_path: Path) -> Iterator[Path]:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     migrate(conn)
-    _call(conn, 1, "answered", NOW - timedelta(minutes=1), opt_out=True,
-          transcript=[{"turn_id": "t", "segment_id": "s", "role": "user", "text": HOSTILE,
-                       "start_ms": 0, "end_ms": 5}],
-          quality={"rtp": {"loss_ratio": 0.02, "jitter_ms": 12.5}})  # fmt: skip
+    _call(
+        conn,
+        1,
+        "answered",
+        NOW - timedelta(minutes=1),
+        opt_out=True,
+        transcript=[
+            {
+                "turn_id": "t",
+                "segment_id": "s",
+                "role": "user",
+                "text": HOSTILE,
+                "start_ms": 0,
+                "end_ms": 5,
+            }
+        ],
+        quality={"rtp": {"loss_ratio": 0.02, "jitter_ms": 12.5}},
+    )
     _call(conn, 2, "busy", NOW - timedelta(minutes=20))
     conn.execute(
         "INSERT INTO inbox (command_id, task_id, decision, reason_code, received_at)"
@@ -98,11 +119,11 @@ def snapshot() -> dict[str, Any]:
             "pages_applied": 3,
             "pages_rejected": 0,
             "last_error": None,
-        },  # fmt: skip
+        },
         "config": {
             "last_success": {"task:task-1": _iso(NOW)},
             "limits": {"tasks": {"task-1": 4}, "tenants": {}, "trunks": {}},
-        },  # fmt: skip
+        },
         "outages": {
             "active": [
                 {
@@ -115,7 +136,7 @@ def snapshot() -> dict[str, Any]:
                 }
             ],
             "read_failures": {},
-        },  # fmt: skip
+        },
         "cell_identity": {"verified": True, "checked_at": _iso(NOW)},
         "tasks": [
             {
@@ -127,7 +148,7 @@ def snapshot() -> dict[str, Any]:
                 "admission": "closed",
                 "consumer": "closed",
             }
-        ],  # fmt: skip
+        ],
         "outbox": {"pending": 1, "delivered": 2, "blocked_payload_too_large": 0},
         "outbox_blocked": [],
         "outbox_backlog": {"pending": 1, "oldest_pending_age_s": 150.0},

@@ -31,9 +31,15 @@ async def _execution(db: Database, n: str, task_id: str, state: ExecutionState) 
     plan = dataclasses.replace(result.plan, task_id=task_id, command_id=f"c-{n}")
 
     def write(conn: Any) -> None:
-        accept_execution(conn, plan, execution_id=f"x-{n}", call_id=f"call-{n}",
-                         result_event_id=f"r-{n}", call_result_event_id=f"cr-{n}",
-                         now=f.NOW)  # fmt: skip
+        accept_execution(
+            conn,
+            plan,
+            execution_id=f"x-{n}",
+            call_id=f"call-{n}",
+            result_event_id=f"r-{n}",
+            call_result_event_id=f"cr-{n}",
+            now=f.NOW,
+        )
         path = {
             ExecutionState.ACCEPTED: [],
             ExecutionState.DIALING: [ExecutionState.DIALING],

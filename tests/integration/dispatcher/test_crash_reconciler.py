@@ -73,9 +73,15 @@ def _insert(conn: Any, n: int, state: S, boot: str, dialled_s_ago: float) -> Non
     result = decide(command, f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
     at = NOW - timedelta(seconds=dialled_s_ago)
-    accept_execution(conn, result.plan, execution_id=f"exec-{n}", call_id=f"exec-{n}",
-                     result_event_id=f"cmd-result-{n}", call_result_event_id=f"call-result-{n}",
-                     now=at)  # fmt: skip
+    accept_execution(
+        conn,
+        result.plan,
+        execution_id=f"exec-{n}",
+        call_id=f"exec-{n}",
+        result_event_id=f"cmd-result-{n}",
+        call_result_event_id=f"call-result-{n}",
+        now=at,
+    )
     executions.move(conn, f"exec-{n}", S.DIALING, at, cell_boot_id=boot)
     if state is not S.DIALING:
         executions.move(conn, f"exec-{n}", state, at)

@@ -65,9 +65,15 @@ def _accept(conn: Any, execution_id: str) -> None:
     command = f.command(command_id=f"command-{execution_id}")
     result = decide(command, f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
-    accept_execution(conn, result.plan, execution_id=execution_id, call_id=execution_id,
-                     result_event_id=f"cmd-{execution_id}",
-                     call_result_event_id=f"call-result-{execution_id}", now=NOW)  # fmt: skip
+    accept_execution(
+        conn,
+        result.plan,
+        execution_id=execution_id,
+        call_id=execution_id,
+        result_event_id=f"cmd-{execution_id}",
+        call_result_event_id=f"call-result-{execution_id}",
+        now=NOW,
+    )
 
 
 async def _dial(

@@ -71,7 +71,6 @@ def storage_config(secret: str | None = None) -> StorageConfig:
     )
 
 
-
 Behaviour = Upload
 
 
@@ -191,7 +190,9 @@ async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Aw
 
         async def again(next_behaviour: Behaviour, old: Rig) -> Rig:
             return await make(
-                next_behaviour, authorization_s=authorization_s, deadline_s=deadline_s,
+                next_behaviour,
+                authorization_s=authorization_s,
+                deadline_s=deadline_s,
                 reuse=old,
             )
 
@@ -208,9 +209,15 @@ async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Aw
 def _accept(conn: Any) -> None:
     result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
     assert isinstance(result, Accept)
-    accept_execution(conn, result.plan, execution_id="exec-1", call_id="exec-1",
-                     result_event_id="cmd-result-1", call_result_event_id="call-result-exec-1",
-                     now=utcnow())  # fmt: skip
+    accept_execution(
+        conn,
+        result.plan,
+        execution_id="exec-1",
+        call_id="exec-1",
+        result_event_id="cmd-result-1",
+        call_result_event_id="call-result-exec-1",
+        now=utcnow(),
+    )
     executions.move(conn, "exec-1", ExecutionState.DIALING, utcnow(), cell_boot_id="boot-1")
 
 

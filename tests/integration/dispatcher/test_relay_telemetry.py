@@ -51,10 +51,12 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
     await database.close()
 
 
-async def enqueue(db: Database, route: str, event_id: str, kind: str, body: dict[str, object],
-                  at: datetime = NOW) -> None:  # fmt: skip
-    await db.write(outbox.enqueue, event_id=event_id, event_type=kind, routing_key=route,
-                   body=body, now=at)  # fmt: skip
+async def enqueue(
+    db: Database, route: str, event_id: str, kind: str, body: dict[str, object], at: datetime = NOW
+) -> None:
+    await db.write(
+        outbox.enqueue, event_id=event_id, event_type=kind, routing_key=route, body=body, now=at
+    )
 
 
 async def test_confirmed_call_results_are_counted_once_by_outcome_and_recording(
@@ -67,10 +69,15 @@ async def test_confirmed_call_results_are_counted_once_by_outcome_and_recording(
     queue = await channel.declare_queue(f"it.telemetry.{uuid.uuid4()}", auto_delete=True)
     telemetry = Recorded()
     link = AmqpLink(amqp_url(), retry_s=0.1)
-    relay = OutboxRelay(db, link, batch=100, retry_s=0.1, clock=lambda: NOW,
-                        telemetry=telemetry)  # fmt: skip
-    await enqueue(db, route, "c-1", "call.result", call_result("busy", None, "not_created"),
-                  at=datetime(2026, 9, 20, 23, 59, tzinfo=UTC))  # fmt: skip
+    relay = OutboxRelay(db, link, batch=100, retry_s=0.1, clock=lambda: NOW, telemetry=telemetry)
+    await enqueue(
+        db,
+        route,
+        "c-1",
+        "call.result",
+        call_result("busy", None, "not_created"),
+        at=datetime(2026, 9, 20, 23, 59, tzinfo=UTC),
+    )
     await enqueue(db, route, "c-2", "call.result", call_result("answered", "opt_out", "uploaded"))
     await enqueue(db, route, "r-1", "command.result", {"status": "accepted"})
     tasks = [asyncio.create_task(link.run()), asyncio.create_task(relay.run())]

@@ -125,8 +125,15 @@ async def test_inbox_dedupes_command_ids_d_cmd_1(db: Database) -> None:
 
 def _accept(conn: sqlite3.Connection, plan: Plan, n: int) -> None:
     """Command `command-<n>` (its plan) accepted as execution `x<n>` (call `call-<n>`)."""
-    accept_execution(conn, plan, execution_id=f"x{n}", call_id=f"call-{n}",
-                     result_event_id=f"r{n}", call_result_event_id=f"cr{n}", now=NOW)  # fmt: skip
+    accept_execution(
+        conn,
+        plan,
+        execution_id=f"x{n}",
+        call_id=f"call-{n}",
+        result_event_id=f"r{n}",
+        call_result_event_id=f"cr{n}",
+        now=NOW,
+    )
 
 
 async def test_occupancy_derived_from_executions_d_cmd_4(db: Database) -> None:

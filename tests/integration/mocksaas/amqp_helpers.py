@@ -26,14 +26,16 @@ async def message_count(conn: AbstractRobustConnection, queue: str) -> int | Non
             await channel.close()
 
 
-async def publish_result(conn: AbstractRobustConnection, dispatcher_id: str,
-                         body: Any) -> None:
+async def publish_result(conn: AbstractRobustConnection, dispatcher_id: str, body: Any) -> None:
     """Publish like the D: result exchange, route d.<D>.out, persistent, mandatory, confirmed."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     channel = await conn.channel(publisher_confirms=True, on_return_raises=True)
     exchange = await channel.get_exchange(RESULT_EXCHANGE, ensure=False)
-    await exchange.publish(aio_pika.Message(raw, delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
-                           routing_key=f"d.{dispatcher_id}.out", mandatory=True)
+    await exchange.publish(
+        aio_pika.Message(raw, delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+        routing_key=f"d.{dispatcher_id}.out",
+        mandatory=True,
+    )
     await channel.close()
 
 

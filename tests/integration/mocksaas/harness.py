@@ -37,8 +37,9 @@ def mocksaas_command() -> list[str]:
 class Server:
     """One `mocksaas serve` process on a free loopback port with its own SQLite file."""
 
-    def __init__(self, db: Path, log: Path, page_size: int | None = None,
-                 amqp: str | None = None) -> None:
+    def __init__(
+        self, db: Path, log: Path, page_size: int | None = None, amqp: str | None = None
+    ) -> None:
         self.amqp = amqp or amqp_url()
         self.db = db
         self.log = log
@@ -49,13 +50,24 @@ class Server:
         self.http = httpx.Client(base_url=self.url, timeout=60)
 
     def start(self) -> Server:
-        args = [*mocksaas_command(), "serve", "--http-port", str(self.port), "--amqp-url",
-                self.amqp, "--db", str(self.db), "--log-format", "json"]
+        args = [
+            *mocksaas_command(),
+            "serve",
+            "--http-port",
+            str(self.port),
+            "--amqp-url",
+            self.amqp,
+            "--db",
+            str(self.db),
+            "--log-format",
+            "json",
+        ]
         if self.page_size:
             args += ["--discovery-page-size", str(self.page_size)]
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                         env={**os.environ})
+            self.proc = subprocess.Popen(
+                args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
+            )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -78,8 +90,14 @@ class Server:
             return self.proc.wait()
 
     # ---- admin API ---------------------------------------------------------
-    def admin(self, method: str, path: str, body: Any = None, expect: int | None = None,
-              params: Mapping[str, Any] | None = None) -> Any:
+    def admin(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        expect: int | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
         r = self.http.request(method, f"/admin/v1{path}", json=body, params=params)
         if expect is not None:
             assert r.status_code == expect, r.text
@@ -108,16 +126,23 @@ class Dispatcher:
     def headers(self) -> dict[str, str]:
         return {"X-DISPATCHER-ID": self.id, "X-DISPATCHER-SECRET-KEY": self.secret}
 
-    def get(self, path: str, headers: Mapping[str, str] | None = None,
-            params: Any = None) -> httpx.Response:
+    def get(
+        self, path: str, headers: Mapping[str, str] | None = None, params: Any = None
+    ) -> httpx.Response:
         h = self.headers() if headers is None else dict(headers)
         return self.server.http.get(f"{CONTRACT}{path}", headers=h, params=params)
 
     def page(self, after: str) -> httpx.Response:
         return self.get("/tasks", params={"after": after})
 
-    def admin(self, method: str, path: str = "", body: Any = None, expect: int | None = None,
-              params: Mapping[str, Any] | None = None) -> Any:
+    def admin(
+        self,
+        method: str,
+        path: str = "",
+        body: Any = None,
+        expect: int | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
         return self.server.admin(method, f"{self.path}{path}", body, expect, params)
 
     def put_task(self, task_id: str | None = None, **body: Any) -> dict[str, Any]:
@@ -128,16 +153,18 @@ class Dispatcher:
         return out
 
     def set_status(self, task_id: str, status: str, **body: Any) -> dict[str, Any]:
-        out: dict[str, Any] = self.admin("POST", f"/tasks/{task_id}/status",
-                                         {"status": status, **body})
+        out: dict[str, Any] = self.admin(
+            "POST", f"/tasks/{task_id}/status", {"status": status, **body}
+        )
         return out
 
     def delete(self) -> None:
         self.server.admin("DELETE", self.path)
 
 
-def stop_applied(d: Dispatcher, task_id: str, event_id: str | None = None,
-                 tenant: str = "tenant-a") -> dict[str, Any]:
+def stop_applied(
+    d: Dispatcher, task_id: str, event_id: str | None = None, tenant: str = "tenant-a"
+) -> dict[str, Any]:
     """The D's ``stopped/applied`` receipt for ``task_id`` (command-next.control_result)."""
     return {
         "schema_version": "command-next.v0.1-proposal",
@@ -151,8 +178,14 @@ def stop_applied(d: Dispatcher, task_id: str, event_id: str | None = None,
         "aggregate_type": "task",
         "aggregate_id": task_id,
         "aggregate_version": 3,
-        "payload": {"command_type": "task.control", "task_id": task_id, "action": "stop",
-                    "status": "applied", "reason_code": "applied", "task_state": "stopped"},
+        "payload": {
+            "command_type": "task.control",
+            "task_id": task_id,
+            "action": "stop",
+            "status": "applied",
+            "reason_code": "applied",
+            "task_state": "stopped",
+        },
     }
 
 

@@ -62,8 +62,9 @@ async def test_readme_session(server: Server, amqp: AbstractRobustConnection) ->
 
 def test_admin_errors_exit_1_with_json(server: Server) -> None:
     runner = CliRunner(env={"MOCKSAAS_URL": server.url})
-    result = runner.invoke(main, ["admin", "dispatcher", "show",
-                                  "00000000-0000-4000-8000-000000000000"])
+    result = runner.invoke(
+        main, ["admin", "dispatcher", "show", "00000000-0000-4000-8000-000000000000"]
+    )
     assert result.exit_code == 1
     assert json.loads(result.output)["error"]["code"] == "not_found"
     result = runner.invoke(main, ["admin", "--url", "http://127.0.0.1:1", "dispatcher", "list"])
@@ -72,9 +73,20 @@ def test_admin_errors_exit_1_with_json(server: Server) -> None:
 
 def test_serve_fails_fast_with_a_clear_message(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [*mocksaas_command(), "serve", "--http-port", "0", "--db", str(tmp_path / "s.db"),
-         "--amqp-url", "amqp://nobody:secret@127.0.0.1:1/"],
-        capture_output=True, text=True, timeout=60)
+        [
+            *mocksaas_command(),
+            "serve",
+            "--http-port",
+            "0",
+            "--db",
+            str(tmp_path / "s.db"),
+            "--amqp-url",
+            "amqp://nobody:secret@127.0.0.1:1/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "cannot connect to amqp://***@127.0.0.1:1/" in proc.stderr
     assert "secret" not in proc.stderr

@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 CONTRACTS = Contracts(find_contracts_dir())
 
 
-def read_all(d: Dispatcher, after: str, size: int, mutate: Any = None
-             ) -> tuple[dict[str, dict[str, Any]], str, list[int]]:
+def read_all(
+    d: Dispatcher, after: str, size: int, mutate: Any = None
+) -> tuple[dict[str, dict[str, Any]], str, list[int]]:
     """Page until the empty page, checking every page; ``mutate(n)`` runs between pages."""
     seen: dict[str, dict[str, Any]] = {}
     sizes: list[int] = []
@@ -58,8 +59,9 @@ def check_page_order(d: Dispatcher, size: int) -> None:
         after = page["next_cursor"]
 
 
-async def test_d_disc_3_paging_over_600_events(dispatcher: Dispatcher,
-                                               amqp: AbstractRobustConnection) -> None:
+async def test_d_disc_3_paging_over_600_events(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     rng = random.Random(7)
     d = dispatcher
     d.admin("PATCH", "", {"discovery_page_size": 50})
@@ -75,8 +77,10 @@ async def test_d_disc_3_paging_over_600_events(dispatcher: Dispatcher,
         d.set_status(t, "stopped", active_call_policy="hangup")
     for t in stopped[:5]:  # tombstones after retirement
         await publish_result(amqp, d.id, stop_applied(d, t))
-    wait_for(lambda: all(d.admin("GET", f"/tasks/{t}")["status"] == "removed"
-                         for t in stopped[:5]), what="removed tombstones")
+    wait_for(
+        lambda: all(d.admin("GET", f"/tasks/{t}")["status"] == "removed" for t in stopped[:5]),
+        what="removed tombstones",
+    )
     head = d.admin("GET", "/events/head")["head"]
     assert head > 600
 
@@ -89,15 +93,18 @@ async def test_d_disc_3_paging_over_600_events(dispatcher: Dispatcher,
     assert len(sizes) >= 2 and max(sizes) <= 50
     final = {t["task_id"]: t for t in d.admin("GET", "/tasks")["tasks"]}
     assert {k: (v["status"], v["task_revision"]) for k, v in seen.items()} == {
-        k: (v["status"], v["task_revision"]) for k, v in final.items()}
+        k: (v["status"], v["task_revision"]) for k, v in final.items()
+    }
     assert [seen[t]["status"] for t in stopped] == ["removed"] * 5 + ["stopped"] * 3
     assert int(cursor) == d.admin("GET", "/events/head")["head"]
     check_page_order(d, 50)
 
     d.admin("PATCH", "", {"discovery_page_size": 256})
     seen256, cursor256, sizes256 = read_all(d, "0", 256)
-    assert seen256 == {k: {kk: v[kk] for kk in ("task_id", "tenant_id", "tenant_key", "status",
-                                                 "task_revision")} for k, v in final.items()}
+    assert seen256 == {
+        k: {kk: v[kk] for kk in ("task_id", "tenant_id", "tenant_key", "status", "task_revision")}
+        for k, v in final.items()
+    }
     assert max(sizes256) <= 256 and cursor256 == cursor
 
 

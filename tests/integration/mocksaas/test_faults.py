@@ -53,8 +53,12 @@ def test_d_disc_4_identity_conflict_and_revision_backwards(two_tasks: Dispatcher
     backwards = two_tasks.page("0").json()
     assert backwards["tasks"][0]["task_revision"] == 0
     assert two_tasks.page("0").json()["tasks"][0] == {
-        "task_id": "fa-1", "tenant_id": "tenant-a", "tenant_key": "tenant-a",
-        "status": "running", "task_revision": 1}
+        "task_id": "fa-1",
+        "tenant_id": "tenant-a",
+        "tenant_key": "tenant-a",
+        "status": "running",
+        "task_revision": 1,
+    }
 
 
 def test_d_disc_4_schema_invalid_and_malformed(two_tasks: Dispatcher) -> None:
@@ -105,8 +109,9 @@ def test_auth_is_checked_before_faults(two_tasks: Dispatcher) -> None:
         ("quota", "/tenant/tenant-a/quota", "unavailable", 503, "tenant_quota_unavailable"),
     ],
 )
-def test_d_cfg_4_config_faults(two_tasks: Dispatcher, resource: str, path: str, kind: str,
-                               status: int, code: str) -> None:
+def test_d_cfg_4_config_faults(
+    two_tasks: Dispatcher, resource: str, path: str, kind: str, status: int, code: str
+) -> None:
     two_tasks.admin("PUT", "/sip", {})
     two_tasks.admin("PUT", "/tenants/tenant-a/quota", {"max_concurrent_calls": 2})
     arm(two_tasks, "config", resource=resource, kind=kind)
@@ -135,14 +140,16 @@ def test_config_body_faults(two_tasks: Dispatcher) -> None:
 
 def test_admin_rejects_unknown_fault_kinds(dispatcher: Dispatcher) -> None:
     dispatcher.admin("POST", "/faults/discovery", {"kind": "gone"}, expect=400)
-    dispatcher.admin("POST", "/faults/config", {"resource": "disk", "kind": "not_found"},
-                     expect=400)
+    dispatcher.admin(
+        "POST", "/faults/config", {"resource": "disk", "kind": "not_found"}, expect=400
+    )
     dispatcher.admin("POST", "/faults/discovery", {"kind": "slow", "count": 0}, expect=400)
 
 
 @pytest.mark.parametrize("target", ["task", "control"])
-async def test_d_mq_5_raw_invalid_body(two_tasks: Dispatcher, amqp: AbstractRobustConnection,
-                                       target: str) -> None:
+async def test_d_mq_5_raw_invalid_body(
+    two_tasks: Dispatcher, amqp: AbstractRobustConnection, target: str
+) -> None:
     body = {"target": target, "body": '{"schema_version": "nope"'}
     if target == "task":
         body["task_id"] = "fa-1"
@@ -156,6 +163,7 @@ async def test_d_mq_5_raw_invalid_body(two_tasks: Dispatcher, amqp: AbstractRobu
 
 
 def test_raw_body_only_to_an_existing_task_queue(dispatcher: Dispatcher) -> None:
-    dispatcher.admin("POST", "/faults/raw", {"target": "task", "task_id": "nope", "body": "x"},
-                     expect=404)
+    dispatcher.admin(
+        "POST", "/faults/raw", {"target": "task", "task_id": "nope", "body": "x"}, expect=404
+    )
     dispatcher.admin("POST", "/faults/raw", {"target": "task", "body": "x"}, expect=400)

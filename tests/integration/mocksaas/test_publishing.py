@@ -24,11 +24,13 @@ def task_queue(d: Dispatcher, task_id: str) -> str:
     return f"agent-call.d.{d.id}.task.{task_id}.v3"
 
 
-async def test_d_cmd_1_call_execute_bodies(dispatcher: Dispatcher,
-                                           amqp: AbstractRobustConnection) -> None:
+async def test_d_cmd_1_call_execute_bodies(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     task_id = dispatcher.put_task(tenant_id="ten-1", tenant_key="key-1")["task_id"]
-    out = dispatcher.admin("POST", f"/tasks/{task_id}/calls",
-                           {"count": 5, "callee_start": 20, "not_after_s": 60})
+    out = dispatcher.admin(
+        "POST", f"/tasks/{task_id}/calls", {"count": 5, "callee_start": 20, "not_after_s": 60}
+    )
     messages = await drain(amqp, task_queue(dispatcher, task_id))
     assert len(messages) == 5
     bodies = [json.loads(m.body) for m in messages]
@@ -36,8 +38,11 @@ async def test_d_cmd_1_call_execute_bodies(dispatcher: Dispatcher,
         assert m.delivery_mode == aio_pika.DeliveryMode.PERSISTENT
         assert m.content_type == "application/json"
         assert CONTRACTS.violations("command-next.call_execute", b) == []
-        assert (b["dispatcher_id"], b["tenant_id"], b["tenant_key"]) == (dispatcher.id, "ten-1",
-                                                                         "key-1")
+        assert (b["dispatcher_id"], b["tenant_id"], b["tenant_key"]) == (
+            dispatcher.id,
+            "ten-1",
+            "key-1",
+        )
         delta = datetime.fromisoformat(b["not_after"]) - datetime.fromisoformat(b["issued_at"])
         assert delta == timedelta(seconds=60)
     assert [b["payload"]["callee"] for b in bodies] == [f"150000000{n}" for n in range(20, 25)]
@@ -49,9 +54,11 @@ async def test_d_cmd_1_explicit_command_id_publishes_duplicates(
 ) -> None:
     task_id = dispatcher.put_task()["task_id"]
     for _ in range(2):
-        dispatcher.admin("POST", f"/tasks/{task_id}/calls",
-                         {"command_id": "cmd-dup", "callees": ["15000000009"],
-                          "not_after_s": -30})
+        dispatcher.admin(
+            "POST",
+            f"/tasks/{task_id}/calls",
+            {"command_id": "cmd-dup", "callees": ["15000000009"], "not_after_s": -30},
+        )
     bodies = [json.loads(m.body) for m in await drain(amqp, task_queue(dispatcher, task_id))]
     assert [b["command_id"] for b in bodies] == ["cmd-dup", "cmd-dup"]
     assert datetime.fromisoformat(bodies[0]["not_after"]) < datetime.now(UTC)
@@ -72,15 +79,19 @@ def test_calls_refused_for_stopped_or_finished_task(dispatcher: Dispatcher) -> N
 @pytest.mark.parametrize(
     ("steps", "actions"),
     [
-        ([("paused", "drain"), ("running", None), ("stopped", "hangup")],
-         [("pause", "drain"), ("resume", None), ("stop", "hangup")]),
+        (
+            [("paused", "drain"), ("running", None), ("stopped", "hangup")],
+            [("pause", "drain"), ("resume", None), ("stop", "hangup")],
+        ),
         ([("finished", None), ("stopped", "drain")], [("stop", "drain")]),
         ([("paused", "hangup"), ("paused", "hangup")], [("pause", "hangup")] * 2),
     ],
 )
 async def test_d_ctl_status_change_persists_then_publishes_matching_control(
-    dispatcher: Dispatcher, amqp: AbstractRobustConnection,
-    steps: list[tuple[str, str | None]], actions: list[tuple[str, str | None]],
+    dispatcher: Dispatcher,
+    amqp: AbstractRobustConnection,
+    steps: list[tuple[str, str | None]],
+    actions: list[tuple[str, str | None]],
 ) -> None:
     task_id = dispatcher.put_task()["task_id"]
     control_queue = dispatcher.topology["control_queue"]
@@ -101,8 +112,7 @@ def test_d_ctl_4_illegal_status_changes_rejected(dispatcher: Dispatcher) -> None
     task_id = dispatcher.put_task()["task_id"]
     dispatcher.set_status(task_id, "stopped")
     for status in ("running", "paused", "finished"):
-        out = dispatcher.admin("POST", f"/tasks/{task_id}/status", {"status": status},
-                               expect=409)
+        out = dispatcher.admin("POST", f"/tasks/{task_id}/status", {"status": status}, expect=409)
         assert out["error"]["code"] == "illegal_transition"
     dispatcher.admin("POST", f"/tasks/{task_id}/status", {"status": "removed"}, expect=400)
 
@@ -126,9 +136,9 @@ async def test_d_mq_3_unroutable_publish_is_retried_with_the_same_body(
     await channel.queue_delete(queue)  # behind the Mock SaaS's back: the route is unbound
     out = dispatcher.admin("POST", f"/tasks/{task_id}/calls", {"count": 2})
     assert out == {**out, "confirmed": 0, "pending": 2}
-    q = await channel.declare_queue(queue, durable=True,
-                                    arguments={"x-dead-letter-exchange":
-                                               "agent-call.dead-letter.v3"})
+    q = await channel.declare_queue(
+        queue, durable=True, arguments={"x-dead-letter-exchange": "agent-call.dead-letter.v3"}
+    )
     await q.bind("agent-call.dispatchers.v3", f"d.{dispatcher.id}.task.{task_id}.in")
     for _ in range(100):  # the relay retries every second
         if await message_count(amqp, queue) == 2:

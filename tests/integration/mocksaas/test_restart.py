@@ -38,8 +38,10 @@ async def test_state_survives_restart(tmp_path: Path, amqp: AbstractRobustConnec
             await asyncio.sleep(0.1)
         assert await message_count(amqp, queue) == 2
         await publish_result(amqp, d.id, stop_applied(d, ids[1]))  # consumer resumed
-        wait_for(lambda: d.admin("GET", f"/tasks/{ids[1]}")["status"] == "removed",
-                 what="retirement after restart")
+        wait_for(
+            lambda: d.admin("GET", f"/tasks/{ids[1]}")["status"] == "removed",
+            what="retirement after restart",
+        )
         assert d.page("5").json()["tasks"][0]["status"] == "removed"
         d.delete()
         await channel.close()

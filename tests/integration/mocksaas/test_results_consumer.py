@@ -24,8 +24,9 @@ def example(kind: str, d: Dispatcher, event_id: str) -> dict[str, Any]:
     return {**body, "dispatcher_id": d.id, "event_id": event_id}
 
 
-async def test_results_stored_validated_and_counted(dispatcher: Dispatcher,
-                                                    amqp: AbstractRobustConnection) -> None:
+async def test_results_stored_validated_and_counted(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     d = dispatcher
     accepted = example("command-next.execute_result", d, "ev-acc")
     call = example("call-result.call_result", d, "ev-call")
@@ -34,8 +35,10 @@ async def test_results_stored_validated_and_counted(dispatcher: Dispatcher,
     foreign["dispatcher_id"] = "00000000-0000-4000-8000-000000000000"
     for body in (accepted, accepted, accepted, call, schema_bad, foreign, b"{not json"):
         await publish_result(amqp, d.id, body)
-    summary = wait_for(lambda: (s := d.admin("GET", "/results/summary"))["deliveries"] == 7
-                       and s, what="7 stored results")
+    summary = wait_for(
+        lambda: (s := d.admin("GET", "/results/summary"))["deliveries"] == 7 and s,
+        what="7 stored results",
+    )
     assert summary["distinct_events"] == 4
     assert summary["duplicates"] == {"ev-acc": 3}
     assert summary["invalid"] == 3
@@ -62,11 +65,11 @@ def test_results_query_rejects_unknown_filters(dispatcher: Dispatcher) -> None:
     assert out["error"]["message"].startswith("colour")
 
 
-async def test_metrics_count_stored_results(server: Any, dispatcher: Dispatcher,
-                                            amqp: AbstractRobustConnection) -> None:
+async def test_metrics_count_stored_results(
+    server: Any, dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     await publish_result(amqp, dispatcher.id, b"not json")
-    wait_for(lambda: dispatcher.admin("GET", "/results/summary")["invalid"] == 1,
-             what="stored")
+    wait_for(lambda: dispatcher.admin("GET", "/results/summary")["invalid"] == 1, what="stored")
     text = server.http.get("/metrics").text
     assert 'mocksaas_results_stored_total{valid="false"}' in text
 
@@ -80,6 +83,8 @@ async def test_execute_results_are_indexed_by_the_task_of_their_command(
     body["payload"] = {**body["payload"], "command_id": command_id}
     body["aggregate_id"] = command_id
     await publish_result(amqp, dispatcher.id, body)
-    found = wait_for(lambda: dispatcher.admin("GET", "/results", params={"task_id": task_id})
-                     ["results"], what="indexed result")
+    found = wait_for(
+        lambda: dispatcher.admin("GET", "/results", params={"task_id": task_id})["results"],
+        what="indexed result",
+    )
     assert [(r["command_id"], r["task_id"]) for r in found] == [(command_id, task_id)]

@@ -40,28 +40,33 @@ def fresh(conn: sqlite3.Connection, d: str) -> None:
 
 
 def row(d: str, task_id: str, status: TaskStatus, rev: int) -> TaskRow:
-    return TaskRow(d, task_id, "ten", "ten", status, rev, TaskSpec(), QueueState.ACTIVE, 0,
-                   None, None, AT)
+    return TaskRow(
+        d, task_id, "ten", "ten", status, rev, TaskSpec(), QueueState.ACTIVE, 0, None, None, AT
+    )
 
 
 STATUSES = [TaskStatus.RUNNING, TaskStatus.PAUSED, TaskStatus.STOPPED, TaskStatus.REMOVED]
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(changes=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(STATUSES)), min_size=1,
-                        max_size=80),
-       after=st.integers(0, 90), limit=st.integers(1, 20))
-def test_d_disc_2_sql_page_equals_reference(conn: sqlite3.Connection,
-                                            changes: list[tuple[int, TaskStatus]],
-                                            after: int, limit: int) -> None:
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    changes=st.lists(
+        st.tuples(st.integers(0, 12), st.sampled_from(STATUSES)), min_size=1, max_size=80
+    ),
+    after=st.integers(0, 90),
+    limit=st.integers(1, 20),
+)
+def test_d_disc_2_sql_page_equals_reference(
+    conn: sqlite3.Connection, changes: list[tuple[int, TaskStatus]], after: int, limit: int
+) -> None:
     fresh(conn, D1)
     revisions: dict[str, int] = {}
     for n, status in changes:
         task_id = f"t{n}-{D1[:4]}"
         revisions[task_id] = revisions.get(task_id, 0) + 1
-        in_transaction(conn, tasks.append_event, row(D1, task_id, status, revisions[task_id]),
-                       AT)
+        in_transaction(conn, tasks.append_event, row(D1, task_id, status, revisions[task_id]), AT)
     head = dispatchers.get(conn, D1).head
     assert head == len(changes)
     log = tasks.event_log(conn, D1)
@@ -70,8 +75,7 @@ def test_d_disc_2_sql_page_equals_reference(conn: sqlite3.Connection,
     assert tasks.page(conn, D1, after, limit) == select_latest(log, after, limit)
 
 
-def test_event_ids_are_per_dispatcher_and_rollback_keeps_the_head(conn: sqlite3.Connection
-                                                                  ) -> None:
+def test_event_ids_are_per_dispatcher_and_rollback_keeps_the_head(conn: sqlite3.Connection) -> None:
     fresh(conn, D1)
     fresh(conn, D2)
     in_transaction(conn, tasks.append_event, row(D1, "a-x", TaskStatus.RUNNING, 1), AT)
@@ -86,19 +90,23 @@ def test_event_ids_are_per_dispatcher_and_rollback_keeps_the_head(conn: sqlite3.
     assert (dispatchers.get(conn, D1).head, dispatchers.get(conn, D2).head) == (1, 1)
     found = tasks.find(conn, "a-x")
     assert found is not None and found.status is TaskStatus.RUNNING
-    removed = in_transaction(conn, tasks.append_event,
-                             replace(found, status=TaskStatus.REMOVED, task_revision=2), AT)
+    removed = in_transaction(
+        conn, tasks.append_event, replace(found, status=TaskStatus.REMOVED, task_revision=2), AT
+    )
     assert removed.removed_event_id == removed.last_event_id == 2
 
 
 def test_faults_consumed_in_order_and_by_target(conn: sqlite3.Connection) -> None:
     fresh(conn, D1)
-    arm = [Fault(0, FaultScope.CONFIG, "not_found", 2, ConfigResource.TASK, "t1"),
-           Fault(0, FaultScope.CONFIG, "unavailable", 1, ConfigResource.TASK)]
+    arm = [
+        Fault(0, FaultScope.CONFIG, "not_found", 2, ConfigResource.TASK, "t1"),
+        Fault(0, FaultScope.CONFIG, "unavailable", 1, ConfigResource.TASK),
+    ]
     for f in arm:
         in_transaction(conn, faults.arm, D1, f)
-    take = [in_transaction(conn, faults.take, D1, FaultScope.CONFIG, ConfigResource.TASK, t)
-            for t in ("t2", "t1", "t1", "t1")]
-    assert [f.kind if f else None for f in take] == ["unavailable", "not_found", "not_found",
-                                                     None]
+    take = [
+        in_transaction(conn, faults.take, D1, FaultScope.CONFIG, ConfigResource.TASK, t)
+        for t in ("t2", "t1", "t1", "t1")
+    ]
+    assert [f.kind if f else None for f in take] == ["unavailable", "not_found", "not_found", None]
     assert faults.list_for(conn, D1) == []

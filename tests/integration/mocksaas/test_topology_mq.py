@@ -26,13 +26,19 @@ def render(template: str, d: str, task_id: str | None = None) -> str:
     return out.replace("<task_id>", task_id) if task_id else out
 
 
-async def redeclare_queue(conn: AbstractRobustConnection, name: str, spec: dict[str, Any],
-                          arguments: dict[str, Any]) -> bool:
+async def redeclare_queue(
+    conn: AbstractRobustConnection, name: str, spec: dict[str, Any], arguments: dict[str, Any]
+) -> bool:
     """Non-passive redeclare: True when the broker accepts it (same arguments)."""
     channel = await conn.channel()
     try:
-        await channel.declare_queue(name, durable=spec["durable"], exclusive=spec["exclusive"],
-                                    auto_delete=spec["auto_delete"], arguments=arguments)
+        await channel.declare_queue(
+            name,
+            durable=spec["durable"],
+            exclusive=spec["exclusive"],
+            auto_delete=spec["auto_delete"],
+            arguments=arguments,
+        )
         return True
     except aiormq.exceptions.ChannelPreconditionFailed:
         return False
@@ -41,13 +47,18 @@ async def redeclare_queue(conn: AbstractRobustConnection, name: str, spec: dict[
             await channel.close()
 
 
-async def redeclare_exchange(conn: AbstractRobustConnection, spec: dict[str, Any],
-                             type_: str) -> bool:
+async def redeclare_exchange(
+    conn: AbstractRobustConnection, spec: dict[str, Any], type_: str
+) -> bool:
     channel = await conn.channel()
     try:
-        await channel.declare_exchange(spec["name"], aio_pika.ExchangeType(type_),
-                                       durable=spec["durable"], auto_delete=spec["auto_delete"],
-                                       internal=spec["internal"])
+        await channel.declare_exchange(
+            spec["name"],
+            aio_pika.ExchangeType(type_),
+            durable=spec["durable"],
+            auto_delete=spec["auto_delete"],
+            internal=spec["internal"],
+        )
         return True
     except aiormq.exceptions.ChannelPreconditionFailed:
         return False
@@ -56,8 +67,9 @@ async def redeclare_exchange(conn: AbstractRobustConnection, spec: dict[str, Any
             await channel.close()
 
 
-async def assert_exact_queue(conn: AbstractRobustConnection, name: str,
-                             spec: dict[str, Any]) -> None:
+async def assert_exact_queue(
+    conn: AbstractRobustConnection, name: str, spec: dict[str, Any]
+) -> None:
     assert await message_count(conn, name) is not None, f"{name} missing"
     assert await redeclare_queue(conn, name, spec, dict(spec["arguments"]))
     other = {**spec["arguments"], "x-dead-letter-exchange": "something-else"}
@@ -83,8 +95,9 @@ async def test_d_mq_1_2_topology_created_with_exact_names_and_arguments(
     assert dispatcher.topology["result_queue"] == render(queues["result"]["name"], d)
 
 
-async def test_d_mq_1_bindings_route_every_key(dispatcher: Dispatcher,
-                                              amqp: AbstractRobustConnection) -> None:
+async def test_d_mq_1_bindings_route_every_key(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     d = dispatcher.id
     task_id = dispatcher.put_task()["task_id"]
     channel = await amqp.channel(publisher_confirms=True, on_return_raises=True)
@@ -94,13 +107,17 @@ async def test_d_mq_1_bindings_route_every_key(dispatcher: Dispatcher,
         queue = render(b["queue"], d, task_id)
         before = await message_count(amqp, queue)
         exchange = await channel.get_exchange(b["exchange"], ensure=False)
-        await exchange.publish(aio_pika.Message(b"probe"), mandatory=True,
-                               routing_key=render(b["routing_key"], d, task_id))
+        await exchange.publish(
+            aio_pika.Message(b"probe"),
+            mandatory=True,
+            routing_key=render(b["routing_key"], d, task_id),
+        )
         assert await message_count(amqp, queue) == (before or 0) + 1
     exchange = await channel.get_exchange("agent-call.dispatchers.v3", ensure=False)
     with pytest.raises(aio_pika.exceptions.DeliveryError):  # unbound route is returned
-        await exchange.publish(aio_pika.Message(b"x"), mandatory=True,
-                               routing_key=f"d.{d}.task.never-created.in")
+        await exchange.publish(
+            aio_pika.Message(b"x"), mandatory=True, routing_key=f"d.{d}.task.never-created.in"
+        )
     await channel.close()
 
 
@@ -117,26 +134,32 @@ async def test_d_mq_1_task_queue_declared_before_first_publish(
     assert await message_count(amqp, queue) == 3
 
 
-async def test_d_mq_6_at_most_256_unretired_task_queues(dispatcher: Dispatcher,
-                                                        amqp: AbstractRobustConnection) -> None:
+async def test_d_mq_6_at_most_256_unretired_task_queues(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     names = [f"q{i:03d}-{dispatcher.id[:6]}" for i in range(256)]
     with ThreadPoolExecutor(4) as pool:  # the server declares on a pool of channels
         ids = [t["task_id"] for t in pool.map(dispatcher.put_task, names)]
-    out = dispatcher.admin("PUT", "/tasks/one-too-many",
-                           {"tenant_id": "t", "tenant_key": "t"}, expect=409)
+    out = dispatcher.admin(
+        "PUT", "/tasks/one-too-many", {"tenant_id": "t", "tenant_key": "t"}, expect=409
+    )
     assert out["error"]["code"] == "task_queue_limit"
     assert await message_count(amqp, f"agent-call.d.{dispatcher.id}.task.one-too-many.v3") is None
     dispatcher.set_status(ids[0], "stopped")
-    dispatcher.admin("PUT", "/tasks/one-too-many", {"tenant_id": "t", "tenant_key": "t"},
-                     expect=409)  # stopped but not retired still counts
+    dispatcher.admin(
+        "PUT", "/tasks/one-too-many", {"tenant_id": "t", "tenant_key": "t"}, expect=409
+    )  # stopped but not retired still counts
     await publish_result(amqp, dispatcher.id, stop_applied(dispatcher, ids[0]))
-    wait_for(lambda: dispatcher.admin("GET", f"/tasks/{ids[0]}")["queue_state"] == "retired",
-             what="retirement")
+    wait_for(
+        lambda: dispatcher.admin("GET", f"/tasks/{ids[0]}")["queue_state"] == "retired",
+        what="retirement",
+    )
     dispatcher.put_task("one-too-many")
 
 
-async def test_d_disc_8_retirement_only_after_stopped_applied(dispatcher: Dispatcher,
-                                                     amqp: AbstractRobustConnection) -> None:
+async def test_d_disc_8_retirement_only_after_stopped_applied(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     """Contract §3.4: unbind + delete only after the D's receipt, then the tombstone."""
     task_id = dispatcher.put_task()["task_id"]
     queue = f"agent-call.d.{dispatcher.id}.task.{task_id}.v3"
@@ -144,31 +167,46 @@ async def test_d_disc_8_retirement_only_after_stopped_applied(dispatcher: Dispat
     stopped = dispatcher.set_status(task_id, "stopped", active_call_policy="hangup")
     head = stopped["task"]["last_event_id"]
     # the early receipt is stored; the sweep retires once the SaaS status is stopped
-    wait_for(lambda: dispatcher.admin("GET", f"/tasks/{task_id}")["queue_state"] == "retired",
-             what="retirement by sweep")
+    wait_for(
+        lambda: dispatcher.admin("GET", f"/tasks/{task_id}")["queue_state"] == "retired",
+        what="retirement by sweep",
+    )
     task = dispatcher.admin("GET", f"/tasks/{task_id}")
     assert task["status"] == "removed" and task["removed_event_id"] == head + 1
     assert await message_count(amqp, queue) is None
     page = dispatcher.page(str(head)).json()
-    assert page["tasks"] == [{"task_id": task_id, "tenant_id": "tenant-a",
-                              "tenant_key": "tenant-a", "status": "removed",
-                              "task_revision": task["task_revision"]}]
+    assert page["tasks"] == [
+        {
+            "task_id": task_id,
+            "tenant_id": "tenant-a",
+            "tenant_key": "tenant-a",
+            "status": "removed",
+            "task_revision": task["task_revision"],
+        }
+    ]
     r = dispatcher.get(f"/task/{task_id}")
     assert r.status_code == 404
 
 
-async def test_no_retirement_without_receipt(dispatcher: Dispatcher,
-                                             amqp: AbstractRobustConnection) -> None:
+async def test_no_retirement_without_receipt(
+    dispatcher: Dispatcher, amqp: AbstractRobustConnection
+) -> None:
     task_id = dispatcher.put_task()["task_id"]
     dispatcher.set_status(task_id, "stopped")
     other = dispatcher.put_task()["task_id"]
     rejected = {**stop_applied(dispatcher, other)}
-    rejected["payload"] = {**rejected["payload"], "status": "rejected",
-                           "reason_code": "state_mismatch", "task_state": "running"}
+    rejected["payload"] = {
+        **rejected["payload"],
+        "status": "rejected",
+        "reason_code": "state_mismatch",
+        "task_state": "running",
+    }
     await publish_result(amqp, dispatcher.id, rejected)
     await publish_result(amqp, dispatcher.id, stop_applied(dispatcher, other))  # not stopped
-    wait_for(lambda: dispatcher.admin("GET", "/results/summary")["deliveries"] == 2,
-             what="results stored")
+    wait_for(
+        lambda: dispatcher.admin("GET", "/results/summary")["deliveries"] == 2,
+        what="results stored",
+    )
     for t in (task_id, other):
         assert dispatcher.admin("GET", f"/tasks/{t}")["queue_state"] == "active"
         assert await message_count(amqp, f"agent-call.d.{dispatcher.id}.task.{t}.v3") == 0

@@ -34,12 +34,15 @@ class Load:
 
     async def warm(self, submits: int = 24, reads: int = 12) -> None:
         """A burst that opens many pooled connections in the server."""
-        bodies = [(os.urandom(8).hex(), task_body(self.tenant, payload={"sleep_ms": 20}))
-                  for _ in range(submits)]  # fmt: skip
+        bodies = [
+            (os.urandom(8).hex(), task_body(self.tenant, payload={"sleep_ms": 20}))
+            for _ in range(submits)
+        ]
         path = f"/v1/tasks?queue_id={self.tenant.queue_id}&limit=5"
-        await asyncio.gather(*(self._post(key, body) for key, body in bodies),
-                             *(self.http.get(path, headers=self.tenant.headers())
-                               for _ in range(reads)))  # fmt: skip
+        await asyncio.gather(
+            *(self._post(key, body) for key, body in bodies),
+            *(self.http.get(path, headers=self.tenant.headers()) for _ in range(reads)),
+        )
 
     async def submitter(self) -> None:
         failures = 0
@@ -55,8 +58,9 @@ class Load:
 
     async def _post(self, key: str, body: dict[str, object]) -> int:
         try:
-            response = await self.http.post("/v1/tasks", json=body,
-                                            headers=self.tenant.headers(key=key))  # fmt: skip
+            response = await self.http.post(
+                "/v1/tasks", json=body, headers=self.tenant.headers(key=key)
+            )
         except httpx.TransportError:
             return 0
         assert response.status_code in (200, 201, 503), response.text
@@ -90,8 +94,11 @@ def recovery(requests: list[tuple[float, int]], ready: float, what: str) -> floa
     after = [(sent, status) for sent, status in requests if sent >= ready]
     first_ok = next((sent for sent, status in after if status in (200, 201)), None)
     assert first_ok is not None, f"no {what} succeeded after the restart"
-    failed_late = [(round(sent - ready, 3), status) for sent, status in after
-                   if sent > ready + BACK_WITHIN_S and status not in (200, 201)]  # fmt: skip
+    failed_late = [
+        (round(sent - ready, 3), status)
+        for sent, status in after
+        if sent > ready + BACK_WITHIN_S and status not in (200, 201)
+    ]
     assert failed_late == [], f"{what} still failing after {BACK_WITHIN_S} s: {failed_late[:5]}"
     return first_ok - ready
 

@@ -68,17 +68,27 @@ wsrep_sst_receive_address=127.0.0.1:{free_port()}
     def start(self, bootstrap: bool, install: bool = False) -> None:
         command = [MARIADBD, f"--defaults-file={self.cnf}"]
         if install:
-            subprocess.run(["mariadb-install-db", f"--defaults-file={self.cnf}",
-                            "--auth-root-authentication-method=socket", "--skip-test-db"],
-                           check=True, capture_output=True)  # fmt: skip
+            subprocess.run(
+                [
+                    "mariadb-install-db",
+                    f"--defaults-file={self.cnf}",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-test-db",
+                ],
+                check=True,
+                capture_output=True,
+            )
         if bootstrap:
             command.append("--wsrep-new-cluster")
         with (self.dir / "stderr.log").open("wb") as err:
             self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
 
     def sql(self, statement: str) -> str:
-        done = subprocess.run(["mariadb", f"--socket={self.socket}", "-uroot", "-N", "-B",
-                               "-e", statement], capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            ["mariadb", f"--socket={self.socket}", "-uroot", "-N", "-B", "-e", statement],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip())
         return done.stdout.strip()
@@ -96,8 +106,11 @@ wsrep_sst_receive_address=127.0.0.1:{free_port()}
         raise RuntimeError(f"node {self.dir.name} did not sync: {self.log()}")
 
     def log(self) -> str:
-        found = [p.read_text(errors="replace")[-1500:]
-                 for p in (self.dir / "error.log", self.dir / "stderr.log") if p.exists()]
+        found = [
+            p.read_text(errors="replace")[-1500:]
+            for p in (self.dir / "error.log", self.dir / "stderr.log")
+            if p.exists()
+        ]
         return "\n".join(found)
 
     def stop(self, clean: bool = False) -> None:
@@ -123,9 +136,11 @@ def cluster(database: str) -> Iterator[list[str]]:
     try:
         nodes[0].start(bootstrap=True, install=True)
         nodes[0].wait_synced()
-        nodes[0].sql(f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; "
-                     "CREATE USER 'orbit'@'%' IDENTIFIED BY 'orbit'; "
-                     "GRANT ALL ON *.* TO 'orbit'@'%'")  # fmt: skip
+        nodes[0].sql(
+            f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; "
+            "CREATE USER 'orbit'@'%' IDENTIFIED BY 'orbit'; "
+            "GRANT ALL ON *.* TO 'orbit'@'%'"
+        )
         nodes[0].stop(clean=True)
         for node in nodes[1:]:
             shutil.copytree(nodes[0].data, node.data)

@@ -19,8 +19,9 @@ from tests.integration.orbit.server import free_port
 
 
 def _binary(name: str) -> str | None:
-    return shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists()
-                                  else None)  # fmt: skip
+    return shutil.which(name) or (
+        f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None
+    )
 
 
 class OwnMariaDB:
@@ -39,8 +40,13 @@ class OwnMariaDB:
         return f"mysql+asyncmy://root@127.0.0.1:{self.port}/orbit"
 
     def install(self) -> None:
-        command = ["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
-                   "--auth-root-authentication-method=normal", "--skip-test-db"]  # fmt: skip
+        command = [
+            "mariadb-install-db",
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ]
         if os.getuid() == 0:
             command.append("--user=root")
         with (self.root / "install.log").open("wb") as log:
@@ -48,18 +54,28 @@ class OwnMariaDB:
 
     def start(self) -> float:
         """Start the server; the monotonic time at which it accepted a connection."""
-        command = [self.daemon, "--no-defaults", f"--datadir={self.datadir}",
-                   f"--socket={self.root / 'mariadb.sock'}", f"--port={self.port}",
-                   "--bind-address=127.0.0.1", f"--pid-file={self.root / 'mariadb.pid'}",
-                   "--skip-name-resolve", "--skip-grant-tables",
-                   f"--log-error={self.root / 'error.log'}",
-                   "--innodb-flush-log-at-trx-commit=1", "--innodb-buffer-pool-size=64M",
-                   "--max-connections=300", "--character-set-server=utf8mb4",
-                   "--collation-server=utf8mb4_bin"]  # fmt: skip
+        command = [
+            self.daemon,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--socket={self.root / 'mariadb.sock'}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.root / 'mariadb.pid'}",
+            "--skip-name-resolve",
+            "--skip-grant-tables",
+            f"--log-error={self.root / 'error.log'}",
+            "--innodb-flush-log-at-trx-commit=1",
+            "--innodb-buffer-pool-size=64M",
+            "--max-connections=300",
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_bin",
+        ]
         if os.getuid() == 0:
             command.append("--user=root")
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)  # fmt: skip
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         return self.wait_accepting()
 
     def wait_accepting(self, timeout: float = 60) -> float:

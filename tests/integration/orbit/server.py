@@ -33,8 +33,19 @@ def free_port() -> int:
 def running_server(db_url: str, log_path: Path, *extra: str) -> Iterator[str]:
     """Start `orbit serve` and yield its base URL once /healthz answers."""
     port = free_port()
-    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
-               "--port", str(port), "--log-format", "json", *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "agentcall.orbit",
+        "serve",
+        "--database",
+        db_url,
+        "--port",
+        str(port),
+        "--log-format",
+        "json",
+        *extra,
+    ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
         base = f"http://127.0.0.1:{port}"

@@ -18,11 +18,16 @@ def key() -> str:
 
 
 async def post(
-    http: httpx.AsyncClient, tenant: Tenant, path: str, body: Any, idem: str | None = None,
+    http: httpx.AsyncClient,
+    tenant: Tenant,
+    path: str,
+    body: Any,
+    idem: str | None = None,
     token: str | None = None,
-) -> httpx.Response:  # fmt: skip
-    return await http.post(path, content=json.dumps(body),
-                           headers=tenant.headers(token, key=idem or key()))  # fmt: skip
+) -> httpx.Response:
+    return await http.post(
+        path, content=json.dumps(body), headers=tenant.headers(token, key=idem or key())
+    )
 
 
 async def cancel(

@@ -22,8 +22,9 @@ async def submitted(
     http: httpx.AsyncClient, tenant: Tenant, queue_id: str | None = None, token: str | None = None
 ) -> str:
     body = tenant.body(queue_id=queue_id or tenant.queue_id)
-    response = await http.post("/v1/tasks", content=dumps(body),
-                               headers=tenant.headers(token, f"seed-{queue_id}"))  # fmt: skip
+    response = await http.post(
+        "/v1/tasks", content=dumps(body), headers=tenant.headers(token, f"seed-{queue_id}")
+    )
     return str(ok(response, 201)["task"]["id"])
 
 
@@ -68,8 +69,11 @@ async def test_o_api_1_expired_and_revoked_tokens_are_401(
         ok(await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(expiring)))
         await asyncio.sleep(0.2)
     await asyncio.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.05)
-    error(await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(expiring)), 401,
-          "UNAUTHENTICATED")  # fmt: skip
+    error(
+        await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(expiring)),
+        401,
+        "UNAUTHENTICATED",
+    )
 
 
 async def test_o_api_1_missing_permission_is_403(http: httpx.AsyncClient, tenant: Tenant) -> None:
@@ -77,14 +81,30 @@ async def test_o_api_1_missing_permission_is_403(http: httpx.AsyncClient, tenant
     _, reader = await tenant.token_for([Permission.READ])
     _, submitter = await tenant.token_for([Permission.SUBMIT])
     cancel = dumps({"expected_revision": "1", "reason": "r"})
-    error(await http.post("/v1/tasks", content=dumps(tenant.body()),
-                          headers=tenant.headers(reader, "k")), 403, "PERMISSION_DENIED")
-    error(await http.post(f"/v1/tasks/{task_id}:cancel", content=cancel,
-                          headers=tenant.headers(reader, "k")), 403, "PERMISSION_DENIED")
-    error(await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(submitter)), 403,
-          "PERMISSION_DENIED")
-    error(await http.get(f"/v1/tasks?queue_id={tenant.queue_id}",
-                         headers=tenant.headers(submitter)), 403, "PERMISSION_DENIED")  # fmt: skip
+    error(
+        await http.post(
+            "/v1/tasks", content=dumps(tenant.body()), headers=tenant.headers(reader, "k")
+        ),
+        403,
+        "PERMISSION_DENIED",
+    )
+    error(
+        await http.post(
+            f"/v1/tasks/{task_id}:cancel", content=cancel, headers=tenant.headers(reader, "k")
+        ),
+        403,
+        "PERMISSION_DENIED",
+    )
+    error(
+        await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers(submitter)),
+        403,
+        "PERMISSION_DENIED",
+    )
+    error(
+        await http.get(f"/v1/tasks?queue_id={tenant.queue_id}", headers=tenant.headers(submitter)),
+        403,
+        "PERMISSION_DENIED",
+    )
 
 
 async def test_o_api_1_queue_scope(http: httpx.AsyncClient, tenant: Tenant) -> None:
@@ -94,16 +114,34 @@ async def test_o_api_1_queue_scope(http: httpx.AsyncClient, tenant: Tenant) -> N
     hidden = await submitted(http, tenant, other_queue, wide)
     _, scoped = await tenant.token_for(list(Permission), [tenant.queue_id])
     body = dumps(tenant.body(queue_id=other_queue))
-    error(await http.post("/v1/tasks", content=body, headers=tenant.headers(scoped, "s")), 403,
-          "PERMISSION_DENIED")
-    error(await http.get(f"/v1/tasks?queue_id={other_queue}", headers=tenant.headers(scoped)),
-          403, "PERMISSION_DENIED")
+    error(
+        await http.post("/v1/tasks", content=body, headers=tenant.headers(scoped, "s")),
+        403,
+        "PERMISSION_DENIED",
+    )
+    error(
+        await http.get(f"/v1/tasks?queue_id={other_queue}", headers=tenant.headers(scoped)),
+        403,
+        "PERMISSION_DENIED",
+    )
     error(await http.get(f"/v1/tasks/{hidden}", headers=tenant.headers(scoped)), 404, "NOT_FOUND")
     cancel = dumps({"expected_revision": "1", "reason": "r"})
-    error(await http.post(f"/v1/tasks/{hidden}:cancel", content=cancel,
-                          headers=tenant.headers(scoped, "c")), 404, "NOT_FOUND")  # fmt: skip
-    error(await http.post("/v1/tasks", content=dumps(tenant.body(queue_id="f" * 32)),
-                          headers=tenant.headers(key="nq")), 403, "PERMISSION_DENIED")
+    error(
+        await http.post(
+            f"/v1/tasks/{hidden}:cancel", content=cancel, headers=tenant.headers(scoped, "c")
+        ),
+        404,
+        "NOT_FOUND",
+    )
+    error(
+        await http.post(
+            "/v1/tasks",
+            content=dumps(tenant.body(queue_id="f" * 32)),
+            headers=tenant.headers(key="nq"),
+        ),
+        403,
+        "PERMISSION_DENIED",
+    )
 
 
 async def test_o_api_1_other_namespace_is_404(
@@ -114,11 +152,22 @@ async def test_o_api_1_other_namespace_is_404(
     stranger = await Tenant.create(db, server_url)
     error(await http.get(f"/v1/tasks/{task_id}", headers=stranger.headers()), 404, "NOT_FOUND")
     cancel = dumps({"expected_revision": "1", "reason": "r"})
-    error(await http.post(f"/v1/tasks/{task_id}:cancel", content=cancel,
-                          headers=stranger.headers(key="x")), 404, "NOT_FOUND")  # fmt: skip
-    error(await http.get(f"/v1/tasks?queue_id={tenant.queue_id}", headers=stranger.headers()),
-          403, "PERMISSION_DENIED")
+    error(
+        await http.post(
+            f"/v1/tasks/{task_id}:cancel", content=cancel, headers=stranger.headers(key="x")
+        ),
+        404,
+        "NOT_FOUND",
+    )
+    error(
+        await http.get(f"/v1/tasks?queue_id={tenant.queue_id}", headers=stranger.headers()),
+        403,
+        "PERMISSION_DENIED",
+    )
     # a body cannot pick the namespace
     body = dumps({**tenant.body(), "namespace_id": stranger.namespace_id})
-    error(await http.post("/v1/tasks", content=body, headers=tenant.headers(key="ns")), 400,
-          "INVALID_ARGUMENT")
+    error(
+        await http.post("/v1/tasks", content=body, headers=tenant.headers(key="ns")),
+        400,
+        "INVALID_ARGUMENT",
+    )

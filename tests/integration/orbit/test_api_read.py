@@ -50,29 +50,40 @@ async def bulk_insert(tenant: Tenant, count: int) -> list[str]:
     async with tenant.db.write() as conn:
         now = await tenant.db.now(conn)
         made = [
-            new_task(new_id(), tenant.namespace_id, request, plan_times(request, now), now
-                     - timedelta(milliseconds=number % 7))
+            new_task(
+                new_id(),
+                tenant.namespace_id,
+                request,
+                plan_times(request, now),
+                now - timedelta(milliseconds=number % 7),
+            )
             for number in range(count)
-        ]  # fmt: skip
+        ]
         await conn.execute(task_table.insert(), [task_row(task) for task in made])
     return [task.id for task in made]
 
 
 async def list_page(http: httpx.AsyncClient, tenant: Tenant, **params: str) -> Any:
-    response = await http.get("/v1/tasks", params={"queue_id": tenant.queue_id, **params},
-                              headers=tenant.headers())  # fmt: skip
+    response = await http.get(
+        "/v1/tasks", params={"queue_id": tenant.queue_id, **params}, headers=tenant.headers()
+    )
     return ok(response)
 
 
 async def test_get_task_full_object(http: httpx.AsyncClient, tenant: Tenant) -> None:
     """GET returns the current full task; unknown and malformed IDs are 404."""
-    created = ok(await http.post("/v1/tasks", content=dumps(tenant.body()),
-                                 headers=tenant.headers(key="g")), 201)["task"]  # fmt: skip
+    created = ok(
+        await http.post("/v1/tasks", content=dumps(tenant.body()), headers=tenant.headers(key="g")),
+        201,
+    )["task"]
     assert ok(await http.get(f"/v1/tasks/{created['id']}", headers=tenant.headers())) == created
     error(await http.get(f"/v1/tasks/{'0' * 32}", headers=tenant.headers()), 404, "NOT_FOUND")
     error(await http.get("/v1/tasks/NOT-AN-ID", headers=tenant.headers()), 404, "NOT_FOUND")
-    error(await http.get(f"/v1/tasks/{created['id']}?x=1", headers=tenant.headers()), 400,
-          "INVALID_ARGUMENT")  # fmt: skip
+    error(
+        await http.get(f"/v1/tasks/{created['id']}?x=1", headers=tenant.headers()),
+        400,
+        "INVALID_ARGUMENT",
+    )
 
 
 async def test_o_lst_1_pagination_over_1000_tasks_while_inserting(
@@ -90,8 +101,12 @@ async def test_o_lst_1_pagination_over_1000_tasks_while_inserting(
             if stop.is_set():
                 return made
             body = dumps(tenant.body(business_key=f"late-{number}"))
-            ok(await http.post("/v1/tasks", content=body,
-                               headers=tenant.headers(key=f"late-{number}")), 201)  # fmt: skip
+            ok(
+                await http.post(
+                    "/v1/tasks", content=body, headers=tenant.headers(key=f"late-{number}")
+                ),
+                201,
+            )
             made += 1
             running.set()
         return made
@@ -141,8 +156,11 @@ async def test_o_lst_1_summary_state_filter_and_default_limit(
     assert not {"payload", "result", "retry", "namespace_id", "payload_version"} & set(item)
     assert {"id", "state", "revision", "created_at", "updated_at", "deadline_at"} <= set(item)
     cancel = dumps({"expected_revision": "1", "reason": "filter test"})
-    ok(await http.post(f"/v1/tasks/{ids[0]}:cancel", content=cancel,
-                       headers=tenant.headers(key="f")))  # fmt: skip
+    ok(
+        await http.post(
+            f"/v1/tasks/{ids[0]}:cancel", content=cancel, headers=tenant.headers(key="f")
+        )
+    )
     cancelled = await list_page(http, tenant, state="CANCELLED")
     assert [i["id"] for i in cancelled["items"]] == [ids[0]]
     waiting = await list_page(http, tenant, state="WAITING", limit="100")
@@ -183,14 +201,23 @@ async def test_o_lst_1_parameters_once_and_cursor_binding(
     query = f"queue_id={tenant.queue_id}&limit=1&limit=2"
     error(await http.get(f"/v1/tasks?{query}", headers=tenant.headers()), 400, "INVALID_ARGUMENT")
     cursor = (await list_page(http, tenant, limit="1"))["next_cursor"]
-    message = error(await http.get("/v1/tasks", params={
-        "queue_id": tenant.queue_id, "state": "WAITING", "cursor": cursor,
-    }, headers=tenant.headers()), 400, "INVALID_ARGUMENT")  # fmt: skip
+    message = error(
+        await http.get(
+            "/v1/tasks",
+            params={
+                "queue_id": tenant.queue_id,
+                "state": "WAITING",
+                "cursor": cursor,
+            },
+            headers=tenant.headers(),
+        ),
+        400,
+        "INVALID_ARGUMENT",
+    )
     assert "different queue_id or state" in message
     other = await tenant.queue()
-    _, token = await tenant.token_for(
-        [Permission.READ], [tenant.queue_id, other]
+    _, token = await tenant.token_for([Permission.READ], [tenant.queue_id, other])
+    response = await http.get(
+        "/v1/tasks", params={"queue_id": other, "cursor": cursor}, headers=tenant.headers(token)
     )
-    response = await http.get("/v1/tasks", params={"queue_id": other, "cursor": cursor},
-                              headers=tenant.headers(token))  # fmt: skip
     error(response, 400, "INVALID_ARGUMENT")

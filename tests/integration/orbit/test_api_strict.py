@@ -51,19 +51,27 @@ async def test_o_note_3_depth_32_passes(http: httpx.AsyncClient, tenant: Tenant)
 async def test_o_note_3_payload_size_boundary(http: httpx.AsyncClient, tenant: Tenant) -> None:
     """O-NOTE-3: a payload of exactly 262,144 compact bytes passes; one more byte fails."""
     exact = b'"' + b"x" * 262_142 + b'"'
-    ok(await http.post("/v1/tasks", content=body_with(tenant, exact),
-                       headers=tenant.headers(key="p-exact")), 201)  # fmt: skip
+    ok(
+        await http.post(
+            "/v1/tasks", content=body_with(tenant, exact), headers=tenant.headers(key="p-exact")
+        ),
+        201,
+    )
     over = b'"' + b"x" * 262_143 + b'"'
-    response = await http.post("/v1/tasks", content=body_with(tenant, over),
-                               headers=tenant.headers(key="p-over"))  # fmt: skip
+    response = await http.post(
+        "/v1/tasks", content=body_with(tenant, over), headers=tenant.headers(key="p-over")
+    )
     assert error(response, 400, "INVALID_ARGUMENT").startswith("payload")
 
 
 async def test_o_api_2_body_over_512_kib_is_413(http: httpx.AsyncClient, tenant: Tenant) -> None:
     """O-API-2: a body above 512 KiB is 413 BODY_TOO_LARGE (declared or streamed)."""
     big = body_with(tenant, b'"' + b"x" * 530_000 + b'"')
-    error(await http.post("/v1/tasks", content=big, headers=tenant.headers(key="big")), 413,
-          "BODY_TOO_LARGE")  # fmt: skip
+    error(
+        await http.post("/v1/tasks", content=big, headers=tenant.headers(key="big")),
+        413,
+        "BODY_TOO_LARGE",
+    )
 
     def chunks() -> object:
         async def gen():  # type: ignore[no-untyped-def]
@@ -105,8 +113,11 @@ async def test_o_api_2_content_type(
 async def test_o_api_2_null_and_body_shape(http: httpx.AsyncClient, tenant: Tenant) -> None:
     """O-API-2: explicit nulls only for nullable times; the body must be an object."""
     for bad in (tenant.body(handler=None), tenant.body(business_key=None), [tenant.body()]):
-        error(await http.post("/v1/tasks", content=dumps(bad), headers=tenant.headers(key="n")),
-              400, "INVALID_ARGUMENT")  # fmt: skip
+        error(
+            await http.post("/v1/tasks", content=dumps(bad), headers=tenant.headers(key="n")),
+            400,
+            "INVALID_ARGUMENT",
+        )
     nullable = tenant.body(available_at=None, start_deadline_at=None)
     ok(await http.post("/v1/tasks", content=dumps(nullable), headers=tenant.headers(key="n")), 201)
 
@@ -115,10 +126,12 @@ async def test_unknown_routes_methods_and_query(http: httpx.AsyncClient, tenant:
     """Unknown routes and methods answer 404 in the error format; stray query parameters 400."""
     error(await http.get("/v1/nothing", headers=tenant.headers()), 404, "NOT_FOUND")
     error(await http.delete("/v1/tasks", headers=tenant.headers()), 404, "NOT_FOUND")
-    error(await http.get(f"/v1/tasks/{'0' * 32}:cancel", headers=tenant.headers()), 404,
-          "NOT_FOUND")  # fmt: skip
-    response = await http.post("/v1/tasks?debug=1", content=dumps(tenant.body()),
-                               headers=tenant.headers(key="q"))  # fmt: skip
+    error(
+        await http.get(f"/v1/tasks/{'0' * 32}:cancel", headers=tenant.headers()), 404, "NOT_FOUND"
+    )
+    response = await http.post(
+        "/v1/tasks?debug=1", content=dumps(tenant.body()), headers=tenant.headers(key="q")
+    )
     assert error(response, 400, "INVALID_ARGUMENT").startswith("debug")
 
 

@@ -19,8 +19,9 @@ from tests.integration.orbit.wire import ID, TIME, dumps, error, ok
 pytestmark = [pytest.mark.integration]
 
 
-async def submit(http: httpx.AsyncClient, tenant: Tenant, key: str, body: object,
-                 **headers: str) -> httpx.Response:  # fmt: skip
+async def submit(
+    http: httpx.AsyncClient, tenant: Tenant, key: str, body: object, **headers: str
+) -> httpx.Response:
     content = body if isinstance(body, bytes) else dumps(body)
     return await http.post(
         "/v1/tasks", content=content, headers={**tenant.headers(key=key), **headers}
@@ -96,8 +97,9 @@ async def test_o_note_4_replay_without_available_at_later(http: httpx.AsyncClien
     an explicit available_at that is now past still replays (no re-validation)."""
     first = ok(await submit(http, tenant, "k-later", tenant.body()), 201)
     soon = datetime.now(UTC) + timedelta(seconds=1)
-    explicit = ok(await submit(http, tenant, "k-soon", tenant.body(available_at=format_time(soon))),
-                  201)["task"]  # fmt: skip
+    explicit = ok(
+        await submit(http, tenant, "k-soon", tenant.body(available_at=format_time(soon))), 201
+    )["task"]
     assert explicit["available_at"] == format_time(soon)
     # wait until the explicit time is more than the 1 s tolerance in the past
     await asyncio.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 1.2)
@@ -114,13 +116,20 @@ async def test_o_sub_4_one_transaction_records(
     task = ok(await submit(http, tenant, "k-rec", tenant.body()), 201)["task"]
     async with db.read() as conn:
         row = (await conn.execute(sa.select(tasks).where(tasks.c.id == task["id"]))).one()
-        events = (await conn.execute(
-            sa.select(task_events).where(task_events.c.task_id == task["id"]))).all()
-        audits = (await conn.execute(
-            sa.select(audit_log).where(audit_log.c.task_id == task["id"]))).all()
-        record = (await conn.execute(sa.select(idempotency_records).where(
-            idempotency_records.c.namespace_id == tenant.namespace_id,
-            idempotency_records.c.idem_key == "k-rec"))).one()
+        events = (
+            await conn.execute(sa.select(task_events).where(task_events.c.task_id == task["id"]))
+        ).all()
+        audits = (
+            await conn.execute(sa.select(audit_log).where(audit_log.c.task_id == task["id"]))
+        ).all()
+        record = (
+            await conn.execute(
+                sa.select(idempotency_records).where(
+                    idempotency_records.c.namespace_id == tenant.namespace_id,
+                    idempotency_records.c.idem_key == "k-rec",
+                )
+            )
+        ).one()
     assert row.state == "WAITING"
     assert [(e.kind, e.revision, e.to_state) for e in events] == [("ACCEPTED", 1, "WAITING")]
     assert len(audits) == 1 and audits[0].action == "tasks.submit"
@@ -150,31 +159,40 @@ async def test_o_sub_4_one_transaction_records(
         ({"task_timeout_ms": 10000}, "retry.attempt_timeout_ms"),
         ({"recovery_safety": "SOMETIMES"}, "recovery_safety"),
         ({"retry": {"max_attempts": 101}}, "retry.max_attempts"),
-        ({"retry": {"max_attempts": 2, "initial_delay_ms": 5000, "max_delay_ms": 10}},
-         "retry.initial_delay_ms"),
+        (
+            {"retry": {"max_attempts": 2, "initial_delay_ms": 5000, "max_delay_ms": 10}},
+            "retry.initial_delay_ms",
+        ),
         ({"retry": {"max_attempts": 2, "max_delay_ms": 9223372036855}}, "retry.max_delay_ms"),
         ({"retry": None}, "retry"),
         ({"Queue_Id": "1" * 32}, "Queue_Id"),
         ({"extra": 1}, "extra"),
     ],
-)  # fmt: skip
+)
 async def test_o_sub_3_field_table_over_http(
     http: httpx.AsyncClient, tenant: Tenant, changes: dict[str, object], field: str
 ) -> None:
     """O-SUB-3 / O-NOTE-6: each field-table violation is 400 naming the field, and stores
     nothing: the same key then works for a valid request."""
     key = f"k-field-{field}"
-    message = error(await submit(http, tenant, key, tenant.body(**changes)), 400,
-                    "INVALID_ARGUMENT")  # fmt: skip
+    message = error(
+        await submit(http, tenant, key, tenant.body(**changes)), 400, "INVALID_ARGUMENT"
+    )
     assert message.startswith(field)
     ok(await submit(http, tenant, key, tenant.body()), 201)
 
 
 @pytest.mark.parametrize(
     ("key", "valid"),
-    [("a", True), ("x" * 128, True), ("!#$%~", True), ("", False), ("x" * 129, False),
-     ("with space", False)],
-)  # fmt: skip
+    [
+        ("a", True),
+        ("x" * 128, True),
+        ("!#$%~", True),
+        ("", False),
+        ("x" * 129, False),
+        ("with space", False),
+    ],
+)
 async def test_o_sub_1_key_format(http: httpx.AsyncClient, tenant: Tenant, key: str, valid: bool):
     """O-SUB-1: keys are 1-128 printable ASCII characters without spaces."""
     response = await submit(http, tenant, key, tenant.body())
@@ -186,11 +204,17 @@ async def test_o_sub_1_key_format(http: httpx.AsyncClient, tenant: Tenant, key: 
 
 async def test_o_sub_1_key_required_and_single(http: httpx.AsyncClient, tenant: Tenant) -> None:
     headers = {"Authorization": f"Bearer {tenant.token}", "Content-Type": "application/json"}
-    error(await http.post("/v1/tasks", content=dumps(tenant.body()), headers=headers), 400,
-          "INVALID_ARGUMENT")  # fmt: skip
+    error(
+        await http.post("/v1/tasks", content=dumps(tenant.body()), headers=headers),
+        400,
+        "INVALID_ARGUMENT",
+    )
     doubled = [*headers.items(), ("Idempotency-Key", "a"), ("Idempotency-Key", "b")]
-    error(await http.post("/v1/tasks", content=dumps(tenant.body()), headers=doubled), 400,
-          "INVALID_ARGUMENT")  # fmt: skip
+    error(
+        await http.post("/v1/tasks", content=dumps(tenant.body()), headers=doubled),
+        400,
+        "INVALID_ARGUMENT",
+    )
 
 
 async def test_o_sub_1_key_scope_is_namespace(
@@ -202,6 +226,7 @@ async def test_o_sub_1_key_scope_is_namespace(
     first = ok(await submit(http, tenant, "shared", tenant.body()), 201)
     ok(await submit(http, other, "shared", other.body()), 201)
     _, second_token = await tenant.token_for([Permission.SUBMIT])
-    replay = await http.post("/v1/tasks", content=dumps(tenant.body()),
-                             headers=tenant.headers(second_token, "shared"))  # fmt: skip
+    replay = await http.post(
+        "/v1/tasks", content=dumps(tenant.body()), headers=tenant.headers(second_token, "shared")
+    )
     assert ok(replay)["task"]["id"] == first["task"]["id"]

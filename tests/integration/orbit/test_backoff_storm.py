@@ -76,17 +76,23 @@ async def test_retry_storm_respects_backoff_and_every_deadline(
     await db.close()
     limits = httpx.Limits(max_connections=32)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
-        proc = WorkerProcess(url, tenant.token, [tenant.queue_id], tmp_path / "w.log",
-                             concurrency=32)  # fmt: skip
+        proc = WorkerProcess(
+            url, tenant.token, [tenant.queue_id], tmp_path / "w.log", concurrency=32
+        )
         with workers(proc):
             await proc.connected()
             gate = asyncio.Semaphore(32)
 
             async def one(index: int) -> str:
                 async with gate:
-                    return await submit(http, tenant, recovery_safety="IDEMPOTENT", retry=RETRY,
-                                        task_timeout_ms=TIMEOUTS[index % 2],
-                                        payload={"outcome": "retryable"})  # fmt: skip
+                    return await submit(
+                        http,
+                        tenant,
+                        recovery_safety="IDEMPOTENT",
+                        retry=RETRY,
+                        task_timeout_ms=TIMEOUTS[index % 2],
+                        payload={"outcome": "retryable"},
+                    )
 
             ids = await asyncio.gather(*(one(i) for i in range(TASKS)))
             finals = [await wait_state(http, tenant, t, {"FAILED"}, timeout=180) for t in ids]

@@ -22,11 +22,12 @@ from tests.integration.orbit.databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
 scratch = sa.Table(
-    "scratch_writes", sa.MetaData(),
+    "scratch_writes",
+    sa.MetaData(),
     sa.Column("id", sa.String(8), primary_key=True),
     sa.Column("state", sa.String(8), nullable=False),
     sa.Column("n", sa.Integer, nullable=False),
-)  # fmt: skip
+)
 
 
 @pytest.fixture(params=KINDS)
@@ -40,8 +41,10 @@ async def db(writes_url: str) -> AsyncIterator[Database]:
     database = Database.open(writes_url, pool_size=4)
     async with database.write() as conn:
         await conn.run_sync(scratch.metadata.create_all)
-        await conn.execute(scratch.insert(), [{"id": "a", "state": "OLD", "n": 0},
-                                              {"id": "b", "state": "OLD", "n": 0}])  # fmt: skip
+        await conn.execute(
+            scratch.insert(),
+            [{"id": "a", "state": "OLD", "n": 0}, {"id": "b", "state": "OLD", "n": 0}],
+        )
     yield database
     await database.close()
 
@@ -56,12 +59,19 @@ async def test_writes_apply_in_order(db: Database) -> None:
     """An insert and then an update of the row it inserted, in one call (one round trip on
     MariaDB): per-row CASE values, conditions and increments as an `Update` states them."""
     async with db.write() as conn:
-        await write_all(conn, [
-            Insert(scratch, [{"id": "c", "state": "OLD", "n": 5}]),
-            Update(scratch, [{"id": "a", "state": "NEW"}, {"id": "c", "state": "MID"}],
-                   where={"state": "OLD"}, static={"n": Increment(2)}),
-            Update(scratch, [], where={"state": "OLD"}),  # nothing to write: left out
-        ])  # fmt: skip
+        await write_all(
+            conn,
+            [
+                Insert(scratch, [{"id": "c", "state": "OLD", "n": 5}]),
+                Update(
+                    scratch,
+                    [{"id": "a", "state": "NEW"}, {"id": "c", "state": "MID"}],
+                    where={"state": "OLD"},
+                    static={"n": Increment(2)},
+                ),
+                Update(scratch, [], where={"state": "OLD"}),  # nothing to write: left out
+            ],
+        )
     assert await _rows(db) == {"a": ("NEW", 2), "b": ("OLD", 0), "c": ("MID", 7)}
 
 
@@ -70,13 +80,24 @@ async def test_a_short_update_commits_nothing(db: Database) -> None:
     rolls back, so the insert sent with it never commits."""
     with pytest.raises(ConcurrentChange, match="0 of 2 rows"):
         async with db.write() as conn:
-            await write_all(conn, [
-                Insert(scratch, [{"id": "c", "state": "OLD", "n": 0}]),
-                Update(scratch, [{"id": "a"}, {"id": "b"}], where={"state": "OLD"},
-                       static={"state": "NEW"}),
-                Update(scratch, [{"id": "a"}, {"id": "b"}], where={"state": "OLD"},
-                       static={"n": Increment()}),
-            ])  # fmt: skip
+            await write_all(
+                conn,
+                [
+                    Insert(scratch, [{"id": "c", "state": "OLD", "n": 0}]),
+                    Update(
+                        scratch,
+                        [{"id": "a"}, {"id": "b"}],
+                        where={"state": "OLD"},
+                        static={"state": "NEW"},
+                    ),
+                    Update(
+                        scratch,
+                        [{"id": "a"}, {"id": "b"}],
+                        where={"state": "OLD"},
+                        static={"n": Increment()},
+                    ),
+                ],
+            )
             pytest.fail("write_all returned although its last UPDATE matched 0 of 2 rows")
     assert await _rows(db) == {"a": ("OLD", 0), "b": ("OLD", 0)}
 
@@ -85,10 +106,13 @@ async def test_a_short_first_update_is_detected(db: Database) -> None:
     """The check covers every UPDATE of the call, not only the last one."""
     with pytest.raises(ConcurrentChange, match="1 of 2 rows"):
         async with db.write() as conn:
-            await write_all(conn, [
-                Update(scratch, [{"id": "a"}, {"id": "zz"}], where={}, static={"n": 9}),
-                Insert(scratch, [{"id": "c", "state": "OLD", "n": 0}]),
-            ])  # fmt: skip
+            await write_all(
+                conn,
+                [
+                    Update(scratch, [{"id": "a"}, {"id": "zz"}], where={}, static={"n": 9}),
+                    Insert(scratch, [{"id": "c", "state": "OLD", "n": 0}]),
+                ],
+            )
     assert await _rows(db) == {"a": ("OLD", 0), "b": ("OLD", 0)}
 
 
@@ -98,11 +122,14 @@ async def test_a_failing_statement_stops_the_rest(db: Database) -> None:
     ones before it roll back."""
     with pytest.raises(sa.exc.IntegrityError) as raised:
         async with db.write() as conn:
-            await write_all(conn, [
-                Update(scratch, [{"id": "a"}], where={}, static={"state": "NEW"}),
-                Insert(scratch, [{"id": "b", "state": "DUP", "n": 0}]),
-                Update(scratch, [{"id": "b"}], where={}, static={"state": "NEW"}),
-            ])  # fmt: skip
+            await write_all(
+                conn,
+                [
+                    Update(scratch, [{"id": "a"}], where={}, static={"state": "NEW"}),
+                    Insert(scratch, [{"id": "b", "state": "DUP", "n": 0}]),
+                    Update(scratch, [{"id": "b"}], where={}, static={"state": "NEW"}),
+                ],
+            )
     assert db.is_duplicate(raised.value)
     assert await _rows(db) == {"a": ("OLD", 0), "b": ("OLD", 0)}
 
@@ -112,19 +139,25 @@ async def test_writes_may_carry_the_commit(db: Database) -> None:
     session is ended, nothing may follow); a failing statement stops the COMMIT too. Elsewhere
     the transaction commits as usual."""
     async with db.hot_write() as conn:
-        await commit_with(conn, [
-            Update(scratch, [{"id": "a"}], where={"state": "OLD"}, static={"state": "NEW"}),
-            Insert(scratch, [{"id": "c", "state": "NEW", "n": 1}]),
-        ])  # fmt: skip
+        await commit_with(
+            conn,
+            [
+                Update(scratch, [{"id": "a"}], where={"state": "OLD"}, static={"state": "NEW"}),
+                Insert(scratch, [{"id": "c", "state": "NEW", "n": 1}]),
+            ],
+        )
         if db.dialect is Dialect.MYSQL:
             with pytest.raises(RuntimeError, match="committed with its last writes"):
                 await fetch(conn, "now", {})
     with pytest.raises(sa.exc.IntegrityError):
         async with db.hot_write() as conn:
-            await commit_with(conn, [
-                Update(scratch, [{"id": "b"}], where={}, static={"state": "NEW"}),
-                Insert(scratch, [{"id": "c", "state": "DUP", "n": 0}]),
-            ])  # fmt: skip
+            await commit_with(
+                conn,
+                [
+                    Update(scratch, [{"id": "b"}], where={}, static={"state": "NEW"}),
+                    Insert(scratch, [{"id": "c", "state": "DUP", "n": 0}]),
+                ],
+            )
     assert await _rows(db) == {"a": ("NEW", 0), "b": ("OLD", 0), "c": ("NEW", 1)}
 
 

@@ -69,8 +69,13 @@ async def test_cancel_running_sdk_cooperative_stop_o_can_1(
     """O-CAN-1 / task-control.md §3: a RUNNING task gets cancel_requested_at (revision + 1, 200, no
     more 409); the SDK's handler sees its token, the worker sends `cancelled`, the task and its
     attempt end CANCELLED; a replay returns the first receipt; a new key then conflicts."""
-    process = WorkerProcess(tenant.base_url, tenant.token, [tenant.queue_id],
-                            tmp_path / "cancel-sdk.log", name="cancel-sdk")  # fmt: skip
+    process = WorkerProcess(
+        tenant.base_url,
+        tenant.token,
+        [tenant.queue_id],
+        tmp_path / "cancel-sdk.log",
+        name="cancel-sdk",
+    )
     with workers(process):
         await process.connected()
         task_id = await submit(http, tenant, payload={"sleep_ms": 30000})
@@ -86,8 +91,9 @@ async def test_cancel_running_sdk_cooperative_stop_o_can_1(
     assert [a["state"] for a in history] == ["CANCELLED"]
     replay = ok(await cancel(http, tenant, task_id, running["revision"], "cancel-sdk-1"))
     assert replay == {"deduplicated": True, "task": task}
-    error(await cancel(http, tenant, task_id, done["revision"], "cancel-sdk-2"), 409,
-          "STATE_CONFLICT")  # fmt: skip
+    error(
+        await cancel(http, tenant, task_id, done["revision"], "cancel-sdk-2"), 409, "STATE_CONFLICT"
+    )
 
 
 async def test_cancel_leased_ends_the_unstarted_attempt_o_can_1(
@@ -99,15 +105,20 @@ async def test_cancel_leased_ends_the_unstarted_attempt_o_can_1(
     try:
         task_id = await submit(http, tenant)
         lease = await raw.next("lease")
-        attempt = {"attempt_id": lease["attempt"]["id"],
-                   "lease_token": lease["attempt"]["lease_token"]}  # fmt: skip
+        attempt = {
+            "attempt_id": lease["attempt"]["id"],
+            "lease_token": lease["attempt"]["lease_token"],
+        }
         leased = await get_task(http, tenant, task_id)
         assert leased["state"] == "LEASED"
         done = ok(await cancel(http, tenant, task_id, leased["revision"]))["task"]
         assert done["state"] == "CANCELLED" and "current_attempt_id" not in done
         told = await raw.next("cancel")
-        assert told == {"type": "cancel", "attempt_id": attempt["attempt_id"],
-                        "reason": "cancel_requested"}  # fmt: skip
+        assert told == {
+            "type": "cancel",
+            "attempt_id": attempt["attempt_id"],
+            "reason": "cancel_requested",
+        }
         started = await raw.request({"type": "started", **attempt})
         assert started["ok"] is False and started["error"]["code"] == "LEASE_LOST"
     finally:
@@ -126,8 +137,7 @@ async def test_cancel_unconfirmed_reconcile_only_goes_to_review_o_state_1(
     raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id])
     ids: dict[str, str] = {}
     for safety in ("RECONCILE_ONLY", "IDEMPOTENT"):
-        task_id = await submit(http, tenant, recovery_safety=safety,
-                               retry={"max_attempts": 3})  # fmt: skip
+        task_id = await submit(http, tenant, recovery_safety=safety, retry={"max_attempts": 3})
         attempt, started = await run_leased(raw)
         ok(await cancel(http, tenant, task_id, started["task_revision"]))
         assert (await raw.next("cancel"))["attempt_id"] == attempt["attempt_id"]
@@ -163,8 +173,9 @@ async def _race(
     cancelling = asyncio.create_task(cancel(http, tenant, task_id, started["task_revision"]))
     # the worker finishes at a random moment, cooperating if told in time
     told = await _told(raw, attempt["attempt_id"], rng.uniform(0.0, 0.06))
-    body: dict[str, Any] = ({"outcome": "cancelled"} if told
-                            else {"outcome": "succeeded", "result": {"done": True}})  # fmt: skip
+    body: dict[str, Any] = (
+        {"outcome": "cancelled"} if told else {"outcome": "succeeded", "result": {"done": True}}
+    )
     acked = await raw.request({"type": "result", **attempt, **body})
     response = await cancelling
     final = await get_task(http, tenant, task_id)
@@ -189,8 +200,7 @@ async def test_cancel_vs_completion_race_exactly_one_outcome_o_can_1(
     """O-CAN-1 acceptance: 50 races of an API cancel against the worker's result: exactly one
     outcome wins, equal to what the worker was acknowledged, and the API agrees."""
     rng = random.Random(8)
-    raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id],
-                                     capacity=1)  # fmt: skip
+    raw, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id], capacity=1)
     outcomes: Counter[tuple[str, int]] = Counter()
     try:
         for index in range(RACES):

@@ -27,8 +27,9 @@ async def browser(server_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def _submit(http: httpx.AsyncClient, tenant: Tenant, key: str, **body: Any) -> str:
-    response = await http.post("/v1/tasks", content=dumps(tenant.body(**body)),
-                               headers=tenant.headers(key=key))  # fmt: skip
+    response = await http.post(
+        "/v1/tasks", content=dumps(tenant.body(**body)), headers=tenant.headers(key=key)
+    )
     task_id: str = ok(response, 201)["task"]["id"]
     return task_id
 
@@ -39,8 +40,9 @@ async def _sign_in(browser: httpx.AsyncClient, token: str) -> None:
     assert answer.status_code == 303 and answer.headers["location"] == "/ui", answer.text
 
 
-async def test_sign_in_sets_a_strict_httponly_cookie(browser: httpx.AsyncClient,
-                                                      tenant: Tenant) -> None:  # fmt: skip
+async def test_sign_in_sets_a_strict_httponly_cookie(
+    browser: httpx.AsyncClient, tenant: Tenant
+) -> None:
     first = await browser.get("/ui")
     assert first.status_code == 303 and first.headers["location"] == "/ui/signin"
     form = await browser.get("/ui/signin")
@@ -65,11 +67,13 @@ async def test_sign_in_sets_a_strict_httponly_cookie(browser: httpx.AsyncClient,
     assert denied.status_code == 403  # the console needs tasks:read
 
 
-async def test_markup_is_escaped(http: httpx.AsyncClient, browser: httpx.AsyncClient,
-                                 tenant: Tenant) -> None:  # fmt: skip
+async def test_markup_is_escaped(
+    http: httpx.AsyncClient, browser: httpx.AsyncClient, tenant: Tenant
+) -> None:
     hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
-    task_id = await _submit(http, tenant, "markup", payload={"note": hostile},
-                            business_key='<b onmouseover="x">bk</b>')  # fmt: skip
+    task_id = await _submit(
+        http, tenant, "markup", payload={"note": hostile}, business_key='<b onmouseover="x">bk</b>'
+    )
     await _sign_in(browser, tenant.token)
     page = (await browser.get(f"/ui/tasks/{task_id}")).text
     assert "<script>alert" not in page and "<img src=x" not in page and "<b onmouseover" not in page
@@ -87,8 +91,9 @@ async def test_actions_need_the_permission_and_the_csrf_token(
     page = (await browser.get(f"/ui/tasks/{task_id}")).text
     assert 'id="actions"' not in page and "cancel-form" not in page
     form = {"revision": "1", "reason": "no", "key": "console-k1"}
-    forged = await browser.post(f"/ui/tasks/{task_id}/cancel",
-                                data={**form, "csrf": csrf_token(read_only)})  # fmt: skip
+    forged = await browser.post(
+        f"/ui/tasks/{task_id}/cancel", data={**form, "csrf": csrf_token(read_only)}
+    )
     assert forged.status_code == 403 and "tasks:cancel" in forged.text
     await _sign_in(browser, tenant.token)
     page = (await browser.get(f"/ui/tasks/{task_id}")).text
@@ -98,8 +103,9 @@ async def test_actions_need_the_permission_and_the_csrf_token(
     for missing in (form, {**form, "csrf": csrf_token(read_only)}, {**form, "csrf": ""}):
         refused = await browser.post(f"/ui/tasks/{task_id}/cancel", data=missing)
         assert refused.status_code == 403 and "CSRF" in refused.text
-    wrong_type = await browser.post(f"/ui/tasks/{task_id}/cancel", json={**form,
-                                    "csrf": csrf.group(1)})  # fmt: skip
+    wrong_type = await browser.post(
+        f"/ui/tasks/{task_id}/cancel", json={**form, "csrf": csrf.group(1)}
+    )
     assert wrong_type.status_code == 415
     still = ok(await http.get(f"/v1/tasks/{task_id}", headers=tenant.headers()))
     assert still["state"] == "WAITING"
@@ -111,16 +117,18 @@ async def test_actions_need_the_permission_and_the_csrf_token(
     assert task["state"] == "CANCELLED" and task["revision"] == "2"
 
 
-async def test_queue_page_filters_and_pages(http: httpx.AsyncClient, browser: httpx.AsyncClient,
-                                            tenant: Tenant) -> None:  # fmt: skip
+async def test_queue_page_filters_and_pages(
+    http: httpx.AsyncClient, browser: httpx.AsyncClient, tenant: Tenant
+) -> None:
     queue_id = await tenant.queue("paged")
     _, token = await tenant.token_for([Permission.READ, Permission.SUBMIT], [queue_id])
     ids = {"a": [], "b": []}  # type: dict[str, list[str]]
     for number in range(30):
         handler = "a" if number % 3 else "b"
         body = dumps(tenant.body(queue_id=queue_id, handler=f"h.{handler}"))
-        answer = await http.post("/v1/tasks", content=body,
-                                 headers=tenant.headers(token, key=f"page-{number}"))  # fmt: skip
+        answer = await http.post(
+            "/v1/tasks", content=body, headers=tenant.headers(token, key=f"page-{number}")
+        )
         ids[handler].append(ok(answer, 201)["task"]["id"])
     await _sign_in(browser, token)
     first = (await browser.get(f"/ui/queues/{queue_id}")).text

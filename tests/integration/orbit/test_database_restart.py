@@ -40,8 +40,11 @@ async def _prepare(url: str) -> None:
     server = Database.open(url.rsplit("/", 1)[0] + "/", pool_size=1)
     try:
         async with server.engine.connect() as conn:
-            await conn.execute(sa.text("CREATE DATABASE IF NOT EXISTS orbit "
-                                       "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"))  # fmt: skip
+            await conn.execute(
+                sa.text(
+                    "CREATE DATABASE IF NOT EXISTS orbit CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                )
+            )
     finally:
         await server.close()
     db = Database.open(url, pool_size=1)
@@ -66,8 +69,9 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnMariaDB]:
 @pytest.fixture(scope="module")
 def orbit_url(mariadb: OwnMariaDB, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("orbit-restart-server") / "server.log"
-    with execution_server(mariadb.url, log, ORBIT_LEASE_TTL_MS="5000",
-                          ORBIT_RECONNECT_GRACE_MS="5000") as url:  # fmt: skip
+    with execution_server(
+        mariadb.url, log, ORBIT_LEASE_TTL_MS="5000", ORBIT_RECONNECT_GRACE_MS="5000"
+    ) as url:
         yield url
 
 
@@ -82,8 +86,14 @@ async def tenant(mariadb: OwnMariaDB, orbit_url: str) -> AsyncIterator[Tenant]:
 async def test_mariadb_sigkill_and_restart_under_load(
     mariadb: OwnMariaDB, tenant: Tenant, tmp_path: Path
 ) -> None:
-    proc = WorkerProcess(tenant.base_url, tenant.token, [tenant.queue_id],
-                         tmp_path / "worker.log", name="w", concurrency=8)  # fmt: skip
+    proc = WorkerProcess(
+        tenant.base_url,
+        tenant.token,
+        [tenant.queue_id],
+        tmp_path / "worker.log",
+        name="w",
+        concurrency=8,
+    )
     limits = httpx.Limits(max_connections=16, max_keepalive_connections=16)
     async with httpx.AsyncClient(base_url=tenant.base_url, timeout=10, limits=limits) as http:
         load = Load(http, tenant, pace=0.05)

@@ -57,8 +57,7 @@ H = HandlerKey("demo.work", "v1")
 class _Setup:
     def __init__(self, db: Database, made: Initialized, principal: Principal) -> None:
         self.db, self.made, self.principal = db, made, principal
-        hub = Hub(cast(Batcher, None), cast(Kernel, None), cast(Upkeep, None), tick_s=1,
-                  sweep_s=1)  # fmt: skip
+        hub = Hub(cast(Batcher, None), cast(Kernel, None), cast(Upkeep, None), tick_s=1, sweep_s=1)
         self.sent: list[dict[str, Any]] = []
 
         async def send(message: dict[str, Any]) -> None:
@@ -75,9 +74,12 @@ class _Setup:
         assert self.ops.groups is not None
 
     async def submit(self, **fields: str) -> Any:
-        text = (f'{{"queue_id":"{self.made.queue_id}","handler":"demo.work",'
-                f'"handler_version":"v1","payload_version":"v1","payload":{{"n":1}}'
-                + "".join(f',"{k}":"{v}"' for k, v in fields.items()) + "}")  # fmt: skip
+        text = (
+            f'{{"queue_id":"{self.made.queue_id}","handler":"demo.work",'
+            f'"handler_version":"v1","payload_version":"v1","payload":{{"n":1}}'
+            + "".join(f',"{k}":"{v}"' for k, v in fields.items())
+            + "}"
+        )
         request = parse_submit(read_json_text(text))
         return await self.ops.submit(self.principal, request, os.urandom(8).hex(), "0" * 32)
 
@@ -106,7 +108,9 @@ async def test_eager_lease_is_written_with_the_acceptance(setup: _Setup) -> None
     assert task.current_attempt_id == attempt.id and attempt.state == "LEASED"
     assert attempt.connection_id == setup.link.peer.connection_id and attempt.number == 1
     assert [(e.revision, e.kind, e.from_state, e.to_state) for e in events] == [
-        (1, "ACCEPTED", None, "WAITING"), (2, "LEASED", "WAITING", "LEASED")]
+        (1, "ACCEPTED", None, "WAITING"),
+        (2, "LEASED", "WAITING", "LEASED"),
+    ]
     # one transaction, one database time
     assert attempt.leased_at == task.created_at == events[0].created_at == events[1].created_at
     await asyncio.sleep(0.05)  # the lease goes out after the commit
@@ -132,8 +136,7 @@ async def test_eager_a_failed_transaction_leases_nothing_and_frees_the_slot(
 
     def refused_audit(*args: Any) -> list[Insert]:
         events, audits = original(*args)
-        return [events, Insert(audits.table,
-                                   [{**row, "token_id": None} for row in audits.rows])]  # fmt: skip
+        return [events, Insert(audits.table, [{**row, "token_id": None} for row in audits.rows])]
 
     monkeypatch.setattr(journal, "acceptance_rows", refused_audit)
     with pytest.raises(Unavailable):
@@ -142,8 +145,11 @@ async def test_eager_a_failed_transaction_leases_nothing_and_frees_the_slot(
     await asyncio.sleep(0.05)
     assert setup.sent == [] and setup.link.in_flight == set() and setup.delivered == []
     async with setup.db.read() as conn:
-        count = await conn.execute(sa.select(sa.func.count()).select_from(tasks)
-                                   .where(tasks.c.queue_id == setup.made.queue_id))  # fmt: skip
+        count = await conn.execute(
+            sa.select(sa.func.count())
+            .select_from(tasks)
+            .where(tasks.c.queue_id == setup.made.queue_id)
+        )
         assert count.scalar_one() == 0
     assert (await setup.submit()).leased, "the freed slot takes the next task"
 
@@ -152,8 +158,9 @@ async def test_eager_a_failed_transaction_leases_nothing_and_frees_the_slot(
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def eager_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[tuple[str, str]]:  # fmt: skip
+def eager_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
     with fresh_url(request.param, tmp_path_factory.mktemp("orbit-eager"), migrated=True) as url:
         log = tmp_path_factory.mktemp("orbit-eager-server") / "server.log"
         with execution_server(url, log) as base:
@@ -184,8 +191,9 @@ async def test_eager_an_idle_worker_runs_a_task_leased_with_its_submit(
         assert task["state"] == "LEASED" and task["revision"] == "2"
         started = await worker.request({"type": "started", **ref(lease)})
         assert started["ok"] and started["task_state"] == "RUNNING"
-        done = await worker.request({"type": "result", **ref(lease), "outcome": "succeeded",
-                                     "result": {"ok": True}})  # fmt: skip
+        done = await worker.request(
+            {"type": "result", **ref(lease), "outcome": "succeeded", "result": {"ok": True}}
+        )
         assert done["ok"] and done["task_state"] == "SUCCEEDED"
         leased_at = datetime.fromisoformat(lease["attempt"]["leased_at"].replace("Z", "+00:00"))
         created_at = datetime.fromisoformat(task["created_at"].replace("Z", "+00:00"))

@@ -22,11 +22,19 @@ pytestmark = pytest.mark.integration
 def _rows(namespace: str, count: int) -> list[dict[str, object]]:
     at = datetime(2026, 12, 1, 9, 30, 15, 123456, tzinfo=UTC)
     return [
-        {"id": new_id(), "namespace_id": namespace, "token_id": new_id(),
-         "action": f"test 100% «{index}»; COMMIT", "task_id": None, "queue_id": new_id(),
-         "handler": "h'\\\"", "request_id": None, "created_at": at}
+        {
+            "id": new_id(),
+            "namespace_id": namespace,
+            "token_id": new_id(),
+            "action": f"test 100% «{index}»; COMMIT",
+            "task_id": None,
+            "queue_id": new_id(),
+            "handler": "h'\\\"",
+            "request_id": None,
+            "created_at": at,
+        }
         for index in range(count)
-    ]  # fmt: skip
+    ]
 
 
 async def _stored(db: Database, namespace: str) -> list[dict[str, object]]:
@@ -37,16 +45,21 @@ async def _stored(db: Database, namespace: str) -> list[dict[str, object]]:
         return [dict(row._mapping) for row in result]
 
 
-@pytest.mark.parametrize(("count", "one_trip"), [(1, True), (3, True), (40, True), (1, False),
-                                               (40, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("count", "one_trip"), [(1, True), (3, True), (40, True), (1, False), (40, False)]
+)
 async def test_o_sub_4_every_row_is_stored_exactly(
     db: Database, count: int, one_trip: bool
 ) -> None:
     namespace = new_id()
     first, second = _rows(namespace, count), _rows(namespace, 2)
     async with db.hot_write() as conn:
-        await insert_all(conn, [Insert(audit_log, first), Insert(audit_log, second)],
-                         one_trip=one_trip, commit=True)  # fmt: skip
+        await insert_all(
+            conn,
+            [Insert(audit_log, first), Insert(audit_log, second)],
+            one_trip=one_trip,
+            commit=True,
+        )
     stored = sorted(await _stored(db, namespace), key=lambda row: str(row["id"]))
     assert stored == sorted(first + second, key=lambda row: str(row["id"]))
 
@@ -57,8 +70,9 @@ async def test_o_sub_4_nothing_may_follow_a_commit_sent_with_the_writes(db: Data
     namespace = new_id()
     with pytest.raises(RuntimeError, match="committed with its last writes"):
         async with db.hot_write() as conn:
-            await insert_all(conn, [Insert(audit_log, _rows(namespace, 1))], one_trip=True,
-                             commit=True)  # fmt: skip
+            await insert_all(
+                conn, [Insert(audit_log, _rows(namespace, 1))], one_trip=True, commit=True
+            )
             await fetch(conn, "now", {})
     assert len(await _stored(db, namespace)) == 1, "the COMMIT went with the INSERT"
 
@@ -72,8 +86,12 @@ async def test_o_sub_4_a_failing_statement_commits_nothing_sent_with_it(
     bad[0]["token_id"] = None  # NOT NULL: the database refuses the second INSERT
     with pytest.raises(sa.exc.DBAPIError):
         async with db.hot_write() as conn:
-            await insert_all(conn, [Insert(audit_log, good), Insert(audit_log, bad)],
-                             one_trip=one_trip, commit=True)  # fmt: skip
+            await insert_all(
+                conn,
+                [Insert(audit_log, good), Insert(audit_log, bad)],
+                one_trip=one_trip,
+                commit=True,
+            )
     assert await _stored(db, namespace) == []
 
 

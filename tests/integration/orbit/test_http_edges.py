@@ -67,8 +67,9 @@ class LongBodyLimit(CoalescingHttpToolsProtocol):
 def _serving(protocol: type[CoalescingHttpToolsProtocol]) -> Iterator[int]:
     """uvicorn with this protocol, in a thread: its port."""
     port = free_port()
-    config = uvicorn.Config(_echo, host="127.0.0.1", port=port, http=protocol,
-                            log_config=None, lifespan="off")  # fmt: skip
+    config = uvicorn.Config(
+        _echo, host="127.0.0.1", port=port, http=protocol, log_config=None, lifespan="off"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -194,9 +195,11 @@ async def test_a_client_leaving_is_499_not_503_nor_an_error(
 ) -> None:
     before = (await http.get("/metrics")).text
     port = int(server_url.rsplit(":", 1)[1])
-    head = (f"POST /v1/tasks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tenant.token}\r\n"
-            "Content-Type: application/json\r\nIdempotency-Key: leaving\r\n"
-            "Content-Length: 1000\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f"POST /v1/tasks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tenant.token}\r\n"
+        "Content-Type: application/json\r\nIdempotency-Key: leaving\r\n"
+        "Content-Length: 1000\r\n\r\n"
+    ).encode()
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(head + b'{"queue_id":')
         await asyncio.sleep(0.2)
@@ -204,7 +207,8 @@ async def test_a_client_leaving_is_499_not_503_nor_an_error(
     after = (await http.get("/metrics")).text
     name = "orbit_http_requests_total"
     assert _count(after, name, route="submit", status="499") > _count(
-        before, name, route="submit", status="499")  # fmt: skip
+        before, name, route="submit", status="499"
+    )
     for status in ("500", "503"):
         assert _count(after, name, status=status) == _count(before, name, status=status)
     errors = "orbit_log_messages_total"
@@ -230,8 +234,12 @@ def local_app(tmp_path: Path) -> Iterator[tuple[TestClient, str, str]]:
         yield client, token, queue_id
 
 
-RESOLVE = {"expected_revision": "1", "outcome": "failed", "reason": "r",
-           "error": {"code": "c", "message": "m"}}  # fmt: skip
+RESOLVE = {
+    "expected_revision": "1",
+    "outcome": "failed",
+    "reason": "r",
+    "error": {"code": "c", "message": "m"},
+}
 
 
 def _resolve(client: TestClient, token: str) -> httpx.Response:
@@ -240,9 +248,10 @@ def _resolve(client: TestClient, token: str) -> httpx.Response:
 
 
 def test_an_unexpected_exception_is_500_internal_not_503(
-    local_app: tuple[TestClient, str, str], monkeypatch: pytest.MonkeyPatch,
+    local_app: tuple[TestClient, str, str],
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     client, token, _ = local_app
 
     def broken(body: object) -> object:

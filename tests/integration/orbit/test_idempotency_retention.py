@@ -21,17 +21,32 @@ pytestmark = [pytest.mark.integration]
 c = idempotency_records.c
 
 
-async def _insert(db: Database, namespace: str, ages: dict[str, timedelta], *,
-                  expires_after: timedelta = RETENTION) -> datetime:  # fmt: skip
+async def _insert(
+    db: Database,
+    namespace: str,
+    ages: dict[str, timedelta],
+    *,
+    expires_after: timedelta = RETENTION,
+) -> datetime:
     async with db.write() as conn:
         now = await db.now(conn)
         for key, age in ages.items():
             created = now - age
-            await conn.execute(idempotency_records.insert().values(
-                namespace_id=namespace, operation="submit", target="", idem_key=key,
-                digest_alg="sha256", digest="0" * 64, task_id="t" + key[:20], status_code=201,
-                receipt="{}", created_at=created, expires_at=created + expires_after,
-            ))  # fmt: skip
+            await conn.execute(
+                idempotency_records.insert().values(
+                    namespace_id=namespace,
+                    operation="submit",
+                    target="",
+                    idem_key=key,
+                    digest_alg="sha256",
+                    digest="0" * 64,
+                    task_id="t" + key[:20],
+                    status_code=201,
+                    receipt="{}",
+                    created_at=created,
+                    expires_at=created + expires_after,
+                )
+            )
     return now
 
 
@@ -48,9 +63,13 @@ def _ns() -> str:
 async def test_removes_only_records_past_90_days(db: Database) -> None:
     """O-SUB-1: past retention goes; just inside retention stays."""
     ns = _ns()
-    ages = {"old": RETENTION + timedelta(days=1), "older": RETENTION + timedelta(days=400),
-            "edge": RETENTION - timedelta(minutes=1), "young": timedelta(days=89),
-            "fresh": timedelta(0)}  # fmt: skip
+    ages = {
+        "old": RETENTION + timedelta(days=1),
+        "older": RETENTION + timedelta(days=400),
+        "edge": RETENTION - timedelta(minutes=1),
+        "young": timedelta(days=89),
+        "fresh": timedelta(0),
+    }
     await _insert(db, ns, ages)
     report = await cleanup(db)
     assert report.removed >= 2

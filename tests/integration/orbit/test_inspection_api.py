@@ -21,8 +21,9 @@ STATES = {"WAITING", "LEASED", "RUNNING", "NEEDS_REVIEW", "SUCCEEDED", "FAILED",
 
 
 async def _submit(http: httpx.AsyncClient, tenant: Tenant, key: str, **body: Any) -> dict[str, Any]:
-    response = await http.post("/v1/tasks", content=dumps(tenant.body(**body)),
-                               headers=tenant.headers(key=key))  # fmt: skip
+    response = await http.post(
+        "/v1/tasks", content=dumps(tenant.body(**body)), headers=tenant.headers(key=key)
+    )
     task: dict[str, Any] = ok(response, 201)["task"]
     return task
 
@@ -65,8 +66,9 @@ async def test_inspection_follows_the_api_rules(http: httpx.AsyncClient, tenant:
     for path in ("/v1/queues", "/v1/workers"):
         error(await http.get(path), 401, "UNAUTHENTICATED")
         error(await http.get(path, headers=_auth(submit_only)), 403, "PERMISSION_DENIED")
-        error(await http.get(path + "?limit=1", headers=_auth(tenant.token)), 400,
-              "INVALID_ARGUMENT")  # fmt: skip
+        error(
+            await http.get(path + "?limit=1", headers=_auth(tenant.token)), 400, "INVALID_ARGUMENT"
+        )
     assert ok(await http.get("/v1/workers", headers=_auth(tenant.token))) == {"items": []}
 
 
@@ -80,8 +82,13 @@ async def test_wait_ms_answers_when_the_task_settles(
     async def cancel_soon() -> None:
         await asyncio.sleep(0.3)
         body = dumps({"expected_revision": "1", "reason": "stop"})
-        ok(await http.post(f"/v1/tasks/{task['id']}:cancel", content=body,
-                           headers=tenant.headers(key="cancel-1")))  # fmt: skip
+        ok(
+            await http.post(
+                f"/v1/tasks/{task['id']}:cancel",
+                content=body,
+                headers=tenant.headers(key="cancel-1"),
+            )
+        )
 
     started = time.monotonic()
     answer, _ = await asyncio.gather(http.get(path, headers=_auth(tenant.token)), cancel_soon())
@@ -100,8 +107,13 @@ async def test_wait_ms_ends_with_the_task_as_last_read(
     assert answer["state"] == "WAITING" and answer["id"] == task["id"]
     settled = await _submit(http, tenant, "wait-settled")
     body = dumps({"expected_revision": "1", "reason": "stop"})
-    ok(await http.post(f"/v1/tasks/{settled['id']}:cancel", content=body,
-                       headers=tenant.headers(key="cancel-2")))  # fmt: skip
+    ok(
+        await http.post(
+            f"/v1/tasks/{settled['id']}:cancel",
+            content=body,
+            headers=tenant.headers(key="cancel-2"),
+        )
+    )
     started = time.monotonic()
     path = f"/v1/tasks/{settled['id']}?wait_ms=30000"
     assert ok(await http.get(path, headers=_auth(tenant.token)))["state"] == "CANCELLED"
@@ -112,8 +124,9 @@ async def test_wait_ms_ends_with_the_task_as_last_read(
 async def test_wait_ms_is_strict(http: httpx.AsyncClient, tenant: Tenant, value: str) -> None:
     task = await _submit(http, tenant, f"wait-strict-{value}")
     path = f"/v1/tasks/{task['id']}?wait_ms={value}"
-    assert "wait_ms" in error(await http.get(path, headers=_auth(tenant.token)), 400,
-                              "INVALID_ARGUMENT")  # fmt: skip
+    assert "wait_ms" in error(
+        await http.get(path, headers=_auth(tenant.token)), 400, "INVALID_ARGUMENT"
+    )
     twice = f"/v1/tasks/{task['id']}?wait_ms=1&wait_ms=2"
     error(await http.get(twice, headers=_auth(tenant.token)), 400, "INVALID_ARGUMENT")
     other = f"/v1/tasks/{task['id']}?wait_ms=1&x=2"
@@ -140,6 +153,10 @@ async def test_readiness_and_task_gauges(http: httpx.AsyncClient, tenant: Tenant
     text = (await http.get("/metrics")).text
     line = f'orbit_tasks{{queue_id="{tenant.queue_id}",state="WAITING"}} 1.0'
     assert line in text, text[:2000]
-    for name in ("orbit_workers_connected", "orbit_attempt_duration_seconds",
-                 "orbit_attempt_outcomes_total", "orbit_lease_wait_seconds"):  # fmt: skip
+    for name in (
+        "orbit_workers_connected",
+        "orbit_attempt_duration_seconds",
+        "orbit_attempt_outcomes_total",
+        "orbit_lease_wait_seconds",
+    ):
         assert f"# TYPE {name.removesuffix('_total')}" in text, name

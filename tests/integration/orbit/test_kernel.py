@@ -61,32 +61,51 @@ def _variants(queue_id: str, other_queue: str, now: datetime) -> Iterator[dict[s
         (None, now, now + 10 * S),
         (0, 1),
     ):
-        yield {"state": state.value, "queue_id": queue, "handler": handler[0],
-               "handler_version": handler[1], "available_at": available, "deadline_at": deadline,
-               "start_deadline_at": start, "attempt_count": count,
-               "retry_max_attempts": 1}  # fmt: skip
+        yield {
+            "state": state.value,
+            "queue_id": queue,
+            "handler": handler[0],
+            "handler_version": handler[1],
+            "available_at": available,
+            "deadline_at": deadline,
+            "start_deadline_at": start,
+            "attempt_count": count,
+            "retry_max_attempts": 1,
+        }
 
 
 async def test_lease_query_mirrors_the_pure_eligibility_rule(db: Database) -> None:
     """The SQL of the leasing kernel selects exactly the rows `is_eligible` accepts."""
     made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
     other = await Admin(db).create_queue(made.namespace_id, "b")
-    body = {"queue_id": made.queue_id, "handler": "demo.work", "handler_version": "v1",
-            "payload_version": "v1", "payload": {}}  # fmt: skip
+    body = {
+        "queue_id": made.queue_id,
+        "handler": "demo.work",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {},
+    }
     request = parse_submit(read_json(json.dumps(body).encode()))
     async with db.write() as conn:
         now = await db.now(conn)
-        template = task_row(new_task("0" * 32, made.namespace_id, request,
-                                     plan_times(request, now), now))  # fmt: skip
-        rows = [{**template, **variant, "id": new_id()}
-                for variant in _variants(made.queue_id, other, now)]  # fmt: skip
+        template = task_row(
+            new_task("0" * 32, made.namespace_id, request, plan_times(request, now), now)
+        )
+        rows = [
+            {**template, **variant, "id": new_id()}
+            for variant in _variants(made.queue_id, other, now)
+        ]
         await conn.execute(tasks.insert(), rows)
     offer = WorkerOffer(frozenset({made.queue_id}), frozenset({HandlerKey("demo.work", "v1")}))
     async with db.read() as conn:
         found = await store.lease_candidates(conn, made.queue_id, offer.handlers, now, 10_000)
         selected = {row.id for row in found}
-        everything = [row_task(r) for r in await conn.execute(
-            sa.select(tasks).where(tasks.c.namespace_id == made.namespace_id))]  # fmt: skip
+        everything = [
+            row_task(r)
+            for r in await conn.execute(
+                sa.select(tasks).where(tasks.c.namespace_id == made.namespace_id)
+            )
+        ]
     expected = {task.id for task in everything if is_eligible(_candidate(task), offer, now)}
     assert len(everything) == len(rows) and expected  # the table has eligible and other rows
     assert selected == expected
@@ -100,9 +119,16 @@ async def test_lease_query_mirrors_the_pure_eligibility_rule(db: Database) -> No
 
 
 def _candidate(task: Any) -> LeaseCandidate:
-    return LeaseCandidate(task.state, task.queue_id, HandlerKey(task.handler, task.handler_version),
-                          task.available_at, task.start_deadline_at, task.deadline_at,
-                          task.attempt_count, task.retry.max_attempts)  # fmt: skip
+    return LeaseCandidate(
+        task.state,
+        task.queue_id,
+        HandlerKey(task.handler, task.handler_version),
+        task.available_at,
+        task.start_deadline_at,
+        task.deadline_at,
+        task.attempt_count,
+        task.retry.max_attempts,
+    )
 
 
 async def test_batcher_isolates_a_failing_step_and_groups_kinds(db: Database) -> None:
@@ -124,7 +150,9 @@ async def test_batcher_isolates_a_failing_step_and_groups_kinds(db: Database) ->
     try:
         grouped = await asyncio.gather(*(batcher.submit("double", n) for n in range(5)))
         mixed = await asyncio.gather(
-            batcher.run(good), batcher.run(bad), batcher.submit("double", 7),
+            batcher.run(good),
+            batcher.run(bad),
+            batcher.submit("double", 7),
             return_exceptions=True,
         )
     finally:
@@ -140,13 +168,20 @@ async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Databas
     same transaction, so SKIP LOCKED returns them), or it comes back short although a row is
     still waiting — and a short fill tells the dispatcher the queue is drained."""
     made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
-    body = {"queue_id": made.queue_id, "handler": "demo.work", "handler_version": "v1",
-            "payload_version": "v1", "payload": {}}  # fmt: skip
+    body = {
+        "queue_id": made.queue_id,
+        "handler": "demo.work",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {},
+    }
     request = parse_submit(read_json(json.dumps(body).encode()))
     async with db.write() as conn:
         now = await db.now(conn)
-        rows = [task_row(new_task(new_id(), made.namespace_id, request,
-                                  plan_times(request, now), now)) for _ in range(3)]  # fmt: skip
+        rows = [
+            task_row(new_task(new_id(), made.namespace_id, request, plan_times(request, now), now))
+            for _ in range(3)
+        ]
         await conn.execute(tasks.insert(), rows)
     work, other = HandlerKey("demo.work", "v1"), HandlerKey("other", "v1")
     worker = WorkerIdentity("w", "i" * 32, None, None, None)
@@ -159,7 +194,8 @@ async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Databas
     async with db.write() as conn:
         now = await db.now(conn)
         first, second = await kernel.lease_many(
-            conn, now, [ask(frozenset({work})), ask(frozenset({work, other}))])
+            conn, now, [ask(frozenset({work})), ask(frozenset({work, other}))]
+        )
     leased = [g.task.id for g in first + second]
     assert len(first) == 2 and len(second) == 1, "the third task was left waiting"
     assert sorted(leased) == sorted(row["id"] for row in rows)
@@ -170,8 +206,13 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
     read of its own; a round that finds nothing writes nothing); a batch with other steps,
     and every batch on SQLite, reads the clock first and runs `lease_many`."""
     made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
-    body = {"queue_id": made.queue_id, "handler": "demo.work", "handler_version": "v1",
-            "payload_version": "v1", "payload": {}}  # fmt: skip
+    body = {
+        "queue_id": made.queue_id,
+        "handler": "demo.work",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {},
+    }
     request = parse_submit(read_json(json.dumps(body).encode()))
     worker = WorkerIdentity("w", "i" * 32, None, None, None)
     peer = Peer(new_id(), "t", made.namespace_id, frozenset({made.queue_id}), worker)
@@ -195,8 +236,9 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
         assert await batcher.submit("lease", ask) == []  # nothing ready: nothing written
         async with db.write() as conn:
             before = await db.now(conn)
-            row = task_row(new_task(new_id(), made.namespace_id, request,
-                                    plan_times(request, before), before))  # fmt: skip
+            row = task_row(
+                new_task(new_id(), made.namespace_id, request, plan_times(request, before), before)
+            )
             await conn.execute(tasks.insert(), [row])
         (grant,) = await batcher.submit("lease", ask)
         mixed = await asyncio.gather(batcher.submit("lease", ask), batcher.run(step))
@@ -207,6 +249,9 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
     assert grant.task.id == row["id"] and before <= grant.leased_at < before + S
     assert mixed[0] == []  # the only task is leased already
     async with db.read() as conn:
-        state = (await conn.execute(sa.select(tasks.c.state, tasks.c.revision).where(
-            tasks.c.id == row["id"]))).one()  # fmt: skip
+        state = (
+            await conn.execute(
+                sa.select(tasks.c.state, tasks.c.revision).where(tasks.c.id == row["id"])
+            )
+        ).one()
     assert (state.state, state.revision) == (TaskState.LEASED.value, 2)

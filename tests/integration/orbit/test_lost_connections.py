@@ -43,8 +43,9 @@ async def proxied(lost_db_url: str) -> AsyncIterator[tuple[Database, TcpProxy]]:
     target = make_url(lost_db_url)
     proxy = TcpProxy(target.port or 3306)
     await proxy.start()
-    db = Database.open(target.set(port=proxy.port).render_as_string(hide_password=False),
-                       pool_size=4)  # fmt: skip
+    db = Database.open(
+        target.set(port=proxy.port).render_as_string(hide_password=False), pool_size=4
+    )
     try:
         yield db, proxy
     finally:
@@ -75,8 +76,13 @@ def paths(db: Database) -> dict[str, Path_]:
         async with kept.write() as conn:
             return await db.now(conn)
 
-    return {"single_read": single_read, "read": read, "write": write, "hot_write": hot_write,
-            "kept_lane": kept_lane}  # fmt: skip
+    return {
+        "single_read": single_read,
+        "read": read,
+        "write": write,
+        "hot_write": hot_write,
+        "kept_lane": kept_lane,
+    }
 
 
 async def warm(db: Database, every: dict[str, Path_]) -> None:

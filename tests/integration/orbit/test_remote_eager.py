@@ -46,8 +46,11 @@ class Pair:
 
     async def metric(self, base: str, name: str) -> float:
         text = (await self.http.get(f"{base}/metrics")).text
-        return sum(float(line.split()[-1]) for line in text.splitlines()
-                   if line.startswith(name + " ") or line.startswith(name + "{"))  # fmt: skip
+        return sum(
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith(name + " ") or line.startswith(name + "{")
+        )
 
     def worker(self, base: str, log: Path) -> WorkerProcess:
         """A worker with one slot serving the tenant's queue, connected to `base`."""
@@ -182,10 +185,13 @@ async def test_b_s_worker_gone_after_the_claim_leaves_nothing_stuck(
             for earlier, later in zip(attempts, attempts[1:], strict=False):
                 assert earlier.ended_at <= later.leased_at  # one live holder at a time
             async with pair.tenant.db.read() as conn:
-                left = (await conn.execute(sa.select(sa.func.count())
-                                           .select_from(orbit_worker_offers)
-                                           .where(orbit_worker_offers.c.task_id.is_not(None))
-                                           )).scalar_one()  # fmt: skip
+                left = (
+                    await conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(orbit_worker_offers)
+                        .where(orbit_worker_offers.c.task_id.is_not(None))
+                    )
+                ).scalar_one()
             assert left == 0
 
 
@@ -206,11 +212,11 @@ async def test_a_and_b_competing_for_one_offered_slot_never_exceed_its_capacity(
                 for _ in range(6):
                     await pair.offered(len(ids) // 2 + 1)
                     ids += await asyncio.gather(
-                        submit(pair.http, pair.tenant, handler="demo.work",
-                               payload={"sleep_ms": 30}),
-                        submit(http_b, pair.tenant, handler="demo.work",
-                               payload={"sleep_ms": 30}),
-                    )  # fmt: skip
+                        submit(
+                            pair.http, pair.tenant, handler="demo.work", payload={"sleep_ms": 30}
+                        ),
+                        submit(http_b, pair.tenant, handler="demo.work", payload={"sleep_ms": 30}),
+                    )
                     for task_id in ids[-2:]:
                         await pair.settled(task_id, timeout=10)
             spans = []

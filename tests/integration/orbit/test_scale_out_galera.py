@@ -54,11 +54,21 @@ def test_three_servers_on_three_galera_nodes_run_every_task_once(tmp_path: Path)
         env = {**os.environ, "ORBIT_LEASE_TTL_MS": "8000"}
         servers = []
         for n, (url, port) in enumerate(zip(urls, ports, strict=True)):
-            command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", url,
-                       "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "agentcall.orbit",
+                "serve",
+                "--database",
+                url,
+                "--port",
+                str(port),
+                "--log-format",
+                "json",
+                "--no-access-log",
+            ]
             log = (tmp_path / f"serve-{n}.log").open("wb")
-            servers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env))  # fmt: skip
+            servers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
         try:
             bases = [f"http://127.0.0.1:{port}" for port in ports]
             for n, (base, process) in enumerate(zip(bases, servers, strict=True)):
@@ -74,15 +84,23 @@ async def _run(url: str, bases: list[str], tmp: Path) -> None:
     db = Database.open(url, pool_size=4)
     try:
         tenant = await Tenant.create(db, bases[0])
-        procs = [WorkerProcess(",".join(bases[n:] + bases[:n]), tenant.token,
-                               [tenant.queue_id], tmp / f"worker-{n}.log", concurrency=32)
-                 for n in range(3)]  # fmt: skip
+        procs = [
+            WorkerProcess(
+                ",".join(bases[n:] + bases[:n]),
+                tenant.token,
+                [tenant.queue_id],
+                tmp / f"worker-{n}.log",
+                concurrency=32,
+            )
+            for n in range(3)
+        ]
         with workers(*procs):
             for proc in procs:
                 await proc.connected()
             async with httpx.AsyncClient(timeout=30) as http:
-                sent = await asyncio.gather(*(_batch(http, tenant, bases[n % 3], n)
-                                              for n in range(TASKS // 100)))  # fmt: skip
+                sent = await asyncio.gather(
+                    *(_batch(http, tenant, bases[n % 3], n) for n in range(TASKS // 100))
+                )
             assert sum(sent) == TASKS
             await _wait_count(tenant, TASKS, timeout=120)
         await _every_task_succeeded_once(tenant)
@@ -93,7 +111,8 @@ async def _run(url: str, bases: list[str], tmp: Path) -> None:
 async def _batch(http: httpx.AsyncClient, tenant: Tenant, base: str, n: int) -> int:
     await asyncio.sleep(n * 0.05)
     items = [body(tenant) for _ in range(100)]
-    response = await http.post(f"{base}/v1/tasks:batch", json={"tasks": items},
-                               headers=tenant.headers(key=f"g-{n}"))  # fmt: skip
+    response = await http.post(
+        f"{base}/v1/tasks:batch", json={"tasks": items}, headers=tenant.headers(key=f"g-{n}")
+    )
     assert response.status_code in (200, 201), response.text
     return len(response.json()["data"]["items"])

@@ -75,8 +75,9 @@ async def test_a_hint_leaves_at_once_the_rest_of_its_turn_coalesces_and_junk_is_
         await b.stop()
         await a.stop()
     async with db.read() as conn:
-        assert (await conn.execute(sa.select(sa.func.count()).select_from(orbit_servers))
-                ).scalar_one() == 0  # fmt: skip
+        assert (
+            await conn.execute(sa.select(sa.func.count()).select_from(orbit_servers))
+        ).scalar_one() == 0
 
 
 async def _until(check: object, timeout: float = 5) -> None:

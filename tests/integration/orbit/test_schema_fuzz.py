@@ -94,10 +94,20 @@ pytestmark = [
 # literals (JSON Schema's "integer" admits 1.0 and 1e2), the limits of numbers anywhere in an
 # opaque payload, distinct evidence keys
 ACCEPTABLE_REFUSALS = (
-    "available_at", "start_deadline_at", "deadline", "initial_delay_ms", "max_delay_ms",
-    "attempt_timeout_ms", "task_timeout_ms", "cursor", "integer literal", "number exponent",
-    "number longer than", "finite double", "evidence keys must be distinct",
-)  # fmt: skip
+    "available_at",
+    "start_deadline_at",
+    "deadline",
+    "initial_delay_ms",
+    "max_delay_ms",
+    "attempt_timeout_ms",
+    "task_timeout_ms",
+    "cursor",
+    "integer literal",
+    "number exponent",
+    "number longer than",
+    "finite double",
+    "evidence keys must be distinct",
+)
 
 
 @dataclass
@@ -172,16 +182,25 @@ async def _seed(db_url: str, base_url: str) -> Target:
     finally:
         await db.close()
     headers = {"Authorization": f"Bearer {made.token}"}
-    body = {"queue_id": made.queue_id, "handler": "h", "handler_version": "v1",
-            "payload_version": "v1", "payload": {"n": 1}}  # fmt: skip
+    body = {
+        "queue_id": made.queue_id,
+        "handler": "h",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {"n": 1},
+    }
     ids = []
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         for key in ("fuzz-a", "fuzz-b"):
-            response = await http.post("/v1/tasks", json=body,
-                                       headers={**headers, "Idempotency-Key": key})  # fmt: skip
+            response = await http.post(
+                "/v1/tasks", json=body, headers={**headers, "Idempotency-Key": key}
+            )
             ids.append(response.json()["data"]["task"]["id"])
-        await http.post(f"/v1/tasks/{ids[1]}:cancel", json={"expected_revision": "1",
-                        "reason": "fuzz"}, headers={**headers, "Idempotency-Key": "c"})  # fmt: skip
+        await http.post(
+            f"/v1/tasks/{ids[1]}:cancel",
+            json={"expected_revision": "1", "reason": "fuzz"},
+            headers={**headers, "Idempotency-Key": "c"},
+        )
     kind = "sqlite" if db_url.startswith("sqlite") else "mariadb"
     return Target(base_url, made.token, made.queue_id, tuple(ids), kind)
 
@@ -210,9 +229,11 @@ def test_orbit_serve_answers_every_request_as_documented(case: Any, target: Targ
     target.authorize(case)
     SENT[target.kind] += 1
     # an unknown method is 404 like an unknown route (docs/orbit/README.md), not 405
-    case.call_and_validate(base_url=target.base_url,
-                           excluded_checks=[positive_data_acceptance, unsupported_method],
-                           additional_checks=[schema_valid_is_accepted])  # fmt: skip
+    case.call_and_validate(
+        base_url=target.base_url,
+        excluded_checks=[positive_data_acceptance, unsupported_method],
+        additional_checks=[schema_valid_is_accepted],
+    )
 
 
 class Outage:
@@ -276,6 +297,8 @@ def test_only_an_outage_answers_503(case: Any, disarmed: tuple[Any, Target, Outa
         was_down, outage.down = outage.down, False
     outage.armed = True  # an answer came: the app has started
     assert response.status_code < 500 or (was_down and response.status_code == 503), (
-        response.status_code, response.text[:500])  # fmt: skip
+        response.status_code,
+        response.text[:500],
+    )
     if response.status_code == 503 and "error" in response.json():  # /readyz has its own body
         assert response.json()["error"]["code"] == "UNAVAILABLE"

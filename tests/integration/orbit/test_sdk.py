@@ -16,11 +16,17 @@ pytestmark = [pytest.mark.integration]
 
 def request(tenant: Tenant, **changes: object) -> sdk.SubmitTaskRequest:
     values: dict[str, object] = {
-        "queue_id": tenant.queue_id, "handler": "file.convert", "handler_version": "v1",
+        "queue_id": tenant.queue_id,
+        "handler": "file.convert",
+        "handler_version": "v1",
         "payload_version": "v1",
-        "payload": {"big": 9007199254740993, "dec": Decimal("1.10"), "tiny": Decimal("1e-300"),
-                    "list": [Decimal("0.10"), None, True]},
-    }  # fmt: skip
+        "payload": {
+            "big": 9007199254740993,
+            "dec": Decimal("1.10"),
+            "tiny": Decimal("1e-300"),
+            "list": [Decimal("0.10"), None, True],
+        },
+    }
     values.update(changes)
     return sdk.SubmitTaskRequest(**values)  # type: ignore[arg-type]
 
@@ -29,8 +35,13 @@ async def test_async_client_end_to_end(tenant: Tenant) -> None:
     """Submit/replay/get/list/cancel with exact numbers and typed errors (AsyncClient)."""
     async with sdk.AsyncClient(tenant.base_url, tenant.token) as orbit:
         soon = datetime.now(UTC) + timedelta(minutes=5)
-        req = request(tenant, available_at=soon, retry=sdk.RetryPolicy(max_attempts=3),
-                      recovery_safety="IDEMPOTENT", business_key="sdk-1")  # fmt: skip
+        req = request(
+            tenant,
+            available_at=soon,
+            retry=sdk.RetryPolicy(max_attempts=3),
+            recovery_safety="IDEMPOTENT",
+            business_key="sdk-1",
+        )
         first = await orbit.submit_task("sdk-key", req)
         assert not first.deduplicated and first.task.retry == sdk.RetryPolicy(3, 1000, 30000, 30000)
         assert first.task.available_at == soon

@@ -27,10 +27,16 @@ from tests.services import mysql_url
 pytestmark = pytest.mark.integration
 
 
-def orbit(*args: str, env: dict[str, str] | None = None,
-          timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "agentcall.orbit", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env or clean_env())  # fmt: skip
+def orbit(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcall.orbit", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or clean_env(),
+    )
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -47,8 +53,12 @@ def migrated(tmp_path: Path) -> str:
 
 def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "agentcall.orbit", *argv], env=env,
-                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-m", "agentcall.orbit", *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -84,11 +94,28 @@ def test_a_taken_port_is_one_line_and_never_ready(migrated: str) -> None:
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
     cert, key = tmp_path / "orbit.crt", tmp_path / "orbit.key"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-         "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key
 
 
@@ -98,8 +125,10 @@ def test_https_from_a_config_file_with_the_environment_over_it(
     cert, key = certificate(tmp_path)
     port, unused = free_port(), free_port()
     config = tmp_path / "orbit.toml"
-    config.write_text(f'database_url = "{migrated}"\nport = {unused}\nlog_format = "json"\n'
-                      f'ssl_certfile = "{cert}"\nssl_keyfile = "{key}"\n')  # fmt: skip
+    config.write_text(
+        f'database_url = "{migrated}"\nport = {unused}\nlog_format = "json"\n'
+        f'ssl_certfile = "{cert}"\nssl_keyfile = "{key}"\n'
+    )
     env = clean_env(ORBIT_CONFIG=str(config), ORBIT_PORT=str(port))
     process = start(["serve"], env, tmp_path / "serve.log")
     try:
@@ -120,8 +149,11 @@ def test_a_certificate_that_cannot_be_used_is_one_line(
 ) -> None:
     garbage = tmp_path / "garbage.crt"
     garbage.write_text("not a certificate\n")
-    cases = [(str(tmp_path / "absent.crt"), None, "No such file"),
-             (str(garbage), None, "PEM"), (None, str(garbage), "needs --ssl-certfile")]  # fmt: skip
+    cases = [
+        (str(tmp_path / "absent.crt"), None, "No such file"),
+        (str(garbage), None, "PEM"),
+        (None, str(garbage), "needs --ssl-certfile"),
+    ]
     for certfile, keyfile, why in cases:
         with pytest.raises(SystemExit) as stopped:
             _check_tls(ServerSettings(ssl_certfile=certfile, ssl_keyfile=keyfile))
@@ -159,8 +191,9 @@ def test_a_bad_database_url_is_one_line(make: object, expected: str) -> None:
 
 @pytest.mark.mariadb
 def test_serve_names_a_bad_database_in_one_line() -> None:
-    done = orbit("serve", "--port", str(free_port()), "--database",
-                 _mysql(password="wrong-password"))  # fmt: skip
+    done = orbit(
+        "serve", "--port", str(free_port()), "--database", _mysql(password="wrong-password")
+    )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [done.stderr.strip()]
     assert "wrong user name or password" in done.stderr and "Traceback" not in done.stderr
@@ -169,8 +202,9 @@ def test_serve_names_a_bad_database_in_one_line() -> None:
 def test_sqlite_runs_with_one_server_process(migrated: str) -> None:
     """A single writer: `--workers 2` on SQLite is refused in one line before anything
     listens."""
-    done = CliRunner().invoke(main, ["serve", "--database", migrated, "--workers", "2",
-                                     "--port", str(free_port())])  # fmt: skip
+    done = CliRunner().invoke(
+        main, ["serve", "--database", migrated, "--workers", "2", "--port", str(free_port())]
+    )
     assert done.exit_code == 1 and isinstance(done.exception, SystemExit), done.output
     assert done.output.strip().splitlines() == [
         "orbit: error: --workers / ORBIT_WORKERS: SQLite runs with one server process"

@@ -22,8 +22,10 @@ def test_a_started_server_freezes_startup_and_raises_the_young_gc_threshold(
     gc.set_threshold(700, *before[1:])
     gc.unfreeze()
     try:
-        with (fresh_url("sqlite", tmp_path, migrated=True) as url,
-              TestClient(create_app(Database.open(url))) as client):  # fmt: skip
+        with (
+            fresh_url("sqlite", tmp_path, migrated=True) as url,
+            TestClient(create_app(Database.open(url))) as client,
+        ):
             assert client.get("/healthz").status_code == 200
             assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
             assert gc.get_freeze_count() > 0

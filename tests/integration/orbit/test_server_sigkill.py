@@ -40,12 +40,22 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", self.db_url,
-                   "--port", str(self.port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "agentcall.orbit",
+            "serve",
+            "--database",
+            self.db_url,
+            "--port",
+            str(self.port),
+            "--log-format",
+            "json",
+            "--no-access-log",
+        ]
         env = {**os.environ, **FAST, "ORBIT_LEASE_TTL_MS": "3000"}
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env)  # fmt: skip
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         _wait_healthy(self.url, self.process, self.log_path)
 
     def kill(self) -> None:
@@ -82,8 +92,14 @@ async def test_server_sigkill_under_load_loses_no_task_and_runs_none_twice(
     killable: tuple[Server, str], tenant: Tenant, tmp_path: Path
 ) -> None:
     server, _ = killable
-    proc = WorkerProcess(server.url, tenant.token, [tenant.queue_id], tmp_path / "worker.log",
-                         name="w", concurrency=8)  # fmt: skip
+    proc = WorkerProcess(
+        server.url,
+        tenant.token,
+        [tenant.queue_id],
+        tmp_path / "worker.log",
+        name="w",
+        concurrency=8,
+    )
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         load = Load(http, tenant)
         with workers(proc):

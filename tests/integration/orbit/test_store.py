@@ -144,9 +144,9 @@ async def test_o_sub_4_failure_rolls_everything_back(
         async with db.read() as conn:
             for table in (tasks, idempotency_records):
                 count = await conn.execute(
-                    sa.select(sa.func.count()).select_from(table).where(
-                        table.c.namespace_id == made.namespace_id
-                    )
+                    sa.select(sa.func.count())
+                    .select_from(table)
+                    .where(table.c.namespace_id == made.namespace_id)
                 )
                 assert count.scalar_one() == 0
             events = await conn.execute(sa.select(sa.func.count()).select_from(task_events))

@@ -54,9 +54,10 @@ class Tenant:
 
 
 def body(queue_id: str, n: int, extra: str = "") -> bytes:
-    return (f'{{"queue_id":"{queue_id}","handler":"file.convert","handler_version":"v1",'
-            f'"payload_version":"v1","payload":{{"n":{n},"big":9007199254740993}}{extra}}}'
-            ).encode()  # fmt: skip
+    return (
+        f'{{"queue_id":"{queue_id}","handler":"file.convert","handler_version":"v1",'
+        f'"payload_version":"v1","payload":{{"n":{n},"big":9007199254740993}}{extra}}}'
+    ).encode()
 
 
 def calls(t: Tenant) -> list[Call]:
@@ -70,11 +71,16 @@ def calls(t: Tenant) -> list[Call]:
         Call("accepted", h(json_, ("idempotency-key", "k1")), [body(t.queue_id, 1)]),
         Call("replayed", h(json_, ("idempotency-key", "k1")), [body(t.queue_id, 1)]),
         Call("conflict", h(json_, ("idempotency-key", "k1")), [body(t.queue_id, 2)]),
-        Call("chunks", h(("content-type", "application/json; charset=utf-8"),
-                         ("idempotency-key", "k2")),
-             [body(t.queue_id, 3)[:10], b"", body(t.queue_id, 3)[10:]]),  # fmt: skip
-        Call("options", h(json_, ("idempotency-key", "k3")),
-             [body(t.queue_id, 4, ',"business_key":"b\\u00e9","retry":{"max_attempts":3}')]),
+        Call(
+            "chunks",
+            h(("content-type", "application/json; charset=utf-8"), ("idempotency-key", "k2")),
+            [body(t.queue_id, 3)[:10], b"", body(t.queue_id, 3)[10:]],
+        ),
+        Call(
+            "options",
+            h(json_, ("idempotency-key", "k3")),
+            [body(t.queue_id, 4, ',"business_key":"b\\u00e9","retry":{"max_attempts":3}')],
+        ),
         Call("no token", h(json_, ("idempotency-key", "k4"), token=None), [body(t.queue_id, 5)]),
         Call("bad token", h(json_, ("idempotency-key", "k4"), token="orb_nope"), [b"{}"]),
         Call("two tokens", [*h(json_), (b"authorization", b"Bearer x")], [b"{}"]),
@@ -90,12 +96,21 @@ def calls(t: Tenant) -> list[Call]:
         Call("duplicate key", h(json_, ("idempotency-key", "k4")), [b'{"a":1,"a":1}']),
         Call("bad number", h(json_, ("idempotency-key", "k4")), [b'{"payload":{"x":[1e999]}}']),
         Call("no key", h(json_), [body(t.queue_id, 5)]),
-        Call("two keys", h(json_, ("idempotency-key", "a"), ("idempotency-key", "b")),
-             [body(t.queue_id, 5)]),  # fmt: skip
-        Call("unknown field", h(json_, ("idempotency-key", "k4")),
-             [body(t.queue_id, 5, ',"Handler":"x"')]),  # fmt: skip
-        Call("in the past", h(json_, ("idempotency-key", "k5")),
-             [body(t.queue_id, 6, f',"available_at":"{past}"')]),  # fmt: skip
+        Call(
+            "two keys",
+            h(json_, ("idempotency-key", "a"), ("idempotency-key", "b")),
+            [body(t.queue_id, 5)],
+        ),
+        Call(
+            "unknown field",
+            h(json_, ("idempotency-key", "k4")),
+            [body(t.queue_id, 5, ',"Handler":"x"')],
+        ),
+        Call(
+            "in the past",
+            h(json_, ("idempotency-key", "k5")),
+            [body(t.queue_id, 6, f',"available_at":"{past}"')],
+        ),
         Call("other queue", h(json_, ("idempotency-key", "k6")), [body("0" * 32, 7)]),
         Call("disconnect", h(json_, ("idempotency-key", "k7")), [b'{"queue'], disconnect=True),
         Call("list still routed", h(), [b""], b"queue_id=" + t.queue_id.encode(), "GET"),
@@ -104,14 +119,24 @@ def calls(t: Tenant) -> list[Call]:
 
 async def exchange(app: OrbitApp, call: Call) -> list[dict[str, Any]]:
     """Send `call` to `app`; the ASGI messages it answers with."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": call.method, "scheme": "http", "path": call.path,
-             "raw_path": call.path.encode(), "root_path": "", "query_string": call.query,
-             "headers": call.headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": call.method,
+        "scheme": "http",
+        "path": call.path,
+        "raw_path": call.path.encode(),
+        "root_path": "",
+        "query_string": call.query,
+        "headers": call.headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
     messages: list[dict[str, Any]] = [
         {"type": "http.request", "body": chunk, "more_body": index + 1 < len(call.bodies)}
         for index, chunk in enumerate(call.bodies)
-    ]  # fmt: skip
+    ]
     if call.disconnect:
         messages[-1]["more_body"] = True
         messages.append({"type": "http.disconnect"})
@@ -145,9 +170,12 @@ async def tenant(url: str) -> Tenant:
 
 
 async def run_all(
-    url: str, fast: bool, script: list[Call], monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    fast: bool,
+    script: list[Call],
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-) -> tuple[list[list[dict[str, Any]]], list[str], list[str]]:  # fmt: skip
+) -> tuple[list[list[dict[str, Any]]], list[str], list[str]]:
     """Answers, access lines and request counters of `script` on a fresh app."""
     counter = itertools.count()
     monkeypatch.setattr(secrets, "token_hex", lambda n: f"{next(counter):0{2 * n}x}")  # new_id
@@ -161,9 +189,12 @@ async def run_all(
         metrics = await exchange(app, Call("metrics", [], [b""], method="GET", path="/metrics"))
     finally:
         await db.close()
-    lines = [f"{r.levelname} {r.getMessage()} "
-             + str({k: v for k, v in vars(r).items() if k in ACCESS_FIELDS})
-             for r in caplog.records if r.name == "orbit.api"]  # fmt: skip
+    lines = [
+        f"{r.levelname} {r.getMessage()} "
+        + str({k: v for k, v in vars(r).items() if k in ACCESS_FIELDS})
+        for r in caplog.records
+        if r.name == "orbit.api"
+    ]
     text = metrics[1]["body"].decode()
     counters = [line for line in text.splitlines() if line.startswith("orbit_http_requests_t")]
     return answers, lines, counters
@@ -181,10 +212,12 @@ async def test_fast_submit_answers_byte_for_byte_as_the_route(
     for name in ("fast.db", "slow.db"):
         shutil.copy(seed, tmp_path / name)
     script = calls(made)
-    fast = await run_all(f"sqlite+aiosqlite:///{tmp_path / 'fast.db'}", True, script,
-                         monkeypatch, caplog)  # fmt: skip
-    slow = await run_all(f"sqlite+aiosqlite:///{tmp_path / 'slow.db'}", False, script,
-                         monkeypatch, caplog)  # fmt: skip
+    fast = await run_all(
+        f"sqlite+aiosqlite:///{tmp_path / 'fast.db'}", True, script, monkeypatch, caplog
+    )
+    slow = await run_all(
+        f"sqlite+aiosqlite:///{tmp_path / 'slow.db'}", False, script, monkeypatch, caplog
+    )
     for call, got, expected in zip(script, fast[0], slow[0], strict=True):
         assert got == expected, call.name
     assert fast[1] == slow[1]  # one access line per request, and no error line
@@ -192,7 +225,33 @@ async def test_fast_submit_answers_byte_for_byte_as_the_route(
     assert sum(line.startswith("INFO request ") for line in fast[1]) == len(script)
     assert fast[2] == slow[2]
     statuses = [answer[0]["status"] for answer in fast[0]]
-    assert statuses == [201, 200, 409, 201, 201, 401, 401, 401, 403, 400, 400, 415, 415, 415,
-                        413, 413, 400, 400, 400, 400, 400, 400, 400, 403, 499, 200]  # fmt: skip
+    assert statuses == [
+        201,
+        200,
+        409,
+        201,
+        201,
+        401,
+        401,
+        401,
+        403,
+        400,
+        400,
+        415,
+        415,
+        415,
+        413,
+        413,
+        400,
+        400,
+        400,
+        400,
+        400,
+        400,
+        400,
+        403,
+        499,
+        200,
+    ]
     unauthenticated = dict(fast[0][5][0]["headers"])
     assert unauthenticated[b"www-authenticate"] == b'Bearer realm="orbit"'

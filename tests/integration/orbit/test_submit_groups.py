@@ -33,9 +33,12 @@ pytestmark = [pytest.mark.integration]
 
 def request(queue_id: str, n: int, available_at: str | None = None) -> SubmitRequest:
     extra = f',"available_at":"{available_at}"' if available_at else ""
-    return parse_submit(read_json_text(
-        f'{{"queue_id":"{queue_id}","handler":"h","handler_version":"v1",'
-        f'"payload_version":"v1","payload":{{"n":{n}}}{extra}}}'))  # fmt: skip
+    return parse_submit(
+        read_json_text(
+            f'{{"queue_id":"{queue_id}","handler":"h","handler_version":"v1",'
+            f'"payload_version":"v1","payload":{{"n":{n}}}{extra}}}'
+        )
+    )
 
 
 async def counts(db: Database, namespace_id: str) -> list[int]:
@@ -44,9 +47,12 @@ async def counts(db: Database, namespace_id: str) -> list[int]:
         for table in (tasks, idempotency_records, audit_log):
             query = sa.select(sa.func.count()).where(table.c.namespace_id == namespace_id)
             found.append((await conn.execute(query)).scalar_one())
-        query = sa.select(sa.func.count()).select_from(task_events.join(
-            tasks, tasks.c.id == task_events.c.task_id)).where(tasks.c.namespace_id == namespace_id)
-        found.append((await conn.execute(query)).scalar_one())  # fmt: skip
+        query = (
+            sa.select(sa.func.count())
+            .select_from(task_events.join(tasks, tasks.c.id == task_events.c.task_id))
+            .where(tasks.c.namespace_id == namespace_id)
+        )
+        found.append((await conn.execute(query)).scalar_one())
     return found
 
 
@@ -58,10 +64,14 @@ async def test_o_sub_1_concurrent_mixed_submits_are_each_decided_alone(db: Datab
     ops = Operations(db)
     principal = await ops.authenticate(made.token)
     past = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    calls = [ops.submit(principal, request(made.queue_id, i), f"k{i}", secrets.token_hex(16))
-             for i in range(40)]  # fmt: skip
-    calls += [ops.submit(principal, request(made.queue_id, 7), "same", secrets.token_hex(16))
-              for _ in range(12)]  # fmt: skip
+    calls = [
+        ops.submit(principal, request(made.queue_id, i), f"k{i}", secrets.token_hex(16))
+        for i in range(40)
+    ]
+    calls += [
+        ops.submit(principal, request(made.queue_id, 7), "same", secrets.token_hex(16))
+        for _ in range(12)
+    ]
     calls.append(ops.submit(principal, request(made.queue_id, 8), "same", secrets.token_hex(16)))
     calls.append(ops.submit(principal, request(made.queue_id, 9, past), "late", "0" * 32))
     outcomes = await asyncio.gather(*calls, return_exceptions=True)
@@ -134,8 +144,9 @@ async def test_o_sub_4_a_key_taken_by_another_transaction_sends_the_group_alone(
 
     async def other() -> None:
         async with db.write() as conn:
-            await idempotency.insert(conn, scope, receipt.digest, "f" * 32, receipt,
-                                     await db.now(conn))  # fmt: skip
+            await idempotency.insert(
+                conn, scope, receipt.digest, "f" * 32, receipt, await db.now(conn)
+            )
             holding.set()
             await go.wait()
 
@@ -161,10 +172,10 @@ async def test_o_api_1_cached_tokens_still_expire_at_their_instant(db: Database)
     made = await Admin(db).init(f"cache-{secrets.token_hex(4)}", "q")
     admin = Admin(db)
     expires = datetime.now(UTC) + timedelta(seconds=1)
-    expiring = await admin.create_token(made.namespace_id, [Permission.READ], [made.queue_id],
-                                        expires)  # fmt: skip
-    revoked = await admin.create_token(made.namespace_id, [Permission.READ], [made.queue_id],
-                                       None)  # fmt: skip
+    expiring = await admin.create_token(
+        made.namespace_id, [Permission.READ], [made.queue_id], expires
+    )
+    revoked = await admin.create_token(made.namespace_id, [Permission.READ], [made.queue_id], None)
     ops = Operations(db, token_cache=TokenCache(ttl_s=1.5))
     await ops.authenticate(expiring.token)
     await ops.authenticate(revoked.token)
@@ -189,12 +200,16 @@ async def test_o_sub_4_large_payloads_stay_in_bounded_groups(db: Database) -> No
     blob = "x" * 200_000
 
     def large(n: int) -> SubmitRequest:
-        return parse_submit(read_json_text(
-            f'{{"queue_id":"{made.queue_id}","handler":"h","handler_version":"v1",'
-            f'"payload_version":"v1","payload":{{"n":{n},"blob":"{blob}"}}}}'))  # fmt: skip
+        return parse_submit(
+            read_json_text(
+                f'{{"queue_id":"{made.queue_id}","handler":"h","handler_version":"v1",'
+                f'"payload_version":"v1","payload":{{"n":{n},"blob":"{blob}"}}}}'
+            )
+        )
 
-    receipts = await asyncio.gather(*(ops.submit(principal, large(n), f"big-{n}", "0" * 32)
-                                      for n in range(24)))  # fmt: skip
+    receipts = await asyncio.gather(
+        *(ops.submit(principal, large(n), f"big-{n}", "0" * 32) for n in range(24))
+    )
     assert all(receipt.status == 201 for receipt in receipts)
     assert ops.groups is not None and ops.groups.fallbacks == 0
     assert ops.groups.commit.groups >= 2  # 24 x 200 KB does not fit one 4 MiB group
@@ -209,16 +224,20 @@ async def test_clock_and_known_keys_in_one_lookup(db: Database) -> None:
     other = await Admin(db).init(f"clock-{secrets.token_hex(4)}", "q")
     ops = Operations(db)
     principal = await ops.authenticate(made.token)
-    stored = [await ops.submit(principal, request(made.queue_id, n), f"c{n}", "0" * 32)
-              for n in range(3)]  # fmt: skip
+    stored = [
+        await ops.submit(principal, request(made.queue_id, n), f"c{n}", "0" * 32) for n in range(3)
+    ]
     scope = Scope(made.namespace_id, OPERATION, "", "c0")
     cases = [
-        [scope, Scope(made.namespace_id, OPERATION, "", "c2"),
-         Scope(made.namespace_id, OPERATION, "", "unknown")],
+        [
+            scope,
+            Scope(made.namespace_id, OPERATION, "", "c2"),
+            Scope(made.namespace_id, OPERATION, "", "unknown"),
+        ],
         [Scope(other.namespace_id, OPERATION, "", "c1")],  # the key, but not its namespace
         [Scope(made.namespace_id, OPERATION, "", "none-known")],
         [scope],
-    ]  # fmt: skip
+    ]
     for scopes in cases:
         async with db.hot_write() as conn:
             before = await db.now(conn)
@@ -229,5 +248,7 @@ async def test_clock_and_known_keys_in_one_lookup(db: Database) -> None:
         assert now.tzinfo is not None and before <= now <= after
     async with db.hot_write() as conn:
         _, found = await idempotency.now_and_find_many(db, conn, OPERATION, "", cases[0][:2])
-    assert [found[s].receipt_text for s in cases[0][:2]] == [stored[0].task_text,
-                                                              stored[2].task_text]  # fmt: skip
+    assert [found[s].receipt_text for s in cases[0][:2]] == [
+        stored[0].task_text,
+        stored[2].task_text,
+    ]

@@ -75,15 +75,25 @@ async def http(revoke_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 def revoke(db_url: str, token_id: str) -> None:
     """`orbit token revoke`, the operator's command."""
-    command = [sys.executable, "-m", "agentcall.orbit", "token", "revoke", "--database", db_url,
-               "--token-id", token_id]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "agentcall.orbit",
+        "token",
+        "revoke",
+        "--database",
+        db_url,
+        "--token-id",
+        token_id,
+    ]
     subprocess.run(command, check=True, capture_output=True, timeout=60)
 
 
 async def revoked_at(tenant: Tenant, token_id: str) -> datetime:
     async with tenant.db.read() as conn:
-        found = (await conn.execute(sa.select(tokens.c.revoked_at)
-                                    .where(tokens.c.id == token_id))).scalar_one()  # fmt: skip
+        found = (
+            await conn.execute(sa.select(tokens.c.revoked_at).where(tokens.c.id == token_id))
+        ).scalar_one()
     assert isinstance(found, datetime)
     return found
 
@@ -124,8 +134,9 @@ async def test_revoked_token_ends_an_idle_worker_session(
 ) -> None:
     """An idle worker sends no heartbeat: the server's own check ends its session."""
     token_id, secret = await tenant.token_for([Permission.WORK])
-    proc = WorkerProcess(tenant.base_url, secret, [tenant.queue_id], tmp_path / "idle.log",
-                         name="idle")  # fmt: skip
+    proc = WorkerProcess(
+        tenant.base_url, secret, [tenant.queue_id], tmp_path / "idle.log", name="idle"
+    )
     with workers(proc):
         await proc.connected()
         first = await submit(http, tenant)
@@ -145,14 +156,21 @@ async def test_revoked_token_ends_a_busy_worker_session(
     """A worker kept busy with short tasks: its session ends within the bound, and no lease
     is granted on the token later than one check interval after the revocation."""
     token_id, secret = await tenant.token_for([Permission.WORK])
-    proc = WorkerProcess(tenant.base_url, secret, [tenant.queue_id], tmp_path / "busy.log",
-                         name="busy", concurrency=4)  # fmt: skip
+    proc = WorkerProcess(
+        tenant.base_url,
+        secret,
+        [tenant.queue_id],
+        tmp_path / "busy.log",
+        name="busy",
+        concurrency=4,
+    )
     submitted: list[str] = []
 
     async def feed() -> None:
         while True:
-            submitted.append(await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                                          payload={"sleep_ms": 50}))  # fmt: skip
+            submitted.append(
+                await submit(http, tenant, recovery_safety="IDEMPOTENT", payload={"sleep_ms": 50})
+            )
             await asyncio.sleep(0.02)
 
     with workers(proc):
@@ -166,8 +184,9 @@ async def test_revoked_token_ends_a_busy_worker_session(
         finally:
             feeder.cancel()
         when = await revoked_at(tenant, token_id)
-        await no_lease_after(http, tenant, submitted, "busy",
-                             when + timedelta(seconds=CHECK_MS / 1000 + 0.5))  # fmt: skip
+        await no_lease_after(
+            http, tenant, submitted, "busy", when + timedelta(seconds=CHECK_MS / 1000 + 0.5)
+        )
         done = [(await get_task(http, tenant, t))["state"] for t in submitted[:5]]
         assert "SUCCEEDED" in done  # it was really working before the revocation
 
@@ -178,8 +197,9 @@ async def test_expired_token_ends_an_idle_worker_session_at_its_expiry(
     """Expiry too: the watch wakes at the token's `expires_at`, without any heartbeat."""
     expires = datetime.now(UTC) + timedelta(seconds=4)
     _, secret = await tenant.token_for([Permission.WORK], expires_at=expires)
-    proc = WorkerProcess(tenant.base_url, secret, [tenant.queue_id], tmp_path / "exp.log",
-                         name="expiring")  # fmt: skip
+    proc = WorkerProcess(
+        tenant.base_url, secret, [tenant.queue_id], tmp_path / "exp.log", name="expiring"
+    )
     with workers(proc):
         await proc.connected()
         stopped = await stopped_by_token(proc)

@@ -92,8 +92,9 @@ async def test_the_loop_ends_a_session_at_its_token_expiry(db: Database) -> None
     admin = Admin(db)
     made = await admin.init("expiry" + os.urandom(4).hex(), "main")
     expires = datetime.now(UTC) + timedelta(seconds=1.5)
-    issued = await admin.create_token(made.namespace_id, [Permission.WORK], [made.queue_id],
-                                      expires)  # fmt: skip
+    issued = await admin.create_token(
+        made.namespace_id, [Permission.WORK], [made.queue_id], expires
+    )
     watch = TokenWatch(db, 60)  # the interval alone would wait a minute
     session = Session()
     watch.start()

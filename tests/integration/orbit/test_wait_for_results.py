@@ -47,16 +47,20 @@ async def test_client_wait_returns_within_50_ms_of_completion(
     load_at_start = os.getloadavg()[0]
     with execution_server(db_url, tmp_path / "serve.log") as base:
         tenant = await Tenant.create(db, base)
-        worker = WorkerProcess(base, tenant.token, [tenant.queue_id], tmp_path / "w.log",
-                               concurrency=8)  # fmt: skip
+        worker = WorkerProcess(
+            base, tenant.token, [tenant.queue_id], tmp_path / "w.log", concurrency=8
+        )
         try:
             await worker.connected()
-            async with httpx.AsyncClient(base_url=base, timeout=30) as http, \
-                    AsyncClient(base, tenant.token) as client:  # fmt: skip
+            async with (
+                httpx.AsyncClient(base_url=base, timeout=30) as http,
+                AsyncClient(base, tenant.token) as client,
+            ):
                 warm = await submit(http, tenant, payload={"sleep_ms": 50})
                 await client.wait(warm, timeout=20)  # first use of every path: not measured
-                ids = [await submit(http, tenant, payload={"sleep_ms": 400 + 50 * i})
-                       for i in range(8)]  # fmt: skip
+                ids = [
+                    await submit(http, tenant, payload={"sleep_ms": 400 + 50 * i}) for i in range(8)
+                ]
 
                 async def wait(task_id: str) -> float:
                     task = await client.wait(task_id, timeout=20)
@@ -69,9 +73,11 @@ async def test_client_wait_returns_within_50_ms_of_completion(
             worker.close()
     load = max(load_at_start, os.getloadavg()[0])
     quiet = load < QUIET_LOAD
-    print(f"client.wait after completion: median {1000 * statistics.median(lags):.1f} ms, "
-          f"max {1000 * max(lags):.1f} ms, load average {load:.1f} "
-          f"({'quiet: every wait within 50 ms' if quiet else 'loaded: max within 250 ms'})")
+    print(
+        f"client.wait after completion: median {1000 * statistics.median(lags):.1f} ms, "
+        f"max {1000 * max(lags):.1f} ms, load average {load:.1f} "
+        f"({'quiet: every wait within 50 ms' if quiet else 'loaded: max within 250 ms'})"
+    )
     # completed_at is read when the finishing transaction starts: the lag includes its
     # statements and durable commit (several round trips to MariaDB), the wake-up, one read of
     # the task and the HTTP answer; measured step by step in docs/orbit/console.md. Each round
@@ -86,8 +92,9 @@ async def test_client_wait_returns_within_50_ms_of_completion(
 
 async def _batch_of_100(http: httpx.AsyncClient, tenant: Tenant) -> list[str]:
     body = {"tasks": [task_body(tenant) for _ in range(100)]}
-    answer = await http.post("/v1/tasks:batch", json=body,
-                             headers=tenant.headers(key=secrets.token_hex(8)))  # fmt: skip
+    answer = await http.post(
+        "/v1/tasks:batch", json=body, headers=tenant.headers(key=secrets.token_hex(8))
+    )
     assert answer.status_code == 201, answer.text
     return [item["task_id"] for item in answer.json()["data"]["items"]]
 
@@ -98,9 +105,15 @@ async def _in_process(db: Database) -> AsyncIterator[tuple[str, Any]]:
     protocol); starting and stopping are bounded, and the database is closed in any case."""
     app = create_app(db)
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=1,
-                            http=CoalescingHttpToolsProtocol)  # fmt: skip
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+        http=CoalescingHttpToolsProtocol,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -134,15 +147,19 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
     async with _in_process(db) as (base, inspection):
         made = await Admin(db).init(f"w-{secrets.token_hex(6)}", "main")
         tenant = Tenant(db, base, made.namespace_id, made.queue_id, made.token)
-        async with httpx.AsyncClient(base_url=base, timeout=30,
-                                     limits=httpx.Limits(max_connections=250)) as http:  # fmt: skip
+        async with httpx.AsyncClient(
+            base_url=base, timeout=30, limits=httpx.Limits(max_connections=250)
+        ) as http:
             ids = [task_id for _ in range(2) for task_id in await _batch_of_100(http, tenant)]
             quiet = time.monotonic()
             await asyncio.sleep(3.0)  # the same window without waiters: the upkeep loops only
             idle = len([t for t in queries if t >= quiet])
-            polls = [asyncio.create_task(http.get(f"/v1/tasks/{task_id}?wait_ms=60000",
-                                                  headers=tenant.headers()))
-                     for task_id in ids]  # fmt: skip
+            polls = [
+                asyncio.create_task(
+                    http.get(f"/v1/tasks/{task_id}?wait_ms=60000", headers=tenant.headers())
+                )
+                for task_id in ids
+            ]
             deadline = time.monotonic() + 60
             while inspection.waiters.waiting < 200 and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
@@ -162,8 +179,10 @@ async def test_200_waiters_add_no_database_queries_per_waiter(db_url: str) -> No
         event.remove(engine, "before_cursor_execute", count)
     assert still == 200  # nobody's wait ended early
     added = len(window) - idle
-    print(f"3 s without waiters: {idle} queries; 3 s with 200 waiters: {len(window)} "
-          f"({checks} shared checks): {added / 3.0 / 200:.4f} added per waiter per second")
+    print(
+        f"3 s without waiters: {idle} queries; 3 s with 200 waiters: {len(window)} "
+        f"({checks} shared checks): {added / 3.0 / 200:.4f} added per waiter per second"
+    )
     # the shared check names all 200 tasks in one query (with its BEGIN and COMMIT on
     # SQLite), about once a second; the upkeep loops run their own queries whoever waits (the
     # window without waiters counts them, give or take one of their rounds)
@@ -185,8 +204,19 @@ async def test_sigterm_answers_waiting_long_polls_and_stops_at_once(
     read) as the stop begins, and `orbit serve` exits well within its 10 s graceful timeout
     instead of holding on for them and then cancelling them mid-query."""
     port = free_port()
-    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
-               "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "agentcall.orbit",
+        "serve",
+        "--database",
+        db_url,
+        "--port",
+        str(port),
+        "--log-format",
+        "json",
+        "--no-access-log",
+    ]
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -194,12 +224,17 @@ async def test_sigterm_answers_waiting_long_polls_and_stops_at_once(
     try:
         _wait_healthy(base, process, log_path)
         tenant = await Tenant.create(db, base)
-        async with httpx.AsyncClient(base_url=base, timeout=30,
-                                     limits=httpx.Limits(max_connections=150)) as http:  # fmt: skip
+        async with httpx.AsyncClient(
+            base_url=base, timeout=30, limits=httpx.Limits(max_connections=150)
+        ) as http:
             ids = await _batch_of_100(http, tenant)
-            polls = [asyncio.create_task(http.get(f"/v1/tasks/{task_id}?wait_ms=60000",
-                                                  headers=tenant.headers()))
-                     for task_id in ids]  # fmt: skip
+            polls = [
+                asyncio.create_task(
+                    http.get(f"/v1/tasks/{task_id}?wait_ms=60000", headers=tenant.headers())
+                )
+                for task_id in ids
+            ]
+
             async def all_waiting() -> bool:
                 metrics = (await http.get("/metrics")).text
                 return "\norbit_result_waiters 100.0" in metrics
@@ -216,8 +251,10 @@ async def test_sigterm_answers_waiting_long_polls_and_stops_at_once(
         if process.poll() is None:
             process.kill()
             process.wait()
-    print(f"SIGTERM with 100 long-polls: answered after {answered:.2f} s, exit after "
-          f"{exited:.2f} s (load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"SIGTERM with 100 long-polls: answered after {answered:.2f} s, exit after "
+        f"{exited:.2f} s (load average {os.getloadavg()[0]:.1f})"
+    )
     assert [a.status_code for a in answers] == [200] * 100
     assert {a.json()["data"]["state"] for a in answers} == {"WAITING"}
     # uvicorn re-raises the signal it handled once its graceful stop is done

@@ -61,10 +61,17 @@ async def http(exec_url: str) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def worker(tenant: Tenant, tmp_path: Path, name: str = "w", url: str | None = None,
-           **options: Any) -> WorkerProcess:  # fmt: skip
-    return WorkerProcess(url or tenant.base_url, tenant.token, [tenant.queue_id],
-                         tmp_path / f"{name}.log", name=name, **options)  # fmt: skip
+def worker(
+    tenant: Tenant, tmp_path: Path, name: str = "w", url: str | None = None, **options: Any
+) -> WorkerProcess:
+    return WorkerProcess(
+        url or tenant.base_url,
+        tenant.token,
+        [tenant.queue_id],
+        tmp_path / f"{name}.log",
+        name=name,
+        **options,
+    )
 
 
 async def test_happy_path_mixed_outcomes_o_state_1(
@@ -77,18 +84,26 @@ async def test_happy_path_mixed_outcomes_o_state_1(
         ids = {
             "ok": await submit(http, tenant, payload={"echo": 9007199254740993, "evidence": True}),
             "sync": await submit(http, tenant, handler="demo.sync", payload={"echo": 1.10}),
-            "retry": await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                                  retry={"max_attempts": 3, "initial_delay_ms": 1},
-                                  payload={"outcome": "retryable", "succeed_from_attempt": 2}),
+            "retry": await submit(
+                http,
+                tenant,
+                recovery_safety="IDEMPOTENT",
+                retry={"max_attempts": 3, "initial_delay_ms": 1},
+                payload={"outcome": "retryable", "succeed_from_attempt": 2},
+            ),
             "fatal": await submit(http, tenant, payload={"outcome": "fatal"}),
             "review": await submit(http, tenant, payload={"outcome": "review"}),
             "crash": await submit(http, tenant, payload={"outcome": "crash"}),
-        }  # fmt: skip
+        }
         final = {k: await wait_state(http, tenant, v, TERMINAL) for k, v in ids.items()}
     assert {k: v["state"] for k, v in final.items()} == {
-        "ok": "SUCCEEDED", "sync": "SUCCEEDED", "retry": "SUCCEEDED", "fatal": "FAILED",
-        "review": "NEEDS_REVIEW", "crash": "FAILED",
-    }  # fmt: skip
+        "ok": "SUCCEEDED",
+        "sync": "SUCCEEDED",
+        "retry": "SUCCEEDED",
+        "fatal": "FAILED",
+        "review": "NEEDS_REVIEW",
+        "crash": "FAILED",
+    }
     ok = await http.get(f"/v1/tasks/{ids['ok']}", headers=tenant.headers())
     assert '"echo":9007199254740993' in ok.text and '"exact":1.10' in ok.text
     sync = await http.get(f"/v1/tasks/{ids['sync']}", headers=tenant.headers())
@@ -96,7 +111,10 @@ async def test_happy_path_mixed_outcomes_o_state_1(
     assert final["retry"]["attempt_count"] == 2 and final["retry"]["revision"] == "7"
     assert final["fatal"]["error"]["code"] == "HANDLER_FAILED"
     assert final["fatal"]["attempt_error"] == {
-        "code": "bad_input", "message": "the input cannot be processed", "retryable": False}
+        "code": "bad_input",
+        "message": "the input cannot be processed",
+        "retryable": False,
+    }
     # an unexpected exception of a RECONCILE_ONLY task is not retried
     assert final["crash"]["attempt_error"]["retryable"] is False
     history = await attempts(http, tenant, ids["retry"])
@@ -120,11 +138,16 @@ async def test_sigkill_mid_running_reconcile_only_goes_to_review_idempotent_is_r
     victim = worker(tenant, tmp_path, "victim")
     with workers(victim):
         await victim.connected()
-        charge = await submit(http, tenant, handler="demo.charge",
-                              payload={"sleep_ms": 60_000, "amount": 12.5})  # fmt: skip
-        convert = await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                               retry={"max_attempts": 2, "initial_delay_ms": 1},
-                               payload={"sleep_ms": 60_000, "fast_from_attempt": 2})  # fmt: skip
+        charge = await submit(
+            http, tenant, handler="demo.charge", payload={"sleep_ms": 60_000, "amount": 12.5}
+        )
+        convert = await submit(
+            http,
+            tenant,
+            recovery_safety="IDEMPOTENT",
+            retry={"max_attempts": 2, "initial_delay_ms": 1},
+            payload={"sleep_ms": 60_000, "fast_from_attempt": 2},
+        )
         for task_id in (charge, convert):
             await wait_state(http, tenant, task_id, {"RUNNING"})
 
@@ -146,7 +169,8 @@ async def test_sigkill_mid_running_reconcile_only_goes_to_review_idempotent_is_r
     assert still["state"] == "NEEDS_REVIEW"  # the rescuer never re-ran the charge
     lost = await attempts(http, tenant, charge)
     assert [(a["state"], a["end_reason"], a["evidence_count"]) for a in lost] == [
-        ("LOST", "LEASE_EXPIRED", 1)]
+        ("LOST", "LEASE_EXPIRED", 1)
+    ]
 
 
 async def test_stale_worker_after_reconnect_is_fenced(
@@ -159,9 +183,13 @@ async def test_stale_worker_after_reconnect_is_fenced(
     stale = worker(tenant, tmp_path, "stale", url=proxy.url, concurrency=1)
     with workers(stale):
         await stale.connected()
-        task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                               retry={"max_attempts": 2, "initial_delay_ms": 1},
-                               payload={"sleep_ms": 20_000, "fast_from_attempt": 2})  # fmt: skip
+        task_id = await submit(
+            http,
+            tenant,
+            recovery_safety="IDEMPOTENT",
+            retry={"max_attempts": 2, "initial_delay_ms": 1},
+            payload={"sleep_ms": 20_000, "fast_from_attempt": 2},
+        )
         await wait_state(http, tenant, task_id, {"RUNNING"})
         with workers(worker(tenant, tmp_path, "fresh")) as (fresh,):
             await fresh.connected()
@@ -207,8 +235,9 @@ async def test_attempt_timeout(tenant: Tenant, http: httpx.AsyncClient, tmp_path
         await proc.connected()
         timeout = {"max_attempts": 1, "attempt_timeout_ms": 800}
         recon = await submit(http, tenant, retry=timeout, payload={"sleep_ms": 30_000})
-        idem = await submit(http, tenant, retry=timeout, recovery_safety="IDEMPOTENT",
-                            payload={"sleep_ms": 30_000})  # fmt: skip
+        idem = await submit(
+            http, tenant, retry=timeout, recovery_safety="IDEMPOTENT", payload={"sleep_ms": 30_000}
+        )
         review = await wait_state(http, tenant, recon, TERMINAL)
         failed = await wait_state(http, tenant, idem, TERMINAL)
     assert (review["state"], review["error"]["code"]) == ("NEEDS_REVIEW", "ATTEMPT_TIMED_OUT")
@@ -224,8 +253,9 @@ async def test_deadlines_and_unserved_versions(
     handler version nobody serves stays WAITING while served work completes."""
     unserved = await submit(http, tenant, handler_version="v9")
     late_start = await submit(http, tenant, handler_version="v9", start_deadline_at=in_seconds(1))
-    late_task = await submit(http, tenant, handler_version="v9", task_timeout_ms=1200,
-                             retry={"attempt_timeout_ms": 1000})  # fmt: skip
+    late_task = await submit(
+        http, tenant, handler_version="v9", task_timeout_ms=1200, retry={"attempt_timeout_ms": 1000}
+    )
     with workers(worker(tenant, tmp_path)) as (proc,):
         await proc.connected()
         served = await submit(http, tenant)
@@ -248,8 +278,9 @@ async def test_running_at_task_deadline(
         await proc.connected()
         short = {"task_timeout_ms": 1500, "retry": {"max_attempts": 3, "attempt_timeout_ms": 1500}}
         recon = await submit(http, tenant, payload={"sleep_ms": 30_000}, **short)
-        idem = await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                            payload={"sleep_ms": 30_000}, **short)  # fmt: skip
+        idem = await submit(
+            http, tenant, recovery_safety="IDEMPOTENT", payload={"sleep_ms": 30_000}, **short
+        )
         review = await wait_state(http, tenant, recon, TERMINAL)
         failed = await wait_state(http, tenant, idem, TERMINAL)
     assert (review["state"], review["error"]["code"]) == ("NEEDS_REVIEW", "ATTEMPT_TIMED_OUT")

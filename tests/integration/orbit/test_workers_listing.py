@@ -28,8 +28,21 @@ from tests.integration.orbit.workers_harness import (
 )
 
 pytestmark = pytest.mark.integration
-FIELDS = {"connection_id", "server", "name", "instance_id", "sdk", "host", "pid", "queues",
-          "handlers", "slots", "in_flight", "connected_at", "last_heartbeat_at"}  # fmt: skip
+FIELDS = {
+    "connection_id",
+    "server",
+    "name",
+    "instance_id",
+    "sdk",
+    "host",
+    "pid",
+    "queues",
+    "handlers",
+    "slots",
+    "in_flight",
+    "connected_at",
+    "last_heartbeat_at",
+}
 
 
 async def _listed(http: httpx.AsyncClient, base: str, tenant: Tenant) -> dict[str, Any]:
@@ -38,8 +51,9 @@ async def _listed(http: httpx.AsyncClient, base: str, tenant: Tenant) -> dict[st
     return {item["name"]: item for item in answer.json()["data"]["items"]}
 
 
-async def _until_listed(http: httpx.AsyncClient, base: str, tenant: Tenant, what: str,
-                        check: Any, timeout: float = 10) -> dict[str, Any]:  # fmt: skip
+async def _until_listed(
+    http: httpx.AsyncClient, base: str, tenant: Tenant, what: str, check: Any, timeout: float = 10
+) -> dict[str, Any]:
     found: dict[str, Any] = {}
 
     async def ok() -> bool:
@@ -77,12 +91,14 @@ async def test_every_server_lists_the_workers_of_every_server(
 ) -> None:
     fleet, url = two
     a, b = fleet.urls
-    async with tenant_of(url, a) as tenant, httpx.AsyncClient(timeout=10) as http, \
-            httpx.AsyncClient(base_url=a, timeout=10) as http_a:  # fmt: skip
+    async with (
+        tenant_of(url, a) as tenant,
+        httpx.AsyncClient(timeout=10) as http,
+        httpx.AsyncClient(base_url=a, timeout=10) as http_a,
+    ):
         slow = await tenant.queue("slow")
         both_queues = [tenant.queue_id, slow]
-        tenant.token = (await tenant.token_for(list(Permission),
-                                               both_queues))[1]  # fmt: skip
+        tenant.token = (await tenant.token_for(list(Permission), both_queues))[1]
         on_a = WorkerProcess(a, tenant.token, [tenant.queue_id], tmp_path / "a.log", name="on-a")
         on_b = WorkerProcess(b, tenant.token, [slow], tmp_path / "b.log", name="on-b")
         with workers(on_a, on_b):
@@ -98,9 +114,10 @@ async def test_every_server_lists_the_workers_of_every_server(
                 assert found["on-b"]["queues"] == [slow] and found["on-b"]["pid"] == on_b.pid
             assert from_a["on-a"]["server"] == from_b["on-a"]["server"]
             assert from_a["on-a"]["server"] != from_a["on-b"]["server"]
-            assert from_a["on-b"] == from_b["on-b"] | {"in_flight": from_a["on-b"]["in_flight"],
-                                                       "last_heartbeat_at": from_a["on-b"][
-                                                           "last_heartbeat_at"]}  # fmt: skip
+            assert from_a["on-b"] == from_b["on-b"] | {
+                "in_flight": from_a["on-b"]["in_flight"],
+                "last_heartbeat_at": from_a["on-b"]["last_heartbeat_at"],
+            }
             # work running on B's worker shows in A's listing within a round or two
             tenant.queue_id = slow
             await submit(http_a, tenant, payload={"sleep_ms": 6000})

@@ -66,8 +66,12 @@ def ws_url(base: str) -> str:
 
 async def close_code(base: str, token: str, first: str | None, protocol: bool = True) -> int:
     protocols = ["orbit.worker.v1"] if protocol else None
-    async with connect(ws_url(base), additional_headers={"Authorization": f"Bearer {token}"},
-                       subprotocols=protocols, proxy=None) as ws:  # type: ignore[arg-type]
+    async with connect(
+        ws_url(base),
+        additional_headers={"Authorization": f"Bearer {token}"},
+        subprotocols=protocols,
+        proxy=None,
+    ) as ws:  # type: ignore[arg-type]
         if first is not None:
             await ws.send(first)
         with pytest.raises(ConnectionClosed):
@@ -78,17 +82,25 @@ async def close_code(base: str, token: str, first: str | None, protocol: bool = 
 
 
 def hello(queues: list[str]) -> str:
-    return json.dumps({"type": "hello", "protocol": "orbit.worker.v1",
-                       "worker": {"name": "x", "instance_id": "a" * 32}, "queues": queues,
-                       "handlers": [{"handler": "demo.work", "handler_version": "v1"}],
-                       "capacity": 1})  # fmt: skip
+    return json.dumps(
+        {
+            "type": "hello",
+            "protocol": "orbit.worker.v1",
+            "worker": {"name": "x", "instance_id": "a" * 32},
+            "queues": queues,
+            "handlers": [{"handler": "demo.work", "handler_version": "v1"}],
+            "capacity": 1,
+        }
+    )
 
 
 async def test_handshake_refusals_o_api_1(tenant: Tenant, proto_url: str) -> None:
     """401 for an unknown token, 403 without tasks:work (before the upgrade); a queue outside
     the token's scope closes with 4403; no subprotocol 4426; a bad first message 4400."""
-    for token, status in (("orb_not-a-token", 401),
-                          ((await tenant.token_for([Permission.SUBMIT]))[1], 403)):  # fmt: skip
+    for token, status in (
+        ("orb_not-a-token", 401),
+        ((await tenant.token_for([Permission.SUBMIT]))[1], 403),
+    ):
         with pytest.raises(InvalidStatus) as refused:
             auth = {"Authorization": f"Bearer {token}"}
             async with connect(ws_url(proto_url), proxy=None, additional_headers=auth):
@@ -108,13 +120,15 @@ async def test_capacity_is_respected_and_queues_are_served_fairly(
     tenant: Tenant, http: httpx.AsyncClient
 ) -> None:
     second = await tenant.queue()
-    _, token = await tenant.token_for([Permission.WORK, Permission.SUBMIT],
-                                      [tenant.queue_id, second])  # fmt: skip
+    _, token = await tenant.token_for(
+        [Permission.WORK, Permission.SUBMIT], [tenant.queue_id, second]
+    )
     for queue in (tenant.queue_id, second):
         for _ in range(3):
             await submit(http, tenant, token, queue_id=queue, payload={"n": 1})
-    worker, _ = await RawWorker.connect(tenant.base_url, token, [tenant.queue_id, second],
-                                        capacity=2)  # fmt: skip
+    worker, _ = await RawWorker.connect(
+        tenant.base_url, token, [tenant.queue_id, second], capacity=2
+    )
     try:
         leases = [await worker.next("lease"), await worker.next("lease")]
         assert {lease["task"]["queue_id"] for lease in leases} == {tenant.queue_id, second}
@@ -122,8 +136,9 @@ async def test_capacity_is_respected_and_queues_are_served_fairly(
             await worker.next("lease", timeout=0.7)  # credit 2 is used up
         first = ref(leases[0])
         assert (await worker.request({"type": "started", **first}))["ok"]
-        done = await worker.request({"type": "result", **first, "outcome": "succeeded",
-                                     "result": {"ok": True}})  # fmt: skip
+        done = await worker.request(
+            {"type": "result", **first, "outcome": "succeeded", "result": {"ok": True}}
+        )
         assert done["ok"] and done["task_state"] == "SUCCEEDED"
         third = await worker.next("lease")  # the freed slot is refilled at once
         assert third["task"]["id"] not in {lease["task"]["id"] for lease in leases}
@@ -157,10 +172,17 @@ async def test_acks_are_idempotent_and_fenced_by_the_lease_token(
         first = await worker.request(result)
         resent = await worker.request(result)
         other = await worker.request({**result, "result": {"n": 2}})
-        invalid = await worker.request({"type": "result", **mine, "outcome": "cancelled",
-                                        "error": {"code": "x", "message": "y"}})  # fmt: skip
-        unknown = await worker.request({"type": "started", "attempt_id": "e" * 32,
-                                        "lease_token": "e" * 32})  # fmt: skip
+        invalid = await worker.request(
+            {
+                "type": "result",
+                **mine,
+                "outcome": "cancelled",
+                "error": {"code": "x", "message": "y"},
+            }
+        )
+        unknown = await worker.request(
+            {"type": "started", "attempt_id": "e" * 32, "lease_token": "e" * 32}
+        )
     finally:
         await worker.close()
     assert first["ok"] and first["duplicate"] is False and first["task_state"] == "SUCCEEDED"
@@ -193,7 +215,10 @@ async def test_start_after_the_start_deadline_fails_without_running(
     assert refused["ok"] is False and refused["error"]["code"] == "START_DEADLINE_EXCEEDED"
     task = await get_task(http, tenant, task_id)
     assert (task["state"], task["error"]["code"], task["attempt_count"]) == (
-        "FAILED", "START_DEADLINE_EXCEEDED", 0)
+        "FAILED",
+        "START_DEADLINE_EXCEEDED",
+        0,
+    )
     history = await attempts(http, tenant, task_id)
     assert [(a["state"], "started_at" in a) for a in history] == [("EXPIRED", False)]
 
@@ -217,17 +242,25 @@ async def test_release_before_start_requeues_without_using_budget(
 
 
 async def _failing_task(tenant: Tenant, http: httpx.AsyncClient, tries: int) -> str:
-    task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                           retry={"max_attempts": tries, "initial_delay_ms": 1})  # fmt: skip
-    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id],
-                                        capacity=1)  # fmt: skip
+    task_id = await submit(
+        http,
+        tenant,
+        recovery_safety="IDEMPOTENT",
+        retry={"max_attempts": tries, "initial_delay_ms": 1},
+    )
+    worker, _ = await RawWorker.connect(
+        tenant.base_url, tenant.token, [tenant.queue_id], capacity=1
+    )
     try:
         for _ in range(tries):
             mine = ref(await worker.next("lease"))
             assert (await worker.request({"type": "started", **mine}))["ok"]
             error = {"code": "flaky", "message": "try again", "retryable": True}
-            assert (await worker.request({"type": "result", **mine, "outcome": "failed",
-                                          "error": error}))["ok"]  # fmt: skip
+            assert (
+                await worker.request(
+                    {"type": "result", **mine, "outcome": "failed", "error": error}
+                )
+            )["ok"]
     finally:
         await worker.close()
     await wait_state(http, tenant, task_id, {"FAILED"})
@@ -239,8 +272,9 @@ async def test_history_pages_and_scope(tenant: Tenant, http: httpx.AsyncClient) 
     headers = tenant.headers()
     page = (await http.get(f"/v1/tasks/{task_id}/attempts?limit=2", headers=headers)).json()
     cursor = page["data"]["next_cursor"]
-    rest = (await http.get(f"/v1/tasks/{task_id}/attempts", params={"cursor": cursor},
-                           headers=headers)).json()  # fmt: skip
+    rest = (
+        await http.get(f"/v1/tasks/{task_id}/attempts", params={"cursor": cursor}, headers=headers)
+    ).json()
     numbers = [a["number"] for a in page["data"]["items"] + rest["data"]["items"]]
     assert numbers == [1, 2, 3] and "next_cursor" not in rest["data"]
     assert [a["task_outcome"]["state"] for a in rest["data"]["items"]] == ["FAILED"]
@@ -276,23 +310,34 @@ async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.Async
     history API: keyset pages, worker identity, error, outcome and evidence (O-STATE-1)."""
     import agentcall.orbit.sdk.client as sdk
 
-    task_id = await submit(http, tenant, recovery_safety="IDEMPOTENT",
-                           retry={"max_attempts": 2, "initial_delay_ms": 1})  # fmt: skip
-    worker, _ = await RawWorker.connect(tenant.base_url, tenant.token, [tenant.queue_id],
-                                        capacity=1)  # fmt: skip
+    task_id = await submit(
+        http, tenant, recovery_safety="IDEMPOTENT", retry={"max_attempts": 2, "initial_delay_ms": 1}
+    )
+    worker, _ = await RawWorker.connect(
+        tenant.base_url, tenant.token, [tenant.queue_id], capacity=1
+    )
     try:
         first = ref(await worker.next("lease"))
         assert (await worker.request({"type": "started", **first}))["ok"]
         error = {"code": "flaky", "message": "try again", "retryable": True}
-        assert (await worker.request({"type": "result", **first, "outcome": "failed",
-                                      "error": error}))["ok"]  # fmt: skip
+        assert (
+            await worker.request({"type": "result", **first, "outcome": "failed", "error": error})
+        )["ok"]
         second = ref(await worker.next("lease"))
         assert (await worker.request({"type": "started", **second}))["ok"]
-        item = {"key": "out", "kind": "artifact", "uri": "s3://b/o", "size_bytes": 3,
-                "data": {"n": 9007199254740993}}  # fmt: skip
+        item = {
+            "key": "out",
+            "kind": "artifact",
+            "uri": "s3://b/o",
+            "size_bytes": 3,
+            "data": {"n": 9007199254740993},
+        }
         assert (await worker.request({"type": "evidence", **second, "items": [item]}))["ok"]
-        assert (await worker.request({"type": "result", **second, "outcome": "succeeded",
-                                      "result": {"ok": True}}))["ok"]  # fmt: skip
+        assert (
+            await worker.request(
+                {"type": "result", **second, "outcome": "succeeded", "result": {"ok": True}}
+            )
+        )["ok"]
     finally:
         await worker.close()
     async with sdk.AsyncClient(tenant.base_url, tenant.token) as orbit:
@@ -309,18 +354,29 @@ async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.Async
     failed, won = page.items[0], rest.items[0]
     assert rest.next_cursor is None and every == [failed, won]
     assert (failed.state, failed.end_reason, failed.evidence, failed.evidence_count) == (
-        "FAILED", "RESULT", None, 0)
+        "FAILED",
+        "RESULT",
+        None,
+        0,
+    )
     assert failed.error == sdk.AttemptError("flaky", "try again", True)
     assert failed.task_outcome is not None and failed.task_outcome.state == "WAITING"
     assert failed.worker.name == "raw" and failed.started_at is not None
     assert failed.duration_ms is not None and failed.lease_expires_at is None
-    assert (detail.id, detail.state, detail.evidence_count) == (second["attempt_id"],
-                                                                "SUCCEEDED", 1)  # fmt: skip
+    assert (detail.id, detail.state, detail.evidence_count) == (
+        second["attempt_id"],
+        "SUCCEEDED",
+        1,
+    )
     assert detail.task_outcome == sdk.AttemptOutcome("SUCCEEDED", detail.task_outcome.revision)
     assert detail.evidence is not None and len(detail.evidence) == 1
     evidence = detail.evidence[0]
     assert (evidence.key, evidence.kind, evidence.uri, evidence.size_bytes) == (
-        "out", "artifact", "s3://b/o", 3)
+        "out",
+        "artifact",
+        "s3://b/o",
+        3,
+    )
     assert evidence.data == {"n": 9007199254740993}
 
     def blocking() -> tuple[list[sdk.Attempt], sdk.Attempt]:
@@ -329,8 +385,10 @@ async def test_sdk_reads_the_execution_history(tenant: Tenant, http: httpx.Async
 
     listed, again = await asyncio.to_thread(blocking)
     assert listed == every and again == detail
-    with sdk.Client(tenant.base_url, tenant.token) as orbit, pytest.raises(ValueError,
-                                                                          match="attempt_id"):
+    with (
+        sdk.Client(tenant.base_url, tenant.token) as orbit,
+        pytest.raises(ValueError, match="attempt_id"),
+    ):
         orbit.get_attempt(task_id, "NOT-AN-ID")  # refused before sending
 
 
@@ -341,9 +399,12 @@ async def test_batch_framing_carries_several_messages_per_frame(
     of messages, each applied and acked as if alone (fenced, an invalid one refused alone);
     leases and acks come back grouped into arrays; the plain v1 subprotocol never sees one."""
     first, second = await submit(http, tenant), await submit(http, tenant)
-    ws = await connect(ws_url(tenant.base_url), proxy=None,  # type: ignore[arg-type]
-                       additional_headers={"Authorization": f"Bearer {tenant.token}"},
-                       subprotocols=["orbit.worker.v1.batch", "orbit.worker.v1"])  # type: ignore[list-item]
+    ws = await connect(
+        ws_url(tenant.base_url),
+        proxy=None,  # type: ignore[arg-type]
+        additional_headers={"Authorization": f"Bearer {tenant.token}"},
+        subprotocols=["orbit.worker.v1.batch", "orbit.worker.v1"],
+    )  # type: ignore[list-item]
     inbox: list[dict[str, Any]] = []
 
     async def receive(count: int) -> list[int]:
@@ -364,11 +425,15 @@ async def test_batch_framing_carries_several_messages_per_frame(
         mine, other = leases[first], leases[second]
         stale = {**other, "lease_token": "f" * 32}
         inbox.clear()
-        await ws.send(json.dumps([
-            {"type": "started", "msg_id": "a", **mine},
-            {"type": "started", "msg_id": "b", **stale},
-            {"type": "started", "msg_id": "c"},
-        ]))  # fmt: skip
+        await ws.send(
+            json.dumps(
+                [
+                    {"type": "started", "msg_id": "a", **mine},
+                    {"type": "started", "msg_id": "b", **stale},
+                    {"type": "started", "msg_id": "c"},
+                ]
+            )
+        )
         sizes = await receive(3)
         acks = {m["msg_id"]: m for m in inbox}
         inbox.clear()

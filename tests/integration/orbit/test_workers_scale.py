@@ -37,20 +37,38 @@ def scale_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 async def insert_tasks(db: Database, namespace_id: str, queue_id: str, count: int) -> None:
     """Accepted tasks written straight through the store (the submit path has its own suite)."""
-    body = {"queue_id": queue_id, "handler": "demo.noop", "handler_version": "v1",
-            "payload_version": "v1", "payload": {"n": 1}, "recovery_safety": "IDEMPOTENT",
-            "retry": {"max_attempts": 3}}  # fmt: skip
+    body = {
+        "queue_id": queue_id,
+        "handler": "demo.noop",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {"n": 1},
+        "recovery_safety": "IDEMPOTENT",
+        "retry": {"max_attempts": 3},
+    }
     request = parse_submit(read_json(json.dumps(body).encode()))
     for start in range(0, count, 250):
         async with db.write() as conn:
             now = await db.now(conn)
             times = plan_times(request, now)
-            rows = [task_row(new_task(new_id(), namespace_id, request, times, now))
-                    for _ in range(start, min(count, start + 250))]  # fmt: skip
+            rows = [
+                task_row(new_task(new_id(), namespace_id, request, times, now))
+                for _ in range(start, min(count, start + 250))
+            ]
             await conn.execute(tasks.insert(), rows)
-            events = [{"id": new_id(), "task_id": row["id"], "revision": 1, "kind": "ACCEPTED",
-                       "from_state": None, "to_state": "WAITING", "detail": None,
-                       "created_at": now} for row in rows]  # fmt: skip
+            events = [
+                {
+                    "id": new_id(),
+                    "task_id": row["id"],
+                    "revision": 1,
+                    "kind": "ACCEPTED",
+                    "from_state": None,
+                    "to_state": "WAITING",
+                    "detail": None,
+                    "created_at": now,
+                }
+                for row in rows
+            ]
             await conn.execute(task_events.insert(), events)
 
 
@@ -60,14 +78,24 @@ async def test_eight_workers_thousand_tasks_each_runs_exactly_once(
     db = Database.open(scale_db_url, pool_size=4)
     try:
         made = await Admin(db).init(f"scale-{secrets.token_hex(4)}", "bulk")
-        issued = await Admin(db).create_token(made.namespace_id, [Permission.WORK],
-                                              [made.queue_id], None)  # fmt: skip
+        issued = await Admin(db).create_token(
+            made.namespace_id, [Permission.WORK], [made.queue_id], None
+        )
         # a lease long enough that a busy 2-core machine never lets one lapse by accident
-        with execution_server(scale_db_url, tmp_path / "server.log",
-                              ORBIT_LEASE_TTL_MS="20000") as url:  # fmt: skip
-            procs = [WorkerProcess(url, issued.token, [made.queue_id], tmp_path / f"w{i}.log",
-                                   concurrency=CONCURRENCY, name=f"w{i}")
-                     for i in range(WORKERS)]  # fmt: skip
+        with execution_server(
+            scale_db_url, tmp_path / "server.log", ORBIT_LEASE_TTL_MS="20000"
+        ) as url:
+            procs = [
+                WorkerProcess(
+                    url,
+                    issued.token,
+                    [made.queue_id],
+                    tmp_path / f"w{i}.log",
+                    concurrency=CONCURRENCY,
+                    name=f"w{i}",
+                )
+                for i in range(WORKERS)
+            ]
             with workers(*procs):
                 for proc in procs:
                     await proc.connected()
@@ -79,8 +107,9 @@ async def test_eight_workers_thousand_tasks_each_runs_exactly_once(
 
 
 async def _wait_all_done(db: Database, queue_id: str) -> None:
-    query = sa.select(sa.func.count()).where(tasks.c.queue_id == queue_id,
-                                             tasks.c.state == "SUCCEEDED")  # fmt: skip
+    query = sa.select(sa.func.count()).where(
+        tasks.c.queue_id == queue_id, tasks.c.state == "SUCCEEDED"
+    )
     for _ in range(1200):
         async with db.read() as conn:
             if (await conn.execute(query)).scalar_one() == TASKS:
@@ -92,19 +121,24 @@ async def _wait_all_done(db: Database, queue_id: str) -> None:
 async def _check(db: Database, queue_id: str) -> None:
     async with db.read() as conn:
         states = Counter(
-            (await conn.execute(sa.select(tasks.c.state).where(tasks.c.queue_id == queue_id)))
-            .scalars()
+            (
+                await conn.execute(sa.select(tasks.c.state).where(tasks.c.queue_id == queue_id))
+            ).scalars()
         )
         rows = (
             await conn.execute(
-                sa.select(task_attempts.c.task_id, task_attempts.c.state,
-                          task_attempts.c.started_at, task_attempts.c.worker_name)
-                .where(task_attempts.c.queue_id == queue_id)
-            )  # fmt: skip
+                sa.select(
+                    task_attempts.c.task_id,
+                    task_attempts.c.state,
+                    task_attempts.c.started_at,
+                    task_attempts.c.worker_name,
+                ).where(task_attempts.c.queue_id == queue_id)
+            )
         ).all()
         revisions = Counter(
-            (await conn.execute(sa.select(tasks.c.revision).where(tasks.c.queue_id == queue_id)))
-            .scalars()
+            (
+                await conn.execute(sa.select(tasks.c.revision).where(tasks.c.queue_id == queue_id))
+            ).scalars()
         )
     assert states == Counter({"SUCCEEDED": TASKS})
     succeeded = Counter(row.task_id for row in rows if row.state == "SUCCEEDED")

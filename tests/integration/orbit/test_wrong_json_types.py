@@ -20,13 +20,21 @@ pytestmark = pytest.mark.integration
 TASK = "1" * 32
 WRONG: list[Any] = [{"a": "b"}, ["x"], 7, True]
 CANCEL = {"expected_revision": "1", "reason": "r"}
-RESOLVE = {"expected_revision": "1", "outcome": "failed", "reason": "r",
-           "error": {"code": "c", "message": "m"}}  # fmt: skip
+RESOLVE = {
+    "expected_revision": "1",
+    "outcome": "failed",
+    "reason": "r",
+    "error": {"code": "c", "message": "m"},
+}
 
 
 def _submit(tenant: Tenant) -> dict[str, Any]:
-    return tenant.body(business_key="b", recovery_safety="IDEMPOTENT", task_timeout_ms=60000,
-                       retry={"max_attempts": 2})  # fmt: skip
+    return tenant.body(
+        business_key="b",
+        recovery_safety="IDEMPOTENT",
+        task_timeout_ms=60000,
+        retry={"max_attempts": 2},
+    )
 
 
 def _cases(tenant: Tenant) -> list[tuple[str, dict[str, Any], list[str]]]:
@@ -61,18 +69,25 @@ async def test_every_field_of_every_endpoint_with_a_wrong_type_is_400(
 async def test_resolve_with_an_object_or_array_outcome_is_400_not_503(
     http: httpx.AsyncClient, tenant: Tenant, outcome: Any
 ) -> None:
-    response = await http.post(f"/v1/tasks/{TASK}:resolve",
-                               content=json.dumps({**RESOLVE, "outcome": outcome}),
-                               headers=tenant.headers(key="resolve-type"))  # fmt: skip
+    response = await http.post(
+        f"/v1/tasks/{TASK}:resolve",
+        content=json.dumps({**RESOLVE, "outcome": outcome}),
+        headers=tenant.headers(key="resolve-type"),
+    )
     assert "outcome" in error(response, 400, "INVALID_ARGUMENT")
 
 
 async def test_nested_wrong_types_in_batch_items_are_400(
     http: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    body = {"tasks": [{**_submit(tenant), "retry": {"max_attempts": {"n": 1}}},
-                      {**_submit(tenant), "recovery_safety": ["IDEMPOTENT"]}]}  # fmt: skip
-    response = await http.post("/v1/tasks:batch", content=json.dumps(body),
-                               headers=tenant.headers(key="batch-types"))  # fmt: skip
+    body = {
+        "tasks": [
+            {**_submit(tenant), "retry": {"max_attempts": {"n": 1}}},
+            {**_submit(tenant), "recovery_safety": ["IDEMPOTENT"]},
+        ]
+    }
+    response = await http.post(
+        "/v1/tasks:batch", content=json.dumps(body), headers=tenant.headers(key="batch-types")
+    )
     assert response.status_code == 400, response.text
     assert [item["index"] for item in response.json()["error"]["items"]] == [0, 1]

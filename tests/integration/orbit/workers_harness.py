@@ -34,8 +34,19 @@ FAST = {
 def execution_server(db_url: str, log_path: Path, **env: str) -> Iterator[str]:
     """`orbit serve` with the FAST lease settings (overridable); yields the base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "agentcall.orbit", "serve", "--database", db_url,
-               "--port", str(port), "--log-format", "json", "--no-access-log"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "agentcall.orbit",
+        "serve",
+        "--database",
+        db_url,
+        "--port",
+        str(port),
+        "--log-format",
+        "json",
+        "--no-access-log",
+    ]
     environment = {**os.environ, **FAST, **env}
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
@@ -60,21 +71,40 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 class WorkerProcess:
     """`orbit worker --app examples.orbit_workers:registry` as a child process."""
 
-    def __init__(self, url: str, token: str, queues: list[str], log_path: Path,
-                 concurrency: int = 4, grace: float = 30.0, name: str = "w",
-                 entry: tuple[str, ...] = ("-m", "agentcall.orbit.sdk.worker"),
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        queues: list[str],
+        log_path: Path,
+        concurrency: int = 4,
+        grace: float = 30.0,
+        name: str = "w",
+        entry: tuple[str, ...] = ("-m", "agentcall.orbit.sdk.worker"),
+    ) -> None:
         """`entry` ("-m", "agentcall.orbit", "worker") runs the same command through the CLI."""
         self.log_path = log_path
-        command = [sys.executable, *entry, "--app", APP, "--log-format", "json",
-                   "--concurrency", str(concurrency), "--grace-period", str(grace),
-                   "--name", name]  # fmt: skip
+        command = [
+            sys.executable,
+            *entry,
+            "--app",
+            APP,
+            "--log-format",
+            "json",
+            "--concurrency",
+            str(concurrency),
+            "--grace-period",
+            str(grace),
+            "--name",
+            name,
+        ]
         for queue in queues:
             command += ["--queue", queue]
         env = {**os.environ, "ORBIT_URL": url, "ORBIT_TOKEN": token}
         self._log = log_path.open("wb")
-        self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=self._log,
-                                        stderr=subprocess.STDOUT)  # fmt: skip
+        self.process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
 
     @property
     def pid(self) -> int:
@@ -241,22 +271,35 @@ class RawWorker:
 
     @classmethod
     async def connect(
-        cls, base: str, token: str, queues: list[str], *, capacity: int = 4,
+        cls,
+        base: str,
+        token: str,
+        queues: list[str],
+        *,
+        capacity: int = 4,
         handlers: tuple[tuple[str, str], ...] = (("demo.work", "v1"),),
         attempts: list[dict[str, str]] | None = None,
-    ) -> tuple[RawWorker, dict[str, Any]]:  # fmt: skip
+    ) -> tuple[RawWorker, dict[str, Any]]:
         from websockets.asyncio.client import connect
 
-        ws = await connect(base.replace("http", "ws") + "/v1/workers/connect",
-                           additional_headers={"Authorization": f"Bearer {token}"},
-                           subprotocols=["orbit.worker.v1"], proxy=None)  # type: ignore[list-item]
+        ws = await connect(
+            base.replace("http", "ws") + "/v1/workers/connect",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            subprotocols=["orbit.worker.v1"],
+            proxy=None,
+        )  # type: ignore[list-item]
         worker = cls(ws)
-        await worker.send({
-            "type": "hello", "protocol": "orbit.worker.v1",
-            "worker": {"name": "raw", "instance_id": os.urandom(16).hex()},
-            "queues": queues, "capacity": capacity, "attempts": attempts or [],
-            "handlers": [{"handler": h, "handler_version": v} for h, v in handlers],
-        })  # fmt: skip
+        await worker.send(
+            {
+                "type": "hello",
+                "protocol": "orbit.worker.v1",
+                "worker": {"name": "raw", "instance_id": os.urandom(16).hex()},
+                "queues": queues,
+                "capacity": capacity,
+                "attempts": attempts or [],
+                "handlers": [{"handler": h, "handler_version": v} for h, v in handlers],
+            }
+        )
         return worker, await worker.next("hello_ok")
 
     async def send(self, message: dict[str, Any]) -> None:

@@ -69,9 +69,14 @@ def test_amd_is_part_of_the_plan_digest() -> None:
 def test_the_client_sends_amd_only_when_chosen_and_refuses_unknown_values() -> None:
     trunk = client.Trunk("trunk-mock")
     base: dict[str, Any] = dict(
-        call_id="exec-1", trunk=trunk, caller_id="BD00000000", callee="15003164745",
-        ring_timeout_ms=30_000, max_duration_ms=120_000, agent={},
-    )  # fmt: skip
+        call_id="exec-1",
+        trunk=trunk,
+        caller_id="BD00000000",
+        callee="15003164745",
+        ring_timeout_ms=30_000,
+        max_duration_ms=120_000,
+        agent={},
+    )
     assert "amd" not in client.Plan(**base).to_json()
     chosen = client.Plan(**base, amd=client.AmdAction("leave_message"))
     assert chosen.to_json()["amd"] == "leave_message"

@@ -50,9 +50,13 @@ def test_reply_timing_breakdown() -> None:
     timing.first_packet = 11.16
     assert timing.reply_ms == 1160
     assert timing.breakdown() == {
-        "end_of_utterance": 600, "asr": 610, "llm_first_token": 900,
-        "first_sentence": 1100, "tts_first_audio": 1150, "first_packet": 1160,
-    }  # fmt: skip
+        "end_of_utterance": 600,
+        "asr": 610,
+        "llm_first_token": 900,
+        "first_sentence": 1100,
+        "tts_first_audio": 1150,
+        "first_packet": 1160,
+    }
     assert ReplyTiming(speech_end=1.0).reply_ms is None
 
 

@@ -20,8 +20,11 @@ from agentcall.cell.sip.setup import voice_options
 def test_defaults() -> None:
     options, vad = voice_options({})
     assert (options.amd, options.opt_out_digits, options.end_of_utterance_ms, vad) == (
-        AmdAction.OFF, frozenset(), 600, "webrtc",
-    )  # fmt: skip
+        AmdAction.OFF,
+        frozenset(),
+        600,
+        "webrtc",
+    )
 
 
 @pytest.mark.parametrize(
@@ -93,9 +96,20 @@ def test_percentile(values: list[float], q: float, expected: float | None) -> No
 
 
 MEDIA = MediaReport(
-    sent=500, received=480, expected=500, lost=20, late=3, concealed=20, jitter_ms=4.5,
-    late_ticks=2, ticks=500, other_payloads=0, stalls=1, max_lag_ms=75.0, dtmf_events=1,
-)  # fmt: skip
+    sent=500,
+    received=480,
+    expected=500,
+    lost=20,
+    late=3,
+    concealed=20,
+    jitter_ms=4.5,
+    late_ticks=2,
+    ticks=500,
+    other_payloads=0,
+    stalls=1,
+    max_lag_ms=75.0,
+    dtmf_events=1,
+)
 
 
 def test_quality_summary_and_its_metrics() -> None:

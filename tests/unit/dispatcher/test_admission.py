@@ -281,12 +281,15 @@ def test_decision_is_deterministic() -> None:
 LOCAL_ROWS: list[tuple[str, dict[str, Any], R | None]] = [
     ("admissible as far as local facts go", {}, None),
     ("expired", {"command": f.command(not_after=f.NOW)}, R.COMMAND_EXPIRED),
-    ("from the future", {"command": f.command(issued_at=f.NOW + timedelta(hours=1))},
-     R.INVALID_VALIDITY_WINDOW),
+    (
+        "from the future",
+        {"command": f.command(issued_at=f.NOW + timedelta(hours=1))},
+        R.INVALID_VALIDITY_WINDOW,
+    ),
     ("paused barrier", {"task": f.view(f.local_task(barrier=Barrier.PAUSED))}, R.TASK_BARRIER),
     ("unknown task", {"task": TaskView(f.D_ID, None, None)}, R.TASK_UNKNOWN),
     ("another tenant", {"command": f.command(tenant_id="tenant-2")}, R.IDENTITY_MISMATCH),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "change", "reason"), LOCAL_ROWS, ids=[r[0] for r in LOCAL_ROWS])

@@ -32,13 +32,18 @@ CASES = [
     (
         "duplicates, rejections and holds between accepted ones",
         [valid(1), valid(2), INVALID, valid(4), valid(5), valid(6)],
-        [("accepted", "accepted"), ("duplicate", "duplicate"), ("rejected", "target_not_allowed"),
-         ("held", "sip"), ("accepted", "accepted")],
+        [
+            ("accepted", "accepted"),
+            ("duplicate", "duplicate"),
+            ("rejected", "target_not_allowed"),
+            ("held", "sip"),
+            ("accepted", "accepted"),
+        ],
         ["x1", "x6"],
         {"x1": 1.0, "x6": 6.0},
     ),
     ("nothing accepted", [valid(1)], [("rejected", "command_expired")], [], {}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(

@@ -42,11 +42,19 @@ def test_quality_of_a_call_recovered_after_a_d_restart_is_stored_too() -> None:
     """The D was down when the call ended: reconciliation reads the cell's call record
     (``GET /v1/calls``) and keeps its quality like the ``call.ended`` event's."""
     record = {
-        "call_id": "x1", "boot_id": "boot-1", "state": "ended", "callee": "15003164745",
-        "dialled": "15003164745", "caller_id": "BD00000000", "trunk_id": "trunk-a",
-        "created_at": (NOW - timedelta(seconds=40)).isoformat(), "ended_at": NOW.isoformat(),
-        "outcome": "answered", "reason_code": "answering_machine", "quality": QUALITY,
-    }  # fmt: skip
+        "call_id": "x1",
+        "boot_id": "boot-1",
+        "state": "ended",
+        "callee": "15003164745",
+        "dialled": "15003164745",
+        "caller_id": "BD00000000",
+        "trunk_id": "trunk-a",
+        "created_at": (NOW - timedelta(seconds=40)).isoformat(),
+        "ended_at": NOW.isoformat(),
+        "outcome": "answered",
+        "reason_code": "answering_machine",
+        "quality": QUALITY,
+    }
     call = to_cell_call(CallInfo.from_json(record))  # the D's cell adapter
     pending = Pending("x1", "x1", ExecutionState.UNKNOWN, "boot-1", NOW - timedelta(seconds=45))
     verdict = judge(pending, call, None, "boot-1", NOW, 5.0)

@@ -99,8 +99,9 @@ async def test_the_gate_opens_only_on_a_match_and_closes_again_visibly_d_note_9(
         None,  # unreachable again: the last verdict stands
         CellIdentity("cell-a", "c" * 64),
     )
-    cell_gate = CellGate(gate, sip=Sequence(sip), identity=identities, interval_s=1,
-                         clock=lambda: NOW)  # fmt: skip
+    cell_gate = CellGate(
+        gate, sip=Sequence(sip), identity=identities, interval_s=1, clock=lambda: NOW
+    )
     verdicts = []
     for _ in range(5):
         await cell_gate.check()

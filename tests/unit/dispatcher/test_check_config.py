@@ -63,8 +63,12 @@ def test_every_problem_is_named_in_one_error() -> None:
         load_settings(env)
     message = str(info.value)
     assert message.startswith("4 settings are missing or invalid:")
-    for name in ("DISPATCHER_ID", "DISPATCHER_HTTP_PORT", "DISPATCHER_AMQP_URL is missing",
-                 "DISPATCHER_SECRET_KEY is missing"):  # fmt: skip
+    for name in (
+        "DISPATCHER_ID",
+        "DISPATCHER_HTTP_PORT",
+        "DISPATCHER_AMQP_URL is missing",
+        "DISPATCHER_SECRET_KEY is missing",
+    ):
         assert name in message
 
 
@@ -148,7 +152,12 @@ def test_check_config_names_every_kind_of_problem_in_one_run_without_secrets() -
     result = CliRunner().invoke(main, ["check-config"], env=env)
     assert result.exit_code == 2
     assert "5 settings are missing or invalid" in result.output
-    for named in ("DISPATCHER_ID", "DISPATCHER_CELL_URL is missing", "DISPATCHER_AMQP_URL",
-                  "go together", "DISPATCHER_SAAS_RETRY_BASE_S"):  # fmt: skip
+    for named in (
+        "DISPATCHER_ID",
+        "DISPATCHER_CELL_URL is missing",
+        "DISPATCHER_AMQP_URL",
+        "go together",
+        "DISPATCHER_SAAS_RETRY_BASE_S",
+    ):
         assert named in result.output
     assert "amqp-pass" not in result.output and "s3-secret-value" not in result.output

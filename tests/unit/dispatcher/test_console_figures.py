@@ -25,7 +25,7 @@ M = timedelta(minutes=1)
         (
             datetime(2026, 12, 1, 12, 4, 59, 999999, tzinfo=UTC),
             datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
-        ),  # fmt: skip
+        ),
         (datetime(2026, 12, 1, 0, 0, tzinfo=UTC), datetime(2026, 12, 1, 0, 0, tzinfo=UTC)),
     ],
 )
@@ -41,7 +41,7 @@ def test_bucket_start_is_aligned_to_five_minutes(moment: datetime, start: dateti
         (
             [(NOW - 3 * M, "busy", 1), (NOW - 2 * M, "busy", 1)],
             {70: {"busy": 1}, 71: {"busy": 1}},
-        ),  # 12:04:30 and 12:05:30  # fmt: skip
+        ),  # 12:04:30 and 12:05:30
         ([(NOW - 2 * M, "busy", 1), (NOW - M, "busy", 3)], {71: {"busy": 4}}),
         ([(NOW - timedelta(hours=5, minutes=55), "failed", 2)], {0: {"failed": 2}}),
         ([(NOW - timedelta(hours=6), "failed", 1)], {}),  # before the window
@@ -49,7 +49,7 @@ def test_bucket_start_is_aligned_to_five_minutes(moment: datetime, start: dateti
         (
             [(NOW, "answered", 1), (NOW, "no_answer", 1), (NOW, "answered", 1)],
             {71: {"answered": 2, "no_answer": 1}},
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_outcome_buckets(ends: list[tuple[datetime, str, int]], expected: dict[int, Any]) -> None:
@@ -87,11 +87,11 @@ def test_histogram_bins(values: list[tuple[float, int]], counts: list[int]) -> N
                 ("t1", "rejected", "task_concurrency_exhausted", 2),
                 ("t1", "accepted", None, 1),
                 ("t2", "discarded_stopped", None, 1),
-            ],  # fmt: skip
+            ],
             {
                 "t1": {"accepted": 1, "task_concurrency_exhausted": 2},
                 "t2": {"discarded_stopped": 1},
-            },  # fmt: skip
+            },
         ),
         ([("t1", "rejected", None, 1)], {"t1": {"rejected": 1}}),  # no reason recorded
     ],
@@ -118,7 +118,7 @@ def test_admissions_by_reason(
                 ("tenant", "a", 1, 4, False, 25),
                 ("task", "t", 1, 2, False, 50),
                 ("trunk", "k", 1, 3, False, 33),
-            ],  # fmt: skip
+            ],
         ),
     ],
 )
@@ -136,7 +136,7 @@ def test_active_calls_against_each_limit(
         (False, None, None),
         (False, NOW - 90 * timedelta(seconds=1), 90.0),
         (False, NOW + M, 0.0),
-    ],  # fmt: skip
+    ],
 )
 def test_discovery_lag(caught_up: bool, at: datetime | None, lag: float | None) -> None:
     assert aggregate.lag_seconds(NOW, caught_up, at) == lag

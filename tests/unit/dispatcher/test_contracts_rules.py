@@ -190,15 +190,28 @@ def test_d_cmd_1_call_execute_payload_is_only_task_id_and_callee() -> None:
 
 
 PROPOSED_EXECUTE_REASONS = {
-    "identity_mismatch", "task_not_running", "task_barrier", "task_unknown",
-    "task_config_unavailable", "command_expired", "target_not_allowed", "outside_schedule",
-    "agent_authorization_expired", "tenant_quota_unavailable", "tenant_quota_exhausted",
-    "task_concurrency_exhausted", "no_trunk_available", "sip_config_unavailable",
+    "identity_mismatch",
+    "task_not_running",
+    "task_barrier",
+    "task_unknown",
+    "task_config_unavailable",
+    "command_expired",
+    "target_not_allowed",
+    "outside_schedule",
+    "agent_authorization_expired",
+    "tenant_quota_unavailable",
+    "tenant_quota_exhausted",
+    "task_concurrency_exhausted",
+    "no_trunk_available",
+    "sip_config_unavailable",
     "invalid_validity_window",
-}  # fmt: skip
+}
 CONTROL_REASONS = {
-    "state_mismatch", "task_unavailable", "command_expired", "invalid_validity_window",
-}  # fmt: skip
+    "state_mismatch",
+    "task_unavailable",
+    "command_expired",
+    "invalid_validity_window",
+}
 
 
 def test_d_cmd_3_reason_codes_have_one_source_documented_in_readme() -> None:
@@ -256,14 +269,27 @@ def test_d_res_1_one_result_carries_outcome_transcript_opt_out_and_recording() -
     payload = contracts.schema(Kind.CALL_RESULT)["properties"]["payload"]
     assert {"outcome", "transcript", "opt_out", "recording"} <= set(payload["required"])
     assert set(payload["properties"]["outcome"]["enum"]) == {
-        "answered", "no_answer", "busy", "rejected", "failed", "canceled",
-    }  # fmt: skip
+        "answered",
+        "no_answer",
+        "busy",
+        "rejected",
+        "failed",
+        "canceled",
+    }
 
 
 NOT_CREATED_NULLS = [
-    "recording_id", "upload_id", "bucket", "object_key", "format", "channels",
-    "sample_rate_hz", "duration_ms", "size_bytes", "checksum_sha256",
-]  # fmt: skip
+    "recording_id",
+    "upload_id",
+    "bucket",
+    "object_key",
+    "format",
+    "channels",
+    "sample_rate_hz",
+    "duration_ms",
+    "size_bytes",
+    "checksum_sha256",
+]
 
 
 @pytest.mark.parametrize("field", NOT_CREATED_NULLS)
@@ -277,9 +303,13 @@ def test_d_res_2_not_created_has_every_asset_field_null(field: str) -> None:
 
 
 REC_ERRORS = [
-    "upload_authorization_failed", "upload_authorization_expired", "upload_failed",
-    "upload_timeout", "deadline_exceeded", "checksum_mismatch",
-]  # fmt: skip
+    "upload_authorization_failed",
+    "upload_authorization_expired",
+    "upload_failed",
+    "upload_timeout",
+    "deadline_exceeded",
+    "checksum_mismatch",
+]
 
 
 @pytest.mark.parametrize(("code", "ok"), [(c, True) for c in REC_ERRORS] + [("lost", False)])

@@ -193,9 +193,7 @@ def test_expired_or_future_control_is_rejected_and_fails_closed_d_note_3(
     closes, nothing is lifted, ``stopped`` is never set by it."""
     decision = decide(barrier, action, read, validity=window)
     new, state, consumer = OUT_OF_WINDOW[barrier]
-    assert decision == ControlDecision(
-        new, ReceiptStatus.REJECTED, window.value, state, consumer
-    )
+    assert decision == ControlDecision(new, ReceiptStatus.REJECTED, window.value, state, consumer)
 
 
 @pytest.mark.parametrize("window", WINDOWS)

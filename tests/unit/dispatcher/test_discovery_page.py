@@ -161,18 +161,42 @@ REMOVED = (TaskStatus.REMOVED, Barrier.REMOVED)
     [
         pytest.param(_known(255), [row("new-1")], False, id="256 after the page"),
         pytest.param(_known(256), [row("new-1")], True, id="257th task"),
-        pytest.param(_known(249, s1=STOPPED, s2=STOPPED, s3=STOPPED, s4=STOPPED, s5=STOPPED,
-                            s6=STOPPED, s7=DRAINING), [row("new-1")], True,
-                     id="stopped and draining count"),
-        pytest.param(_known(250, r1=REMOVED, r2=REMOVED), [row("new-1")], False,
-                     id="removed tombstones do not count"),
-        pytest.param(_known(256), [row("t-000", status="removed", task_revision=2),
-                                   row("new-1")], False, id="a removal in the page frees one"),
-        pytest.param(_known(256), [row("t-000", task_revision=2)], False,
-                     id="an update of a known task adds none"),
+        pytest.param(
+            _known(
+                249,
+                s1=STOPPED,
+                s2=STOPPED,
+                s3=STOPPED,
+                s4=STOPPED,
+                s5=STOPPED,
+                s6=STOPPED,
+                s7=DRAINING,
+            ),
+            [row("new-1")],
+            True,
+            id="stopped and draining count",
+        ),
+        pytest.param(
+            _known(250, r1=REMOVED, r2=REMOVED),
+            [row("new-1")],
+            False,
+            id="removed tombstones do not count",
+        ),
+        pytest.param(
+            _known(256),
+            [row("t-000", status="removed", task_revision=2), row("new-1")],
+            False,
+            id="a removal in the page frees one",
+        ),
+        pytest.param(
+            _known(256),
+            [row("t-000", task_revision=2)],
+            False,
+            id="an update of a known task adds none",
+        ),
         pytest.param({}, [row(f"n-{n}") for n in range(256)], False, id="a full first page"),
     ],
-)  # fmt: skip
+)
 def test_queue_limit_counts_every_unretired_task_d_note_5(
     known: dict[str, LocalTask], rows: list[dict[str, Any]], refused: bool
 ) -> None:

@@ -76,8 +76,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "snapshot", "causes", "words"), CASES, ids=[c[0] for c in CASES])
-def test_each_cause_alone(name: str, snapshot: dict[str, Any], causes: list[str],
-                          words: list[str]) -> None:  # fmt: skip
+def test_each_cause_alone(
+    name: str, snapshot: dict[str, Any], causes: list[str], words: list[str]
+) -> None:
     verdict = readiness(snapshot)
     assert verdict["ready"] is (not causes)
     assert [c["cause"] for c in verdict["causes"]] == causes

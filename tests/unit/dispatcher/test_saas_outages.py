@@ -25,8 +25,14 @@ class Clock:
 def tracker(clock: Clock, changes: list[int]) -> tuple[Gate, SaasOutages]:
     gate = Gate()
     gate.lift("discovery", T0)
-    outages = SaasOutages(gate, clock=clock, base_s=1, cap_s=8, on_change=lambda: changes.append(1),
-                          rng=lambda: 0.999999)  # fmt: skip
+    outages = SaasOutages(
+        gate,
+        clock=clock,
+        base_s=1,
+        cap_s=8,
+        on_change=lambda: changes.append(1),
+        rng=lambda: 0.999999,
+    )
     return gate, outages
 
 

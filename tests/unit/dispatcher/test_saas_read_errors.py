@@ -48,8 +48,9 @@ async def test_each_failed_read_is_reported_once(
     status: int, resource: str, reported: list[tuple[str, str]]
 ) -> None:
     telemetry = Recorded()
-    saas = SaasClient("http://saas.invalid", D_ID, Secret("s"), 1.0, transport=answer(status),
-                      telemetry=telemetry)  # type: ignore[arg-type]  # fmt: skip
+    saas = SaasClient(
+        "http://saas.invalid", D_ID, Secret("s"), 1.0, transport=answer(status), telemetry=telemetry
+    )  # type: ignore[arg-type]
     reads = {
         "sip": saas.sip,
         "task": lambda: saas.task("t"),

@@ -33,8 +33,9 @@ ENV = Envelope(D, "tenant-id-a", "tenant-a")
     "opts",
     [
         SipOptions(),
-        SipOptions(time_zone="Europe/Paris", allowed_targets=("15003164745",),
-                   max_concurrent_calls=2),
+        SipOptions(
+            time_zone="Europe/Paris", allowed_targets=("15003164745",), max_concurrent_calls=2
+        ),
         SipOptions(max_concurrent_calls=None, mode="real", extra_trunk_ids=("trunk-b",)),
         SipOptions(caller_id="BD12345", enabled=False),
     ],
@@ -51,8 +52,9 @@ def test_d_cfg_1_open_24x7_in_the_configured_zone() -> None:
     body = build_sip_snapshot(D, 1, SipOptions(time_zone="UTC"), NOW)
     schedule = body["trunk_details"][0]["schedule"]
     assert schedule["time_zone"] == "UTC"
-    assert all(w == [{"start": "00:00", "end": "24:00"}]
-               for w in schedule["weekly_windows"].values())
+    assert all(
+        w == [{"start": "00:00", "end": "24:00"}] for w in schedule["weekly_windows"].values()
+    )
 
 
 def test_adopted_snapshot_gets_identity_and_revision() -> None:
@@ -84,9 +86,13 @@ def test_d_cfg_2_version_id_follows_content() -> None:
 
 
 def test_d_cfg_2_explicit_inner_version_mismatch_is_kept_for_tests() -> None:
-    spec = TaskSpec(agent_version_id="outer", agent_config={
-        **build_task_config(IDENT, "running", 1, TaskSpec())["agent"]["config"],
-        "agent_version_id": "inner"})
+    spec = TaskSpec(
+        agent_version_id="outer",
+        agent_config={
+            **build_task_config(IDENT, "running", 1, TaskSpec())["agent"]["config"],
+            "agent_version_id": "inner",
+        },
+    )
     agent = build_task_config(IDENT, "running", 1, spec)["agent"]
     assert (agent["agent_version_id"], agent["config"]["agent_version_id"]) == ("outer", "inner")
 
@@ -106,8 +112,12 @@ def test_d_cfg_3_quota_body_valid_including_zero(contracts: Contracts, calls: in
 
 @pytest.mark.parametrize(
     "quota",
-    [None, Quota("t", "t", 1, None), Quota("t", "t", 1, 3, valid_until=NOW),
-     Quota("t", "t", 1, 3, valid_until=NOW - timedelta(seconds=1))],
+    [
+        None,
+        Quota("t", "t", 1, None),
+        Quota("t", "t", 1, 3, valid_until=NOW),
+        Quota("t", "t", 1, 3, valid_until=NOW - timedelta(seconds=1)),
+    ],
 )
 def test_d_cfg_3_missing_unavailable_or_expired_quota_is_503(quota: Quota | None) -> None:
     with pytest.raises(TenantQuotaUnavailable):
@@ -115,8 +125,9 @@ def test_d_cfg_3_missing_unavailable_or_expired_quota_is_503(quota: Quota | None
 
 
 def test_d_cmd_1_call_execute_valid(contracts: Contracts) -> None:
-    body = call_execute(ENV, "task-a", "15000000001", command_id="c-1", now=NOW,
-                        not_after=timedelta(minutes=15))
+    body = call_execute(
+        ENV, "task-a", "15000000001", command_id="c-1", now=NOW, not_after=timedelta(minutes=15)
+    )
     assert contracts.violations("command-next.call_execute", body) == []
     assert body["payload"] == {"task_id": "task-a", "callee": "15000000001"}
     assert body["not_after"] == "2026-09-21T08:15:00.000Z"
@@ -124,17 +135,19 @@ def test_d_cmd_1_call_execute_valid(contracts: Contracts) -> None:
 
 @pytest.mark.parametrize("action", list(ControlAction))
 @pytest.mark.parametrize("policy", ["drain", "hangup"])
-def test_d_ctl_1_task_control_valid(contracts: Contracts, action: ControlAction, policy: str
-                                    ) -> None:
+def test_d_ctl_1_task_control_valid(
+    contracts: Contracts, action: ControlAction, policy: str
+) -> None:
     body = task_control(ENV, "task-a", action, now=NOW, active_call_policy=policy)
     assert contracts.violations("command-next.task_control", body) == []
     assert "command_id" not in body
     assert ("active_call_policy" in body["payload"]) is (action is not ControlAction.RESUME)
 
 
-@pytest.mark.parametrize(("count", "start", "first", "last"),
-                         [(1, 0, "15000000000", "15000000000"),
-                          (3, 10, "15000000010", "15000000012")])
+@pytest.mark.parametrize(
+    ("count", "start", "first", "last"),
+    [(1, 0, "15000000000", "15000000000"), (3, 10, "15000000010", "15000000012")],
+)
 def test_generated_callees(count: int, start: int, first: str, last: str) -> None:
     callees = generated_callees(count, start)
     assert (len(callees), callees[0], callees[-1]) == (count, first, last)

@@ -32,7 +32,10 @@ def test_invalid_examples_fail_at_the_expected_path(contracts: Contracts, path: 
 
 
 def test_cursor_above_uint64_is_a_violation(contracts: Contracts) -> None:
-    page = {"schema_version": "task-discovery.v0.3-proposal",
-            "dispatcher_id": "c046b893-8628-4589-ae50-619d049248a6", "tasks": [],
-            "next_cursor": str(2**64)}
+    page = {
+        "schema_version": "task-discovery.v0.3-proposal",
+        "dispatcher_id": "c046b893-8628-4589-ae50-619d049248a6",
+        "tasks": [],
+        "next_cursor": str(2**64),
+    }
     assert [v.path for v in contracts.violations("task-discovery.page", page)] == ["$.next_cursor"]

@@ -28,9 +28,22 @@ def test_d_disc_1_canonical_cursor_accepted(raw: str, head: int, expected: int) 
 @pytest.mark.parametrize(
     ("raw", "head"),
     [
-        ("007", 10), ("00", 10), ("-1", 10), ("abc", 10), ("", 10), (None, 10),
-        (str(2**64), 2**65), ("11", 10), ("1", 0), (" 1", 10), ("1 ", 10), ("+1", 10),
-        ("1.0", 10), ("1e3", 5000), ("\u0663", 10), ("0x1", 10),
+        ("007", 10),
+        ("00", 10),
+        ("-1", 10),
+        ("abc", 10),
+        ("", 10),
+        (None, 10),
+        (str(2**64), 2**65),
+        ("11", 10),
+        ("1", 0),
+        (" 1", 10),
+        ("1 ", 10),
+        ("+1", 10),
+        ("1.0", 10),
+        ("1e3", 5000),
+        ("\u0663", 10),
+        ("0x1", 10),
     ],
 )
 def test_d_disc_9_invalid_cursor(raw: str | None, head: int) -> None:
@@ -52,8 +65,13 @@ def test_d_disc_3_next_cursor_is_last_returned_event(contracts: Contracts) -> No
     page = build_page(D, 3, [rec(9, "b"), rec(5, "a")])
     assert [t["task_id"] for t in page["tasks"]] == ["a", "b"]
     assert page["next_cursor"] == "9"
-    assert set(page["tasks"][0]) == {"task_id", "tenant_id", "tenant_key", "status",
-                                     "task_revision"}
+    assert set(page["tasks"][0]) == {
+        "task_id",
+        "tenant_id",
+        "tenant_key",
+        "status",
+        "task_revision",
+    }
     assert contracts.is_valid("task-discovery.page", page)
 
 
@@ -62,8 +80,14 @@ def test_build_page_refuses_records_at_or_before_cursor() -> None:
         build_page(D, 5, [rec(5, "a")])
 
 
-LOG = [rec(1, "a"), rec(2, "b"), rec(3, "a", "paused", 2), rec(4, "c"), rec(5, "b", "stopped", 2),
-       rec(6, "b", "removed", 3)]
+LOG = [
+    rec(1, "a"),
+    rec(2, "b"),
+    rec(3, "a", "paused", 2),
+    rec(4, "c"),
+    rec(5, "b", "stopped", 2),
+    rec(6, "b", "removed", 3),
+]
 
 
 @pytest.mark.parametrize(

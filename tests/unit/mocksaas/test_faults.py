@@ -87,8 +87,9 @@ QUOTA = Response(200, encode(quota_body(D, Quota("t", "tk", 1, 2), NOW)))
         (ConfigFault.UNAVAILABLE, ConfigResource.QUOTA, 503, "tenant_quota_unavailable"),
     ],
 )
-def test_d_cfg_4_config_error_faults(contracts: Contracts, kind: ConfigFault,
-                                     resource: ConfigResource, status: int, code: str) -> None:
+def test_d_cfg_4_config_error_faults(
+    contracts: Contracts, kind: ConfigFault, resource: ConfigResource, status: int, code: str
+) -> None:
     r = config_fault(kind, resource, SIP)
     body = json.loads(r.body)
     assert (r.status, body["error"]["code"]) == (status, code)
@@ -102,8 +103,7 @@ def test_d_cfg_1_sip_identity_conflict_changes_dispatcher(contracts: Contracts) 
 
 
 def test_d_cfg_3_quota_identity_conflict_changes_tenant_key() -> None:
-    body = json.loads(config_fault(ConfigFault.IDENTITY_CONFLICT, ConfigResource.QUOTA,
-                                   QUOTA).body)
+    body = json.loads(config_fault(ConfigFault.IDENTITY_CONFLICT, ConfigResource.QUOTA, QUOTA).body)
     assert body["tenant_key"] == "tk-conflict"
 
 
@@ -122,18 +122,35 @@ def test_body_faults_pass_errors_through() -> None:
     [
         (Fault(1, FaultScope.DISCOVERY, "slow", 1), None, None, True),
         (Fault(1, FaultScope.DISCOVERY, "slow", 1), ConfigResource.SIP, None, False),
-        (Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.TASK), ConfigResource.TASK,
-         "t1", True),
-        (Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.TASK, "t2"),
-         ConfigResource.TASK, "t1", False),
-        (Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.TASK, "t1"),
-         ConfigResource.TASK, "t1", True),
-        (Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.SIP), ConfigResource.TASK,
-         "t1", False),
+        (
+            Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.TASK),
+            ConfigResource.TASK,
+            "t1",
+            True,
+        ),
+        (
+            Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.TASK, "t2"),
+            ConfigResource.TASK,
+            "t1",
+            False,
+        ),
+        (
+            Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.TASK, "t1"),
+            ConfigResource.TASK,
+            "t1",
+            True,
+        ),
+        (
+            Fault(1, FaultScope.CONFIG, "not_found", 1, ConfigResource.SIP),
+            ConfigResource.TASK,
+            "t1",
+            False,
+        ),
     ],
 )
-def test_fault_matching(fault: Fault, resource: ConfigResource | None, target: str | None,
-                        ok: bool) -> None:
+def test_fault_matching(
+    fault: Fault, resource: ConfigResource | None, target: str | None, ok: bool
+) -> None:
     assert fault.matches(resource, target) is ok
 
 

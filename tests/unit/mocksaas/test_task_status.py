@@ -14,8 +14,13 @@ from agentcall.mocksaas.domain.tasks import (
 )
 from agentcall.mocksaas.errors import IllegalTransition
 
-R, P, S, F, X = (TaskStatus.RUNNING, TaskStatus.PAUSED, TaskStatus.STOPPED, TaskStatus.FINISHED,
-                 TaskStatus.REMOVED)
+R, P, S, F, X = (
+    TaskStatus.RUNNING,
+    TaskStatus.PAUSED,
+    TaskStatus.STOPPED,
+    TaskStatus.FINISHED,
+    TaskStatus.REMOVED,
+)
 
 
 @pytest.mark.parametrize(
@@ -34,8 +39,9 @@ R, P, S, F, X = (TaskStatus.RUNNING, TaskStatus.PAUSED, TaskStatus.STOPPED, Task
         (F, F, False, None),
     ],
 )
-def test_d_ctl_status_change_plan(current: TaskStatus, requested: TaskStatus, event: bool,
-                                  control: ControlAction | None) -> None:
+def test_d_ctl_status_change_plan(
+    current: TaskStatus, requested: TaskStatus, event: bool, control: ControlAction | None
+) -> None:
     plan = plan_status_change(current, requested)
     assert plan.new_status is requested
     assert plan.appends_event is event
@@ -53,17 +59,22 @@ def test_d_ctl_4_stopped_is_irreversible_and_removed_is_not_settable(
         plan_status_change(current, requested)
 
 
-@pytest.mark.parametrize(("status", "ok"), [(R, True), (P, True), (S, False), (F, False),
-                                             (X, False)])
+@pytest.mark.parametrize(
+    ("status", "ok"), [(R, True), (P, True), (S, False), (F, False), (X, False)]
+)
 def test_calls_only_to_running_or_paused(status: TaskStatus, ok: bool) -> None:
     assert can_publish_calls(status) is ok
 
 
 @pytest.mark.parametrize(
     ("status", "queue", "ok"),
-    [(S, QueueState.ACTIVE, True), (S, QueueState.RETIRED, False), (R, QueueState.ACTIVE, False),
-     (P, QueueState.ACTIVE, False), (F, QueueState.ACTIVE, False)],
+    [
+        (S, QueueState.ACTIVE, True),
+        (S, QueueState.RETIRED, False),
+        (R, QueueState.ACTIVE, False),
+        (P, QueueState.ACTIVE, False),
+        (F, QueueState.ACTIVE, False),
+    ],
 )
-def test_retire_only_stopped_active_queue(status: TaskStatus, queue: QueueState, ok: bool
-                                          ) -> None:
+def test_retire_only_stopped_active_queue(status: TaskStatus, queue: QueueState, ok: bool) -> None:
     assert should_retire(status, queue) is ok

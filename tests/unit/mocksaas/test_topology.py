@@ -46,7 +46,8 @@ def test_d_mq_1_task_declaration(topology: Topology) -> None:
     assert decl.exchanges == ()
     assert [q.name for q in decl.queues] == [f"agent-call.d.{D}.task.t-1.v3"]
     assert [(b.exchange, b.routing_key) for b in decl.bindings] == [
-        ("agent-call.dispatchers.v3", f"d.{D}.task.t-1.in")]
+        ("agent-call.dispatchers.v3", f"d.{D}.task.t-1.in")
+    ]
 
 
 def test_d_mq_3_longest_task_id_fits_the_byte_limits(topology: Topology) -> None:
@@ -74,8 +75,13 @@ def test_malformed_file_is_a_contract_error() -> None:
 
 @pytest.mark.parametrize(
     ("route", "expected"),
-    [(f"d.{D}.task.t-1.in", "t-1"), (f"d.{D}.task.a_b-C.in", "a_b-C"),
-     (f"d.{D}.control.in", None), ("d.other.task.t-1.in", None), (f"d.{D}.task..in", None)],
+    [
+        (f"d.{D}.task.t-1.in", "t-1"),
+        (f"d.{D}.task.a_b-C.in", "a_b-C"),
+        (f"d.{D}.control.in", None),
+        ("d.other.task.t-1.in", None),
+        (f"d.{D}.task..in", None),
+    ],
 )
 def test_task_of_route(topology: Topology, route: str, expected: str | None) -> None:
     assert topology.task_of_route(route, D) == expected

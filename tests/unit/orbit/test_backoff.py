@@ -53,18 +53,43 @@ def test_attempts_below_one_rejected() -> None:
     ("rule", "pol", "attempts", "deadline_in", "verdict"),
     [
         ("retry while budget lasts", policy(attempts=3), 2, timedelta(hours=1), Verdict.RETRY),
-        ("budget exhausted: no retry", policy(attempts=3), 3, timedelta(hours=1),
-         Verdict.ATTEMPTS_EXHAUSTED),
-        ("single-attempt policy never retries", policy(0, 0, 1), 1, timedelta(hours=1),
-         Verdict.ATTEMPTS_EXHAUSTED),
-        ("now + delay past the deadline: no retry", policy(10_000, 10_000), 1,
-         timedelta(seconds=4), Verdict.DEADLINE_EXCEEDED),
-        ("now + delay exactly at the deadline: no retry", policy(1_000, 1_000, 2), 1,
-         timedelta(milliseconds=500), Verdict.DEADLINE_EXCEEDED),
-        ("deadline already passed: no retry", policy(0, 0), 1, timedelta(0),
-         Verdict.DEADLINE_EXCEEDED),
+        (
+            "budget exhausted: no retry",
+            policy(attempts=3),
+            3,
+            timedelta(hours=1),
+            Verdict.ATTEMPTS_EXHAUSTED,
+        ),
+        (
+            "single-attempt policy never retries",
+            policy(0, 0, 1),
+            1,
+            timedelta(hours=1),
+            Verdict.ATTEMPTS_EXHAUSTED,
+        ),
+        (
+            "now + delay past the deadline: no retry",
+            policy(10_000, 10_000),
+            1,
+            timedelta(seconds=4),
+            Verdict.DEADLINE_EXCEEDED,
+        ),
+        (
+            "now + delay exactly at the deadline: no retry",
+            policy(1_000, 1_000, 2),
+            1,
+            timedelta(milliseconds=500),
+            Verdict.DEADLINE_EXCEEDED,
+        ),
+        (
+            "deadline already passed: no retry",
+            policy(0, 0),
+            1,
+            timedelta(0),
+            Verdict.DEADLINE_EXCEEDED,
+        ),
     ],
-)  # fmt: skip
+)
 def test_plan_table(
     rule: str, pol: RetryPolicy, attempts: int, deadline_in: timedelta, verdict: Verdict
 ) -> None:

@@ -29,8 +29,11 @@ LOST = AttemptEnd(EndCause.LEASE_EXPIRED, started=True)
 TIMED_OUT = AttemptEnd(EndCause.ATTEMPT_TIMEOUT, started=True)
 
 
-def facts(used: int, deadline: timedelta = timedelta(hours=1),
-          safety: RecoverySafety = RecoverySafety.IDEMPOTENT) -> TaskFacts:  # fmt: skip
+def facts(
+    used: int,
+    deadline: timedelta = timedelta(hours=1),
+    safety: RecoverySafety = RecoverySafety.IDEMPOTENT,
+) -> TaskFacts:
     return TaskFacts(safety, POLICY, used, NOW + deadline, None)
 
 
@@ -48,18 +51,36 @@ def test_requeued_after_jittered_delay(end: AttemptEnd, used: int) -> None:
 @pytest.mark.parametrize(
     ("rule", "task", "end", "state", "code"),
     [
-        ("budget exhausted", facts(4), FAILED_RETRYABLE, TaskState.FAILED,
-         TaskErrorCode.ATTEMPTS_EXHAUSTED),
-        ("delay would pass the deadline", facts(3, timedelta(seconds=2)), LOST,
-         TaskState.FAILED, TaskErrorCode.DEADLINE_EXCEEDED),
-        ("reconcile-only lost attempt is reviewed, not retried",
-         facts(1, safety=RecoverySafety.RECONCILE_ONLY), LOST, TaskState.NEEDS_REVIEW,
-         TaskErrorCode.ATTEMPT_LOST),
-        ("non-retryable failure is final", facts(1),
-         AttemptEnd(EndCause.FAILED, started=True), TaskState.FAILED,
-         TaskErrorCode.HANDLER_FAILED),
+        (
+            "budget exhausted",
+            facts(4),
+            FAILED_RETRYABLE,
+            TaskState.FAILED,
+            TaskErrorCode.ATTEMPTS_EXHAUSTED,
+        ),
+        (
+            "delay would pass the deadline",
+            facts(3, timedelta(seconds=2)),
+            LOST,
+            TaskState.FAILED,
+            TaskErrorCode.DEADLINE_EXCEEDED,
+        ),
+        (
+            "reconcile-only lost attempt is reviewed, not retried",
+            facts(1, safety=RecoverySafety.RECONCILE_ONLY),
+            LOST,
+            TaskState.NEEDS_REVIEW,
+            TaskErrorCode.ATTEMPT_LOST,
+        ),
+        (
+            "non-retryable failure is final",
+            facts(1),
+            AttemptEnd(EndCause.FAILED, started=True),
+            TaskState.FAILED,
+            TaskErrorCode.HANDLER_FAILED,
+        ),
     ],
-)  # fmt: skip
+)
 def test_no_requeue(
     rule: str, task: TaskFacts, end: AttemptEnd, state: TaskState, code: TaskErrorCode
 ) -> None:

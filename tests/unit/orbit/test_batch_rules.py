@@ -26,8 +26,13 @@ NOW = datetime(2026, 9, 17, 12, 0, 0, tzinfo=UTC)
 
 
 def item(**changes: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"queue_id": "a" * 32, "handler": "h", "handler_version": "v1",
-                            "payload_version": "v1", "payload": {"n": JsonNumber("1")}}  # fmt: skip
+    body: dict[str, Any] = {
+        "queue_id": "a" * 32,
+        "handler": "h",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {"n": JsonNumber("1")},
+    }
     body.update(changes)
     return {k: v for k, v in body.items() if v is not None}
 
@@ -53,13 +58,17 @@ def test_batch_shape_rejected(body: Any, field: str) -> None:
     ("items", "errors"),
     [
         ([item(), item(handler="-x")], [(1, "handler")]),
-        ([item(payload=None), item(), item(retry={"max_attempts": 101})],
-         [(0, "payload"), (2, "retry.max_attempts")]),
-        ([item(queue_id="nope"), item(business_key="a\nb")],
-         [(0, "queue_id"), (1, "business_key")]),
+        (
+            [item(payload=None), item(), item(retry={"max_attempts": 101})],
+            [(0, "payload"), (2, "retry.max_attempts")],
+        ),
+        (
+            [item(queue_id="nope"), item(business_key="a\nb")],
+            [(0, "queue_id"), (1, "business_key")],
+        ),
         (["not an object"], [(0, "body")]),
     ],
-)  # fmt: skip
+)
 def test_batch_lists_every_bad_item(items: list[Any], errors: list[tuple[int, str]]) -> None:
     """Every invalid item is reported by index and field; the batch is refused as a whole."""
     with pytest.raises(BatchInvalid) as caught:
@@ -81,8 +90,10 @@ def test_batch_digest_and_receipt() -> None:
     same = parse_batch({"tasks": [item(payload={"n": JsonNumber("1.0")}), item(handler="g")]})
     swapped = parse_batch({"tasks": [item(handler="g"), item()]})
     assert batch_digest(one) == batch_digest(same) != batch_digest(swapped)
-    tasks = [new_task(f"{i:032x}", "n" * 32, req, times, NOW)
-             for i, (req, times) in enumerate(zip(one.items, plan_batch(one, NOW), strict=True))]
+    tasks = [
+        new_task(f"{i:032x}", "n" * 32, req, times, NOW)
+        for i, (req, times) in enumerate(zip(one.items, plan_batch(one, NOW), strict=True))
+    ]
     assert receipt_items(tasks) == [
         {"index": 0, "task_id": "0" * 32, "state": "WAITING", "revision": "1"},
         {"index": 1, "task_id": "0" * 31 + "1", "state": "WAITING", "revision": "1"},

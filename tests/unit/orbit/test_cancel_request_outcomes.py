@@ -36,8 +36,14 @@ UNCONFIRMED = TaskErrorCode.CANCEL_UNCONFIRMED
 
 
 def facts(safety: RecoverySafety, *, requested: bool = True, used: int = 1) -> TaskFacts:
-    return TaskFacts(safety, RetryPolicy(3, 1000, 30000, 30000), used,
-                     NOW + timedelta(hours=1), None, cancel_requested=requested)  # fmt: skip
+    return TaskFacts(
+        safety,
+        RetryPolicy(3, 1000, 30000, 30000),
+        used,
+        NOW + timedelta(hours=1),
+        None,
+        cancel_requested=requested,
+    )
 
 
 @pytest.mark.parametrize(
@@ -48,31 +54,53 @@ def facts(safety: RecoverySafety, *, requested: bool = True, used: int = 1) -> T
         (RECON, AttemptEnd(C.CANCELLED, True), Outcome(T.CANCELLED, A.CANCELLED, R.RESULT)),
         # a result that arrives first wins
         (RECON, AttemptEnd(C.SUCCEEDED, True), Outcome(T.SUCCEEDED, A.SUCCEEDED, R.RESULT)),
-        (IDEM, AttemptEnd(C.FAILED, True), Outcome(T.FAILED, A.FAILED, R.RESULT,
-                                                   TaskErrorCode.HANDLER_FAILED)),
-        (RECON, AttemptEnd(C.NEEDS_REVIEW, True), Outcome(T.NEEDS_REVIEW, A.NEEDS_REVIEW,
-                                                          R.RESULT,
-                                                          TaskErrorCode.REVIEW_REQUESTED)),
+        (
+            IDEM,
+            AttemptEnd(C.FAILED, True),
+            Outcome(T.FAILED, A.FAILED, R.RESULT, TaskErrorCode.HANDLER_FAILED),
+        ),
+        (
+            RECON,
+            AttemptEnd(C.NEEDS_REVIEW, True),
+            Outcome(T.NEEDS_REVIEW, A.NEEDS_REVIEW, R.RESULT, TaskErrorCode.REVIEW_REQUESTED),
+        ),
         # ... but nothing is retried once a cancel was requested
-        (IDEM, AttemptEnd(C.FAILED, True, retryable=True),
-         Outcome(T.CANCELLED, A.FAILED, R.RESULT)),
+        (
+            IDEM,
+            AttemptEnd(C.FAILED, True, retryable=True),
+            Outcome(T.CANCELLED, A.FAILED, R.RESULT),
+        ),
         # nobody confirmed: IDEMPOTENT is safe to cancel, RECONCILE_ONLY needs a human
         (IDEM, AttemptEnd(C.LEASE_EXPIRED, True), Outcome(T.CANCELLED, A.LOST, R.LEASE_EXPIRED)),
-        (IDEM, AttemptEnd(C.ATTEMPT_TIMEOUT, True),
-         Outcome(T.CANCELLED, A.TIMED_OUT, R.ATTEMPT_TIMEOUT)),
-        (IDEM, AttemptEnd(C.RELEASED_SHUTDOWN, True),
-         Outcome(T.CANCELLED, A.RELEASED, R.RELEASED_SHUTDOWN)),
-        (RECON, AttemptEnd(C.LEASE_EXPIRED, True),
-         Outcome(T.NEEDS_REVIEW, A.LOST, R.LEASE_EXPIRED, UNCONFIRMED)),
-        (RECON, AttemptEnd(C.ATTEMPT_TIMEOUT, True),
-         Outcome(T.NEEDS_REVIEW, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, UNCONFIRMED)),
-        (RECON, AttemptEnd(C.RELEASED_SHUTDOWN, True),
-         Outcome(T.NEEDS_REVIEW, A.RELEASED, R.RELEASED_SHUTDOWN, UNCONFIRMED)),
+        (
+            IDEM,
+            AttemptEnd(C.ATTEMPT_TIMEOUT, True),
+            Outcome(T.CANCELLED, A.TIMED_OUT, R.ATTEMPT_TIMEOUT),
+        ),
+        (
+            IDEM,
+            AttemptEnd(C.RELEASED_SHUTDOWN, True),
+            Outcome(T.CANCELLED, A.RELEASED, R.RELEASED_SHUTDOWN),
+        ),
+        (
+            RECON,
+            AttemptEnd(C.LEASE_EXPIRED, True),
+            Outcome(T.NEEDS_REVIEW, A.LOST, R.LEASE_EXPIRED, UNCONFIRMED),
+        ),
+        (
+            RECON,
+            AttemptEnd(C.ATTEMPT_TIMEOUT, True),
+            Outcome(T.NEEDS_REVIEW, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, UNCONFIRMED),
+        ),
+        (
+            RECON,
+            AttemptEnd(C.RELEASED_SHUTDOWN, True),
+            Outcome(T.NEEDS_REVIEW, A.RELEASED, R.RELEASED_SHUTDOWN, UNCONFIRMED),
+        ),
         # never started: the handler provably did nothing
-        (RECON, AttemptEnd(C.LEASE_EXPIRED, False),
-         Outcome(T.CANCELLED, A.LOST, R.LEASE_EXPIRED)),
+        (RECON, AttemptEnd(C.LEASE_EXPIRED, False), Outcome(T.CANCELLED, A.LOST, R.LEASE_EXPIRED)),
     ],
-)  # fmt: skip
+)
 def test_end_after_cancel_request_o_state_1(
     safety: RecoverySafety, end: AttemptEnd, expected: Outcome
 ) -> None:
@@ -92,8 +120,9 @@ def test_cancelled_without_request_is_illegal(safety: RecoverySafety) -> None:
 
 def test_without_request_the_outcome_table_holds() -> None:
     """No cancel request: a retryable failure is still retried (the backoff path)."""
-    outcome = decide_end(facts(IDEM, requested=False),
-                         AttemptEnd(C.FAILED, True, retryable=True), NOW)  # fmt: skip
+    outcome = decide_end(
+        facts(IDEM, requested=False), AttemptEnd(C.FAILED, True, retryable=True), NOW
+    )
     assert outcome.task_state is T.WAITING
 
 
@@ -122,9 +151,31 @@ def test_cancelled_result_message(extra: dict[str, object], error: str | None) -
 
 
 def _task(state: TaskState) -> Task:
-    return Task("t" * 32, "n" * 32, "q" * 32, state, 3, "h", "v1", "v1", "{}", None, NOW, None,
-                NOW + timedelta(hours=1), 3_600_000, RECON, RetryPolicy(1, 0, 0, 30000), 1,
-                None, None, None, NOW, NOW, current_attempt_id="a" * 32)  # fmt: skip
+    return Task(
+        "t" * 32,
+        "n" * 32,
+        "q" * 32,
+        state,
+        3,
+        "h",
+        "v1",
+        "v1",
+        "{}",
+        None,
+        NOW,
+        None,
+        NOW + timedelta(hours=1),
+        3_600_000,
+        RECON,
+        RetryPolicy(1, 0, 0, 30000),
+        1,
+        None,
+        None,
+        None,
+        NOW,
+        NOW,
+        current_attempt_id="a" * 32,
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,5 +195,12 @@ def test_apply_cancel(
     assert done.cancel_requested_at == later == done.updated_at
     assert (done.completed_at == later) is completed
     assert done.current_attempt_id == attempt
-    assert replace(done, state=state, revision=3, cancel_requested_at=None, completed_at=None,
-                   updated_at=NOW, current_attempt_id="a" * 32) == _task(state)  # fmt: skip
+    assert replace(
+        done,
+        state=state,
+        revision=3,
+        cancel_requested_at=None,
+        completed_at=None,
+        updated_at=NOW,
+        current_attempt_id="a" * 32,
+    ) == _task(state)

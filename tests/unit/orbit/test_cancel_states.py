@@ -73,9 +73,12 @@ _NOW, _END, _REQ = CancelMode.NOW, CancelMode.END_LEASE, CancelMode.REQUEST
     ],
 )
 def test_o_can_1_decide(
-    state: TaskState, revision: int, expected: int, requested: bool,
+    state: TaskState,
+    revision: int,
+    expected: int,
+    requested: bool,
     outcome: CancelPlan | type[Exception],
-) -> None:  # fmt: skip
+) -> None:
     """O-CAN-1 + task-control.md §3: WAITING cancels at once, LEASED ends its unstarted attempt,
     RUNNING records a request (once); only at the expected revision; revision + 1."""
     request = CancelRequest(expected, "r")
@@ -110,6 +113,12 @@ def test_o_state_1_transition_table(source: TaskState, target: TaskState, allowe
 
 def test_o_state_1_states_are_the_contract() -> None:
     assert [s.value for s in TaskState] == [
-        "WAITING", "LEASED", "RUNNING", "NEEDS_REVIEW", "SUCCEEDED", "FAILED", "CANCELLED",
-    ]  # fmt: skip
+        "WAITING",
+        "LEASED",
+        "RUNNING",
+        "NEEDS_REVIEW",
+        "SUCCEEDED",
+        "FAILED",
+        "CANCELLED",
+    ]
     assert TaskState.CANCELLED.terminal and not TaskState.NEEDS_REVIEW.terminal

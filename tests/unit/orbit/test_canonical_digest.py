@@ -141,12 +141,16 @@ def submit(extra: str = "", payload: str | None = None) -> str:
         (("", None), (',"retry":{"max_attempts":1,"attempt_timeout_ms":30000}', None)),
         (("", None), (',"available_at":null,"start_deadline_at":null', None)),
         (("", None), ("", '{"b":[1.0,2e0],"a":10e-1}')),
-        ((',"available_at":"2026-09-17T08:00:00+08:00"', None),
-         (',"available_at":"2026-09-17T00:00:00.000Z"', None)),
-        ((',"retry":{"max_attempts":3}', None),
-         (',"retry":{"max_attempts":3,"initial_delay_ms":1000,"max_delay_ms":30000}', None)),
+        (
+            (',"available_at":"2026-09-17T08:00:00+08:00"', None),
+            (',"available_at":"2026-09-17T00:00:00.000Z"', None),
+        ),
+        (
+            (',"retry":{"max_attempts":3}', None),
+            (',"retry":{"max_attempts":3,"initial_delay_ms":1000,"max_delay_ms":30000}', None),
+        ),
     ],
-)  # fmt: skip
+)
 def test_o_sub_2_submit_equivalences(left: tuple[str, str | None], right: tuple[str, str | None]):
     """O-SUB-2 / O-NOTE-4: defaults applied, times normalised, keys sorted, 1 == 1.0."""
     assert submit(*left) == submit(*right)

@@ -15,32 +15,75 @@ from agentcall.orbit.sdk.client import _calls
 pytestmark = pytest.mark.unit
 
 TASK = {
-    "id": "2" * 32, "namespace_id": "3" * 32, "queue_id": "1" * 32, "state": "WAITING",
-    "revision": "1", "handler": "h", "handler_version": "v1", "payload_version": "v1",
-    "payload": {"n": 9007199254740993, "d": 1.10}, "available_at": "2026-09-17T00:00:00Z",
-    "deadline_at": "2026-09-18T00:00:00Z", "recovery_safety": "RECONCILE_ONLY",
-    "retry": {"max_attempts": 1, "initial_delay_ms": 0, "max_delay_ms": 0,
-              "attempt_timeout_ms": 30000},
-    "attempt_count": 0, "created_at": "2026-09-17T00:00:00Z",
-    "updated_at": "2026-09-17T00:00:00Z", "some_future_field": True,
-}  # fmt: skip
+    "id": "2" * 32,
+    "namespace_id": "3" * 32,
+    "queue_id": "1" * 32,
+    "state": "WAITING",
+    "revision": "1",
+    "handler": "h",
+    "handler_version": "v1",
+    "payload_version": "v1",
+    "payload": {"n": 9007199254740993, "d": 1.10},
+    "available_at": "2026-09-17T00:00:00Z",
+    "deadline_at": "2026-09-18T00:00:00Z",
+    "recovery_safety": "RECONCILE_ONLY",
+    "retry": {
+        "max_attempts": 1,
+        "initial_delay_ms": 0,
+        "max_delay_ms": 0,
+        "attempt_timeout_ms": 30000,
+    },
+    "attempt_count": 0,
+    "created_at": "2026-09-17T00:00:00Z",
+    "updated_at": "2026-09-17T00:00:00Z",
+    "some_future_field": True,
+}
 REQUEST = sdk.SubmitTaskRequest("1" * 32, "h", "v1", "v1", {"n": Decimal("1.10")})
 
 
 def test_public_surface_is_guarded() -> None:
     """The SDK's public names are exactly these (changing them is a contract change)."""
-    assert sorted(sdk.__all__) == sorted([
-        "APIError", "AsyncClient", "BodyTooLargeError", "CancelTaskRequest", "Client",
-        "IdempotencyConflictError", "InvalidArgumentError", "ListTasksRequest", "NotFoundError",
-        "OrbitClientError", "PermissionDeniedError", "RetryPolicy", "StateConflictError",
-        "SubmitTaskRequest", "TASK_STATES", "Task", "TaskPage", "TaskReceipt", "TaskSummary",
-        "TransportError", "UnauthenticatedError", "UnavailableError",
-        "UnsupportedMediaTypeError",
-        "Attempt", "AttemptError", "AttemptOutcome", "AttemptPage", "AttemptWorker", "Evidence",
-        "ListAttemptsRequest",
-        "BatchItem", "BatchReceipt", "ResolveTaskRequest", "RetryTaskRequest",  # task control
-        "QueueInfo", "WorkerInfo", "SETTLED_STATES",  # inspection and waiting
-    ])  # fmt: skip
+    assert sorted(sdk.__all__) == sorted(
+        [
+            "APIError",
+            "AsyncClient",
+            "BodyTooLargeError",
+            "CancelTaskRequest",
+            "Client",
+            "IdempotencyConflictError",
+            "InvalidArgumentError",
+            "ListTasksRequest",
+            "NotFoundError",
+            "OrbitClientError",
+            "PermissionDeniedError",
+            "RetryPolicy",
+            "StateConflictError",
+            "SubmitTaskRequest",
+            "TASK_STATES",
+            "Task",
+            "TaskPage",
+            "TaskReceipt",
+            "TaskSummary",
+            "TransportError",
+            "UnauthenticatedError",
+            "UnavailableError",
+            "UnsupportedMediaTypeError",
+            "Attempt",
+            "AttemptError",
+            "AttemptOutcome",
+            "AttemptPage",
+            "AttemptWorker",
+            "Evidence",
+            "ListAttemptsRequest",
+            "BatchItem",
+            "BatchReceipt",
+            "ResolveTaskRequest",
+            "RetryTaskRequest",  # task control
+            "QueueInfo",
+            "WorkerInfo",
+            "SETTLED_STATES",  # inspection and waiting
+        ]
+    )
     for name in sdk.__all__:
         assert getattr(sdk, name) is not None
 
@@ -54,8 +97,13 @@ def test_exact_numbers_both_ways() -> None:
     with pytest.raises(TypeError, match="Decimal"):
         _calls.encode({"x": 0.1})
     body = REQUEST.to_json()
-    assert body == {"queue_id": "1" * 32, "handler": "h", "handler_version": "v1",
-                    "payload_version": "v1", "payload": {"n": Decimal("1.10")}}  # fmt: skip
+    assert body == {
+        "queue_id": "1" * 32,
+        "handler": "h",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {"n": Decimal("1.10")},
+    }
 
 
 def reply(status: int, body: object, seen: list[httpx.Request]) -> httpx.MockTransport:
@@ -83,17 +131,19 @@ def test_submit_request_and_typed_receipt() -> None:
 
 @pytest.mark.parametrize(
     ("status", "code", "cls"),
-    [(400, "INVALID_ARGUMENT", sdk.InvalidArgumentError),
-     (401, "UNAUTHENTICATED", sdk.UnauthenticatedError),
-     (403, "PERMISSION_DENIED", sdk.PermissionDeniedError),
-     (404, "NOT_FOUND", sdk.NotFoundError),
-     (409, "IDEMPOTENCY_CONFLICT", sdk.IdempotencyConflictError),
-     (409, "STATE_CONFLICT", sdk.StateConflictError),
-     (413, "BODY_TOO_LARGE", sdk.BodyTooLargeError),
-     (415, "UNSUPPORTED_MEDIA_TYPE", sdk.UnsupportedMediaTypeError),
-     (503, "UNAVAILABLE", sdk.UnavailableError),
-     (418, "SOMETHING_NEW", sdk.APIError)],
-)  # fmt: skip
+    [
+        (400, "INVALID_ARGUMENT", sdk.InvalidArgumentError),
+        (401, "UNAUTHENTICATED", sdk.UnauthenticatedError),
+        (403, "PERMISSION_DENIED", sdk.PermissionDeniedError),
+        (404, "NOT_FOUND", sdk.NotFoundError),
+        (409, "IDEMPOTENCY_CONFLICT", sdk.IdempotencyConflictError),
+        (409, "STATE_CONFLICT", sdk.StateConflictError),
+        (413, "BODY_TOO_LARGE", sdk.BodyTooLargeError),
+        (415, "UNSUPPORTED_MEDIA_TYPE", sdk.UnsupportedMediaTypeError),
+        (503, "UNAVAILABLE", sdk.UnavailableError),
+        (418, "SOMETHING_NEW", sdk.APIError),
+    ],
+)
 def test_o_err_1_typed_errors(status: int, code: str, cls: type[sdk.APIError]) -> None:
     """O-ERR-1: every error code has its exception class; writes are sent exactly once."""
     seen: list[httpx.Request] = []

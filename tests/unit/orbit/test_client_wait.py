@@ -57,15 +57,27 @@ async def test_async_wait_is_the_same() -> None:
 
 
 def test_queues_and_workers_are_typed() -> None:
-    queue: dict[str, Any] = {"id": "1" * 32, "name": "main", "counts": {"WAITING": 3},
-                             "oldest_waiting_at": "2026-09-17T00:00:00Z",
-                             "oldest_waiting_age_ms": 1500}  # fmt: skip
+    queue: dict[str, Any] = {
+        "id": "1" * 32,
+        "name": "main",
+        "counts": {"WAITING": 3},
+        "oldest_waiting_at": "2026-09-17T00:00:00Z",
+        "oldest_waiting_age_ms": 1500,
+    }
     worker: dict[str, Any] = {
-        "connection_id": "c" * 32, "server": "vm:1", "name": "w", "instance_id": "i" * 32,
-        "queues": ["1" * 32], "handlers": [{"handler": "h", "handler_version": "v1"}],
-        "slots": 4, "in_flight": 1, "connected_at": "2026-09-17T00:00:00Z",
-        "last_heartbeat_at": "2026-09-17T00:00:01Z", "host": "vm", "pid": 7,
-    }  # fmt: skip
+        "connection_id": "c" * 32,
+        "server": "vm:1",
+        "name": "w",
+        "instance_id": "i" * 32,
+        "queues": ["1" * 32],
+        "handlers": [{"handler": "h", "handler_version": "v1"}],
+        "slots": 4,
+        "in_flight": 1,
+        "connected_at": "2026-09-17T00:00:00Z",
+        "last_heartbeat_at": "2026-09-17T00:00:01Z",
+        "host": "vm",
+        "pid": 7,
+    }
 
     def handler(request: httpx.Request) -> httpx.Response:
         item = queue if request.url.path == "/v1/queues" else worker

@@ -66,11 +66,14 @@ def run(steps: list[str]) -> tuple[list[tuple[str, Any]], CoalescingTransport, L
     inner, loop = Recording(), Loop()
     transport = CoalescingTransport(inner, cast(asyncio.AbstractEventLoop, loop))
     actions: dict[str, Callable[[], object]] = {
-        "turn": loop.turn, "close": transport.close, "abort": transport.abort,
-        "eof": transport.write_eof, "flush": transport.flush,
+        "turn": loop.turn,
+        "close": transport.close,
+        "abort": transport.abort,
+        "eof": transport.write_eof,
+        "flush": transport.flush,
         "protocol": lambda: transport.set_protocol(asyncio.Protocol()),
         "lost": lambda: setattr(inner, "closing", True),
-    }  # fmt: skip
+    }
     for step in steps:
         if step.startswith("w:"):
             transport.write(step[2:].encode())

@@ -37,8 +37,14 @@ def test_chart_counts_the_last_hour_by_minute(
 
 
 def test_chart_bars_stack_failures_on_successes_and_fit_the_box() -> None:
-    chart = bars([("2026-12-01 16:30", "SUCCEEDED", 3), ("2026-12-01 16:30", "FAILED", 1),
-                  ("2026-12-01 16:00", "SUCCEEDED", 2)], NOW)  # fmt: skip
+    chart = bars(
+        [
+            ("2026-12-01 16:30", "SUCCEEDED", 3),
+            ("2026-12-01 16:30", "FAILED", 1),
+            ("2026-12-01 16:00", "SUCCEEDED", 2),
+        ],
+        NOW,
+    )
     ok_bar, bad_bar = [b for b in chart.bars if b.x == max(b.x for b in chart.bars)]
     assert ok_bar.kind == "ok" and bad_bar.kind == "bad"
     assert bad_bar.y + bad_bar.height == pytest.approx(ok_bar.y)  # on top of the successes
@@ -59,28 +65,35 @@ def test_csrf_token_belongs_to_its_session() -> None:
 
 
 def test_session_cookie_is_httponly_strict_and_scoped_to_the_console() -> None:
-    assert cookie_attributes(False) == {"httponly": True, "samesite": "strict", "path": "/ui",
-                                        "secure": False}  # fmt: skip
+    assert cookie_attributes(False) == {
+        "httponly": True,
+        "samesite": "strict",
+        "path": "/ui",
+        "secure": False,
+    }
     assert cookie_attributes(True)["secure"] is True
 
 
-@pytest.mark.parametrize(("text", "wanted"),
-                         [(None, 0), ("0", 0), ("1", 1), ("250", 250), ("60000", 60000)])
+@pytest.mark.parametrize(
+    ("text", "wanted"), [(None, 0), ("0", 0), ("1", 1), ("250", 250), ("60000", 60000)]
+)
 def test_wait_ms_accepts_integer_literals_up_to_a_minute(text: str | None, wanted: int) -> None:
     assert parse_wait_ms(text) == wanted
 
 
-@pytest.mark.parametrize("text", ["", "-1", "+5", "05", "1.0", "1e3", "60001", "999999", "x",
-                                  " 5", "٣"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text", ["", "-1", "+5", "05", "1.0", "1e3", "60001", "999999", "x", " 5", "٣"]
+)
 def test_wait_ms_refuses_anything_else(text: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         parse_wait_ms(text)
     assert caught.value.field == "wait_ms"
 
 
-@pytest.mark.parametrize(("left_s", "wanted"),
-                         [(-1.0, 0), (0.0, 0), (0.0004, 0), (0.25, 250), (59.9, 59900),
-                          (61.0, 60000), (3600.0, 60000)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("left_s", "wanted"),
+    [(-1.0, 0), (0.0, 0), (0.0004, 0), (0.25, 250), (59.9, 59900), (61.0, 60000), (3600.0, 60000)],
+)
 def test_the_sdk_waits_what_is_left_within_one_long_poll(left_s: float, wanted: int) -> None:
     assert next_wait_ms(left_s) == wanted
 
@@ -102,19 +115,31 @@ def test_queue_and_worker_views_match_the_openapi_schemas() -> None:
     from agentcall.orbit.protocol.messages import WorkerIdentity
 
     schemas = json.loads(openapi_text())["components"]["schemas"]
-    views = [QueueView("q" * 32, "main", {"WAITING": 2}, NOW, at=NOW).view(),
-             QueueView("q" * 32, "main", {}, None).view()]  # fmt: skip
+    views = [
+        QueueView("q" * 32, "main", {"WAITING": 2}, NOW, at=NOW).view(),
+        QueueView("q" * 32, "main", {}, None).view(),
+    ]
     for view in views:
         assert set(schemas["Queue"]["required"]) <= set(view) <= set(schemas["Queue"]["properties"])
     assert views[0]["oldest_waiting_age_ms"] == 0
     counts = views[1]["counts"]
     assert isinstance(counts, dict)
     assert set(counts) == set(schemas["Queue"]["properties"]["counts"]["required"])
-    peer = SimpleNamespace(connection_id="c" * 32, namespace_id="n" * 32,
-                           worker=WorkerIdentity("w", "i" * 32, "sdk/1", "host", 7))  # fmt: skip
-    link = SimpleNamespace(peer=peer, handlers=frozenset({HandlerKey("h", "v1")}), capacity=4,
-                           in_flight={"a"}, held=1, connected_at=NOW, seen_at=NOW,
-                           queue_order=("q" * 32,))  # fmt: skip
+    peer = SimpleNamespace(
+        connection_id="c" * 32,
+        namespace_id="n" * 32,
+        worker=WorkerIdentity("w", "i" * 32, "sdk/1", "host", 7),
+    )
+    link = SimpleNamespace(
+        peer=peer,
+        handlers=frozenset({HandlerKey("h", "v1")}),
+        capacity=4,
+        in_flight={"a"},
+        held=1,
+        connected_at=NOW,
+        seen_at=NOW,
+        queue_order=("q" * 32,),
+    )
     view = worker_view(record_of(link), frozenset({"q" * 32}))  # type: ignore[arg-type]
     assert view is not None
     worker = schemas["Worker"]

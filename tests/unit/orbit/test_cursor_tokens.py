@@ -59,9 +59,16 @@ def _flip(cursor: str) -> str:
 
 @pytest.mark.parametrize(
     "cursor",
-    ["", "x" * 1025, "not a cursor!", "YWJj", "===", "c1",
-     encode_cursor(Position(Q1, None, NOW, T))[:-3]],
-)  # fmt: skip
+    [
+        "",
+        "x" * 1025,
+        "not a cursor!",
+        "YWJj",
+        "===",
+        "c1",
+        encode_cursor(Position(Q1, None, NOW, T))[:-3],
+    ],
+)
 def test_o_lst_1_cursor_garbage(cursor: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         decode_cursor(cursor, Q1, None)
@@ -76,9 +83,18 @@ def test_o_lst_1_cursor_tampering_detected() -> None:
 
 @pytest.mark.parametrize(
     ("key", "ok"),
-    [("a", True), ("k" * 128, True), ("!~{}", True), ("", False), ("k" * 129, False),
-     ("has space", False), ("tab\t", False), ("é", False), (None, False)],
-)  # fmt: skip
+    [
+        ("a", True),
+        ("k" * 128, True),
+        ("!~{}", True),
+        ("", False),
+        ("k" * 129, False),
+        ("has space", False),
+        ("tab\t", False),
+        ("é", False),
+        (None, False),
+    ],
+)
 def test_o_sub_1_idempotency_key(key: str | None, ok: bool) -> None:
     """O-SUB-1: 1-128 printable ASCII characters without spaces."""
     if ok:
@@ -109,9 +125,13 @@ def test_o_api_3_ids() -> None:
 
 def record(**changes: object) -> TokenRecord:
     values: dict[str, object] = {
-        "token_id": T, "namespace_id": "n" * 32, "permissions": frozenset({Permission.READ}),
-        "queue_ids": frozenset({Q1}), "expires_at": None, "revoked_at": None,
-    }  # fmt: skip
+        "token_id": T,
+        "namespace_id": "n" * 32,
+        "permissions": frozenset({Permission.READ}),
+        "queue_ids": frozenset({Q1}),
+        "expires_at": None,
+        "revoked_at": None,
+    }
     values.update(changes)
     return TokenRecord(**values)  # type: ignore[arg-type]
 

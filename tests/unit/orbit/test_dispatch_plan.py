@@ -48,10 +48,14 @@ def test_candidates(case: str, the_offer: Offer, hinted: Hinted, expected: tuple
         ("free slots over the hinted queue alone", offer(4, set()), frozenset({"q2"}), [("q2", 4)]),
         ("shared over the candidates", offer(4, {"q1"}), frozenset({"q3"}), [("q1", 2), ("q3", 2)]),
         ("no free slot: nothing asked", offer(0, {"q1"}), EVERY, []),
-        ("rotation starts at the next candidate", offer(1, {"q1", "q2"}, rotation=1), frozenset(),
-         [("q2", 1)]),
+        (
+            "rotation starts at the next candidate",
+            offer(1, {"q1", "q2"}, rotation=1),
+            frozenset(),
+            [("q2", 1)],
+        ),
     ],
-)  # fmt: skip
+)
 def test_shares(
     case: str, the_offer: Offer, hinted: Hinted, expected: list[tuple[str, int]]
 ) -> None:
@@ -63,17 +67,37 @@ def test_shares(
     [
         ("a short fill leaves the set", offer(2, {"q1"}), frozenset(), {"q1": False}, set()),
         ("a full fill stays: more may wait", offer(2, {"q1"}), frozenset(), {"q1": True}, {"q1"}),
-        ("a hinted queue not asked (no free slot) becomes pending", offer(0, set()),
-         frozenset({"q2"}), {}, {"q2"}),
+        (
+            "a hinted queue not asked (no free slot) becomes pending",
+            offer(0, set()),
+            frozenset({"q2"}),
+            {},
+            {"q2"},
+        ),
         ("a full round not asked: every queue pending", offer(0, set()), EVERY, {}, set(Q)),
-        ("a full round drained everywhere", offer(3, set(Q)), EVERY,
-         {"q1": False, "q2": False, "q3": False}, set()),
-        ("a share of 0 keeps the queue", offer(1, {"q1", "q2"}), frozenset(), {"q1": False},
-         {"q2"}),
-        ("a pending queue not hinted stays", offer(1, {"q3"}), frozenset({"q1"}), {"q1": True},
-         {"q1", "q3"}),
+        (
+            "a full round drained everywhere",
+            offer(3, set(Q)),
+            EVERY,
+            {"q1": False, "q2": False, "q3": False},
+            set(),
+        ),
+        (
+            "a share of 0 keeps the queue",
+            offer(1, {"q1", "q2"}),
+            frozenset(),
+            {"q1": False},
+            {"q2"},
+        ),
+        (
+            "a pending queue not hinted stays",
+            offer(1, {"q3"}),
+            frozenset({"q1"}),
+            {"q1": True},
+            {"q1", "q3"},
+        ),
     ],
-)  # fmt: skip
+)
 def test_pending_after(
     case: str, the_offer: Offer, hinted: Hinted, full: dict[str, bool], expected: set[str]
 ) -> None:
@@ -102,8 +126,12 @@ def test_rounds_converge_for_one_connection() -> None:
             stock[queue] -= got
             granted += got
             full[queue] = got == size
-        current = Offer(current.free - granted, Q, current.rotation + 1,
-                        pending_after(current, frozenset(), full))  # fmt: skip
+        current = Offer(
+            current.free - granted,
+            Q,
+            current.rotation + 1,
+            pending_after(current, frozenset(), full),
+        )
     assert not wants_more(current)
     assert current.free == 0 and stock == {"q1": 0, "q2": 0, "q3": 4}
 
@@ -112,8 +140,13 @@ H = HandlerKey("h", "v1")
 OTHER = HandlerKey("h", "v2")
 
 
-def seat(free: int, queues: set[str], pending: frozenset[str] = frozenset(),
-         handlers: frozenset[HandlerKey] = frozenset({H}), idle: bool = True) -> Seat:  # fmt: skip
+def seat(
+    free: int,
+    queues: set[str],
+    pending: frozenset[str] = frozenset(),
+    handlers: frozenset[HandlerKey] = frozenset({H}),
+    idle: bool = True,
+) -> Seat:
     return Seat(free, frozenset(queues), handlers, frozenset(pending), idle)
 
 
@@ -129,16 +162,30 @@ def seat(free: int, queues: set[str], pending: frozenset[str] = frozenset(),
         ("ties: the first", [seat(2, {"q1"}), seat(2, {"q1"})], 0),
         ("not its queue", [seat(4, {"q2"}), seat(1, {"q1"})], 1),
         ("not its handler version", [seat(4, {"q1"}, handlers=frozenset({OTHER}))], None),
-        ("older ready work may wait in the queue",
-         [seat(4, {"q1"}, pending=frozenset({"q1"}))], None),
-        ("pending for another serving connection: FIFO first",
-         [seat(4, {"q1"}), seat(0, {"q1"}, pending=frozenset({"q1"}))], None),
-        ("pending elsewhere on another queue does not matter",
-         [seat(4, {"q1", "q2"}, pending=frozenset({"q2"}))], 0),
-        ("pending on a connection of another handler does not matter",
-         [seat(4, {"q1"}),
-          seat(0, {"q1"}, pending=frozenset({"q1"}), handlers=frozenset({OTHER}))], 0),
+        (
+            "older ready work may wait in the queue",
+            [seat(4, {"q1"}, pending=frozenset({"q1"}))],
+            None,
+        ),
+        (
+            "pending for another serving connection: FIFO first",
+            [seat(4, {"q1"}), seat(0, {"q1"}, pending=frozenset({"q1"}))],
+            None,
+        ),
+        (
+            "pending elsewhere on another queue does not matter",
+            [seat(4, {"q1", "q2"}, pending=frozenset({"q2"}))],
+            0,
+        ),
+        (
+            "pending on a connection of another handler does not matter",
+            [
+                seat(4, {"q1"}),
+                seat(0, {"q1"}, pending=frozenset({"q1"}), handlers=frozenset({OTHER})),
+            ],
+            0,
+        ),
     ],
-)  # fmt: skip
+)
 def test_eager_seat(case: str, seats: list[Seat], expected: int | None) -> None:
     assert eager_seat(seats, "q1", H) == expected, case

@@ -36,10 +36,26 @@ def test_every_observation_is_counted_under_its_own_labels() -> None:
     assert _value(registry, "orbit_lease_wait_seconds_bucket", handler="bill", le="1.0") == 0
     assert _value(registry, "orbit_lease_wait_seconds_bucket", handler="bill", le="2.5") == 1
     assert _value(registry, "orbit_attempt_duration_seconds_count", handler="send") == 4
-    assert _value(registry, "orbit_attempt_outcomes_total", handler="send",
-                  outcome="SUCCEEDED", error_code="") == 3  # fmt: skip
-    assert _value(registry, "orbit_attempt_outcomes_total", handler="send",
-                  outcome="WAITING", error_code="TIMEOUT") == 1  # fmt: skip
+    assert (
+        _value(
+            registry,
+            "orbit_attempt_outcomes_total",
+            handler="send",
+            outcome="SUCCEEDED",
+            error_code="",
+        )
+        == 3
+    )
+    assert (
+        _value(
+            registry,
+            "orbit_attempt_outcomes_total",
+            handler="send",
+            outcome="WAITING",
+            error_code="TIMEOUT",
+        )
+        == 1
+    )
 
 
 @pytest.mark.parametrize("repeat", [1, 3])
@@ -55,12 +71,26 @@ def test_label_sets_over_the_cap_are_counted_as_other(
             metrics.attempt_ended("send", "FAILED", code, 0.1)
     series = {
         (s.labels["handler"], s.labels["error_code"])
-        for family in registry.collect() if family.name == "orbit_attempt_outcomes"
-        for s in family.samples if s.name == "orbit_attempt_outcomes_total"
-    }  # fmt: skip
+        for family in registry.collect()
+        if family.name == "orbit_attempt_outcomes"
+        for s in family.samples
+        if s.name == "orbit_attempt_outcomes_total"
+    }
     # one series taken by the durations' ("send",), three by the first codes, then _other
     assert series == {("send", "a"), ("send", "b"), ("send", "c"), (OTHER, OTHER)}
-    assert _value(registry, "orbit_attempt_outcomes_total", handler=OTHER, outcome=OTHER,
-                  error_code=OTHER) == 3 * repeat  # fmt: skip
-    assert _value(registry, "orbit_attempt_outcomes_total", handler="send", outcome="FAILED",
-                  error_code="a") == repeat  # fmt: skip
+    assert (
+        _value(
+            registry, "orbit_attempt_outcomes_total", handler=OTHER, outcome=OTHER, error_code=OTHER
+        )
+        == 3 * repeat
+    )
+    assert (
+        _value(
+            registry,
+            "orbit_attempt_outcomes_total",
+            handler="send",
+            outcome="FAILED",
+            error_code="a",
+        )
+        == repeat
+    )

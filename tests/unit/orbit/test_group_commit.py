@@ -129,8 +129,7 @@ async def test_groups_are_bounded_by_weight() -> None:
     """Large submits do not pile up into one oversized statement; a single heavy item still
     runs (alone)."""
     runner = Recorder()
-    commit: GroupCommit[int, str] = GroupCommit(runner, lanes=1, weight=lambda i: i,
-                                                max_weight=10)  # fmt: skip
+    commit: GroupCommit[int, str] = GroupCommit(runner, lanes=1, weight=lambda i: i, max_weight=10)
     first = asyncio.create_task(commit(0))
     await asyncio.sleep(0)
     rest = [asyncio.create_task(commit(i)) for i in (4, 6, 2, 20, 8)]

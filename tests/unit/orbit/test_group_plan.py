@@ -31,11 +31,14 @@ PRINCIPAL = Principal("t" * 32, NS, frozenset(Permission), frozenset({QUEUE}))
 
 def pending(key: str, n: int = 1, available_at: str | None = None) -> PendingSubmit:
     extra = f',"available_at":"{available_at}"' if available_at else ""
-    text = (f'{{"queue_id":"{QUEUE}","handler":"h","handler_version":"v1",'
-            f'"payload_version":"v1","payload":{{"n":{n}}}{extra}}}')  # fmt: skip
+    text = (
+        f'{{"queue_id":"{QUEUE}","handler":"h","handler_version":"v1",'
+        f'"payload_version":"v1","payload":{{"n":{n}}}{extra}}}'
+    )
     request = parse_submit(read_json_text(text))
-    return PendingSubmit(PRINCIPAL, request, Scope(NS, OPERATION, "", key), submit_digest(request),
-                         "r" * 32)  # fmt: skip
+    return PendingSubmit(
+        PRINCIPAL, request, Scope(NS, OPERATION, "", key), submit_digest(request), "r" * 32
+    )
 
 
 def ids() -> itertools.count[int]:
@@ -58,11 +61,13 @@ PAST = "2026-09-17T11:00:00Z"  # one hour before NOW: refused for a new task (O-
         ([pending("a"), pending("b"), pending("c")], [Accept, Accept, Accept]),
         ([pending("a"), pending("a")], [Accept, Replay]),  # same key twice: one task
         ([pending("a", 1), pending("a", 2)], [Accept, IdempotencyConflict]),
-        ([pending("a"), pending("b", available_at=PAST), pending("c")],
-         [Accept, InvalidArgument, Accept]),  # one invalid item never fails its neighbours
+        (
+            [pending("a"), pending("b", available_at=PAST), pending("c")],
+            [Accept, InvalidArgument, Accept],
+        ),  # one invalid item never fails its neighbours
         ([pending("a", available_at=PAST), pending("a")], [InvalidArgument, Accept]),
     ],
-)  # fmt: skip
+)
 def test_o_sub_1_group_decisions_item_by_item(
     items: list[PendingSubmit], expected: list[type]
 ) -> None:

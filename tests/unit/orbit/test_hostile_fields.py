@@ -30,35 +30,76 @@ pytestmark = pytest.mark.unit
 ID = "1" * 32
 
 SUBMIT: dict[str, Any] = {
-    "queue_id": ID, "handler": "h", "handler_version": "v1", "payload_version": "v1",
-    "payload": {"n": 1}, "business_key": "b", "recovery_safety": "IDEMPOTENT",
-    "task_timeout_ms": 60000, "available_at": None, "start_deadline_at": None,
-    "retry": {"max_attempts": 3, "attempt_timeout_ms": 1000, "initial_delay_ms": 10,
-              "max_delay_ms": 100},
-}  # fmt: skip
+    "queue_id": ID,
+    "handler": "h",
+    "handler_version": "v1",
+    "payload_version": "v1",
+    "payload": {"n": 1},
+    "business_key": "b",
+    "recovery_safety": "IDEMPOTENT",
+    "task_timeout_ms": 60000,
+    "available_at": None,
+    "start_deadline_at": None,
+    "retry": {
+        "max_attempts": 3,
+        "attempt_timeout_ms": 1000,
+        "initial_delay_ms": 10,
+        "max_delay_ms": 100,
+    },
+}
 CANCEL = {"expected_revision": "1", "reason": "r"}
-RESOLVE_OK = {"expected_revision": "2", "outcome": "succeeded", "reason": "r", "result": {"a": 1},
-              "evidence": [{"key": "k", "kind": "note", "data": {"x": 1}}]}  # fmt: skip
-RESOLVE_FAILED = {"expected_revision": "2", "outcome": "failed", "reason": "r",
-                  "error": {"code": "bad", "message": "m"}}  # fmt: skip
+RESOLVE_OK = {
+    "expected_revision": "2",
+    "outcome": "succeeded",
+    "reason": "r",
+    "result": {"a": 1},
+    "evidence": [{"key": "k", "kind": "note", "data": {"x": 1}}],
+}
+RESOLVE_FAILED = {
+    "expected_revision": "2",
+    "outcome": "failed",
+    "reason": "r",
+    "error": {"code": "bad", "message": "m"},
+}
 REF = {"attempt_id": ID, "lease_token": "2" * 32}
 WORKER: list[dict[str, Any]] = [
-    {"type": "hello", "protocol": "orbit.worker.v1",
-     "worker": {"name": "w", "instance_id": ID, "sdk": "s", "host": "h", "pid": 1},
-     "queues": [ID], "handlers": [{"handler": "h", "handler_version": "v1"}], "capacity": 4,
-     "attempts": [REF]},
+    {
+        "type": "hello",
+        "protocol": "orbit.worker.v1",
+        "worker": {"name": "w", "instance_id": ID, "sdk": "s", "host": "h", "pid": 1},
+        "queues": [ID],
+        "handlers": [{"handler": "h", "handler_version": "v1"}],
+        "capacity": 4,
+        "attempts": [REF],
+    },
     {"type": "started", "msg_id": "m", **REF},
     {"type": "heartbeat", "msg_id": "m", "attempts": [REF]},
-    {"type": "result", "msg_id": "m", **REF, "outcome": "succeeded", "result": {"a": 1},
-     "evidence": [{"key": "k", "kind": "artifact", "uri": "s3://b/k", "size_bytes": 3,
-                   "sha256": "a" * 64}]},
-    {"type": "result", "msg_id": "m", **REF, "outcome": "failed",
-     "error": {"code": "c", "message": "m", "retryable": True}},
-    {"type": "evidence", "msg_id": "m", **REF, "items": [{"key": "k", "kind": "reference",
-                                                          "uri": "u"}]},
+    {
+        "type": "result",
+        "msg_id": "m",
+        **REF,
+        "outcome": "succeeded",
+        "result": {"a": 1},
+        "evidence": [
+            {"key": "k", "kind": "artifact", "uri": "s3://b/k", "size_bytes": 3, "sha256": "a" * 64}
+        ],
+    },
+    {
+        "type": "result",
+        "msg_id": "m",
+        **REF,
+        "outcome": "failed",
+        "error": {"code": "c", "message": "m", "retryable": True},
+    },
+    {
+        "type": "evidence",
+        "msg_id": "m",
+        **REF,
+        "items": [{"key": "k", "kind": "reference", "uri": "u"}],
+    },
     {"type": "release", "msg_id": "m", **REF, "reason": "shutdown"},
     {"type": "flow", "msg_id": "m", "capacity": 2},
-]  # fmt: skip
+]
 
 
 def _worker(value: Any) -> object:
@@ -91,8 +132,13 @@ def _refused_or_accepted(parse: Callable[[Any], object], body: Any, worker: bool
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every place in `value` a field can be replaced (object keys, array items)."""
     found: list[tuple[Any, ...]] = []
-    items = value.items() if isinstance(value, dict) else enumerate(value) \
-        if isinstance(value, list) else []  # fmt: skip
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else []
+    )
     for key, child in items:
         found.append((*prefix, key))
         found.extend(_paths(child, (*prefix, key)))
@@ -108,8 +154,12 @@ def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
     return copy
 
 
-CASES = [(name, index, path) for name, (_, bodies) in PARSERS.items()
-         for index, body in enumerate(bodies) for path in _paths(body)]  # fmt: skip
+CASES = [
+    (name, index, path)
+    for name, (_, bodies) in PARSERS.items()
+    for index, body in enumerate(bodies)
+    for path in _paths(body)
+]
 
 
 def test_the_valid_bodies_are_valid() -> None:
@@ -118,8 +168,9 @@ def test_the_valid_bodies_are_valid() -> None:
             parse(body if name == "worker" else _read(body))
 
 
-@pytest.mark.parametrize(("name", "index", "path"), CASES,
-                         ids=[f"{n}{i}:{'.'.join(map(str, p))}" for n, i, p in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "index", "path"), CASES, ids=[f"{n}{i}:{'.'.join(map(str, p))}" for n, i, p in CASES]
+)
 def test_every_field_with_every_wrong_type_is_refused(
     name: str, index: int, path: tuple[Any, ...]
 ) -> None:
@@ -138,12 +189,16 @@ def test_resolve_outcome_of_another_type_is_invalid_argument(outcome: Any) -> No
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=20,
-)  # fmt: skip
+)
 
 
 @pytest.mark.fuzz

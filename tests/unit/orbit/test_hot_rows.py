@@ -44,7 +44,6 @@ def test_bound_rows_convert_each_time_and_keep_order() -> None:
     ]
     names = ("created_at", "id", "revision")
     assert _bound_rows(task_events, names, rows) == [
-        [to_naive_utc(row["created_at"]) if row["created_at"] else None, row["id"],
-         row["revision"]]
+        [to_naive_utc(row["created_at"]) if row["created_at"] else None, row["id"], row["revision"]]
         for row in rows
-    ]  # fmt: skip
+    ]

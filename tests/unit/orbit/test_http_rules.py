@@ -22,10 +22,12 @@ pytestmark = pytest.mark.unit
 
 def request(headers: list[tuple[str, str]], query_string: str = "") -> Request:
     scope = {
-        "type": "http", "method": "POST", "path": "/v1/tasks",
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/tasks",
         "query_string": query_string.encode(),
         "headers": [(k.lower().encode(), v.encode()) for k, v in headers],
-    }  # fmt: skip
+    }
     return Request(scope)
 
 
@@ -34,7 +36,7 @@ def request(headers: list[tuple[str, str]], query_string: str = "") -> Request:
     [
         (["application/json"], True),
         (["application/json; charset=utf-8"], True),
-        (["APPLICATION/JSON;CHARSET=\"UTF-8\""], True),
+        (['APPLICATION/JSON;CHARSET="UTF-8"'], True),
         ([], False),
         (["text/json"], False),
         (["application/json; charset=utf-16"], False),
@@ -56,8 +58,9 @@ def test_headers_and_query_appear_once() -> None:
     assert single_header(request([("idempotency-key", "a")]), "idempotency-key") == "a"
     assert single_header(request([]), "idempotency-key") is None
     with pytest.raises(e.InvalidArgument, match="once"):
-        single_header(request([("idempotency-key", "a"), ("idempotency-key", "b")]),
-                      "idempotency-key")  # fmt: skip
+        single_header(
+            request([("idempotency-key", "a"), ("idempotency-key", "b")]), "idempotency-key"
+        )
     allowed = frozenset({"limit"})
     assert query(request([], "limit=5"), allowed) == {"limit": "5"}
     with pytest.raises(e.InvalidArgument, match="once"):
@@ -106,5 +109,7 @@ def test_receipt_envelope_is_the_generic_envelope(
     fast = receipt_envelope(request_id, status, deduplicated, task_text)
     generic = envelope(request_id, status, data=data)
     assert (fast.status_code, fast.raw_headers, fast.body) == (
-        generic.status_code, generic.raw_headers, generic.body,
-    )  # fmt: skip
+        generic.status_code,
+        generic.raw_headers,
+        generic.body,
+    )

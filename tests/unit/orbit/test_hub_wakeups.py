@@ -33,8 +33,9 @@ _LEASED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 class _Grant:
     attempt_id: str
     # what the hub observes of a grant (lease wait, the attempt's task and handler)
-    task: Any = field(default_factory=lambda: SimpleNamespace(
-        id="t" * 32, handler="h", available_at=_LEASED_AT))  # fmt: skip
+    task: Any = field(
+        default_factory=lambda: SimpleNamespace(id="t" * 32, handler="h", available_at=_LEASED_AT)
+    )
     leased_at: datetime = _LEASED_AT
 
     def message(self) -> dict[str, Any]:
@@ -182,8 +183,7 @@ async def test_a_full_round_runs_every_tick_even_while_wakes_keep_coming() -> No
     """Work no notify names (ready by time, submitted to another process) is found within a
     tick although submits to another queue wake the dispatcher all the time."""
     fake = _Batcher({"busy": 0, "quiet": 0})
-    hub = Hub(cast(Batcher, fake), cast(Kernel, None), cast(Upkeep, None), tick_s=0.05,
-              sweep_s=1)  # fmt: skip
+    hub = Hub(cast(Batcher, fake), cast(Kernel, None), cast(Upkeep, None), tick_s=0.05, sweep_s=1)
     _link(hub, ("busy", "quiet"), 4)
     loop = asyncio.create_task(hub._dispatch_forever())
     try:

@@ -62,67 +62,153 @@ def out(
 ROWS = [
     # --- results of a started attempt ------------------------------------------------------
     ("succeeded", facts(), AE(C.SUCCEEDED, True), out(T.SUCCEEDED, A.SUCCEEDED, R.RESULT)),
-    ("succeeded on the last attempt", facts(used=3), AE(C.SUCCEEDED, True),
-     out(T.SUCCEEDED, A.SUCCEEDED, R.RESULT)),
-    ("needs_review", facts(), AE(C.NEEDS_REVIEW, True),
-     out(T.NEEDS_REVIEW, A.NEEDS_REVIEW, R.RESULT, E.REVIEW_REQUESTED)),
-    ("failed, not retryable", facts(), AE(C.FAILED, True, retryable=False),
-     out(T.FAILED, A.FAILED, R.RESULT, E.HANDLER_FAILED)),
-    ("failed retryable, budget left", facts(), AE(C.FAILED, True, retryable=True),
-     out(T.WAITING, A.FAILED, R.RESULT, available=NOW)),
-    ("failed retryable, RECONCILE_ONLY still retried (handler declared it safe)",
-     facts(RECON), AE(C.FAILED, True, retryable=True),
-     out(T.WAITING, A.FAILED, R.RESULT, available=NOW)),
-    ("failed retryable, budget exhausted", facts(used=3), AE(C.FAILED, True, True),
-     out(T.FAILED, A.FAILED, R.RESULT, E.ATTEMPTS_EXHAUSTED)),
-    ("failed retryable, max_attempts 1", facts(used=1, max_attempts=1),
-     AE(C.FAILED, True, True), out(T.FAILED, A.FAILED, R.RESULT, E.ATTEMPTS_EXHAUSTED)),
-    ("failed retryable, start deadline passed", facts(start_deadline=-S),
-     AE(C.FAILED, True, True),
-     out(T.FAILED, A.FAILED, R.RESULT, E.START_DEADLINE_EXCEEDED)),
+    (
+        "succeeded on the last attempt",
+        facts(used=3),
+        AE(C.SUCCEEDED, True),
+        out(T.SUCCEEDED, A.SUCCEEDED, R.RESULT),
+    ),
+    (
+        "needs_review",
+        facts(),
+        AE(C.NEEDS_REVIEW, True),
+        out(T.NEEDS_REVIEW, A.NEEDS_REVIEW, R.RESULT, E.REVIEW_REQUESTED),
+    ),
+    (
+        "failed, not retryable",
+        facts(),
+        AE(C.FAILED, True, retryable=False),
+        out(T.FAILED, A.FAILED, R.RESULT, E.HANDLER_FAILED),
+    ),
+    (
+        "failed retryable, budget left",
+        facts(),
+        AE(C.FAILED, True, retryable=True),
+        out(T.WAITING, A.FAILED, R.RESULT, available=NOW),
+    ),
+    (
+        "failed retryable, RECONCILE_ONLY still retried (handler declared it safe)",
+        facts(RECON),
+        AE(C.FAILED, True, retryable=True),
+        out(T.WAITING, A.FAILED, R.RESULT, available=NOW),
+    ),
+    (
+        "failed retryable, budget exhausted",
+        facts(used=3),
+        AE(C.FAILED, True, True),
+        out(T.FAILED, A.FAILED, R.RESULT, E.ATTEMPTS_EXHAUSTED),
+    ),
+    (
+        "failed retryable, max_attempts 1",
+        facts(used=1, max_attempts=1),
+        AE(C.FAILED, True, True),
+        out(T.FAILED, A.FAILED, R.RESULT, E.ATTEMPTS_EXHAUSTED),
+    ),
+    (
+        "failed retryable, start deadline passed",
+        facts(start_deadline=-S),
+        AE(C.FAILED, True, True),
+        out(T.FAILED, A.FAILED, R.RESULT, E.START_DEADLINE_EXCEEDED),
+    ),
     # --- lost / timed out / handed back after start ----------------------------------------
-    ("RECONCILE_ONLY lease expired -> review", facts(RECON), AE(C.LEASE_EXPIRED, True),
-     out(T.NEEDS_REVIEW, A.LOST, R.LEASE_EXPIRED, E.ATTEMPT_LOST)),
-    ("RECONCILE_ONLY lost with budget left is never re-run", facts(RECON, max_attempts=5),
-     AE(C.LEASE_EXPIRED, True),
-     out(T.NEEDS_REVIEW, A.LOST, R.LEASE_EXPIRED, E.ATTEMPT_LOST)),
-    ("RECONCILE_ONLY timeout -> review", facts(RECON), AE(C.ATTEMPT_TIMEOUT, True),
-     out(T.NEEDS_REVIEW, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, E.ATTEMPT_TIMED_OUT)),
-    ("RECONCILE_ONLY at task deadline -> review, not FAILED", facts(RECON, deadline=-S),
-     AE(C.ATTEMPT_TIMEOUT, True),
-     out(T.NEEDS_REVIEW, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, E.ATTEMPT_TIMED_OUT)),
-    ("RECONCILE_ONLY released on shutdown -> review", facts(RECON),
-     AE(C.RELEASED_SHUTDOWN, True),
-     out(T.NEEDS_REVIEW, A.RELEASED, R.RELEASED_SHUTDOWN, E.ATTEMPT_LOST)),
-    ("IDEMPOTENT lost, budget left -> WAITING", facts(), AE(C.LEASE_EXPIRED, True),
-     out(T.WAITING, A.LOST, R.LEASE_EXPIRED, available=NOW)),
-    ("IDEMPOTENT timeout, budget left -> WAITING", facts(), AE(C.ATTEMPT_TIMEOUT, True),
-     out(T.WAITING, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, available=NOW)),
-    ("IDEMPOTENT released running -> WAITING", facts(), AE(C.RELEASED_SHUTDOWN, True),
-     out(T.WAITING, A.RELEASED, R.RELEASED_SHUTDOWN, available=NOW)),
-    ("IDEMPOTENT lost, budget exhausted", facts(used=3), AE(C.LEASE_EXPIRED, True),
-     out(T.FAILED, A.LOST, R.LEASE_EXPIRED, E.ATTEMPTS_EXHAUSTED)),
-    ("IDEMPOTENT timeout at task deadline", facts(deadline=timedelta(0)),
-     AE(C.ATTEMPT_TIMEOUT, True),
-     out(T.FAILED, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, E.DEADLINE_EXCEEDED)),
-    ("IDEMPOTENT lost after start deadline", facts(start_deadline=timedelta(0)),
-     AE(C.LEASE_EXPIRED, True),
-     out(T.FAILED, A.LOST, R.LEASE_EXPIRED, E.START_DEADLINE_EXCEEDED)),
+    (
+        "RECONCILE_ONLY lease expired -> review",
+        facts(RECON),
+        AE(C.LEASE_EXPIRED, True),
+        out(T.NEEDS_REVIEW, A.LOST, R.LEASE_EXPIRED, E.ATTEMPT_LOST),
+    ),
+    (
+        "RECONCILE_ONLY lost with budget left is never re-run",
+        facts(RECON, max_attempts=5),
+        AE(C.LEASE_EXPIRED, True),
+        out(T.NEEDS_REVIEW, A.LOST, R.LEASE_EXPIRED, E.ATTEMPT_LOST),
+    ),
+    (
+        "RECONCILE_ONLY timeout -> review",
+        facts(RECON),
+        AE(C.ATTEMPT_TIMEOUT, True),
+        out(T.NEEDS_REVIEW, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, E.ATTEMPT_TIMED_OUT),
+    ),
+    (
+        "RECONCILE_ONLY at task deadline -> review, not FAILED",
+        facts(RECON, deadline=-S),
+        AE(C.ATTEMPT_TIMEOUT, True),
+        out(T.NEEDS_REVIEW, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, E.ATTEMPT_TIMED_OUT),
+    ),
+    (
+        "RECONCILE_ONLY released on shutdown -> review",
+        facts(RECON),
+        AE(C.RELEASED_SHUTDOWN, True),
+        out(T.NEEDS_REVIEW, A.RELEASED, R.RELEASED_SHUTDOWN, E.ATTEMPT_LOST),
+    ),
+    (
+        "IDEMPOTENT lost, budget left -> WAITING",
+        facts(),
+        AE(C.LEASE_EXPIRED, True),
+        out(T.WAITING, A.LOST, R.LEASE_EXPIRED, available=NOW),
+    ),
+    (
+        "IDEMPOTENT timeout, budget left -> WAITING",
+        facts(),
+        AE(C.ATTEMPT_TIMEOUT, True),
+        out(T.WAITING, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, available=NOW),
+    ),
+    (
+        "IDEMPOTENT released running -> WAITING",
+        facts(),
+        AE(C.RELEASED_SHUTDOWN, True),
+        out(T.WAITING, A.RELEASED, R.RELEASED_SHUTDOWN, available=NOW),
+    ),
+    (
+        "IDEMPOTENT lost, budget exhausted",
+        facts(used=3),
+        AE(C.LEASE_EXPIRED, True),
+        out(T.FAILED, A.LOST, R.LEASE_EXPIRED, E.ATTEMPTS_EXHAUSTED),
+    ),
+    (
+        "IDEMPOTENT timeout at task deadline",
+        facts(deadline=timedelta(0)),
+        AE(C.ATTEMPT_TIMEOUT, True),
+        out(T.FAILED, A.TIMED_OUT, R.ATTEMPT_TIMEOUT, E.DEADLINE_EXCEEDED),
+    ),
+    (
+        "IDEMPOTENT lost after start deadline",
+        facts(start_deadline=timedelta(0)),
+        AE(C.LEASE_EXPIRED, True),
+        out(T.FAILED, A.LOST, R.LEASE_EXPIRED, E.START_DEADLINE_EXCEEDED),
+    ),
     # --- never started: provably not run, recovery safety does not matter -------------------
-    ("RECONCILE_ONLY lease expired before start -> WAITING", facts(RECON, used=0),
-     AE(C.LEASE_EXPIRED, False), out(T.WAITING, A.LOST, R.LEASE_EXPIRED, available=NOW)),
-    ("released before start -> WAITING", facts(RECON, used=0, max_attempts=1),
-     AE(C.RELEASED_SHUTDOWN, False),
-     out(T.WAITING, A.RELEASED, R.RELEASED_SHUTDOWN, available=NOW)),
-    ("unsupported before start -> WAITING", facts(used=0), AE(C.RELEASED_UNSUPPORTED, False),
-     out(T.WAITING, A.RELEASED, R.RELEASED_UNSUPPORTED, available=NOW)),
-    ("not started, start deadline passed -> FAILED", facts(RECON, used=0, start_deadline=-S),
-     AE(C.LEASE_EXPIRED, False),
-     out(T.FAILED, A.EXPIRED, R.START_DEADLINE_EXCEEDED, E.START_DEADLINE_EXCEEDED)),
-    ("not started, task deadline passed -> FAILED", facts(used=0, deadline=-S),
-     AE(C.ATTEMPT_TIMEOUT, False),
-     out(T.FAILED, A.EXPIRED, R.DEADLINE_EXCEEDED, E.DEADLINE_EXCEEDED)),
-]  # fmt: skip
+    (
+        "RECONCILE_ONLY lease expired before start -> WAITING",
+        facts(RECON, used=0),
+        AE(C.LEASE_EXPIRED, False),
+        out(T.WAITING, A.LOST, R.LEASE_EXPIRED, available=NOW),
+    ),
+    (
+        "released before start -> WAITING",
+        facts(RECON, used=0, max_attempts=1),
+        AE(C.RELEASED_SHUTDOWN, False),
+        out(T.WAITING, A.RELEASED, R.RELEASED_SHUTDOWN, available=NOW),
+    ),
+    (
+        "unsupported before start -> WAITING",
+        facts(used=0),
+        AE(C.RELEASED_UNSUPPORTED, False),
+        out(T.WAITING, A.RELEASED, R.RELEASED_UNSUPPORTED, available=NOW),
+    ),
+    (
+        "not started, start deadline passed -> FAILED",
+        facts(RECON, used=0, start_deadline=-S),
+        AE(C.LEASE_EXPIRED, False),
+        out(T.FAILED, A.EXPIRED, R.START_DEADLINE_EXCEEDED, E.START_DEADLINE_EXCEEDED),
+    ),
+    (
+        "not started, task deadline passed -> FAILED",
+        facts(used=0, deadline=-S),
+        AE(C.ATTEMPT_TIMEOUT, False),
+        out(T.FAILED, A.EXPIRED, R.DEADLINE_EXCEEDED, E.DEADLINE_EXCEEDED),
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "task", "end", "expected"), ROWS, ids=[r[0] for r in ROWS])
@@ -134,8 +220,9 @@ def test_outcome_table_o_state_1(
     # every outcome is an edge of both state machines
     source = TaskState.RUNNING if end.started else TaskState.LEASED
     assert outcome.task_state in TRANSITIONS[source]
-    check_attempt_transition(AttemptState.RUNNING if end.started else AttemptState.LEASED,
-                             outcome.attempt_state)  # fmt: skip
+    check_attempt_transition(
+        AttemptState.RUNNING if end.started else AttemptState.LEASED, outcome.attempt_state
+    )
 
 
 @pytest.mark.parametrize("cause", [EndCause.SUCCEEDED, EndCause.FAILED, EndCause.NEEDS_REVIEW])

@@ -31,24 +31,44 @@ T = sa.Table("t", sa.MetaData(), sa.Column("id", sa.String(32), primary_key=True
 @pytest.mark.parametrize(
     ("rows", "where", "static", "sql", "values"),
     [
-        ([{"id": "a"}], {"state": "LEASED"}, {"revision": Increment()},
-         "UPDATE t SET revision = revision + 1 WHERE id IN (%s) AND state = %s",
-         ["a", "LEASED"]),
-        ([{"id": "a", "x": 1}, {"id": "b", "x": 1}], {}, {"u": None},
-         "UPDATE t SET x = %s, u = %s WHERE id IN (%s, %s)", [1, None, "a", "b"]),
-        ([{"id": "a", "x": 1}, {"id": "b", "x": 2}], {"state": "RUNNING"},
-         {"n": Increment(2)},
-         "UPDATE t SET x = CASE id WHEN %s THEN %s WHEN %s THEN %s ELSE x END, n = n + 2 "
-         "WHERE id IN (%s, %s) AND state = %s", ["a", 1, "b", 2, "a", "b", "RUNNING"]),
-        ([{"id": "a", "x": 1}, {"id": "b"}], {}, {},
-         "UPDATE t SET x = CASE id WHEN %s THEN %s ELSE x END WHERE id IN (%s, %s)",
-         ["a", 1, "a", "b"]),
+        (
+            [{"id": "a"}],
+            {"state": "LEASED"},
+            {"revision": Increment()},
+            "UPDATE t SET revision = revision + 1 WHERE id IN (%s) AND state = %s",
+            ["a", "LEASED"],
+        ),
+        (
+            [{"id": "a", "x": 1}, {"id": "b", "x": 1}],
+            {},
+            {"u": None},
+            "UPDATE t SET x = %s, u = %s WHERE id IN (%s, %s)",
+            [1, None, "a", "b"],
+        ),
+        (
+            [{"id": "a", "x": 1}, {"id": "b", "x": 2}],
+            {"state": "RUNNING"},
+            {"n": Increment(2)},
+            "UPDATE t SET x = CASE id WHEN %s THEN %s WHEN %s THEN %s ELSE x END, n = n + 2 "
+            "WHERE id IN (%s, %s) AND state = %s",
+            ["a", 1, "b", 2, "a", "b", "RUNNING"],
+        ),
+        (
+            [{"id": "a", "x": 1}, {"id": "b"}],
+            {},
+            {},
+            "UPDATE t SET x = CASE id WHEN %s THEN %s ELSE x END WHERE id IN (%s, %s)",
+            ["a", 1, "a", "b"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_bulk_update_sql(
-    rows: list[dict[str, Any]], where: dict[str, Any], static: dict[str, Any], sql: str,
+    rows: list[dict[str, Any]],
+    where: dict[str, Any],
+    static: dict[str, Any],
+    sql: str,
     values: list[Any],
-) -> None:  # fmt: skip
+) -> None:
     assert update_statement(Update(T, rows, where, static)) == (sql, values)
 
 
@@ -64,8 +84,13 @@ def test_a_named_query_expands_its_lists_and_fills_its_fragments() -> None:
 
 
 def test_row_lists_are_values_on_sqlite_and_a_plain_list_on_mysql() -> None:
-    params: dict[str, Any] = {"queue_id": "q", "waiting": "WAITING", "now": 0,
-                              "handlers": [("h", "1"), ("g", "2")], "limit": 3}  # fmt: skip
+    params: dict[str, Any] = {
+        "queue_id": "q",
+        "waiting": "WAITING",
+        "now": 0,
+        "handlers": [("h", "1"), ("g", "2")],
+        "limit": 3,
+    }
     on_mysql = compile_query("lease_candidates", layout(params), mysql.FRAGMENTS)
     on_sqlite = compile_query("lease_candidates", layout(params), sqlite.FRAGMENTS)
     assert "(handler, handler_version) IN ((%s, %s), (%s, %s))" in on_mysql.sql
@@ -79,9 +104,14 @@ def test_every_named_query_compiles_for_both_dialects() -> None:
     for name, text in QUERIES.items():
         if not text.upper().startswith(("SELECT", "UPDATE")):
             continue  # a fragment of other queries
-        params = {param: [1, 2] if param in ("ids", "live", "keys", "namespaces")
-                  else [(1, 2)] if param == "handlers" else 1
-                  for param in _params(text)}  # fmt: skip
+        params = {
+            param: [1, 2]
+            if param in ("ids", "live", "keys", "namespaces")
+            else [(1, 2)]
+            if param == "handlers"
+            else 1
+            for param in _params(text)
+        }
         for fragments in (mysql.FRAGMENTS, sqlite.FRAGMENTS):
             compiled = compile_query(name, layout(params), fragments)
             assert "{" not in compiled.sql, name
@@ -104,7 +134,7 @@ def _params(text: str) -> set[str]:
         ("text", "text"),
         (None, None),
     ],
-)  # fmt: skip
+)
 def test_times_are_bound_as_naive_utc(value: object, bound: object) -> None:
     assert mysql._bind(value) == bound
 

@@ -77,9 +77,16 @@ def test_uint64_fields_accept(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [JsonNumber("-1"), JsonNumber("1.0"), JsonNumber("1e3"), JsonNumber("18446744073709551616"),
-     "5", True, None],
-)  # fmt: skip
+    [
+        JsonNumber("-1"),
+        JsonNumber("1.0"),
+        JsonNumber("1e3"),
+        JsonNumber("18446744073709551616"),
+        "5",
+        True,
+        None,
+    ],
+)
 def test_uint64_fields_reject(value: object) -> None:
     with pytest.raises(InvalidArgument):
         parse_uint64(value, "f")
@@ -87,9 +94,18 @@ def test_uint64_fields_reject(value: object) -> None:
 
 @pytest.mark.parametrize(
     ("text", "ok"),
-    [("1", True), ("42", True), ("0", False), ("01", False), ("-1", False), ("1.0", False),
-     ("18446744073709551616", False), ("", False), (" 1", False)],
-)  # fmt: skip
+    [
+        ("1", True),
+        ("42", True),
+        ("0", False),
+        ("01", False),
+        ("-1", False),
+        ("1.0", False),
+        ("18446744073709551616", False),
+        ("", False),
+        (" 1", False),
+    ],
+)
 def test_o_can_1_revision_strings(text: str, ok: bool) -> None:
     """O-CAN-1: expected_revision is the decimal string of a non-zero uint64."""
     if ok:
@@ -178,8 +194,24 @@ def test_time_format_matches_strftime(value: datetime) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["0", "-0", "7", "-7", "10", "-10", "100", "1000000", "101", "9007199254740993",
-     "18446744073709551616000", "-120", "007", "-000", "1" * 256, "1" + "0" * 255],
+    [
+        "0",
+        "-0",
+        "7",
+        "-7",
+        "10",
+        "-10",
+        "100",
+        "1000000",
+        "101",
+        "9007199254740993",
+        "18446744073709551616000",
+        "-120",
+        "007",
+        "-000",
+        "1" * 256,
+        "1" + "0" * 255,
+    ],
 )
 def test_canonical_integer_matches_decimal(text: str) -> None:
     """The integer fast path gives what the Decimal path gives for the same value."""

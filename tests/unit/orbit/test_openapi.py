@@ -25,31 +25,68 @@ STATUS = {wire.code: wire.status for wire in (*ERROR_TABLE.values(), INTERNAL)}
 
 # what each operation can answer, beyond success (O-ERR-1)
 EXPECTED = {
-    ("/v1/tasks", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
-                            "IDEMPOTENCY_CONFLICT", "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
-                            "UNAVAILABLE"},
-    ("/v1/tasks", "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
-                           "UNAVAILABLE"},
-    ("/v1/tasks/{task_id}", "get"): {"UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND",
-                                     "UNAVAILABLE"},
-    ("/v1/tasks/{task_id}:cancel", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED",
-                                             "PERMISSION_DENIED", "NOT_FOUND",
-                                             "IDEMPOTENCY_CONFLICT", "STATE_CONFLICT",
-                                             "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
-                                             "UNAVAILABLE"},
+    ("/v1/tasks", "post"): {
+        "INVALID_ARGUMENT",
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "IDEMPOTENCY_CONFLICT",
+        "BODY_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "UNAVAILABLE",
+    },
+    ("/v1/tasks", "get"): {
+        "INVALID_ARGUMENT",
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "UNAVAILABLE",
+    },
+    ("/v1/tasks/{task_id}", "get"): {
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "UNAVAILABLE",
+    },
+    ("/v1/tasks/{task_id}:cancel", "post"): {
+        "INVALID_ARGUMENT",
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "IDEMPOTENCY_CONFLICT",
+        "STATE_CONFLICT",
+        "BODY_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "UNAVAILABLE",
+    },
     # inspection
-    **{(path, "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
-                       "UNAVAILABLE"} for path in ("/v1/queues", "/v1/workers")},
+    **{
+        (path, "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED", "UNAVAILABLE"}
+        for path in ("/v1/queues", "/v1/workers")
+    },
     # task control
-    ("/v1/tasks:batch", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED",
-                                  "IDEMPOTENCY_CONFLICT", "BODY_TOO_LARGE",
-                                  "UNSUPPORTED_MEDIA_TYPE", "UNAVAILABLE"},
-    **{(f"/v1/tasks/{{task_id}}:{op}", "post"): {"INVALID_ARGUMENT", "UNAUTHENTICATED",
-                                                 "PERMISSION_DENIED", "NOT_FOUND",
-                                                 "IDEMPOTENCY_CONFLICT", "STATE_CONFLICT",
-                                                 "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
-                                                 "UNAVAILABLE"} for op in ("retry", "resolve")},
-}  # fmt: skip
+    ("/v1/tasks:batch", "post"): {
+        "INVALID_ARGUMENT",
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "IDEMPOTENCY_CONFLICT",
+        "BODY_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "UNAVAILABLE",
+    },
+    **{
+        (f"/v1/tasks/{{task_id}}:{op}", "post"): {
+            "INVALID_ARGUMENT",
+            "UNAUTHENTICATED",
+            "PERMISSION_DENIED",
+            "NOT_FOUND",
+            "IDEMPOTENCY_CONFLICT",
+            "STATE_CONFLICT",
+            "BODY_TOO_LARGE",
+            "UNSUPPORTED_MEDIA_TYPE",
+            "UNAVAILABLE",
+        }
+        for op in ("retry", "resolve")
+    },
+}
 
 
 def documented_codes(operation: dict[str, Any]) -> dict[str, int]:
@@ -91,16 +128,24 @@ def test_every_error_code_is_described_with_its_status() -> None:
 
 def test_task_schemas_match_the_views() -> None:
     """Every field the server writes is described; every required field is always written."""
-    request = parse_submit({
-        "queue_id": "1" * 32, "handler": "h", "handler_version": "v", "payload_version": "v",
-        "payload": {"n": JsonNumber("1")}, "business_key": "b",
-        "start_deadline_at": "2026-09-17T01:00:00Z",
-    })  # fmt: skip
+    request = parse_submit(
+        {
+            "queue_id": "1" * 32,
+            "handler": "h",
+            "handler_version": "v",
+            "payload_version": "v",
+            "payload": {"n": JsonNumber("1")},
+            "business_key": "b",
+            "start_deadline_at": "2026-09-17T01:00:00Z",
+        }
+    )
     now = datetime(2026, 9, 17, tzinfo=UTC)
     task = cancelled(new_task("2" * 32, "3" * 32, request, plan_times(request, now), now), 2, now)
     schemas = DOC["components"]["schemas"]
-    for view, schema in ((task_view(task), schemas["Task"]),
-                         (summary_view(summarize(task)), schemas["TaskSummary"])):  # fmt: skip
+    for view, schema in (
+        (task_view(task), schemas["Task"]),
+        (summary_view(summarize(task)), schemas["TaskSummary"]),
+    ):
         assert set(view) <= set(schema["properties"])
         assert set(schema["required"]) <= set(view)
     submit_fields = set(schemas["SubmitTaskRequest"]["properties"])

@@ -47,8 +47,13 @@ H1, H2 = HandlerKey("demo.noop", "v1"), HandlerKey("demo.work", "v1")
 O1, O2, T1 = "f" * 32, "9" * 32, "8" * 32
 
 
-def _offer(offer_id: str, server: str = S1, ns: str = NS, queues: tuple[str, ...] = (Q1,),
-           handlers: tuple[HandlerKey, ...] = (H1,)) -> OfferTerms:  # fmt: skip
+def _offer(
+    offer_id: str,
+    server: str = S1,
+    ns: str = NS,
+    queues: tuple[str, ...] = (Q1,),
+    handlers: tuple[HandlerKey, ...] = (H1,),
+) -> OfferTerms:
     return OfferTerms(offer_id, server, ns, frozenset(queues), frozenset(handlers))
 
 
@@ -83,8 +88,10 @@ def test_which_offer_a_task_takes(
 
 def test_a_process_whose_registration_expired_is_dead_one_not_read_yet_is_not() -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = [Registration(S1, "h", 1, now - timedelta(seconds=4.9)),
-            Registration(DEAD, "h", 2, now - timedelta(seconds=5.1))]  # fmt: skip
+    rows = [
+        Registration(S1, "h", 1, now - timedelta(seconds=4.9)),
+        Registration(DEAD, "h", 2, now - timedelta(seconds=5.1)),
+    ]
     assert dead_servers(rows, now) == {DEAD}
     assert dead_servers([], now) == frozenset()
 
@@ -181,9 +188,14 @@ OPEN = StandingOffer(O1, "a1", "token", open=True, busy=False)
     ],
 )
 def test_an_offered_slot_is_reserved_but_the_connection_stays_idle(
-    capacity: int, in_flight: set[str], offered: StandingOffer | None, idle: bool, spare: bool,
-    free_for_rounds: int, held: int,
-) -> None:  # fmt: skip
+    capacity: int,
+    in_flight: set[str],
+    offered: StandingOffer | None,
+    idle: bool,
+    spare: bool,
+    free_for_rounds: int,
+    held: int,
+) -> None:
     link = _link(capacity, in_flight, offered)
     assert link.idle is idle
     assert link.held == held  # what the workers' listing shows in flight
@@ -202,9 +214,12 @@ def test_an_offered_slot_is_reserved_but_the_connection_stays_idle(
     ],
 )
 def test_which_links_offer_a_slot(
-    live: tuple[str, ...], capacity: int, in_flight: set[str], offered: StandingOffer | None,
+    live: tuple[str, ...],
+    capacity: int,
+    in_flight: set[str],
+    offered: StandingOffer | None,
     wants: bool,
-) -> None:  # fmt: skip
+) -> None:
     desk = OfferDesk(cast(Any, None), S1, lambda queue_ids: None, lambda: live)
     assert desk.wants(_link(capacity, in_flight, offered)) is wants
 
@@ -238,12 +253,21 @@ class _Desk:
     ],
 )
 async def test_when_the_hub_offers_a_slot_or_takes_it_back(
-    capacity: int, in_flight: set[str], offered: StandingOffer | None, pending: frozenset[str],
+    capacity: int,
+    in_flight: set[str],
+    offered: StandingOffer | None,
+    pending: frozenset[str],
     calls: list[str],
-) -> None:  # fmt: skip
+) -> None:
     desk = _Desk()
-    hub = Hub(cast(Any, None), cast(Any, None), cast(Any, None), tick_s=1, sweep_s=1,
-              offers=cast(Any, desk))  # fmt: skip
+    hub = Hub(
+        cast(Any, None),
+        cast(Any, None),
+        cast(Any, None),
+        tick_s=1,
+        sweep_s=1,
+        offers=cast(Any, desk),
+    )
     link = _link(capacity, in_flight, offered)
     link.pending = pending
     hub._maybe_offer(link)

@@ -32,15 +32,42 @@ NOW = datetime(2026, 9, 17, 12, 0, 0, tzinfo=UTC)
 T = TaskState
 
 
-def task(state: TaskState, *, revision: int = 5, used: int = 3, deadline_s: int = 3600,
-         start_deadline_s: int | None = None) -> Task:  # fmt: skip
+def task(
+    state: TaskState,
+    *,
+    revision: int = 5,
+    used: int = 3,
+    deadline_s: int = 3600,
+    start_deadline_s: int | None = None,
+) -> Task:
     start = None if start_deadline_s is None else NOW + timedelta(seconds=start_deadline_s)
-    return Task("t" * 32, "n" * 32, "q" * 32, state, revision, "h", "v1", "v1", "{}", None,
-                NOW - timedelta(hours=1), start, NOW + timedelta(seconds=deadline_s), 7_200_000,
-                RecoverySafety.RECONCILE_ONLY, RetryPolicy(3, 1000, 30000, 30000), used,
-                '{"x":1}', NOW - timedelta(minutes=1), NOW - timedelta(minutes=1),
-                NOW - timedelta(hours=1), NOW - timedelta(minutes=1), error_code="HANDLER_FAILED",
-                error_message="m", attempt_error_text='{"code":"x","message":"m"}')  # fmt: skip
+    return Task(
+        "t" * 32,
+        "n" * 32,
+        "q" * 32,
+        state,
+        revision,
+        "h",
+        "v1",
+        "v1",
+        "{}",
+        None,
+        NOW - timedelta(hours=1),
+        start,
+        NOW + timedelta(seconds=deadline_s),
+        7_200_000,
+        RecoverySafety.RECONCILE_ONLY,
+        RetryPolicy(3, 1000, 30000, 30000),
+        used,
+        '{"x":1}',
+        NOW - timedelta(minutes=1),
+        NOW - timedelta(minutes=1),
+        NOW - timedelta(hours=1),
+        NOW - timedelta(minutes=1),
+        error_code="HANDLER_FAILED",
+        error_message="m",
+        attempt_error_text='{"code":"x","message":"m"}',
+    )
 
 
 @pytest.mark.parametrize(
@@ -73,8 +100,14 @@ def test_decide_retry(
     assert after.state is T.WAITING and after.revision == 6
     assert after.retry == replace(before.retry, max_attempts=4)  # attempt_count 3 + 1
     assert after.available_at == NOW == after.updated_at
-    assert (after.result_text, after.error_code, after.error_message, after.attempt_error_text,
-            after.cancel_requested_at, after.completed_at) == (None,) * 6  # fmt: skip
+    assert (
+        after.result_text,
+        after.error_code,
+        after.error_message,
+        after.attempt_error_text,
+        after.cancel_requested_at,
+        after.completed_at,
+    ) == (None,) * 6
 
 
 def _resolve(outcome: Resolution, revision: int = 5) -> ResolveRequest:
@@ -136,14 +169,27 @@ def test_retry_body_rejected(body: dict[str, Any], field: str) -> None:
         ({**BASE, "outcome": "succeeded", "result": None}, "result"),
         ({**BASE, "outcome": "succeeded", "result": 1, "error": {}}, "error"),
         ({**BASE, "outcome": "failed"}, "error"),
-        ({**BASE, "outcome": "failed", "error": {"code": "x", "message": "m",
-                                                 "retryable": True}}, "error.retryable"),
+        (
+            {
+                **BASE,
+                "outcome": "failed",
+                "error": {"code": "x", "message": "m", "retryable": True},
+            },
+            "error.retryable",
+        ),
         ({**BASE, "outcome": "failed", "error": {"code": "a b", "message": "m"}}, "error.code"),
-        ({**BASE, "outcome": "succeeded", "result": 1,
-          "evidence": [{"key": "k" * 120, "kind": "note", "data": 1}]}, "evidence[0].key"),
+        (
+            {
+                **BASE,
+                "outcome": "succeeded",
+                "result": 1,
+                "evidence": [{"key": "k" * 120, "kind": "note", "data": 1}],
+            },
+            "evidence[0].key",
+        ),
         ({**BASE, "outcome": "succeeded", "result": 1, "evidence": []}, "evidence"),
     ],
-)  # fmt: skip
+)
 def test_resolve_body_rejected(body: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         parse_resolve(body)
@@ -152,11 +198,15 @@ def test_resolve_body_rejected(body: dict[str, Any], field: str) -> None:
 
 def test_digests_cover_the_content() -> None:
     """O-SUB-1: a replay needs the same content; any change conflicts."""
-    assert retry_digest(RetryRequest(1, "r")) == retry_digest(parse_retry(
-        {"expected_revision": "1", "reason": "r"}))  # fmt: skip
+    assert retry_digest(RetryRequest(1, "r")) == retry_digest(
+        parse_retry({"expected_revision": "1", "reason": "r"})
+    )
     assert retry_digest(RetryRequest(1, "r")) != retry_digest(RetryRequest(2, "r"))
-    body: dict[str, Any] = {**BASE, "outcome": "succeeded",
-                            "result": {"b": 1, "a": JsonNumber("1.0")}}  # fmt: skip
+    body: dict[str, Any] = {
+        **BASE,
+        "outcome": "succeeded",
+        "result": {"b": 1, "a": JsonNumber("1.0")},
+    }
     same: dict[str, Any] = {**BASE, "outcome": "succeeded", "result": {"a": 1, "b": 1}}
     assert resolve_digest(parse_resolve(body)) == resolve_digest(parse_resolve(same))
     other: dict[str, Any] = {**BASE, "outcome": "succeeded", "result": {"a": 2, "b": 1}}

@@ -41,8 +41,10 @@ def reg(server_id: str, port: int, age_s: float, host: str = "127.0.0.1") -> Reg
         ([reg("b", 2, 4.9), reg("c", 3, 5.1)], (("127.0.0.1", 2),)),  # c missed its heartbeats
         ([reg("b", 2, 0), reg("b2", 2, 1)], (("127.0.0.1", 2),)),  # a restart's old row: once
         ([reg("b", 0, 0), reg("c", 70000, 0)], ()),  # no usable port
-        ([reg("c", 3, 0, "10.0.0.3"), reg("b", 9, 0, "10.0.0.2")],
-         (("10.0.0.2", 9), ("10.0.0.3", 3))),  # stable order
+        (
+            [reg("c", 3, 0, "10.0.0.3"), reg("b", 9, 0, "10.0.0.2")],
+            (("10.0.0.2", 9), ("10.0.0.3", 3)),
+        ),  # stable order
     ],
 )
 def test_live_peers_are_the_others_renewed_within_the_expiry(
@@ -77,9 +79,16 @@ def test_many_queues_split_into_datagrams_below_the_limit() -> None:
 
 @pytest.mark.parametrize(
     "datagram",
-    [b"", MAGIC, b"orbit.hint.2 " + Q1.encode(), MAGIC + b" xyz", MAGIC + b" \xff" * 16,
-     MAGIC + b"  " + Q1.encode(), MAGIC + b" " + ("ab" * 16).upper().encode(),
-     MAGIC + (b" " + Q1.encode()) * 60],  # fmt: skip
+    [
+        b"",
+        MAGIC,
+        b"orbit.hint.2 " + Q1.encode(),
+        MAGIC + b" xyz",
+        MAGIC + b" \xff" * 16,
+        MAGIC + b"  " + Q1.encode(),
+        MAGIC + b" " + ("ab" * 16).upper().encode(),
+        MAGIC + (b" " + Q1.encode()) * 60,
+    ],
 )
 def test_anything_but_a_valid_hint_is_ignored(datagram: bytes) -> None:
     assert decode(datagram) == ()
@@ -116,7 +125,9 @@ def test_several_urls_from_options_or_the_environment(monkeypatch: pytest.Monkey
     monkeypatch.delenv(ENV_QUEUES, raising=False)
     monkeypatch.setenv(ENV_TOKEN, "t")
     monkeypatch.setenv(ENV_URL, "http://a:1, http://b:2 ws://c:3")
-    assert worker_settings(url=None, token=None, queues=(Q1,)).url == "http://a:1,http://b:2,ws://c:3"
+    assert (
+        worker_settings(url=None, token=None, queues=(Q1,)).url == "http://a:1,http://b:2,ws://c:3"
+    )
     given = worker_settings(url=("http://x:1", "http://y:2"), token=None, queues=(Q1,))
     assert split_urls(given.url) == ("http://x:1", "http://y:2")
     from agentcall.orbit.domain.errors import SetupError
@@ -126,11 +137,19 @@ def test_several_urls_from_options_or_the_environment(monkeypatch: pytest.Monkey
 
 
 def test_the_advertised_hint_address_is_configurable() -> None:
-    settings = from_environ({"ORBIT_PEER_HOST": "10.1.2.3", "ORBIT_PEER_PORT": "7471",
-                             "ORBIT_PEER_ADVERTISE": "orbit-2.internal"})  # fmt: skip
+    settings = from_environ(
+        {
+            "ORBIT_PEER_HOST": "10.1.2.3",
+            "ORBIT_PEER_PORT": "7471",
+            "ORBIT_PEER_ADVERTISE": "orbit-2.internal",
+        }
+    )
     execution = settings.execution
     assert (execution.peer_host, execution.peer_port, execution.peer_advertise) == (
-        "10.1.2.3", 7471, "orbit-2.internal")
+        "10.1.2.3",
+        7471,
+        "orbit-2.internal",
+    )
     assert from_environ(to_environ(settings)) == settings
     default = from_environ({}).execution
     assert (default.peer_host, default.peer_port) == ("127.0.0.1", 0)

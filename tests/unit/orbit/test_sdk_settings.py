@@ -54,8 +54,9 @@ def test_worker_queues_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         worker_settings(url="http://x", token="t", queues=())
     monkeypatch.setenv(ENV_QUEUES, f"{QUEUE} {'b' * 32}")
     settings = worker_settings(url="http://x", token="t", queues=(), name="w1", loop="asyncio")
-    assert settings == WorkerSettings(url="http://x", token="t", queues=(QUEUE, "b" * 32),
-                                      name="w1", loop="asyncio")  # fmt: skip
+    assert settings == WorkerSettings(
+        url="http://x", token="t", queues=(QUEUE, "b" * 32), name="w1", loop="asyncio"
+    )
     with pytest.raises(SetupError, match=ENV_QUEUES):
         worker_settings(url="http://x", token="t", queues=("not-an-id",))
 

@@ -34,8 +34,11 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_the_config_file_sets_any_variable(tmp_path: Path) -> None:
-    path = write(tmp_path, 'port = 9100\nworkers = 2\naccess_log = false\n'
-                           'database_url = "mysql+asyncmy://u:p@h/db"\nlease_ttl_ms = 5000\n')
+    path = write(
+        tmp_path,
+        "port = 9100\nworkers = 2\naccess_log = false\n"
+        'database_url = "mysql+asyncmy://u:p@h/db"\nlease_ttl_ms = 5000\n',
+    )
     settings = load(path, {})
     assert (settings.port, settings.workers, settings.access_log) == (9100, 2, False)
     assert settings.database_url == "mysql+asyncmy://u:p@h/db"
@@ -66,10 +69,17 @@ def test_serve_honours_every_variable_it_has_an_option_for(
 ) -> None:
     """The options' defaults never hide a variable (ORBIT_POOL_SIZE and ORBIT_ACCESS_LOG were
     ignored: the command line's defaults won)."""
-    env = {"ORBIT_POOL_SIZE": "7", "ORBIT_ACCESS_LOG": "0", "ORBIT_WORKERS": "3",
-           "ORBIT_PORT": "9400", "ORBIT_HOST": "0.0.0.0", "ORBIT_LOG_FORMAT": "json",
-           "ORBIT_SSL_CERTFILE": "/c.pem", "ORBIT_SSL_KEYFILE": "/k.pem",
-           "ORBIT_DATABASE_URL": "sqlite+aiosqlite:////srv/o.db"}  # fmt: skip
+    env = {
+        "ORBIT_POOL_SIZE": "7",
+        "ORBIT_ACCESS_LOG": "0",
+        "ORBIT_WORKERS": "3",
+        "ORBIT_PORT": "9400",
+        "ORBIT_HOST": "0.0.0.0",
+        "ORBIT_LOG_FORMAT": "json",
+        "ORBIT_SSL_CERTFILE": "/c.pem",
+        "ORBIT_SSL_KEYFILE": "/k.pem",
+        "ORBIT_DATABASE_URL": "sqlite+aiosqlite:////srv/o.db",
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("ORBIT_CONFIG", raising=False)
@@ -123,10 +133,16 @@ def test_the_default_port_is_used_by_no_local_service() -> None:
 
 
 def test_the_worker_reads_its_registry_from_the_environment() -> None:
-    result = CliRunner().invoke(worker, [], env={ENV_APP: "no_such_module_xyz:registry",
-                                                 "ORBIT_URL": "http://127.0.0.1:1",
-                                                 "ORBIT_TOKEN": "orb_x",
-                                                 "ORBIT_WORKER_QUEUES": "0" * 32})  # fmt: skip
+    result = CliRunner().invoke(
+        worker,
+        [],
+        env={
+            ENV_APP: "no_such_module_xyz:registry",
+            "ORBIT_URL": "http://127.0.0.1:1",
+            "ORBIT_TOKEN": "orb_x",
+            "ORBIT_WORKER_QUEUES": "0" * 32,
+        },
+    )
     assert result.exit_code == 2
     assert "no_such_module_xyz" in result.output
     missing = CliRunner().invoke(worker, [], env={ENV_APP: ""})

@@ -44,35 +44,73 @@ def test_unset_variables_keep_the_defaults() -> None:
 
 def test_every_variable_is_read() -> None:
     env = {
-        "ORBIT_DATABASE_URL": "sqlite+aiosqlite:///x.db", "ORBIT_HOST": "0.0.0.0",
-        "ORBIT_PORT": "9000", "ORBIT_LOG_FORMAT": "json", "ORBIT_ACCESS_LOG": "0",
-        "ORBIT_POOL_SIZE": "7", "ORBIT_WORKERS": "3", "ORBIT_SSL_CERTFILE": "/c.pem",
-        "ORBIT_SSL_KEYFILE": "/k.pem", "ORBIT_TOKEN_CACHE_MS": "0", "ORBIT_SUBMIT_LANES": "3",
-        "ORBIT_LEASE_TTL_MS": "1500", "ORBIT_RECONNECT_GRACE_MS": "0",
-        "ORBIT_SWEEP_INTERVAL_MS": "50", "ORBIT_DISPATCH_TICK_MS": "100",
-        "ORBIT_WRITE_LANES": "2", "ORBIT_EAGER_DISPATCH": "0", "ORBIT_REMOTE_EAGER": "0",
-        "ORBIT_WORKER_TOKEN_CHECK_MS": "500", "ORBIT_PEER_HOST": "10.0.0.2",
-        "ORBIT_PEER_PORT": "7471", "ORBIT_PEER_ADVERTISE": "orbit-2",
-    }  # fmt: skip
+        "ORBIT_DATABASE_URL": "sqlite+aiosqlite:///x.db",
+        "ORBIT_HOST": "0.0.0.0",
+        "ORBIT_PORT": "9000",
+        "ORBIT_LOG_FORMAT": "json",
+        "ORBIT_ACCESS_LOG": "0",
+        "ORBIT_POOL_SIZE": "7",
+        "ORBIT_WORKERS": "3",
+        "ORBIT_SSL_CERTFILE": "/c.pem",
+        "ORBIT_SSL_KEYFILE": "/k.pem",
+        "ORBIT_TOKEN_CACHE_MS": "0",
+        "ORBIT_SUBMIT_LANES": "3",
+        "ORBIT_LEASE_TTL_MS": "1500",
+        "ORBIT_RECONNECT_GRACE_MS": "0",
+        "ORBIT_SWEEP_INTERVAL_MS": "50",
+        "ORBIT_DISPATCH_TICK_MS": "100",
+        "ORBIT_WRITE_LANES": "2",
+        "ORBIT_EAGER_DISPATCH": "0",
+        "ORBIT_REMOTE_EAGER": "0",
+        "ORBIT_WORKER_TOKEN_CHECK_MS": "500",
+        "ORBIT_PEER_HOST": "10.0.0.2",
+        "ORBIT_PEER_PORT": "7471",
+        "ORBIT_PEER_ADVERTISE": "orbit-2",
+    }
     assert from_environ(env) == ServerSettings(
-        database_url="sqlite+aiosqlite:///x.db", host="0.0.0.0", port=9000, log_format="json",
-        access_log=False, pool_size=7, workers=3, ssl_certfile="/c.pem", ssl_keyfile="/k.pem",
-        token_cache_ms=0, submit_lanes=3,
-        execution=ExecutionSettings(lease_ttl_ms=1500, reconnect_grace_ms=0,
-                                    sweep_interval_ms=50, dispatch_tick_ms=100, lanes=2,
-                                    eager=False, remote_eager=False, worker_token_check_ms=500,
-                                    peer_host="10.0.0.2", peer_port=7471,
-                                    peer_advertise="orbit-2"),
-    )  # fmt: skip
+        database_url="sqlite+aiosqlite:///x.db",
+        host="0.0.0.0",
+        port=9000,
+        log_format="json",
+        access_log=False,
+        pool_size=7,
+        workers=3,
+        ssl_certfile="/c.pem",
+        ssl_keyfile="/k.pem",
+        token_cache_ms=0,
+        submit_lanes=3,
+        execution=ExecutionSettings(
+            lease_ttl_ms=1500,
+            reconnect_grace_ms=0,
+            sweep_interval_ms=50,
+            dispatch_tick_ms=100,
+            lanes=2,
+            eager=False,
+            remote_eager=False,
+            worker_token_check_ms=500,
+            peer_host="10.0.0.2",
+            peer_port=7471,
+            peer_advertise="orbit-2",
+        ),
+    )
     assert to_environ(from_environ(env)) == env
 
 
 @pytest.mark.parametrize(
     ("name", "text"),
-    [("ORBIT_SUBMIT_LANES", "0"), ("ORBIT_SUBMIT_LANES", "17"), ("ORBIT_LEASE_TTL_MS", "299"),
-     ("ORBIT_EAGER_DISPATCH", "2"), ("ORBIT_WRITE_LANES", "x"), ("ORBIT_POOL_SIZE", "0"),
-     ("ORBIT_WORKERS", "0"), ("ORBIT_WORKERS", "65"), ("ORBIT_ACCESS_LOG", "yes"),
-     ("ORBIT_WORKER_TOKEN_CHECK_MS", "49"), ("ORBIT_WORKER_TOKEN_CHECK_MS", "30001")],
+    [
+        ("ORBIT_SUBMIT_LANES", "0"),
+        ("ORBIT_SUBMIT_LANES", "17"),
+        ("ORBIT_LEASE_TTL_MS", "299"),
+        ("ORBIT_EAGER_DISPATCH", "2"),
+        ("ORBIT_WRITE_LANES", "x"),
+        ("ORBIT_POOL_SIZE", "0"),
+        ("ORBIT_WORKERS", "0"),
+        ("ORBIT_WORKERS", "65"),
+        ("ORBIT_ACCESS_LOG", "yes"),
+        ("ORBIT_WORKER_TOKEN_CHECK_MS", "49"),
+        ("ORBIT_WORKER_TOKEN_CHECK_MS", "30001"),
+    ],
 )
 def test_bad_values_are_refused_naming_the_variable(name: str, text: str) -> None:
     with pytest.raises(SetupError, match=name):
@@ -80,8 +118,12 @@ def test_bad_values_are_refused_naming_the_variable(name: str, text: str) -> Non
 
 
 def test_export_hands_the_settings_to_new_processes() -> None:
-    chosen = ServerSettings(database_url="mysql+asyncmy://u:p@h/db", pool_size=5,
-                            access_log=False, execution=ExecutionSettings(eager=False))
+    chosen = ServerSettings(
+        database_url="mysql+asyncmy://u:p@h/db",
+        pool_size=5,
+        access_log=False,
+        execution=ExecutionSettings(eager=False),
+    )
     environ: dict[str, str] = {}
     settings.export(chosen, environ)
     assert from_environ(environ) == chosen

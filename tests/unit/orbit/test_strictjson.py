@@ -100,9 +100,7 @@ numbers = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30).map(str),
     st.decimals(allow_nan=False, allow_infinity=False, places=6).map(str),
 ).filter(lambda text: "E" not in text or abs(int(text.split("E")[1])) < 300)
-scalars = st.one_of(
-    st.none(), st.booleans(), st.text(max_size=20), numbers.map(JsonNumber)
-)
+scalars = st.one_of(st.none(), st.booleans(), st.text(max_size=20), numbers.map(JsonNumber))
 values = st.recursive(
     scalars,
     lambda inner: st.one_of(
@@ -226,9 +224,35 @@ def test_one_pass_reader_matches_the_walk(text: str) -> None:
 
 
 fragments = st.sampled_from(
-    ["{", "}", "[", "]", ",", ":", '"k"', '"j"', '"\\ud800"', '"\\udfff"', '"\\ud83d\\ude00"',
-     "1", "-0", "1.5", "1e308", "1e309", "1e-309", "1000e306", "0.001e-306", "2E+5", "1.8e308",
-     "1" * 256, "-" + "1" * 256, "true", "null", "NaN", " "]
+    [
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        '"k"',
+        '"j"',
+        '"\\ud800"',
+        '"\\udfff"',
+        '"\\ud83d\\ude00"',
+        "1",
+        "-0",
+        "1.5",
+        "1e308",
+        "1e309",
+        "1e-309",
+        "1000e306",
+        "0.001e-306",
+        "2E+5",
+        "1.8e308",
+        "1" * 256,
+        "-" + "1" * 256,
+        "true",
+        "null",
+        "NaN",
+        " ",
+    ]
 )
 
 

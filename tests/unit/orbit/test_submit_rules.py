@@ -60,16 +60,22 @@ def test_o_sub_3_defaults() -> None:
         ({"task_timeout_ms": n(0)}, RetryPolicy(1, 0, 0, 30_000)),
         ({"retry": {"max_attempts": n(0)}}, RetryPolicy(1, 0, 0, 30_000)),
         ({"retry": {"max_attempts": n(3)}}, RetryPolicy(3, 1000, 30_000, 30_000)),
-        ({"retry": {"max_attempts": n(2), "initial_delay_ms": n(0), "max_delay_ms": n(0)}},
-         RetryPolicy(2, 1000, 30_000, 30_000)),
-        ({"retry": {"max_attempts": n(100), "max_delay_ms": n(9_223_372_036_854)}},
-         RetryPolicy(100, 1000, 9_223_372_036_854, 30_000)),
+        (
+            {"retry": {"max_attempts": n(2), "initial_delay_ms": n(0), "max_delay_ms": n(0)}},
+            RetryPolicy(2, 1000, 30_000, 30_000),
+        ),
+        (
+            {"retry": {"max_attempts": n(100), "max_delay_ms": n(9_223_372_036_854)}},
+            RetryPolicy(100, 1000, 9_223_372_036_854, 30_000),
+        ),
         ({"retry": {"attempt_timeout_ms": n(5)}}, RetryPolicy(1, 0, 0, 5)),
-        ({"retry": {"max_attempts": n(2), "initial_delay_ms": n(5), "max_delay_ms": n(5)}},
-         RetryPolicy(2, 5, 5, 30_000)),
+        (
+            {"retry": {"max_attempts": n(2), "initial_delay_ms": n(5), "max_delay_ms": n(5)}},
+            RetryPolicy(2, 5, 5, 30_000),
+        ),
         ({"retry": {}}, RetryPolicy(1, 0, 0, 30_000)),
     ],
-)  # fmt: skip
+)
 def test_o_sub_3_retry_defaults(changes: dict[str, Any], expected: RetryPolicy) -> None:
     """O-SUB-3: 0 or omitted retry fields take defaults that depend on max_attempts."""
     assert parse_submit(body(**changes)).retry == expected
@@ -124,14 +130,16 @@ def test_o_sub_3_retry_defaults(changes: dict[str, Any], expected: RetryPolicy) 
         ({"retry": {"attempt_timeout_ms": n(86_400_001)}}, "retry.attempt_timeout_ms"),
         ({"retry": {"max_attempts": n(2), "max_delay_ms": n(999)}}, "retry.initial_delay_ms"),
         ({"retry": {"initial_delay_ms": n(1)}}, "retry.initial_delay_ms"),  # single attempt
-        ({"retry": {"max_attempts": n(2), "max_delay_ms": n(9_223_372_036_855)}},
-         "retry.max_delay_ms"),
+        (
+            {"retry": {"max_attempts": n(2), "max_delay_ms": n(9_223_372_036_855)}},
+            "retry.max_delay_ms",
+        ),
         ({"retry": {"Max_Attempts": n(2)}}, "retry.Max_Attempts"),
         ({"retry": {"jitter": True}}, "retry.jitter"),
         ({"Queue_ID": QUEUE}, "Queue_ID"),
         ({"namespace_id": "3" * 32}, "namespace_id"),
     ],
-)  # fmt: skip
+)
 def test_o_sub_3_field_rejected(changes: dict[str, Any], field: str) -> None:
     """O-SUB-3 / O-API-2: each violation is a 400 naming the field."""
     with pytest.raises(InvalidArgument) as caught:

@@ -45,9 +45,19 @@ def test_o_api_3_task_view_matches_the_spec_example() -> None:
 def test_o_lst_1_summary_omits_large_fields() -> None:
     summary = summary_view(summarize(make()))  # type: ignore[arg-type]
     assert list(summary) == [
-        "id", "queue_id", "state", "revision", "handler", "handler_version", "business_key",
-        "available_at", "deadline_at", "attempt_count", "created_at", "updated_at",
-    ]  # fmt: skip
+        "id",
+        "queue_id",
+        "state",
+        "revision",
+        "handler",
+        "handler_version",
+        "business_key",
+        "available_at",
+        "deadline_at",
+        "attempt_count",
+        "created_at",
+        "updated_at",
+    ]
 
 
 def test_o_can_1_cancelled_view() -> None:

@@ -16,9 +16,14 @@ RECORD = TokenRecord("t" * 32, "n" * 32, frozenset(Permission), frozenset(), Non
 
 @pytest.mark.parametrize(
     ("loaded", "now", "hit"),
-    [(100.0, 100.0, True), (100.0, 100.99, True), (100.0, 101.0, False), (100.0, 250.0, False),
-     (100.0, 99.0, False)],  # a clock going backwards never extends a record's life
-)  # fmt: skip
+    [
+        (100.0, 100.0, True),
+        (100.0, 100.99, True),
+        (100.0, 101.0, False),
+        (100.0, 250.0, False),
+        (100.0, 99.0, False),
+    ],  # a clock going backwards never extends a record's life
+)
 def test_o_api_1_a_record_lives_less_than_the_ttl(loaded: float, now: float, hit: bool) -> None:
     cache = TokenCache(ttl_s=1.0)
     cache.put("h", RECORD, loaded)

@@ -122,16 +122,24 @@ class _Observer(ExecutionObserver):
 
 def _grant(attempt_id: str, task_id: str, waited_s: float) -> Any:
     leased = datetime(2026, 12, 1, tzinfo=UTC)
-    task = SimpleNamespace(id=task_id, handler="file.convert",
-                           available_at=leased - timedelta(seconds=waited_s))  # fmt: skip
+    task = SimpleNamespace(
+        id=task_id, handler="file.convert", available_at=leased - timedelta(seconds=waited_s)
+    )
     return SimpleNamespace(attempt_id=attempt_id, task=task, leased_at=leased)
 
 
 def test_the_hub_observes_each_lease_and_each_end_once() -> None:
     observer = _Observer()
     counted: list[int] = []
-    hub = Hub(cast(Batcher, None), cast(Kernel, None), cast(Upkeep, None), tick_s=1, sweep_s=1,
-              on_grants=counted.append, observer=observer)  # fmt: skip
+    hub = Hub(
+        cast(Batcher, None),
+        cast(Kernel, None),
+        cast(Upkeep, None),
+        tick_s=1,
+        sweep_s=1,
+        on_grants=counted.append,
+        observer=observer,
+    )
     hub.granted([_grant("a1", "t1", 1.5), _grant("a2", "t2", -3)])  # ready in the future: 0
     assert counted == [2]
     assert observer.seen == [("waited", "file.convert", 1.5), ("waited", "file.convert", 0.0)]
@@ -141,5 +149,9 @@ def test_the_hub_observes_each_lease_and_each_end_once() -> None:
     hub.ended("a1")
     hub.ended("a2")  # ended without a result here (lost, expired): LOST
     hub.ended("a9")  # never leased here: nothing
-    assert observer.seen == [("ended", "file.convert", "SUCCEEDED", ""), ("changed", "t1"),
-                             ("ended", "file.convert", "LOST", ""), ("changed", "t2")]  # fmt: skip
+    assert observer.seen == [
+        ("ended", "file.convert", "SUCCEEDED", ""),
+        ("changed", "t1"),
+        ("ended", "file.convert", "LOST", ""),
+        ("changed", "t2"),
+    ]

@@ -17,10 +17,31 @@ NS, OTHER_NS = "n" * 32, "m" * 32
 Q1, Q2, Q3 = "1" * 32, "2" * 32, "3" * 32
 
 
-def rec(cid: str, *, ns: str = NS, queues: tuple[str, ...] = (Q1,), name: str = "w",
-        in_flight: int = 0, server: str = "h:1") -> WorkerRecord:  # fmt: skip
-    return WorkerRecord(cid * 32, ns, server, name, "i" * 32, "python/1", "host", 7, queues,
-                        (HandlerKey("h", "v1"),), 4, in_flight, NOW, NOW)  # fmt: skip
+def rec(
+    cid: str,
+    *,
+    ns: str = NS,
+    queues: tuple[str, ...] = (Q1,),
+    name: str = "w",
+    in_flight: int = 0,
+    server: str = "h:1",
+) -> WorkerRecord:
+    return WorkerRecord(
+        cid * 32,
+        ns,
+        server,
+        name,
+        "i" * 32,
+        "python/1",
+        "host",
+        7,
+        queues,
+        (HandlerKey("h", "v1"),),
+        4,
+        in_flight,
+        NOW,
+        NOW,
+    )
 
 
 A, B, C = rec("a"), rec("b"), rec("c")
@@ -35,11 +56,18 @@ A, B, C = rec("a"), rec("b"), rec("c")
         ({A.connection_id: A}, [A], Changes((), ())),
         ({}, [A], Changes((A,), (A.connection_id,))),  # a new row is deleted first
         ({A.connection_id: A, B.connection_id: B}, [A], Changes((), (B.connection_id,))),
-        ({A.connection_id: A}, [replace(A, in_flight=2)],
-         Changes((replace(A, in_flight=2),), (A.connection_id,))),  # changed: rewritten
-        ({A.connection_id: A, B.connection_id: B}, [replace(B, in_flight=1), C],
-         Changes((replace(B, in_flight=1), C),
-                 (A.connection_id, B.connection_id, C.connection_id))),
+        (
+            {A.connection_id: A},
+            [replace(A, in_flight=2)],
+            Changes((replace(A, in_flight=2),), (A.connection_id,)),
+        ),  # changed: rewritten
+        (
+            {A.connection_id: A, B.connection_id: B},
+            [replace(B, in_flight=1), C],
+            Changes(
+                (replace(B, in_flight=1), C), (A.connection_id, B.connection_id, C.connection_id)
+            ),
+        ),
     ],
 )
 def test_a_round_writes_only_what_changed_and_never_inserts_twice(
@@ -63,11 +91,20 @@ def test_a_token_sees_its_namespace_s_workers_on_its_queues_only() -> None:
         ("beta", "h:1", [Q2, Q1], 1),  # this process's own record wins, as it is now
     ]
     assert views[1] == {
-        "connection_id": "a" * 32, "server": "h:1", "name": "beta", "instance_id": "i" * 32,
-        "sdk": "python/1", "host": "host", "pid": 7, "queues": [Q2, Q1],
-        "handlers": [{"handler": "h", "handler_version": "v1"}], "slots": 4, "in_flight": 1,
-        "connected_at": "2026-12-01T12:00:00Z", "last_heartbeat_at": "2026-12-01T12:00:00Z",
-    }  # fmt: skip
+        "connection_id": "a" * 32,
+        "server": "h:1",
+        "name": "beta",
+        "instance_id": "i" * 32,
+        "sdk": "python/1",
+        "host": "host",
+        "pid": 7,
+        "queues": [Q2, Q1],
+        "handlers": [{"handler": "h", "handler_version": "v1"}],
+        "slots": 4,
+        "in_flight": 1,
+        "connected_at": "2026-12-01T12:00:00Z",
+        "last_heartbeat_at": "2026-12-01T12:00:00Z",
+    }
     assert listing([here], NS, frozenset({Q3})) == []
     bare = replace(here, sdk=None, host=None, pid=None)
     assert not {"sdk", "host", "pid"} & set(listing([bare], NS, frozenset({Q1}))[0])

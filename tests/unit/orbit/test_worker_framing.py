@@ -20,11 +20,11 @@ pytestmark = pytest.mark.unit
     [
         (['{"a":1}'], ['{"a":1}']),
         (['{"a":1}', '{"b":2}'], ['[{"a":1},{"b":2}]']),
-        (['{}'] * (MAX_BATCH + 1), ["[" + ",".join(['{}'] * MAX_BATCH) + "]", "{}"]),
+        (["{}"] * (MAX_BATCH + 1), ["[" + ",".join(["{}"] * MAX_BATCH) + "]", "{}"]),
         (["x" * MAX_FRAME_CHARS, "y"], ["x" * MAX_FRAME_CHARS, "y"]),
         ([], []),
     ],
-)  # fmt: skip
+)
 def test_frame_chunks(texts: list[str], frames: list[str]) -> None:
     assert frame_chunks(texts) == frames
 
@@ -37,7 +37,7 @@ def test_frame_chunks(texts: list[str], frames: list[str]) -> None:
         ('[{"type":"flow"}]', False, [[{"type": "flow"}]]),  # v1 framing: one (invalid) value
         ("null", True, [None]),
     ],
-)  # fmt: skip
+)
 def test_read_frame(text: str, batching: bool, messages: list[object]) -> None:
     assert read_frame(text, batching) == messages
 

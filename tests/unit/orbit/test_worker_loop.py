@@ -12,8 +12,9 @@ from agentcall.orbit.sdk.worker.cli import loop_factory
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize(("name", "expected"), [("auto", uvloop.Loop), ("uvloop", uvloop.Loop),
-                                                ("asyncio", None)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "expected"), [("auto", uvloop.Loop), ("uvloop", uvloop.Loop), ("asyncio", None)]
+)
 def test_loop_choice(name: str, expected: type | None) -> None:
     factory = loop_factory(name)
     if expected is None:

@@ -95,11 +95,13 @@ def test_hello_rejections(message: dict[str, Any], fragment: str) -> None:
         ('{"type":"flow","msg_id":"m","capacity":1}x', "not valid JSON"),
         ('{"type":"flow","msg_id":"m m","capacity":1}', "msg_id"),
         ('{"type":"started","msg_id":"m","attempt_id":"' + ID1 + '"}', "lease_token: is required"),
-        ('{"type":"evidence","msg_id":"m","attempt_id":"x","lease_token":"y","items":[]}',
-         "attempt_id"),
+        (
+            '{"type":"evidence","msg_id":"m","attempt_id":"x","lease_token":"y","items":[]}',
+            "attempt_id",
+        ),
         ("x" * 1_048_577, "larger than"),
     ],
-)  # fmt: skip
+)
 def test_frame_rejections(raw: str, fragment: str) -> None:
     with pytest.raises(InvalidArgument) as info:
         parse_message(raw)
@@ -136,19 +138,33 @@ def test_result_succeeded_keeps_exact_numbers() -> None:
         ({"outcome": "succeeded", "result": None}, "must not be null"),
         ({"outcome": "succeeded", "result": 1, "error": {"code": "x", "message": "m"}}, "error"),
         ({"outcome": "failed", "error": {"code": "x", "message": "m"}}, "error.retryable"),
-        ({"outcome": "failed", "error": {"code": "x y", "message": "m", "retryable": True}},
-         "error.code"),
-        ({"outcome": "failed", "error": {"code": "x", "message": "m" * 1025, "retryable": True}},
-         "error.message"),
-        ({"outcome": "failed", "result": 1, "error": {"code": "x", "message": "m",
-                                                      "retryable": True}}, "result"),
-        ({"outcome": "needs_review", "error": {"code": "x", "message": "m", "retryable": True}},
-         "error.retryable: unknown field"),
+        (
+            {"outcome": "failed", "error": {"code": "x y", "message": "m", "retryable": True}},
+            "error.code",
+        ),
+        (
+            {"outcome": "failed", "error": {"code": "x", "message": "m" * 1025, "retryable": True}},
+            "error.message",
+        ),
+        (
+            {
+                "outcome": "failed",
+                "result": 1,
+                "error": {"code": "x", "message": "m", "retryable": True},
+            },
+            "result",
+        ),
+        (
+            {"outcome": "needs_review", "error": {"code": "x", "message": "m", "retryable": True}},
+            "error.retryable: unknown field",
+        ),
         ({"outcome": "cancelled", "error": {"code": "x", "message": "m"}}, "outcome"),
-        ({"outcome": "failed", "error": {"code": "x", "message": "m", "retryable": "yes"}},
-         "error.retryable"),
+        (
+            {"outcome": "failed", "error": {"code": "x", "message": "m", "retryable": "yes"}},
+            "error.retryable",
+        ),
     ],
-)  # fmt: skip
+)
 def test_result_rejections(extra: dict[str, Any], fragment: str) -> None:
     with pytest.raises(InvalidArgument) as info:
         parse_message(text({"type": "result", "msg_id": "m", **REF, **extra}))
@@ -164,28 +180,38 @@ def test_result_numbers_follow_o_sub_2() -> None:
 def test_result_too_large_is_invalid_result() -> None:
     big = "x" * 262_144
     with pytest.raises(InvalidResult):
-        parse_message(text({"type": "result", "msg_id": "m", **REF, "outcome": "succeeded",
-                            "result": big}))  # fmt: skip
+        parse_message(
+            text({"type": "result", "msg_id": "m", **REF, "outcome": "succeeded", "result": big})
+        )
 
 
 def test_failed_result_with_inline_evidence() -> None:
     parsed = parse_message(
         text(
             {
-                "type": "result", "msg_id": "m", **REF, "outcome": "failed",
+                "type": "result",
+                "msg_id": "m",
+                **REF,
+                "outcome": "failed",
                 "error": {"code": "upstream_5xx", "message": "503", "retryable": True},
                 "evidence": [{"key": "k1", "kind": "reference", "uri": "https://bank/tx/1"}],
             }
         )
-    )  # fmt: skip
+    )
     assert isinstance(parsed, Result)
     assert parsed.error is not None and parsed.error.retryable is True
     assert parsed.evidence[0].kind is EvidenceKind.REFERENCE
 
 
 def test_evidence_items_and_digest() -> None:
-    item = {"key": "out", "kind": "artifact", "uri": "s3://b/o", "size_bytes": 12,
-            "sha256": "0" * 64, "data": {"rows": 9007199254740993}}  # fmt: skip
+    item = {
+        "key": "out",
+        "kind": "artifact",
+        "uri": "s3://b/o",
+        "size_bytes": 12,
+        "sha256": "0" * 64,
+        "data": {"rows": 9007199254740993},
+    }
     parsed = parse_message(text({"type": "evidence", "msg_id": "m", **REF, "items": [item]}))
     again = parse_message(text({"type": "evidence", "msg_id": "n", **REF, "items": [item]}))
     changed = parse_message(

@@ -27,10 +27,23 @@ pytestmark = pytest.mark.unit
 
 def test_public_surface_is_explicit() -> None:
     assert sorted(sdk.__all__) == sorted(
-        ["AttemptInfo", "CancellationToken", "Cancelled", "Context", "HandlerFailed",
-         "NeedsReview", "Registry", "RegistryError", "TaskInfo", "Worker", "WorkerConfig",
-         "WorkerSdkError", "WorkerStopped", "load_registry"]
-    )  # fmt: skip
+        [
+            "AttemptInfo",
+            "CancellationToken",
+            "Cancelled",
+            "Context",
+            "HandlerFailed",
+            "NeedsReview",
+            "Registry",
+            "RegistryError",
+            "TaskInfo",
+            "Worker",
+            "WorkerConfig",
+            "WorkerSdkError",
+            "WorkerStopped",
+            "load_registry",
+        ]
+    )
     for name in sdk.__all__:
         assert hasattr(sdk, name)
 
@@ -82,21 +95,51 @@ def test_load_registry_errors_say_what_to_fix(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize(
     ("exc", "safety", "expected"),
     [
-        (HandlerFailed("upstream", "503", retryable=True), "RECONCILE_ONLY",
-         {"outcome": "failed", "error": {"code": "upstream", "message": "503", "retryable": True}}),
-        (HandlerFailed("bad", "no", retryable=False), "IDEMPOTENT",
-         {"outcome": "failed", "error": {"code": "bad", "message": "no", "retryable": False}}),
-        (NeedsReview("ambiguous", "no answer"), "IDEMPOTENT",
-         {"outcome": "needs_review", "error": {"code": "ambiguous", "message": "no answer"}}),
-        (RuntimeError("boom"), "IDEMPOTENT",
-         {"outcome": "failed", "error": {"code": "handler_exception",
-                                         "message": "RuntimeError: boom", "retryable": True}}),
-        (RuntimeError("boom"), "RECONCILE_ONLY",
-         {"outcome": "failed", "error": {"code": "handler_exception",
-                                         "message": "RuntimeError: boom", "retryable": False}}),
+        (
+            HandlerFailed("upstream", "503", retryable=True),
+            "RECONCILE_ONLY",
+            {
+                "outcome": "failed",
+                "error": {"code": "upstream", "message": "503", "retryable": True},
+            },
+        ),
+        (
+            HandlerFailed("bad", "no", retryable=False),
+            "IDEMPOTENT",
+            {"outcome": "failed", "error": {"code": "bad", "message": "no", "retryable": False}},
+        ),
+        (
+            NeedsReview("ambiguous", "no answer"),
+            "IDEMPOTENT",
+            {"outcome": "needs_review", "error": {"code": "ambiguous", "message": "no answer"}},
+        ),
+        (
+            RuntimeError("boom"),
+            "IDEMPOTENT",
+            {
+                "outcome": "failed",
+                "error": {
+                    "code": "handler_exception",
+                    "message": "RuntimeError: boom",
+                    "retryable": True,
+                },
+            },
+        ),
+        (
+            RuntimeError("boom"),
+            "RECONCILE_ONLY",
+            {
+                "outcome": "failed",
+                "error": {
+                    "code": "handler_exception",
+                    "message": "RuntimeError: boom",
+                    "retryable": False,
+                },
+            },
+        ),
         (Cancelled("shutdown"), "IDEMPOTENT", None),
     ],
-)  # fmt: skip
+)
 def test_exceptions_become_outcomes(
     exc: BaseException, safety: str, expected: dict[str, Any] | None
 ) -> None:
@@ -123,9 +166,7 @@ def test_results_keep_exact_numbers(value: Any, text: str) -> None:
     assert encode(value) == text
 
 
-@pytest.mark.parametrize(
-    "value", [float("nan"), {1: "non-string key"}, object(), "x" * 262_145]
-)
+@pytest.mark.parametrize("value", [float("nan"), {1: "non-string key"}, object(), "x" * 262_145])
 def test_unrepresentable_or_oversized_results_fail_as_invalid_result(value: Any) -> None:
     body = succeeded(value)
     assert body["outcome"] == "failed"
@@ -206,10 +247,22 @@ async def test_cancellation_token_wakes_async_and_thread_waiters() -> None:
 
 
 def _run(handler_name: str = "h", safety: str = "IDEMPOTENT") -> AttemptRun:
-    task = TaskInfo("t" * 32, "q" * 32, handler_name, "v1", "v1", safety, 0, 3,
-                    "2026-09-18T00:00:00Z", None, None)  # fmt: skip
-    return AttemptRun(task, AttemptInfo("a" * 32, 1, "l" * 32, "2026-09-17T00:00:30Z"),
-                      {"x": Decimal("1.10")})  # fmt: skip
+    task = TaskInfo(
+        "t" * 32,
+        "q" * 32,
+        handler_name,
+        "v1",
+        "v1",
+        safety,
+        0,
+        3,
+        "2026-09-18T00:00:00Z",
+        None,
+        None,
+    )
+    return AttemptRun(
+        task, AttemptInfo("a" * 32, 1, "l" * 32, "2026-09-17T00:00:30Z"), {"x": Decimal("1.10")}
+    )
 
 
 @pytest.mark.parametrize("is_async", [True, False])
@@ -221,6 +274,7 @@ async def test_invoke_runs_sync_handlers_in_threads_and_records_evidence(is_asyn
         return {"got": payload["x"], "cancelled": ctx.cancelled}
 
     if is_async:
+
         async def handler(ctx: Context, payload: Any) -> Any:
             return body(ctx, payload)
     else:

@@ -230,9 +230,7 @@ class PocketsphinxASR:
         self.stream_pool.close()
         self.pool.close()
 
-    def _decode_and_release(
-        self, decoder: DecoderProcess, pcm: bytes, sample_rate_hz: int
-    ) -> str:
+    def _decode_and_release(self, decoder: DecoderProcess, pcm: bytes, sample_rate_hz: int) -> str:
         try:
             speech = trim_silence(pcm, sample_rate_hz)
             return decoder.call("batch", speech, sample_rate_hz) if speech else ""

@@ -146,8 +146,10 @@ class SipDriver:
             # turns only); they drive barge-in and are visible here for troubleshooting.
             log.debug(
                 "call %s interim hypothesis at %d ms: %d characters",
-                plan.call_id, utterance_start_ms, len(text),
-            )  # fmt: skip
+                plan.call_id,
+                utterance_start_ms,
+                len(text),
+            )
 
         sink = AgentSink(
             transcript=call.transcript, opt_out=call.opt_out, finish=finish, interim=interim

@@ -77,8 +77,11 @@ def accepted_arrivals(
     accepted executions follow the accepted decisions in order; nothing here may stop
     admission, hence no strict zip."""
     valid = [r for r, item in zip(received, items, strict=False) if isinstance(item, Valid)]
-    arrived = [r for r, (decision, _) in zip(valid, outcome.decisions, strict=False)
-               if decision == "accepted"]  # fmt: skip
+    arrived = [
+        r
+        for r, (decision, _) in zip(valid, outcome.decisions, strict=False)
+        if decision == "accepted"
+    ]
     return dict(zip(outcome.accepted, arrived, strict=False))
 
 

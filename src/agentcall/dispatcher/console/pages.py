@@ -110,8 +110,10 @@ class Console:
             build = {"tasks": self._tasks, "calls": self._calls, "plumbing": self._plumbing}
             for name in stale:
                 figures = await build[name](snap, now)
-                self._built[name] = (time.monotonic(), {**figures, "now": now,
-                                     "dispatcher_id": snap.get("dispatcher_id")})  # fmt: skip
+                self._built[name] = (
+                    time.monotonic(),
+                    {**figures, "now": now, "dispatcher_id": snap.get("dispatcher_id")},
+                )
         context: dict[str, Any] = {"now": self._clock()}
         for name in names:
             built = self._built[name][1]

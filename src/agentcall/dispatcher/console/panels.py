@@ -59,7 +59,7 @@ def _reads(snap: Mapping[str, Any]) -> list[dict[str, Any]]:
             "read": key,
             "last_success": config.get("last_success", {}).get(key),
             "outage": outages.get(key),
-        }  # fmt: skip
+        }
         for key in keys
     ]
 

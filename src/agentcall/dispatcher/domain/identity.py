@@ -26,8 +26,7 @@ def identity_problem(
     """Why the cell does not carry the approved snapshot, or None when it does."""
     if reported.cell_id != expected_cell_id:
         return (
-            f"cell reports cell_id {reported.cell_id!r}; the snapshot is for"
-            f" {expected_cell_id!r}"
+            f"cell reports cell_id {reported.cell_id!r}; the snapshot is for {expected_cell_id!r}"
         )
     if reported.config_sha256 != expected_sha256:
         return (

@@ -230,9 +230,7 @@ def upload_reported(rec: Recording, report: UploadReport) -> Recording:
     if status is UploadStatus.EXPIRED:
         if _stale_expiry(rec, report):
             return rec
-        return _to(
-            rec, S.EXPIRED, detail=report.detail, renewal_requested=report.renewal_requested
-        )
+        return _to(rec, S.EXPIRED, detail=report.detail, renewal_requested=report.renewal_requested)
     if status is UploadStatus.REFUSED:
         return _to(rec, S.PUT_UNKNOWN, detail=report.detail)
     if status is UploadStatus.MISSING:

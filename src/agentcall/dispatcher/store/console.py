@@ -112,7 +112,7 @@ def ended_calls(conn: sqlite3.Connection, since: datetime) -> list[Ended]:
             loss,
             jitter,
             count,
-        )  # fmt: skip
+        )
         for slot, outcome, duration, loss, jitter, count in conn.execute(
             _ENDED, (since.isoformat(timespec="microseconds"),)
         )

@@ -81,8 +81,7 @@ def upsert(
 def seen_revision(conn: sqlite3.Connection, task_id: str) -> int:
     """The highest revision of the task this D has seen (0: unknown task, D-NOTE-1)."""
     row = conn.execute(
-        "SELECT MAX(task_revision, control_revision, seen_revision) FROM tasks"
-        " WHERE task_id = ?",
+        "SELECT MAX(task_revision, control_revision, seen_revision) FROM tasks WHERE task_id = ?",
         (task_id,),
     ).fetchone()
     return int(row[0]) if row else 0

@@ -15,8 +15,22 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-ADMISSION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-                     2.5, 5.0, 10.0)  # fmt: skip
+ADMISSION_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 DIAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 WAITING_DIAL_LIMIT = 100_000  # accepted executions remembered until their originate
 
@@ -33,29 +47,34 @@ class PrometheusTelemetry:
         self._admission = Histogram(
             "dispatcher_admission_latency_seconds",
             "call.execute delivery to the commit of its admission decision",
-            buckets=ADMISSION_BUCKETS, registry=r,
-        )  # fmt: skip
+            buckets=ADMISSION_BUCKETS,
+            registry=r,
+        )
         self._dial = Histogram(
             "dispatcher_command_to_dial_seconds",
             "call.execute delivery to the cell's answer to the originate of its call",
-            buckets=DIAL_BUCKETS, registry=r,
-        )  # fmt: skip
+            buckets=DIAL_BUCKETS,
+            registry=r,
+        )
         self._saas = Counter(
             "dispatcher_saas_read_errors_total",
             "failed SaaS reads by resource (discovery, sip, task, quota) and HTTP status "
             "(timeout / transport_error when none came back)",
-            ["resource", "status"], registry=r,
-        )  # fmt: skip
+            ["resource", "status"],
+            registry=r,
+        )
         self._calls = Counter(
             "dispatcher_calls_total",
             "calls by outcome and reason, counted when the broker confirms their call.result",
-            ["outcome", "reason"], registry=r,
-        )  # fmt: skip
+            ["outcome", "reason"],
+            registry=r,
+        )
         self._recordings = Counter(
             "dispatcher_recordings_final_total",
             "final recording status of the calls whose call.result the broker confirmed",
-            ["status"], registry=r,
-        )  # fmt: skip
+            ["status"],
+            registry=r,
+        )
 
     def admission_latency(self, seconds: float) -> None:
         self._admission.observe(max(0.0, seconds))

@@ -42,8 +42,9 @@ class Broker:
 
     async def connect(self) -> None:
         try:
-            self._conn = await aio_pika.connect_robust(self.url, client_properties={
-                "connection_name": "mocksaas"})
+            self._conn = await aio_pika.connect_robust(
+                self.url, client_properties={"connection_name": "mocksaas"}
+            )
         except (OSError, aiormq.exceptions.AMQPError) as exc:
             raise BrokerError(f"cannot connect to {_redact(self.url)}: {exc}") from exc
 
@@ -75,12 +76,21 @@ class Broker:
         try:
             async with self._declaring() as ch:
                 for e in decl.exchanges:
-                    await ch.declare_exchange(e.name, aio_pika.ExchangeType(e.type),
-                                              durable=e.durable, auto_delete=e.auto_delete,
-                                              internal=e.internal)
+                    await ch.declare_exchange(
+                        e.name,
+                        aio_pika.ExchangeType(e.type),
+                        durable=e.durable,
+                        auto_delete=e.auto_delete,
+                        internal=e.internal,
+                    )
                 for q in decl.queues:
-                    await ch.declare_queue(q.name, durable=q.durable, exclusive=q.exclusive,
-                                           auto_delete=q.auto_delete, arguments=q.arguments)
+                    await ch.declare_queue(
+                        q.name,
+                        durable=q.durable,
+                        exclusive=q.exclusive,
+                        auto_delete=q.auto_delete,
+                        arguments=q.arguments,
+                    )
                 for b in decl.bindings:
                     queue = await ch.get_queue(b.queue, ensure=False)
                     await queue.bind(b.exchange, routing_key=b.routing_key)
@@ -116,8 +126,9 @@ class Broker:
             self._pub = await asyncio.wait_for(opening, CHANNEL_TIMEOUT_S)
         return self._pub
 
-    async def publish(self, messages: Sequence[OutgoingMessage], batch: int = 64
-                      ) -> list[str | None]:
+    async def publish(
+        self, messages: Sequence[OutgoingMessage], batch: int = 64
+    ) -> list[str | None]:
         """Publish in order; per message ``None`` (confirmed, routed) or the error text.
 
         Never raises for the broker's sake: while it is unreachable every message gets
@@ -125,7 +136,7 @@ class Broker:
         async with self._pub_lock:
             outcomes: list[str | None] = []
             for start in range(0, len(messages), batch):
-                chunk = messages[start:start + batch]
+                chunk = messages[start : start + batch]
                 try:
                     channel = await self._channel()
                 except LINK_ERRORS as exc:
@@ -135,12 +146,14 @@ class Broker:
             return outcomes
 
     async def _one(self, channel: AbstractChannel, m: OutgoingMessage) -> str | None:
-        message = aio_pika.Message(m.body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-                                   content_type="application/json")
+        message = aio_pika.Message(
+            m.body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT, content_type="application/json"
+        )
         try:
             exchange = await channel.get_exchange(m.exchange, ensure=False)
             confirmation: Any = await exchange.publish(
-                message, routing_key=m.routing_key, mandatory=True, timeout=CONFIRM_TIMEOUT_S)
+                message, routing_key=m.routing_key, mandatory=True, timeout=CONFIRM_TIMEOUT_S
+            )
         except aio_pika.exceptions.DeliveryError as exc:
             return f"returned or nacked: {exc.frame!r}"[:300]
         except LINK_ERRORS as exc:

@@ -21,8 +21,13 @@ log = logging.getLogger("mocksaas.relay")
 
 
 class Relay:
-    def __init__(self, db: Database, broker: Broker, clock: Callable[[], datetime],
-                 metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        broker: Broker,
+        clock: Callable[[], datetime],
+        metrics: Metrics | None = None,
+    ) -> None:
         self._db = db
         self._metrics = metrics
         self._broker = broker
@@ -44,10 +49,17 @@ class Relay:
             self.published += len(rows) - len(failed)
             self.failed_attempts += len(failed)
             for row, error in failed[:5]:
-                log.warning("publish not confirmed; will retry with the same body",
-                            extra={"fields": {"outbox_id": row.id, "kind": row.message.kind,
-                                              "routing_key": row.message.routing_key,
-                                              "error": error}})
+                log.warning(
+                    "publish not confirmed; will retry with the same body",
+                    extra={
+                        "fields": {
+                            "outbox_id": row.id,
+                            "kind": row.message.kind,
+                            "routing_key": row.message.routing_key,
+                            "error": error,
+                        }
+                    },
+                )
             return len(failed)
 
     async def run(self, interval_s: float = 1.0) -> None:

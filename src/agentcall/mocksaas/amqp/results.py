@@ -30,9 +30,16 @@ OnStopApplied = Callable[[str, str], Awaitable[object]]
 
 
 class ResultConsumer:
-    def __init__(self, broker: Broker, db: Database, contracts: Contracts, topology: Topology,
-                 clock: Callable[[], datetime], on_stop_applied: OnStopApplied,
-                 metrics: Metrics) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        db: Database,
+        contracts: Contracts,
+        topology: Topology,
+        clock: Callable[[], datetime],
+        on_stop_applied: OnStopApplied,
+        metrics: Metrics,
+    ) -> None:
         self._broker = broker
         self._db = db
         self._contracts = contracts
@@ -90,15 +97,22 @@ class ResultConsumer:
             return facts_of(body), errors
         except Exception as exc:  # the last line: no body may stop the consumer
             self._metrics.handled.labels("results.check").inc()
-            log.error("checking a result failed; stored as invalid",
-                      extra={"fields": {"dispatcher_id": dispatcher_id, "error": repr(exc)}})
+            log.error(
+                "checking a result failed; stored as invalid",
+                extra={"fields": {"dispatcher_id": dispatcher_id, "error": repr(exc)}},
+            )
             return ResultFacts(), [f"$: cannot be checked ({type(exc).__name__})"]
 
     async def _handle(self, dispatcher_id: str, message: AbstractIncomingMessage) -> None:
         facts, errors = self._check(dispatcher_id, message.body)
-        record = results.ReceivedResult(dispatcher_id, rfc3339(self._clock()),
-                                        bool(message.redelivered), facts, tuple(errors),
-                                        message.body)
+        record = results.ReceivedResult(
+            dispatcher_id,
+            rfc3339(self._clock()),
+            bool(message.redelivered),
+            facts,
+            tuple(errors),
+            message.body,
+        )
         try:
             await self._db.run(self._store, record)
         except Exception:  # the store failed: the broker redelivers it later
@@ -110,8 +124,15 @@ class ResultConsumer:
         self.received += 1
         self._metrics.results.labels("false" if errors else "true").inc()
         if errors:
-            log.warning("invalid result stored", extra={"fields": {
-                "dispatcher_id": dispatcher_id, "event_id": facts.event_id,
-                "errors": errors[:3]}})
+            log.warning(
+                "invalid result stored",
+                extra={
+                    "fields": {
+                        "dispatcher_id": dispatcher_id,
+                        "event_id": facts.event_id,
+                        "errors": errors[:3],
+                    }
+                },
+            )
         if not errors and facts.is_stop_applied and facts.task_id:
             await self._on_stop_applied(dispatcher_id, facts.task_id)

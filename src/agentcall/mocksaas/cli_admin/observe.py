@@ -56,8 +56,11 @@ def events_head(api: Api, /, dispatcher_id: str) -> None:
 @pass_api
 def events_list(api: Api, /, dispatcher_id: str, after: int, limit: int) -> None:
     """Every event after --after (the full log, not the latest-per-task page)."""
-    emit(api.call("GET", f"/dispatchers/{dispatcher_id}/events",
-                  params={"after": after, "limit": limit}))
+    emit(
+        api.call(
+            "GET", f"/dispatchers/{dispatcher_id}/events", params={"after": after, "limit": limit}
+        )
+    )
 
 
 @admin.group()
@@ -71,32 +74,62 @@ DELAY = click.option("--delay-ms", type=int, help="Delay of the `slow` kind.")
 
 @fault.command("discovery")
 @click.argument("dispatcher_id")
-@click.argument("kind", type=click.Choice([
-    "unavailable", "malformed_json", "schema_invalid", "duplicate_task",
-    "non_advancing_cursor", "identity_conflict", "revision_backwards", "slow"]))
+@click.argument(
+    "kind",
+    type=click.Choice(
+        [
+            "unavailable",
+            "malformed_json",
+            "schema_invalid",
+            "duplicate_task",
+            "non_advancing_cursor",
+            "identity_conflict",
+            "revision_backwards",
+            "slow",
+        ]
+    ),
+)
 @COUNT
 @DELAY
 @pass_api
 def fault_discovery(api: Api, /, dispatcher_id: str, kind: str, **opts: Any) -> None:
     """Make the next N discovery responses faulty."""
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/faults/discovery",
-                  drop_none(kind=kind, **opts)))
+    emit(
+        api.call(
+            "POST", f"/dispatchers/{dispatcher_id}/faults/discovery", drop_none(kind=kind, **opts)
+        )
+    )
 
 
 @fault.command("config")
 @click.argument("dispatcher_id")
 @click.argument("resource", type=click.Choice(["sip", "task", "quota"]))
-@click.argument("kind", type=click.Choice([
-    "not_found", "unavailable", "malformed_json", "schema_invalid", "identity_conflict",
-    "slow"]))
+@click.argument(
+    "kind",
+    type=click.Choice(
+        [
+            "not_found",
+            "unavailable",
+            "malformed_json",
+            "schema_invalid",
+            "identity_conflict",
+            "slow",
+        ]
+    ),
+)
 @click.option("--target", help="task_id or tenant_id (default: any).")
 @COUNT
 @DELAY
 @pass_api
 def fault_config(api: Api, /, dispatcher_id: str, resource: str, kind: str, **opts: Any) -> None:
     """Make the next N config GETs of RESOURCE faulty."""
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/faults/config",
-                  drop_none(resource=resource, kind=kind, **opts)))
+    emit(
+        api.call(
+            "POST",
+            f"/dispatchers/{dispatcher_id}/faults/config",
+            drop_none(resource=resource, kind=kind, **opts),
+        )
+    )
 
 
 @fault.command("raw")
@@ -105,14 +138,20 @@ def fault_config(api: Api, /, dispatcher_id: str, resource: str, kind: str, **op
 @click.option("--task", "task_id", help="Publish to this task's route.")
 @click.option("--control", is_flag=True, help="Publish to the control route.")
 @pass_api
-def fault_raw(api: Api, /, dispatcher_id: str, body: str, task_id: str | None,
-              control: bool) -> None:
+def fault_raw(
+    api: Api, /, dispatcher_id: str, body: str, task_id: str | None, control: bool
+) -> None:
     """Publish a raw (invalid) BODY to a task queue or the control queue."""
     if bool(task_id) == control:
         raise click.UsageError("give exactly one of --task TASK_ID or --control")
     target = "control" if control else "task"
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/faults/raw",
-                  drop_none(target=target, task_id=task_id, body=body)))
+    emit(
+        api.call(
+            "POST",
+            f"/dispatchers/{dispatcher_id}/faults/raw",
+            drop_none(target=target, task_id=task_id, body=body),
+        )
+    )
 
 
 @fault.command("list")

@@ -22,21 +22,35 @@ def task() -> None:
 @click.option("--tenant-id", help="Tenant id (required on create).")
 @click.option("--tenant-key", help="Tenant key (required on create).")
 @click.option("--mode", type=click.Choice(["full_ai", "asr_only"]), help="Agent mode.")
-@click.option("--status", type=click.Choice(["running", "paused"]),
-              help="Initial status on create (default running).")
+@click.option(
+    "--status",
+    type=click.Choice(["running", "paused"]),
+    help="Initial status on create (default running).",
+)
 @click.option("--max-concurrent-calls", type=int, help="Task limit (default 10).")
 @click.option("--ring-timeout-ms", type=int, help="Default 30000.")
 @click.option("--max-call-duration-ms", type=int, help="Default 120000.")
-@click.option("--allowed-trunk-id", "allowed_trunk_ids", multiple=True,
-              help="Trunk candidates in order (repeat; default trunk-mock).")
+@click.option(
+    "--allowed-trunk-id",
+    "allowed_trunk_ids",
+    multiple=True,
+    help="Trunk candidates in order (repeat; default trunk-mock).",
+)
 @click.option("--caller-profile-id", help="Default caller-profile-mock.")
 @click.option("--time-zone", help="Time zone of the default 24x7 schedule.")
 @click.option("--authorization-expires-at", help="RFC 3339 (default 2099-12-31T23:59:59Z).")
 @click.option("--agent-version-id", help="Default: derived from the agent config content.")
 @click.option("--json", "extra", help="More spec fields as JSON (schedule, agent_config…).")
 @pass_api
-def task_put(api: Api, /, dispatcher_id: str, task_id: str, extra: str | None,
-             allowed_trunk_ids: tuple[str, ...], **opts: Any) -> None:
+def task_put(
+    api: Api,
+    /,
+    dispatcher_id: str,
+    task_id: str,
+    extra: str | None,
+    allowed_trunk_ids: tuple[str, ...],
+    **opts: Any,
+) -> None:
     """Create or update a task config (revision +1, one discovery event).
 
     On create the task queue and its binding are declared first.
@@ -63,8 +77,12 @@ def task_list(api: Api, /, dispatcher_id: str) -> None:
     emit(api.call("GET", f"/dispatchers/{dispatcher_id}/tasks"))
 
 
-POLICY = click.option("--policy", "active_call_policy", type=click.Choice(["drain", "hangup"]),
-                      help="Active calls on pause/stop (default drain).")
+POLICY = click.option(
+    "--policy",
+    "active_call_policy",
+    type=click.Choice(["drain", "hangup"]),
+    help="Active calls on pause/stop (default drain).",
+)
 REASON = click.option("--reason", help="Free text carried in the control.")
 
 
@@ -75,16 +93,27 @@ REASON = click.option("--reason", help="Free text carried in the control.")
 @POLICY
 @REASON
 @pass_api
-def task_status(api: Api, /, dispatcher_id: str, task_id: str, status: str,
-                active_call_policy: str | None, reason: str | None) -> None:
+def task_status(
+    api: Api,
+    /,
+    dispatcher_id: str,
+    task_id: str,
+    status: str,
+    active_call_policy: str | None,
+    reason: str | None,
+) -> None:
     """Change the status: persist + discovery event, then publish the matching control.
 
     paused -> pause, running -> resume, stopped -> stop, finished -> no control.
     After the D's stopped/applied receipt the queue is retired and `removed` appended.
     """
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/tasks/{task_id}/status",
-                  drop_none(status=status, active_call_policy=active_call_policy,
-                            reason=reason)))
+    emit(
+        api.call(
+            "POST",
+            f"/dispatchers/{dispatcher_id}/tasks/{task_id}/status",
+            drop_none(status=status, active_call_policy=active_call_policy, reason=reason),
+        )
+    )
 
 
 @task.command("control")
@@ -94,12 +123,23 @@ def task_status(api: Api, /, dispatcher_id: str, task_id: str, status: str,
 @POLICY
 @REASON
 @pass_api
-def task_control(api: Api, /, dispatcher_id: str, task_id: str, action: str,
-                 active_call_policy: str | None, reason: str | None) -> None:
+def task_control(
+    api: Api,
+    /,
+    dispatcher_id: str,
+    task_id: str,
+    action: str,
+    active_call_policy: str | None,
+    reason: str | None,
+) -> None:
     """Publish a task.control WITHOUT changing the status (mismatch/out-of-order tests)."""
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/tasks/{task_id}/controls",
-                  drop_none(action=action, active_call_policy=active_call_policy,
-                            reason=reason)))
+    emit(
+        api.call(
+            "POST",
+            f"/dispatchers/{dispatcher_id}/tasks/{task_id}/controls",
+            drop_none(action=action, active_call_policy=active_call_policy, reason=reason),
+        )
+    )
 
 
 @admin.group()
@@ -116,8 +156,9 @@ def quota() -> None:
 @click.option("--valid-for-s", type=int, help="valid_until = GET time + this (default 3600).")
 @click.option("--valid-until", help="Fixed RFC 3339 valid_until (503 once past).")
 @pass_api
-def quota_set(api: Api, /, dispatcher_id: str, tenant_id: str, unavailable: bool,
-              **opts: Any) -> None:
+def quota_set(
+    api: Api, /, dispatcher_id: str, tenant_id: str, unavailable: bool, **opts: Any
+) -> None:
     """Set a tenant quota: --max N (0 forbids admission) or --unavailable."""
     body = drop_none(**opts, unavailable=True if unavailable else None)
     emit(api.call("PUT", f"/dispatchers/{dispatcher_id}/tenants/{tenant_id}/quota", body))
@@ -131,11 +172,21 @@ def quota_set(api: Api, /, dispatcher_id: str, tenant_id: str, unavailable: bool
 @click.option("--callee-start", type=int, help="Offset of the generated callees.")
 @click.option("--not-after-s", type=int, help="not_after = now + this (default 900; <0 expired).")
 @click.option("--command-id", help="Explicit command_id (one call; publish twice = duplicate).")
-@click.option("--idempotency-key", help="Key of this request (default: a new one); a retry with"
-              " the same key publishes nothing new.")
+@click.option(
+    "--idempotency-key",
+    help="Key of this request (default: a new one); a retry with"
+    " the same key publishes nothing new.",
+)
 @pass_api
-def call(api: Api, /, dispatcher_id: str, task_id: str, callees: tuple[str, ...],
-         idempotency_key: str | None, **opts: Any) -> None:
+def call(
+    api: Api,
+    /,
+    dispatcher_id: str,
+    task_id: str,
+    callees: tuple[str, ...],
+    idempotency_key: str | None,
+    **opts: Any,
+) -> None:
     """Publish call.execute to a running or paused task (confirmed, mandatory).
 
     Prints the command ids and the state of each (confirmed, or pending: stored and
@@ -143,5 +194,12 @@ def call(api: Api, /, dispatcher_id: str, task_id: str, callees: tuple[str, ...]
     retried with the same Idempotency-Key, so a retry never dials anyone twice."""
     body = drop_none(**opts, callees=list(callees) or None)
     key = idempotency_key or str(uuid.uuid4())
-    emit(api.call("POST", f"/dispatchers/{dispatcher_id}/tasks/{task_id}/calls", body,
-                  idempotency_key=key, attempts=4))
+    emit(
+        api.call(
+            "POST",
+            f"/dispatchers/{dispatcher_id}/tasks/{task_id}/calls",
+            body,
+            idempotency_key=key,
+            attempts=4,
+        )
+    )

@@ -73,9 +73,7 @@ def build_page(dispatcher_id: str, after: int, records: Sequence[TaskRecord]) ->
     }
 
 
-def select_latest(
-    events: Sequence[TaskRecord], after: int, limit: int
-) -> list[TaskRecord]:
+def select_latest(events: Sequence[TaskRecord], after: int, limit: int) -> list[TaskRecord]:
     """Reference selection over a whole event log: the latest record of each task whose
     latest event is after ``after``, ascending, at most ``limit`` (the store does the same
     in SQL; tests compare both)."""

@@ -85,12 +85,14 @@ def encode(body: dict[str, Any]) -> bytes:
 
 
 def error_body(schema_version: str, code: str, message: str) -> dict[str, Any]:
-    return {"schema_version": schema_version, "resource": "error",
-            "error": {"code": code, "message": message}}
+    return {
+        "schema_version": schema_version,
+        "resource": "error",
+        "error": {"code": code, "message": message},
+    }
 
 
-SYNTHETIC = TaskRecord(0, "mock-fault-task", "mock-fault-tenant", "mock-fault-tenant",
-                       "running", 1)
+SYNTHETIC = TaskRecord(0, "mock-fault-task", "mock-fault-tenant", "mock-fault-tenant", "running", 1)
 
 
 def _items_for(page: dict[str, Any], basis: TaskRecord | None, after: int) -> tuple[list[Any], str]:
@@ -102,13 +104,24 @@ def _items_for(page: dict[str, Any], basis: TaskRecord | None, after: int) -> tu
 
 
 def discovery_fault(
-    kind: DiscoveryFault, page: dict[str, Any], basis: TaskRecord | None, after: int,
+    kind: DiscoveryFault,
+    page: dict[str, Any],
+    basis: TaskRecord | None,
+    after: int,
     delay_ms: int = 0,
 ) -> Response:
     """The response a discovery fault serves instead of (or, for ``slow``, after) ``page``."""
     if kind is DiscoveryFault.UNAVAILABLE:
-        return Response(503, encode(error_body(DISCOVERY_VERSION, "service_unavailable",
-                                               "Injected: discovery temporarily unavailable.")))
+        return Response(
+            503,
+            encode(
+                error_body(
+                    DISCOVERY_VERSION,
+                    "service_unavailable",
+                    "Injected: discovery temporarily unavailable.",
+                )
+            ),
+        )
     if kind is DiscoveryFault.MALFORMED_JSON:
         return Response(200, MALFORMED)
     if kind is DiscoveryFault.SCHEMA_INVALID:
@@ -129,7 +142,10 @@ def discovery_fault(
 
 
 def config_fault(
-    kind: ConfigFault, resource: ConfigResource, normal: Response, delay_ms: int = 0,
+    kind: ConfigFault,
+    resource: ConfigResource,
+    normal: Response,
+    delay_ms: int = 0,
     stale: Response | None = None,
 ) -> Response:
     """The response a config-GET fault serves instead of ``normal`` (``stale``: the old
@@ -137,11 +153,18 @@ def config_fault(
     if kind is ConfigFault.STALE_REPLICA:
         return stale if stale is not None else normal
     if kind is ConfigFault.NOT_FOUND:
-        return Response(404, encode(error_body(CONFIG_VERSION, "resource_not_found",
-                                               "Injected: resource not found.")))
+        return Response(
+            404,
+            encode(
+                error_body(CONFIG_VERSION, "resource_not_found", "Injected: resource not found.")
+            ),
+        )
     if kind is ConfigFault.UNAVAILABLE:
-        code = "tenant_quota_unavailable" if resource is ConfigResource.QUOTA else (
-            "service_unavailable")
+        code = (
+            "tenant_quota_unavailable"
+            if resource is ConfigResource.QUOTA
+            else ("service_unavailable")
+        )
         return Response(503, encode(error_body(CONFIG_VERSION, code, "Injected: unavailable.")))
     if kind is ConfigFault.MALFORMED_JSON:
         return Response(200, MALFORMED)

@@ -82,8 +82,12 @@ def parse_body(raw: bytes) -> tuple[Any, str | None]:
     except UnicodeDecodeError:
         return None, "body is not UTF-8"
     try:
-        body = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
-                          parse_float=_finite_float)
+        body = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
         if _SURROGATE_ESCAPE.search(text):
             json.dumps(body, ensure_ascii=False).encode("utf-8")  # a lone one cannot encode
     except json.JSONDecodeError as exc:
@@ -139,8 +143,7 @@ class Validator(Protocol):
     def violations(self, kind: str, body: Any) -> Sequence[object]: ...
 
 
-def check_result(validator: Validator, dispatcher_id: str, raw: bytes
-                 ) -> tuple[object, list[str]]:
+def check_result(validator: Validator, dispatcher_id: str, raw: bytes) -> tuple[object, list[str]]:
     """Parsed body and every reason it breaks the contract (empty: valid)."""
     if len(raw) > MAX_BODY_BYTES:
         return None, [f"$: body is {len(raw)} bytes, above {MAX_BODY_BYTES}"]

@@ -60,8 +60,12 @@ _ASR: dict[str, Any] = {
     "provider_ref": "mock",
     "model": "mock-asr-v1",
     "language": "zh-CN",
-    "input": {"encoding": "pcm_s16le", "sample_rate_hz": 16000, "channels": 1,
-              "sample_width_bytes": 2},
+    "input": {
+        "encoding": "pcm_s16le",
+        "sample_rate_hz": 16000,
+        "channels": 1,
+        "sample_width_bytes": 2,
+    },
     "interim": True,
     "timeout_ms": 5000,
 }
@@ -78,18 +82,35 @@ _CONVERSATION: dict[str, Any] = {
 def default_agent_config(mode: AgentMode) -> dict[str, Any]:
     """Deterministic agent config for ``mode`` using the built-in ``mock`` providers."""
     if mode is AgentMode.ASR_ONLY:
-        return {"immutable": True, "mode": "asr_only", "asr": dict(_ASR),
-                "conversation": {**_CONVERSATION, "allow_interrupt": False}}
+        return {
+            "immutable": True,
+            "mode": "asr_only",
+            "asr": dict(_ASR),
+            "conversation": {**_CONVERSATION, "allow_interrupt": False},
+        }
     return {
         "immutable": True,
         "mode": "full_ai",
-        "llm": {"provider_ref": "mock", "model": "mock-chat-v1", "temperature": 0.2,
-                "max_tokens": 256, "timeout_ms": 5000},
-        "prompt": {"text": "Mock prompt for an isolated test.", "allowed_variables": [],
-                   "max_bytes": 32768},
-        "tts": {"provider_ref": "mock", "model": "mock-tts-v1", "voice": "mock-neutral",
-                "speed": 1.0, "format": {"encoding": "pcm_s16le", "sample_rate_hz": 16000,
-                                         "channels": 1}, "timeout_ms": 5000},
+        "llm": {
+            "provider_ref": "mock",
+            "model": "mock-chat-v1",
+            "temperature": 0.2,
+            "max_tokens": 256,
+            "timeout_ms": 5000,
+        },
+        "prompt": {
+            "text": "Mock prompt for an isolated test.",
+            "allowed_variables": [],
+            "max_bytes": 32768,
+        },
+        "tts": {
+            "provider_ref": "mock",
+            "model": "mock-tts-v1",
+            "voice": "mock-neutral",
+            "speed": 1.0,
+            "format": {"encoding": "pcm_s16le", "sample_rate_hz": 16000, "channels": 1},
+            "timeout_ms": 5000,
+        },
         "asr": dict(_ASR),
         "conversation": {"opening": "", **_CONVERSATION},
     }

@@ -79,8 +79,15 @@ async def _render(rt: Runtime, kind: str, build: Build) -> Response:
         return error_response(rt, exc, FaultScope.CONFIG)
 
 
-async def _config(rt: Runtime, d: str, resource: ConfigResource, target: str | None,
-                  kind: str, build: Build, stale: Build | None = None) -> Response:
+async def _config(
+    rt: Runtime,
+    d: str,
+    resource: ConfigResource,
+    target: str | None,
+    kind: str,
+    build: Build,
+    stale: Build | None = None,
+) -> Response:
     normal = await _render(rt, kind, build)
     fault = await rt.db.run(faults.take, d, FaultScope.CONFIG, resource, target)
     if fault is None:
@@ -99,15 +106,19 @@ async def get_sip(rt: Runtime, d: Dispatcher) -> Response:
             raise ResourceNotFound("No approved SIP snapshot for this Dispatcher.")
         return body
 
-    return await _config(rt, d.dispatcher_id, ConfigResource.SIP, None,
-                         "config-read.sip_config", build)
+    return await _config(
+        rt, d.dispatcher_id, ConfigResource.SIP, None, "config-read.sip_config", build
+    )
 
 
 async def get_task(rt: Runtime, d: Dispatcher, task_id: str) -> Response:
     def build(conn: sqlite3.Connection) -> dict[str, Any]:
         task = tasks.find(conn, task_id)
-        if task is None or task.dispatcher_id != d.dispatcher_id or \
-                task.status is TaskStatus.REMOVED:
+        if (
+            task is None
+            or task.dispatcher_id != d.dispatcher_id
+            or task.status is TaskStatus.REMOVED
+        ):
             raise ResourceNotFound("Task is not assigned to this Dispatcher.")
         return build_task_config(task.identity, task.status.value, task.task_revision, task.spec)
 
@@ -117,8 +128,9 @@ async def get_task(rt: Runtime, d: Dispatcher, task_id: str) -> Response:
         status, revision = tasks.first_record(conn, d.dispatcher_id, task_id)
         return build_task_config(task.identity, status, revision, task.spec)
 
-    return await _config(rt, d.dispatcher_id, ConfigResource.TASK, task_id,
-                         "config-read.task_config", build, first)
+    return await _config(
+        rt, d.dispatcher_id, ConfigResource.TASK, task_id, "config-read.task_config", build, first
+    )
 
 
 async def get_quota(rt: Runtime, d: Dispatcher, tenant_id: str) -> Response:
@@ -130,8 +142,9 @@ async def get_quota(rt: Runtime, d: Dispatcher, tenant_id: str) -> Response:
             raise ResourceNotFound("Tenant has no task on this Dispatcher.")
         return quota_body(d.dispatcher_id, quota, now)
 
-    return await _config(rt, d.dispatcher_id, ConfigResource.QUOTA, tenant_id,
-                         "config-read.tenant_quota", build)
+    return await _config(
+        rt, d.dispatcher_id, ConfigResource.QUOTA, tenant_id, "config-read.tenant_quota", build
+    )
 
 
 @dataclass(frozen=True)
@@ -147,8 +160,11 @@ async def get_page(rt: Runtime, d: Dispatcher, after_raw: str | None) -> Respons
     def read(conn: sqlite3.Connection) -> _PageRead:
         head = dispatchers.get(conn, d.dispatcher_id).head
         after = discovery.parse_cursor(after_raw, head)
-        return _PageRead(after, tasks.page(conn, d.dispatcher_id, after, size),
-                         tasks.latest_record(conn, d.dispatcher_id))
+        return _PageRead(
+            after,
+            tasks.page(conn, d.dispatcher_id, after, size),
+            tasks.latest_record(conn, d.dispatcher_id),
+        )
 
     try:
         got = await rt.db.run(read)

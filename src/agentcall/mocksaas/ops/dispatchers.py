@@ -48,8 +48,14 @@ async def create(rt: Runtime, body: dict[str, Any]) -> dict[str, Any]:
     dispatcher_id = new_dispatcher_id() if raw_id is None else check_dispatcher_id(raw_id)
     secret = opt_str(body, "secret", 512) or secrets.token_urlsafe(24)
     size = body.get("discovery_page_size")
-    d = Dispatcher(dispatcher_id, secret, opt_bool(body, "authorized") is not False,
-                   None if size is None else discovery.check_page_size(size), 0, rt.stamp())
+    d = Dispatcher(
+        dispatcher_id,
+        secret,
+        opt_bool(body, "authorized") is not False,
+        None if size is None else discovery.check_page_size(size),
+        0,
+        rt.stamp(),
+    )
     await rt.broker.declare(rt.topology.for_dispatcher(dispatcher_id))
     await rt.db.run(dispatchers.insert, d)
     await rt.results.start(dispatcher_id)
@@ -59,8 +65,12 @@ async def create(rt: Runtime, body: dict[str, Any]) -> dict[str, Any]:
 async def update(rt: Runtime, dispatcher_id: str, body: dict[str, Any]) -> dict[str, Any]:
     only(body, {"authorized", "discovery_page_size"})
     size = body.get("discovery_page_size")
-    d = await rt.db.run(dispatchers.update, dispatcher_id, opt_bool(body, "authorized"),
-                        None if size is None else discovery.check_page_size(size))
+    d = await rt.db.run(
+        dispatchers.update,
+        dispatcher_id,
+        opt_bool(body, "authorized"),
+        None if size is None else discovery.check_page_size(size),
+    )
     return describe(rt, d)
 
 
@@ -76,17 +86,29 @@ async def purge(rt: Runtime, dispatcher_id: str) -> dict[str, Any]:
     """Delete the dispatcher's queues (task, control, result) and every stored row."""
     await rt.db.run(dispatchers.get, dispatcher_id)
     await rt.results.stop(dispatcher_id)
-    names = [rt.topology.queue_name("task", dispatcher_id, t.task_id)
-             for t in await rt.db.run(tasks.list_for, dispatcher_id)
-             if t.queue_state is QueueState.ACTIVE]
+    names = [
+        rt.topology.queue_name("task", dispatcher_id, t.task_id)
+        for t in await rt.db.run(tasks.list_for, dispatcher_id)
+        if t.queue_state is QueueState.ACTIVE
+    ]
     names += [rt.topology.queue_name(role, dispatcher_id) for role in ("control", "result")]
     await rt.broker.delete_queues(names)
     await rt.db.run(dispatchers.purge, dispatcher_id)
     return {"dispatcher_id": dispatcher_id, "deleted_queues": names}
 
 
-SIP_FIELDS = {"snapshot", "time_zone", "allowed_targets", "max_concurrent_calls", "trunk_id",
-              "extra_trunk_ids", "caller_profile_id", "caller_id", "mode", "enabled"}
+SIP_FIELDS = {
+    "snapshot",
+    "time_zone",
+    "allowed_targets",
+    "max_concurrent_calls",
+    "trunk_id",
+    "extra_trunk_ids",
+    "caller_profile_id",
+    "caller_id",
+    "mode",
+    "enabled",
+}
 
 
 def _targets(body: dict[str, Any], default: tuple[str, ...]) -> tuple[str, ...]:
@@ -144,7 +166,10 @@ async def events(rt: Runtime, dispatcher_id: str, after: int, limit: int) -> dic
     def txn(conn: sqlite3.Connection) -> dict[str, Any]:
         d = dispatchers.get(conn, dispatcher_id)
         log = tasks.event_log(conn, dispatcher_id, after)[:limit]
-        return {"dispatcher_id": dispatcher_id, "head": d.head,
-                "events": [{"event_id": e.event_id, **e.item()} for e in log]}
+        return {
+            "dispatcher_id": dispatcher_id,
+            "head": d.head,
+            "events": [{"event_id": e.event_id, **e.item()} for e in log],
+        }
 
     return await rt.db.run(txn)

@@ -78,13 +78,17 @@ def opt_bool(body: dict[str, Any], name: str) -> bool | None:
     return value
 
 
-def opt_str_list(body: dict[str, Any], name: str, max_items: int = 100_000
-                 ) -> tuple[str, ...] | None:
+def opt_str_list(
+    body: dict[str, Any], name: str, max_items: int = 100_000
+) -> tuple[str, ...] | None:
     value = body.get(name)
     if value is None:
         return None
-    if (not isinstance(value, list) or len(value) > max_items
-            or not all(isinstance(v, str) and v for v in value)):
+    if (
+        not isinstance(value, list)
+        or len(value) > max_items
+        or not all(isinstance(v, str) and v for v in value)
+    ):
         raise InvalidRequest(name, f"must be a list of at most {max_items} non-empty strings")
     return tuple(value)
 
@@ -109,8 +113,7 @@ def opt_time(body: dict[str, Any], name: str) -> datetime | None:
     return moment
 
 
-def choice(body: dict[str, Any], name: str, options: Collection[str], default: str | None
-           ) -> str:
+def choice(body: dict[str, Any], name: str, options: Collection[str], default: str | None) -> str:
     value = body.get(name, default)
     if value not in options:
         raise InvalidRequest(name, f"must be one of {', '.join(sorted(options))}")

@@ -62,11 +62,26 @@ def _call_messages(rt: Runtime, task: TaskRow, body: dict[str, Any]) -> list[Out
     messages = []
     for callee in callees:
         cid = command_id or new_command_id()
-        b = call_execute(env, task.task_id, callee, command_id=cid, now=now,
-                         not_after=not_after, trace_id=opt_str(body, "trace_id"))
+        b = call_execute(
+            env,
+            task.task_id,
+            callee,
+            command_id=cid,
+            now=now,
+            not_after=not_after,
+            trace_id=opt_str(body, "trace_id"),
+        )
         rt.check_out("command-next.call_execute", b)
-        messages.append(OutgoingMessage(task.dispatcher_id, rt.topology.command_exchange, route,
-                                        "call.execute", cid, json.dumps(b).encode()))
+        messages.append(
+            OutgoingMessage(
+                task.dispatcher_id,
+                rt.topology.command_exchange,
+                route,
+                "call.execute",
+                cid,
+                json.dumps(b).encode(),
+            )
+        )
     return messages
 
 
@@ -75,8 +90,9 @@ def _fingerprint(task_id: str, body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def calls(rt: Runtime, d: str, task_id: str, body: dict[str, Any],
-                key: str | None = None) -> Reply:
+async def calls(
+    rt: Runtime, d: str, task_id: str, body: dict[str, Any], key: str | None = None
+) -> Reply:
     """Store ``call.execute`` for one or N callees of a running or paused task, then
     publish them once. 200 when every one is confirmed, 202 when some are stored but still
     pending (the relay publishes them when the broker is back: do not send them again).
@@ -91,15 +107,17 @@ async def calls(rt: Runtime, d: str, task_id: str, body: dict[str, Any],
         earlier = idempotency.find(conn, d, key) if key is not None else None
         if earlier is not None:
             if earlier.fingerprint != fingerprint:
-                raise IdempotencyKeyReused(f"{IDEMPOTENCY_HEADER} {key} was used for another"
-                                           " request")
+                raise IdempotencyKeyReused(
+                    f"{IDEMPOTENCY_HEADER} {key} was used for another request"
+                )
             return earlier, True
         task = owned_task(conn, d, task_id)
         if not can_publish_calls(task.status) or task.queue_state is not QueueState.ACTIVE:
             raise TaskNotPublishable(f"task {task_id} is {task.status.value}")
         messages = _call_messages(rt, task, body)
-        stored = StoredRequest(fingerprint, outbox.add(conn, messages, rt.stamp()),
-                               [str(m.ref) for m in messages])
+        stored = StoredRequest(
+            fingerprint, outbox.add(conn, messages, rt.stamp()), [str(m.ref) for m in messages]
+        )
         if key is not None:
             idempotency.save(conn, d, key, stored, rt.stamp())
         return stored, False
@@ -108,12 +126,19 @@ async def calls(rt: Runtime, d: str, task_id: str, body: dict[str, Any],
     if not replayed:
         rt.metrics.published.labels("call.execute").inc(len(stored.outbox_ids))
     states = await flushed(rt, stored.outbox_ids)
-    commands = [{"command_id": c, "state": states.get(i, "pending")}
-                for i, c in zip(stored.outbox_ids, stored.command_ids, strict=True)]
+    commands = [
+        {"command_id": c, "state": states.get(i, "pending")}
+        for i, c in zip(stored.outbox_ids, stored.command_ids, strict=True)
+    ]
     confirmed = sum(1 for c in commands if c["state"] == "confirmed")
     pending = len(commands) - confirmed
-    out = {"command_ids": stored.command_ids, "confirmed": confirmed, "pending": pending,
-           "commands": commands, "replayed": replayed}
+    out = {
+        "command_ids": stored.command_ids,
+        "confirmed": confirmed,
+        "pending": pending,
+        "commands": commands,
+        "replayed": replayed,
+    }
     return Reply(out, 202 if pending else 200)
 
 
@@ -129,24 +154,22 @@ async def raw(rt: Runtime, d: str, body: dict[str, Any]) -> dict[str, Any]:
         if task.queue_state is not QueueState.ACTIVE:
             raise TaskNotPublishable(f"task {task_id} has no queue any more (retired)")
     route = rt.topology.route(target, d, task_id)
-    msg = OutgoingMessage(d, rt.topology.command_exchange, route, "raw", task_id,
-                          text.encode())
+    msg = OutgoingMessage(d, rt.topology.command_exchange, route, "raw", task_id, text.encode())
     ids = await rt.db.run(outbox.add, [msg], rt.stamp())
     rt.metrics.published.labels("raw").inc()
     states = await flushed(rt, ids)
     return {"outbox_id": ids[0], "routing_key": route, "state": states.get(ids[0])}
 
 
-async def set_quota(rt: Runtime, d: str, tenant_id: str, body: dict[str, Any]
-                    ) -> dict[str, Any]:
-    only(body, {"max_concurrent_calls", "unavailable", "tenant_key", "valid_for_s",
-                "valid_until"})
+async def set_quota(rt: Runtime, d: str, tenant_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    only(body, {"max_concurrent_calls", "unavailable", "tenant_key", "valid_for_s", "valid_until"})
     check_tenant(tenant_id, "tenant_id")
     unavailable = opt_bool(body, "unavailable") is True
     max_calls = opt_int(body, "max_concurrent_calls", 0, 1_000_000)
     if unavailable == (max_calls is not None):
-        raise InvalidRequest("max_concurrent_calls", "send max_concurrent_calls or"
-                             " unavailable=true (exactly one)")
+        raise InvalidRequest(
+            "max_concurrent_calls", "send max_concurrent_calls or unavailable=true (exactly one)"
+        )
     valid_for_s = get_int(body, "valid_for_s", 3600, 1, 366 * 86_400)
     valid_until = opt_time(body, "valid_until")
     given_key = opt_str(body, "tenant_key")
@@ -156,12 +179,18 @@ async def set_quota(rt: Runtime, d: str, tenant_id: str, body: dict[str, Any]
         key = given_key or tasks.tenant_key_of(conn, d, tenant_id)
         if key is None:
             raise InvalidRequest("tenant_key", "required: the tenant has no task on this D")
-        q = configs.put_quota(conn, d, tenant_id, check_tenant(key, "tenant_key"), max_calls,
-                              valid_for_s, valid_until)
-        return {"dispatcher_id": d, "tenant_id": q.tenant_id, "tenant_key": q.tenant_key,
-                "quota_revision": q.quota_revision,
-                "max_concurrent_calls": q.max_concurrent_calls,
-                "unavailable": q.max_concurrent_calls is None, "valid_for_s": q.valid_for_s,
-                "valid_until": valid_until.isoformat() if valid_until else None}
+        q = configs.put_quota(
+            conn, d, tenant_id, check_tenant(key, "tenant_key"), max_calls, valid_for_s, valid_until
+        )
+        return {
+            "dispatcher_id": d,
+            "tenant_id": q.tenant_id,
+            "tenant_key": q.tenant_key,
+            "quota_revision": q.quota_revision,
+            "max_concurrent_calls": q.max_concurrent_calls,
+            "unavailable": q.max_concurrent_calls is None,
+            "valid_for_s": q.valid_for_s,
+            "valid_until": valid_until.isoformat() if valid_until else None,
+        }
 
     return await rt.db.run(txn)

@@ -63,17 +63,35 @@ def _room_for_queue(conn: sqlite3.Connection, rt: Runtime, d: str, over: bool = 
     a misbehaving SaaS that assigns more, to show the Dispatcher refusing it (D-NOTE-5)."""
     dispatchers.get(conn, d)
     if not over and tasks.active_queue_count(conn, d) >= rt.topology.max_task_queues:
-        raise TaskQueueLimit(f"dispatcher {d} already has {rt.topology.max_task_queues}"
-                             " task queues not yet retired")
+        raise TaskQueueLimit(
+            f"dispatcher {d} already has {rt.topology.max_task_queues} task queues not yet retired"
+        )
 
 
-def _created(rt: Runtime, conn: sqlite3.Connection, d: str, task_id: str,
-             body: dict[str, Any], over: bool = False) -> TaskRow:
+def _created(
+    rt: Runtime,
+    conn: sqlite3.Connection,
+    d: str,
+    task_id: str,
+    body: dict[str, Any],
+    over: bool = False,
+) -> TaskRow:
     _room_for_queue(conn, rt, d, over)
     status = TaskStatus(choice(body, "status", ("running", "paused"), "running"))
-    return TaskRow(d, task_id, check_tenant(body.get("tenant_id"), "tenant_id"),
-                   check_tenant(body.get("tenant_key"), "tenant_key"), status, 1,
-                   merge_spec(None, body), QueueState.ACTIVE, 0, None, None, rt.stamp())
+    return TaskRow(
+        d,
+        task_id,
+        check_tenant(body.get("tenant_id"), "tenant_id"),
+        check_tenant(body.get("tenant_key"), "tenant_key"),
+        status,
+        1,
+        merge_spec(None, body),
+        QueueState.ACTIVE,
+        0,
+        None,
+        None,
+        rt.stamp(),
+    )
 
 
 def _updated(old: TaskRow, body: dict[str, Any]) -> TaskRow:
@@ -120,8 +138,9 @@ async def show(rt: Runtime, d: str, task_id: str) -> dict[str, Any]:
     task = await rt.db.run(owned_task, d, task_id)
     out = task.public()
     if task.status is not TaskStatus.REMOVED:
-        out["config"] = build_task_config(task.identity, task.status.value, task.task_revision,
-                                          task.spec)
+        out["config"] = build_task_config(
+            task.identity, task.status.value, task.task_revision, task.spec
+        )
     return out
 
 
@@ -130,16 +149,23 @@ async def list_for(rt: Runtime, d: str) -> dict[str, Any]:
     return {"tasks": [t.public() for t in await rt.db.run(tasks.list_for, d)]}
 
 
-def _control_message(rt: Runtime, task: TaskRow, action: ControlAction, policy: str,
-                     reason: str) -> OutgoingMessage:
+def _control_message(
+    rt: Runtime, task: TaskRow, action: ControlAction, policy: str, reason: str
+) -> OutgoingMessage:
     env = Envelope(task.dispatcher_id, task.tenant_id, task.tenant_key)
-    body = task_control(env, task.task_id, action, now=rt.now(), active_call_policy=policy,
-                        reason=reason)
+    body = task_control(
+        env, task.task_id, action, now=rt.now(), active_call_policy=policy, reason=reason
+    )
     rt.check_out("command-next.task_control", body)
     rt.metrics.published.labels("task.control").inc()
-    return OutgoingMessage(task.dispatcher_id, rt.topology.command_exchange,
-                           rt.topology.route("control", task.dispatcher_id), "task.control",
-                           task.task_id, json.dumps(body).encode())
+    return OutgoingMessage(
+        task.dispatcher_id,
+        rt.topology.command_exchange,
+        rt.topology.route("control", task.dispatcher_id),
+        "task.control",
+        task.task_id,
+        json.dumps(body).encode(),
+    )
 
 
 async def flushed(rt: Runtime, ids: list[int]) -> dict[int, str]:
@@ -151,8 +177,9 @@ async def set_status(rt: Runtime, d: str, task_id: str, body: dict[str, Any]) ->
     """Persist the status (+ event) and enqueue the matching control in one transaction,
     then publish it (contract §3.4: the SaaS persists first, then publishes)."""
     only(body, {"status", "active_call_policy", "reason"})
-    requested = TaskStatus(choice(body, "status", ("running", "paused", "stopped", "finished"),
-                                  None))
+    requested = TaskStatus(
+        choice(body, "status", ("running", "paused", "stopped", "finished"), None)
+    )
     policy = choice(body, "active_call_policy", POLICIES, "drain")
     reason = opt_str(body, "reason", 512) or f"mocksaas: set {requested.value}"
 
@@ -160,9 +187,11 @@ async def set_status(rt: Runtime, d: str, task_id: str, body: dict[str, Any]) ->
         task = owned_task(conn, d, task_id)
         change = plan_status_change(task.status, requested)
         if change.appends_event:
-            task = tasks.append_event(conn, replace(task, status=change.new_status,
-                                                    task_revision=task.task_revision + 1),
-                                      rt.stamp())
+            task = tasks.append_event(
+                conn,
+                replace(task, status=change.new_status, task_revision=task.task_revision + 1),
+                rt.stamp(),
+            )
         if change.control is None:
             return task, None, []
         msg = _control_message(rt, task, change.control, policy, reason)
@@ -170,13 +199,17 @@ async def set_status(rt: Runtime, d: str, task_id: str, body: dict[str, Any]) ->
 
     task, action, ids = await rt.db.run(txn)
     states = await flushed(rt, ids)
-    control = None if action is None else {"action": action.value, "outbox_id": ids[0],
-                                           "state": states.get(ids[0])}
+    control = (
+        None
+        if action is None
+        else {"action": action.value, "outbox_id": ids[0], "state": states.get(ids[0])}
+    )
     return {"task": task.public(), "control": control}
 
 
-async def publish_control(rt: Runtime, d: str, task_id: str, body: dict[str, Any]
-                          ) -> dict[str, Any]:
+async def publish_control(
+    rt: Runtime, d: str, task_id: str, body: dict[str, Any]
+) -> dict[str, Any]:
     """A control without any status change (for out-of-order and mismatch scenarios)."""
     only(body, {"action", "active_call_policy", "reason"})
     action = ControlAction(choice(body, "action", ("pause", "resume", "stop"), None))

@@ -12,8 +12,9 @@ from agentcall.mocksaas.domain.quota import Quota
 
 def put_sip(conn: sqlite3.Connection, dispatcher_id: str, build: Any) -> dict[str, Any]:
     """Store the next SIP revision; ``build(revision) -> body`` makes the body."""
-    row = conn.execute("SELECT revision FROM sip_snapshots WHERE dispatcher_id = ?",
-                       (dispatcher_id,)).fetchone()
+    row = conn.execute(
+        "SELECT revision FROM sip_snapshots WHERE dispatcher_id = ?", (dispatcher_id,)
+    ).fetchone()
     revision = (row[0] if row else 0) + 1
     body: dict[str, Any] = build(revision)
     conn.execute(
@@ -26,18 +27,25 @@ def put_sip(conn: sqlite3.Connection, dispatcher_id: str, build: Any) -> dict[st
 
 
 def get_sip(conn: sqlite3.Connection, dispatcher_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT body FROM sip_snapshots WHERE dispatcher_id = ?",
-                       (dispatcher_id,)).fetchone()
+    row = conn.execute(
+        "SELECT body FROM sip_snapshots WHERE dispatcher_id = ?", (dispatcher_id,)
+    ).fetchone()
     return json.loads(row[0]) if row else None
 
 
 def put_quota(
-    conn: sqlite3.Connection, dispatcher_id: str, tenant_id: str, tenant_key: str,
-    max_calls: int | None, valid_for_s: int, valid_until: datetime | None,
+    conn: sqlite3.Connection,
+    dispatcher_id: str,
+    tenant_id: str,
+    tenant_key: str,
+    max_calls: int | None,
+    valid_for_s: int,
+    valid_until: datetime | None,
 ) -> Quota:
     row = conn.execute(
         "SELECT quota_revision FROM quotas WHERE dispatcher_id = ? AND tenant_id = ?",
-        (dispatcher_id, tenant_id)).fetchone()
+        (dispatcher_id, tenant_id),
+    ).fetchone()
     revision = (row[0] if row else 0) + 1
     conn.execute(
         "INSERT INTO quotas (dispatcher_id, tenant_id, tenant_key, quota_revision,"
@@ -46,8 +54,15 @@ def put_quota(
         " quota_revision = excluded.quota_revision,"
         " max_concurrent_calls = excluded.max_concurrent_calls,"
         " valid_for_s = excluded.valid_for_s, valid_until = excluded.valid_until",
-        (dispatcher_id, tenant_id, tenant_key, revision, max_calls, valid_for_s,
-         valid_until.isoformat() if valid_until else None),
+        (
+            dispatcher_id,
+            tenant_id,
+            tenant_key,
+            revision,
+            max_calls,
+            valid_for_s,
+            valid_until.isoformat() if valid_until else None,
+        ),
     )
     quota = get_quota(conn, dispatcher_id, tenant_id)
     assert quota is not None
@@ -55,10 +70,17 @@ def put_quota(
 
 
 def get_quota(conn: sqlite3.Connection, dispatcher_id: str, tenant_id: str) -> Quota | None:
-    row = conn.execute("SELECT * FROM quotas WHERE dispatcher_id = ? AND tenant_id = ?",
-                       (dispatcher_id, tenant_id)).fetchone()
+    row = conn.execute(
+        "SELECT * FROM quotas WHERE dispatcher_id = ? AND tenant_id = ?", (dispatcher_id, tenant_id)
+    ).fetchone()
     if row is None:
         return None
     until = datetime.fromisoformat(row["valid_until"]) if row["valid_until"] else None
-    return Quota(row["tenant_id"], row["tenant_key"], row["quota_revision"],
-                 row["max_concurrent_calls"], row["valid_for_s"], until)
+    return Quota(
+        row["tenant_id"],
+        row["tenant_key"],
+        row["quota_revision"],
+        row["max_concurrent_calls"],
+        row["valid_for_s"],
+        until,
+    )

@@ -31,7 +31,9 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA busy_timeout=5000")
-    conn.executescript(resources.files("agentcall.mocksaas.store").joinpath("schema.sql").read_text())
+    conn.executescript(
+        resources.files("agentcall.mocksaas.store").joinpath("schema.sql").read_text()
+    )
     return conn
 
 

@@ -30,8 +30,14 @@ class Dispatcher:
 
 
 def _row(row: sqlite3.Row) -> Dispatcher:
-    return Dispatcher(row["dispatcher_id"], row["secret"], bool(row["authorized"]),
-                      row["page_size"], row["head"], row["created_at"])
+    return Dispatcher(
+        row["dispatcher_id"],
+        row["secret"],
+        bool(row["authorized"]),
+        row["page_size"],
+        row["head"],
+        row["created_at"],
+    )
 
 
 def insert(conn: sqlite3.Connection, d: Dispatcher) -> Dispatcher:
@@ -47,8 +53,9 @@ def insert(conn: sqlite3.Connection, d: Dispatcher) -> Dispatcher:
 
 
 def find(conn: sqlite3.Connection, dispatcher_id: str) -> Dispatcher | None:
-    row = conn.execute("SELECT * FROM dispatchers WHERE dispatcher_id = ?",
-                       (dispatcher_id,)).fetchone()
+    row = conn.execute(
+        "SELECT * FROM dispatchers WHERE dispatcher_id = ?", (dispatcher_id,)
+    ).fetchone()
     return _row(row) if row else None
 
 
@@ -72,24 +79,39 @@ def update(
 ) -> Dispatcher:
     get(conn, dispatcher_id)
     if authorized is not None:
-        conn.execute("UPDATE dispatchers SET authorized = ? WHERE dispatcher_id = ?",
-                     (int(authorized), dispatcher_id))
+        conn.execute(
+            "UPDATE dispatchers SET authorized = ? WHERE dispatcher_id = ?",
+            (int(authorized), dispatcher_id),
+        )
     if page_size is not None:
-        conn.execute("UPDATE dispatchers SET page_size = ? WHERE dispatcher_id = ?",
-                     (page_size, dispatcher_id))
+        conn.execute(
+            "UPDATE dispatchers SET page_size = ? WHERE dispatcher_id = ?",
+            (page_size, dispatcher_id),
+        )
     return get(conn, dispatcher_id)
 
 
 def next_event_id(conn: sqlite3.Connection, dispatcher_id: str) -> int:
     """Reserve the next discovery event id of this dispatcher (in the caller's transaction)."""
-    conn.execute("UPDATE dispatchers SET head = head + 1 WHERE dispatcher_id = ?",
-                 (dispatcher_id,))
-    return int(conn.execute("SELECT head FROM dispatchers WHERE dispatcher_id = ?",
-                            (dispatcher_id,)).fetchone()[0])
+    conn.execute("UPDATE dispatchers SET head = head + 1 WHERE dispatcher_id = ?", (dispatcher_id,))
+    return int(
+        conn.execute(
+            "SELECT head FROM dispatchers WHERE dispatcher_id = ?", (dispatcher_id,)
+        ).fetchone()[0]
+    )
 
 
-PURGED_TABLES = ("faults", "results", "outbox", "admin_requests", "quotas", "events", "tasks",
-                 "sip_snapshots", "dispatchers")
+PURGED_TABLES = (
+    "faults",
+    "results",
+    "outbox",
+    "admin_requests",
+    "quotas",
+    "events",
+    "tasks",
+    "sip_snapshots",
+    "dispatchers",
+)
 
 
 def purge(conn: sqlite3.Connection, dispatcher_id: str) -> None:

@@ -17,16 +17,26 @@ class StoredRequest:
 def find(conn: sqlite3.Connection, dispatcher_id: str, key: str) -> StoredRequest | None:
     row = conn.execute(
         "SELECT fingerprint, outbox_ids, command_ids FROM admin_requests"
-        " WHERE dispatcher_id = ? AND idempotency_key = ?", (dispatcher_id, key)).fetchone()
+        " WHERE dispatcher_id = ? AND idempotency_key = ?",
+        (dispatcher_id, key),
+    ).fetchone()
     if row is None:
         return None
     return StoredRequest(str(row[0]), list(json.loads(row[1])), list(json.loads(row[2])))
 
 
-def save(conn: sqlite3.Connection, dispatcher_id: str, key: str, stored: StoredRequest,
-         at: str) -> None:
+def save(
+    conn: sqlite3.Connection, dispatcher_id: str, key: str, stored: StoredRequest, at: str
+) -> None:
     conn.execute(
         "INSERT INTO admin_requests (dispatcher_id, idempotency_key, fingerprint, outbox_ids,"
         " command_ids, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (dispatcher_id, key, stored.fingerprint, json.dumps(stored.outbox_ids),
-         json.dumps(stored.command_ids), at))
+        (
+            dispatcher_id,
+            key,
+            stored.fingerprint,
+            json.dumps(stored.outbox_ids),
+            json.dumps(stored.command_ids),
+            at,
+        ),
+    )

@@ -40,14 +40,16 @@ def add(conn: sqlite3.Connection, messages: Sequence[OutgoingMessage], at: str) 
 
 
 def _row(r: sqlite3.Row) -> OutboxRow:
-    msg = OutgoingMessage(r["dispatcher_id"], r["exchange"], r["routing_key"], r["kind"],
-                          r["ref"], bytes(r["body"]))
+    msg = OutgoingMessage(
+        r["dispatcher_id"], r["exchange"], r["routing_key"], r["kind"], r["ref"], bytes(r["body"])
+    )
     return OutboxRow(r["id"], msg, r["state"], r["attempts"], r["last_error"])
 
 
 def pending(conn: sqlite3.Connection, limit: int = 1000) -> list[OutboxRow]:
-    rows = conn.execute("SELECT * FROM outbox WHERE state = 'pending' ORDER BY id LIMIT ?",
-                        (limit,))
+    rows = conn.execute(
+        "SELECT * FROM outbox WHERE state = 'pending' ORDER BY id LIMIT ?", (limit,)
+    )
     return [_row(r) for r in rows]
 
 
@@ -61,23 +63,31 @@ def mark(conn: sqlite3.Connection, outcomes: Sequence[tuple[int, str | None]], a
     """``(id, None)`` = confirmed; ``(id, error)`` = still pending, attempt counted."""
     for row_id, error in outcomes:
         if error is None:
-            conn.execute("UPDATE outbox SET state = 'confirmed', attempts = attempts + 1,"
-                         " confirmed_at = ?, last_error = NULL WHERE id = ?", (at, row_id))
+            conn.execute(
+                "UPDATE outbox SET state = 'confirmed', attempts = attempts + 1,"
+                " confirmed_at = ?, last_error = NULL WHERE id = ?",
+                (at, row_id),
+            )
         else:
-            conn.execute("UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
-                         (error[:500], row_id))
+            conn.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?",
+                (error[:500], row_id),
+            )
 
 
 def list_for(conn: sqlite3.Connection, dispatcher_id: str, limit: int) -> list[OutboxRow]:
-    rows = conn.execute("SELECT * FROM outbox WHERE dispatcher_id = ? ORDER BY id DESC LIMIT ?",
-                        (dispatcher_id, limit))
+    rows = conn.execute(
+        "SELECT * FROM outbox WHERE dispatcher_id = ? ORDER BY id DESC LIMIT ?",
+        (dispatcher_id, limit),
+    )
     return [_row(r) for r in rows]
 
 
-def route_of_command(conn: sqlite3.Connection, dispatcher_id: str, command_id: str
-                     ) -> str | None:
+def route_of_command(conn: sqlite3.Connection, dispatcher_id: str, command_id: str) -> str | None:
     """Routing key a ``call.execute`` with this command_id was published on."""
     row = conn.execute(
         "SELECT routing_key FROM outbox WHERE dispatcher_id = ? AND ref = ?"
-        " AND kind = 'call.execute' ORDER BY id LIMIT 1", (dispatcher_id, command_id)).fetchone()
+        " AND kind = 'call.execute' ORDER BY id LIMIT 1",
+        (dispatcher_id, command_id),
+    ).fetchone()
     return str(row[0]) if row else None

@@ -28,10 +28,24 @@ class ReceivedResult:
 
 
 def insert(conn: sqlite3.Connection, r: ReceivedResult) -> int:
-    columns = ["dispatcher_id", "received_at", "redelivered", *_FACT_COLUMNS, "valid", "errors",
-               "body"]
-    values = (r.dispatcher_id, r.received_at, int(r.redelivered), *astuple(r.facts),
-              int(r.valid), json.dumps(list(r.errors)), r.body)
+    columns = [
+        "dispatcher_id",
+        "received_at",
+        "redelivered",
+        *_FACT_COLUMNS,
+        "valid",
+        "errors",
+        "body",
+    ]
+    values = (
+        r.dispatcher_id,
+        r.received_at,
+        int(r.redelivered),
+        *astuple(r.facts),
+        int(r.valid),
+        json.dumps(list(r.errors)),
+        r.body,
+    )
     cur = conn.execute(
         f"INSERT INTO results ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
         values,
@@ -41,9 +55,12 @@ def insert(conn: sqlite3.Connection, r: ReceivedResult) -> int:
 
 
 def deliveries(conn: sqlite3.Connection, dispatcher_id: str, event_id: str) -> int:
-    return int(conn.execute(
-        "SELECT COUNT(*) FROM results WHERE dispatcher_id = ? AND event_id = ?",
-        (dispatcher_id, event_id)).fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM results WHERE dispatcher_id = ? AND event_id = ?",
+            (dispatcher_id, event_id),
+        ).fetchone()[0]
+    )
 
 
 def _public(row: sqlite3.Row, counts: dict[str, int]) -> dict[str, Any]:
@@ -64,7 +81,9 @@ def _public(row: sqlite3.Row, counts: dict[str, int]) -> dict[str, Any]:
 def _delivery_counts(conn: sqlite3.Connection, dispatcher_id: str) -> dict[str, int]:
     rows = conn.execute(
         "SELECT event_id, COUNT(*) FROM results WHERE dispatcher_id = ? AND event_id IS NOT NULL"
-        " GROUP BY event_id", (dispatcher_id,))
+        " GROUP BY event_id",
+        (dispatcher_id,),
+    )
     return {str(r[0]): int(r[1]) for r in rows}
 
 
@@ -80,7 +99,8 @@ def query(
             args.append(int(value) if column == "valid" else value)
     args.append(limit)
     rows = conn.execute(
-        f"SELECT * FROM results WHERE {' AND '.join(where)} ORDER BY id LIMIT ?", args)
+        f"SELECT * FROM results WHERE {' AND '.join(where)} ORDER BY id LIMIT ?", args
+    )
     counts = _delivery_counts(conn, dispatcher_id)
     return [_public(r, counts) for r in rows]
 
@@ -89,10 +109,13 @@ def summary(conn: sqlite3.Connection, dispatcher_id: str) -> dict[str, Any]:
     """Counts over the *distinct* events (first delivery) plus duplicates and invalid ones."""
     rows = conn.execute(
         "SELECT event_id, event_type, command_type, status, reason_code, outcome, valid, id"
-        " FROM results WHERE dispatcher_id = ? ORDER BY id", (dispatcher_id,)).fetchall()
+        " FROM results WHERE dispatcher_id = ? ORDER BY id",
+        (dispatcher_id,),
+    ).fetchall()
     seen: set[str] = set()
-    by: dict[str, Counter[str]] = {k: Counter() for k in
-                                   ("event_type", "status", "reason_code", "outcome")}
+    by: dict[str, Counter[str]] = {
+        k: Counter() for k in ("event_type", "status", "reason_code", "outcome")
+    }
     for r in rows:
         if r["event_id"] is not None and r["event_id"] in seen:
             continue
@@ -100,8 +123,11 @@ def summary(conn: sqlite3.Connection, dispatcher_id: str) -> dict[str, Any]:
             seen.add(r["event_id"])
         for key in by:
             if r[key] is not None:
-                label = f"{r['command_type']}:{r[key]}" if key in ("status", "reason_code") \
-                    and r["command_type"] else r[key]
+                label = (
+                    f"{r['command_type']}:{r[key]}"
+                    if key in ("status", "reason_code") and r["command_type"]
+                    else r[key]
+                )
                 by[key][label] += 1
     counts = _delivery_counts(conn, dispatcher_id)
     return {

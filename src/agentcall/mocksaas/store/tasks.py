@@ -51,11 +51,18 @@ class TaskRow:
 
 def _row(row: sqlite3.Row) -> TaskRow:
     return TaskRow(
-        row["dispatcher_id"], row["task_id"], row["tenant_id"], row["tenant_key"],
-        TaskStatus(row["status"]), row["task_revision"],
+        row["dispatcher_id"],
+        row["task_id"],
+        row["tenant_id"],
+        row["tenant_key"],
+        TaskStatus(row["status"]),
+        row["task_revision"],
         TaskSpec.from_json(json.loads(row["spec"])),
-        QueueState(row["queue_state"]), row["last_event_id"], row["removed_event_id"],
-        row["retired_at"], row["updated_at"],
+        QueueState(row["queue_state"]),
+        row["last_event_id"],
+        row["removed_event_id"],
+        row["retired_at"],
+        row["updated_at"],
     )
 
 
@@ -65,15 +72,19 @@ def find(conn: sqlite3.Connection, task_id: str) -> TaskRow | None:
 
 
 def list_for(conn: sqlite3.Connection, dispatcher_id: str) -> list[TaskRow]:
-    rows = conn.execute("SELECT * FROM tasks WHERE dispatcher_id = ? ORDER BY last_event_id",
-                        (dispatcher_id,))
+    rows = conn.execute(
+        "SELECT * FROM tasks WHERE dispatcher_id = ? ORDER BY last_event_id", (dispatcher_id,)
+    )
     return [_row(r) for r in rows]
 
 
 def active_queue_count(conn: sqlite3.Connection, dispatcher_id: str) -> int:
-    return int(conn.execute(
-        "SELECT COUNT(*) FROM tasks WHERE dispatcher_id = ? AND queue_state = ?",
-        (dispatcher_id, QueueState.ACTIVE.value)).fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM tasks WHERE dispatcher_id = ? AND queue_state = ?",
+            (dispatcher_id, QueueState.ACTIVE.value),
+        ).fetchone()[0]
+    )
 
 
 def append_event(conn: sqlite3.Connection, task: TaskRow, at: str) -> TaskRow:
@@ -82,8 +93,16 @@ def append_event(conn: sqlite3.Connection, task: TaskRow, at: str) -> TaskRow:
     conn.execute(
         "INSERT INTO events (dispatcher_id, event_id, task_id, tenant_id, tenant_key, status,"
         " task_revision, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (task.dispatcher_id, event_id, task.task_id, task.tenant_id, task.tenant_key,
-         task.status.value, task.task_revision, at),
+        (
+            task.dispatcher_id,
+            event_id,
+            task.task_id,
+            task.tenant_id,
+            task.tenant_key,
+            task.status.value,
+            task.task_revision,
+            at,
+        ),
     )
     conn.execute(
         "INSERT INTO tasks (task_id, dispatcher_id, tenant_id, tenant_key, status, task_revision,"
@@ -94,10 +113,20 @@ def append_event(conn: sqlite3.Connection, task: TaskRow, at: str) -> TaskRow:
         " queue_state = excluded.queue_state, last_event_id = excluded.last_event_id,"
         " removed_event_id = excluded.removed_event_id, retired_at = excluded.retired_at,"
         " updated_at = excluded.updated_at",
-        (task.task_id, task.dispatcher_id, task.tenant_id, task.tenant_key, task.status.value,
-         task.task_revision, json.dumps(task.spec.to_json()), task.queue_state.value, event_id,
-         event_id if task.status is TaskStatus.REMOVED else task.removed_event_id,
-         task.retired_at, at),
+        (
+            task.task_id,
+            task.dispatcher_id,
+            task.tenant_id,
+            task.tenant_key,
+            task.status.value,
+            task.task_revision,
+            json.dumps(task.spec.to_json()),
+            task.queue_state.value,
+            event_id,
+            event_id if task.status is TaskStatus.REMOVED else task.removed_event_id,
+            task.retired_at,
+            at,
+        ),
     )
     found = find(conn, task.task_id)
     assert found is not None
@@ -117,7 +146,8 @@ def page(conn: sqlite3.Connection, dispatcher_id: str, after: int, limit: int) -
 def latest_record(conn: sqlite3.Connection, dispatcher_id: str) -> TaskRecord | None:
     row = conn.execute(
         "SELECT last_event_id, task_id, tenant_id, tenant_key, status, task_revision FROM tasks"
-        " WHERE dispatcher_id = ? ORDER BY last_event_id DESC LIMIT 1", (dispatcher_id,),
+        " WHERE dispatcher_id = ? ORDER BY last_event_id DESC LIMIT 1",
+        (dispatcher_id,),
     ).fetchone()
     return TaskRecord(*tuple(row)) if row else None
 
@@ -125,7 +155,9 @@ def latest_record(conn: sqlite3.Connection, dispatcher_id: str) -> TaskRecord | 
 def event_log(conn: sqlite3.Connection, dispatcher_id: str, after: int = 0) -> list[TaskRecord]:
     rows = conn.execute(
         "SELECT event_id, task_id, tenant_id, tenant_key, status, task_revision FROM events"
-        " WHERE dispatcher_id = ? AND event_id > ? ORDER BY event_id", (dispatcher_id, after))
+        " WHERE dispatcher_id = ? AND event_id > ? ORDER BY event_id",
+        (dispatcher_id, after),
+    )
     return [TaskRecord(*tuple(r)) for r in rows]
 
 
@@ -133,14 +165,18 @@ def first_record(conn: sqlite3.Connection, dispatcher_id: str, task_id: str) -> 
     """(status, revision) of the task's first event: what a lagging replica still serves."""
     row = conn.execute(
         "SELECT status, task_revision FROM events WHERE dispatcher_id = ? AND task_id = ?"
-        " ORDER BY event_id LIMIT 1", (dispatcher_id, task_id)).fetchone()
+        " ORDER BY event_id LIMIT 1",
+        (dispatcher_id, task_id),
+    ).fetchone()
     return str(row[0]), int(row[1])
 
 
 def tenant_key_of(conn: sqlite3.Connection, dispatcher_id: str, tenant_id: str) -> str | None:
     row = conn.execute(
         "SELECT tenant_key FROM tasks WHERE dispatcher_id = ? AND tenant_id = ?"
-        " ORDER BY last_event_id DESC LIMIT 1", (dispatcher_id, tenant_id)).fetchone()
+        " ORDER BY last_event_id DESC LIMIT 1",
+        (dispatcher_id, tenant_id),
+    ).fetchone()
     return str(row[0]) if row else None
 
 
@@ -151,5 +187,6 @@ def retirable(conn: sqlite3.Connection) -> list[tuple[str, str]]:
         " ON r.dispatcher_id = t.dispatcher_id AND r.task_id = t.task_id"
         " WHERE t.status = 'stopped' AND t.queue_state = 'active' AND r.valid = 1"
         " AND r.event_type = 'command.result' AND r.command_type = 'task.control'"
-        " AND r.action = 'stop' AND r.status = 'applied' AND r.task_state = 'stopped'")
+        " AND r.action = 'stop' AND r.status = 'applied' AND r.task_state = 'stopped'"
+    )
     return [(str(r[0]), str(r[1])) for r in rows]

@@ -20,8 +20,7 @@ from agentcall.mocksaas.runtime import Runtime
 from agentcall.mocksaas.store import results
 
 log = logging.getLogger("mocksaas.admin")
-Op = Callable[[Runtime, dict[str, str], dict[str, Any], Request],
-             Awaitable[dict[str, Any] | Reply]]
+Op = Callable[[Runtime, dict[str, str], dict[str, Any], Request], Awaitable[dict[str, Any] | Reply]]
 MAX_ADMIN_BODY = 16 * 1024 * 1024
 RESULT_FILTERS = tuple(f.name for f in fields(ResultFacts))
 
@@ -47,13 +46,23 @@ def admin(op: Op, status: int = 200) -> Callable[[Request], Awaitable[JSONRespon
         rt: Runtime = request.app.state.runtime
         try:
             answer = await op(rt, dict(request.path_params), await _body(request), request)
-            out, code = (answer.body, answer.status) if isinstance(answer, Reply) \
-                else (answer, status)
+            out, code = (
+                (answer.body, answer.status) if isinstance(answer, Reply) else (answer, status)
+            )
         except MockSaasError as exc:
             code, name = wire_error(exc)
             out = {"error": {"code": name, "message": exc.message, "hint": exc.hint}}
-            log.info("admin request rejected", extra={"fields": {
-                "path": request.url.path, "status": code, "code": name, "why": exc.message}})
+            log.info(
+                "admin request rejected",
+                extra={
+                    "fields": {
+                        "path": request.url.path,
+                        "status": code,
+                        "code": name,
+                        "why": exc.message,
+                    }
+                },
+            )
         rt.metrics.http.labels("admin", str(code)).inc()
         return JSONResponse(out, status_code=code)
 
@@ -67,34 +76,31 @@ def _limit(request: Request, default: int = 1000) -> int:
     return int(raw)
 
 
-async def _results(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request
-                   ) -> dict[str, Any]:
+async def _results(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request) -> dict[str, Any]:
     await dispatchers.show(rt, p["d"])
     unknown = sorted(set(r.query_params) - set(RESULT_FILTERS) - {"limit", "invalid"})
     if unknown:
         raise InvalidRequest(unknown[0], f"unknown filter (allowed: {', '.join(RESULT_FILTERS)})")
-    filters: dict[str, Any] = {k: v for k, v in r.query_params.items()
-                               if k not in ("limit", "invalid")}
+    filters: dict[str, Any] = {
+        k: v for k, v in r.query_params.items() if k not in ("limit", "invalid")
+    }
     if "invalid" in r.query_params:
         filters["valid"] = r.query_params["invalid"] not in ("1", "true")
     rows = await rt.db.run(results.query, p["d"], filters, _limit(r))
     return {"results": rows}
 
 
-async def _summary(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request
-                   ) -> dict[str, Any]:
+async def _summary(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request) -> dict[str, Any]:
     await dispatchers.show(rt, p["d"])
     return await rt.db.run(results.summary, p["d"])
 
 
-async def _head(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request
-                ) -> dict[str, Any]:
+async def _head(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request) -> dict[str, Any]:
     d = await dispatchers.show(rt, p["d"])
     return {"dispatcher_id": p["d"], "head": d["head"]}
 
 
-async def _events(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request
-                  ) -> dict[str, Any]:
+async def _events(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request) -> dict[str, Any]:
     after = r.query_params.get("after", "0")
     if not after.isdigit():
         raise InvalidRequest("after", "must be a non-negative integer")
@@ -109,38 +115,58 @@ async def _calls(rt: Runtime, p: dict[str, str], b: dict[str, Any], r: Request) 
 D = "/admin/v1/dispatchers/{d}"
 T = D + "/tasks/{t}"
 routes = [
-    Route("/admin/v1/dispatchers", admin(lambda rt, p, b, r: dispatchers.create(rt, b), 201),
-          methods=["POST"]),
-    Route("/admin/v1/dispatchers", admin(lambda rt, p, b, r: dispatchers.list_all(rt)),
-          methods=["GET"]),
+    Route(
+        "/admin/v1/dispatchers",
+        admin(lambda rt, p, b, r: dispatchers.create(rt, b), 201),
+        methods=["POST"],
+    ),
+    Route(
+        "/admin/v1/dispatchers",
+        admin(lambda rt, p, b, r: dispatchers.list_all(rt)),
+        methods=["GET"],
+    ),
     Route(D, admin(lambda rt, p, b, r: dispatchers.show(rt, p["d"])), methods=["GET"]),
     Route(D, admin(lambda rt, p, b, r: dispatchers.update(rt, p["d"], b)), methods=["PATCH"]),
     Route(D, admin(lambda rt, p, b, r: dispatchers.purge(rt, p["d"])), methods=["DELETE"]),
-    Route(D + "/sip", admin(lambda rt, p, b, r: dispatchers.set_sip(rt, p["d"], b)),
-          methods=["PUT"]),
+    Route(
+        D + "/sip", admin(lambda rt, p, b, r: dispatchers.set_sip(rt, p["d"], b)), methods=["PUT"]
+    ),
     Route(D + "/tasks", admin(lambda rt, p, b, r: tasks.list_for(rt, p["d"])), methods=["GET"]),
     Route(T, admin(lambda rt, p, b, r: tasks.put_task(rt, p["d"], p["t"], b)), methods=["PUT"]),
     Route(T, admin(lambda rt, p, b, r: tasks.show(rt, p["d"], p["t"])), methods=["GET"]),
-    Route(T + "/status", admin(lambda rt, p, b, r: tasks.set_status(rt, p["d"], p["t"], b)),
-          methods=["POST"]),
-    Route(T + "/controls",
-          admin(lambda rt, p, b, r: tasks.publish_control(rt, p["d"], p["t"], b)),
-          methods=["POST"]),
+    Route(
+        T + "/status",
+        admin(lambda rt, p, b, r: tasks.set_status(rt, p["d"], p["t"], b)),
+        methods=["POST"],
+    ),
+    Route(
+        T + "/controls",
+        admin(lambda rt, p, b, r: tasks.publish_control(rt, p["d"], p["t"], b)),
+        methods=["POST"],
+    ),
     Route(T + "/calls", admin(_calls), methods=["POST"]),
-    Route(D + "/tenants/{tenant}/quota",
-          admin(lambda rt, p, b, r: publish.set_quota(rt, p["d"], p["tenant"], b)),
-          methods=["PUT"]),
+    Route(
+        D + "/tenants/{tenant}/quota",
+        admin(lambda rt, p, b, r: publish.set_quota(rt, p["d"], p["tenant"], b)),
+        methods=["PUT"],
+    ),
     Route(D + "/results", admin(_results), methods=["GET"]),
     Route(D + "/results/summary", admin(_summary), methods=["GET"]),
     Route(D + "/events/head", admin(_head), methods=["GET"]),
     Route(D + "/events", admin(_events), methods=["GET"]),
-    Route(D + "/faults/discovery",
-          admin(lambda rt, p, b, r: faults.arm_discovery(rt, p["d"], b), 201),
-          methods=["POST"]),
-    Route(D + "/faults/config", admin(lambda rt, p, b, r: faults.arm_config(rt, p["d"], b), 201),
-          methods=["POST"]),
-    Route(D + "/faults/raw", admin(lambda rt, p, b, r: publish.raw(rt, p["d"], b)),
-          methods=["POST"]),
+    Route(
+        D + "/faults/discovery",
+        admin(lambda rt, p, b, r: faults.arm_discovery(rt, p["d"], b), 201),
+        methods=["POST"],
+    ),
+    Route(
+        D + "/faults/config",
+        admin(lambda rt, p, b, r: faults.arm_config(rt, p["d"], b), 201),
+        methods=["POST"],
+    ),
+    Route(
+        D + "/faults/raw", admin(lambda rt, p, b, r: publish.raw(rt, p["d"], b)), methods=["POST"]
+    ),
     Route(D + "/faults", admin(lambda rt, p, b, r: faults.list_for(rt, p["d"])), methods=["GET"]),
     Route(D + "/faults", admin(lambda rt, p, b, r: faults.clear(rt, p["d"])), methods=["DELETE"]),
 ]

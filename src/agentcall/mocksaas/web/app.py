@@ -20,8 +20,10 @@ log = logging.getLogger("mocksaas")
 async def healthz(request: Request) -> JSONResponse:
     rt: Runtime = request.app.state.runtime
     connected = rt.broker.connection is not None and not rt.broker.connection.is_closed
-    return JSONResponse({"status": "ok" if connected else "degraded", "amqp": connected},
-                        status_code=200 if connected else 503)
+    return JSONResponse(
+        {"status": "ok" if connected else "degraded", "amqp": connected},
+        status_code=200 if connected else 503,
+    )
 
 
 async def metrics(request: Request) -> Response:
@@ -34,10 +36,15 @@ async def failed(request: Request, exc: Exception) -> JSONResponse:
     rt: Runtime = request.app.state.runtime
     rt.metrics.handled.labels("http").inc()
     rt.metrics.http.labels("error", "500").inc()
-    log.error("request failed", extra={"fields": {"method": request.method,
-                                                  "path": request.url.path, "error": repr(exc)}})
-    error = {"code": "internal_error", "message": f"{type(exc).__name__} while answering",
-             "hint": "a Mock SaaS bug: see its log (request failed) and report it"}
+    log.error(
+        "request failed",
+        extra={"fields": {"method": request.method, "path": request.url.path, "error": repr(exc)}},
+    )
+    error = {
+        "code": "internal_error",
+        "message": f"{type(exc).__name__} while answering",
+        "hint": "a Mock SaaS bug: see its log (request failed) and report it",
+    }
     return JSONResponse({"error": error}, status_code=500)
 
 
@@ -52,8 +59,12 @@ def build_app(rt: Runtime) -> Starlette:
             await rt.stop()
 
     app = Starlette(
-        routes=[*contract.routes, *admin.routes, Route("/healthz", healthz),
-                Route("/metrics", metrics)],
+        routes=[
+            *contract.routes,
+            *admin.routes,
+            Route("/healthz", healthz),
+            Route("/metrics", metrics),
+        ],
         lifespan=lifespan,
         exception_handlers={Exception: failed},
     )

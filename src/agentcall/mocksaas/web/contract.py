@@ -23,8 +23,9 @@ def _send(rt: Runtime, route: str, r: Response) -> HttpResponse:
     return HttpResponse(r.body, status_code=r.status, media_type="application/json")
 
 
-def endpoint(route: str, scope: FaultScope, handler: Handler
-             ) -> Callable[[Request], Awaitable[HttpResponse]]:
+def endpoint(
+    route: str, scope: FaultScope, handler: Handler
+) -> Callable[[Request], Awaitable[HttpResponse]]:
     async def run(request: Request) -> HttpResponse:
         rt: Runtime = request.app.state.runtime
         try:
@@ -59,9 +60,13 @@ async def _tasks(rt: Runtime, d: Dispatcher, request: Request) -> Response:
 PREFIX = "/internal/v1/dispatcher"
 routes = [
     Route(f"{PREFIX}/sip", endpoint("sip", FaultScope.CONFIG, _sip), methods=["GET"]),
-    Route(f"{PREFIX}/task/{{task_id}}", endpoint("task", FaultScope.CONFIG, _task),
-          methods=["GET"]),
-    Route(f"{PREFIX}/tenant/{{tenant_id}}/quota", endpoint("quota", FaultScope.CONFIG, _quota),
-          methods=["GET"]),
+    Route(
+        f"{PREFIX}/task/{{task_id}}", endpoint("task", FaultScope.CONFIG, _task), methods=["GET"]
+    ),
+    Route(
+        f"{PREFIX}/tenant/{{tenant_id}}/quota",
+        endpoint("quota", FaultScope.CONFIG, _quota),
+        methods=["GET"],
+    ),
     Route(f"{PREFIX}/tasks", endpoint("tasks", FaultScope.DISCOVERY, _tasks), methods=["GET"]),
 ]

@@ -54,14 +54,18 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "orbit_http_requests", "HTTP requests by route and status",
-            ["route", "status"], registry=self.registry,
-        )  # fmt: skip
+            "orbit_http_requests",
+            "HTTP requests by route and status",
+            ["route", "status"],
+            registry=self.registry,
+        )
         self.latency = Histogram(
-            "orbit_http_request_seconds", "HTTP request latency by route",
-            ["route"], registry=self.registry,
+            "orbit_http_request_seconds",
+            "HTTP request latency by route",
+            ["route"],
+            registry=self.registry,
             buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
-        )  # fmt: skip
+        )
         # the labelled children, looked up once (`labels()` validates and locks every call)
         self._counts: dict[tuple[str, int], Counter] = {}
         self._latencies: dict[str, Histogram] = {}
@@ -136,8 +140,9 @@ def create_app(
         handoff=execution.handoff,
     )
     submit_metrics.register(metrics.registry, ops)
-    control = ControlRoutes(execution.hub.tell_cancel, execution.hub.notify,
-                            changed=execution.waiters.wake)  # fmt: skip
+    control = ControlRoutes(
+        execution.hub.tell_cancel, execution.hub.notify, changed=execution.waiters.wake
+    )
     hooks = Hooks(execution.hub.tell_cancel, execution.hub.notify, execution.waiters.wake)
     endpoint = _endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
@@ -159,8 +164,11 @@ def create_app(
                 endpoint("resolve", control.resolve),
                 methods=["POST"],
             ),
-            Route("/v1/tasks/{task_id}", endpoint("get", execution.inspection_routes.get_task),
-                  methods=["GET"]),  # fmt: skip
+            Route(
+                "/v1/tasks/{task_id}",
+                endpoint("get", execution.inspection_routes.get_task),
+                methods=["GET"],
+            ),
             *execution.routes(endpoint, ops),
             *_service_routes(metrics, execution.gauges.refresh),
             *console_routes(ops, execution.inspection, hooks, execution.gauges.failures.inc),
@@ -244,8 +252,11 @@ def _lifespan(
             async with asyncio.timeout(STOP_TIMEOUT_S):
                 await execution.stop()
         except TimeoutError:
-            log.error("the execution loops did not stop within %.0f s; exiting anyway "
-                      "(leases of this process expire on their own)", STOP_TIMEOUT_S)
+            log.error(
+                "the execution loops did not stop within %.0f s; exiting anyway "
+                "(leases of this process expire on their own)",
+                STOP_TIMEOUT_S,
+            )
         await db.close()
         counter.detach()
 
@@ -261,10 +272,13 @@ def _error(ctx: routes.Context, request: Request, exc: Exception) -> Response:
     if isinstance(exc, OrbitError) and not isinstance(exc, Unavailable):
         message = exc.message
     elif wire is INTERNAL:
-        message = (f"internal error; the request was not completed. Retrying will not help: "
-                   f"report request_id {ctx.request_id}")  # fmt: skip
-        log.error("request failed: internal error", exc_info=exc,
-                  extra={"request_id": ctx.request_id})  # fmt: skip
+        message = (
+            f"internal error; the request was not completed. Retrying will not help: "
+            f"report request_id {ctx.request_id}"
+        )
+        log.error(
+            "request failed: internal error", exc_info=exc, extra={"request_id": ctx.request_id}
+        )
     else:
         message = "the service could not complete the request; retry with the same key"
         log.error("request failed", exc_info=exc, extra={"request_id": ctx.request_id})

@@ -66,7 +66,6 @@ class ControlRoutes:
         self.changed(task_id)
         return _receipt(ctx, written)
 
-
     async def batch(self, request: Request, ctx: Context) -> Response:
         """All or nothing; an invalid item answers 400 with every bad item in `error.items`."""
         principal = await ctx.principal(request, Permission.SUBMIT)
@@ -80,8 +79,10 @@ class ControlRoutes:
             return _invalid_batch(ctx, exc)
         if not receipt.deduplicated:
             self.wake(*{item.queue_id for item in batch.items})
-        data: dict[str, JsonValue] = {"deduplicated": receipt.deduplicated,
-                                      "items": RawJson(receipt.items_text)}  # fmt: skip
+        data: dict[str, JsonValue] = {
+            "deduplicated": receipt.deduplicated,
+            "items": RawJson(receipt.items_text),
+        }
         return envelope(ctx.request_id, receipt.status, data=data)
 
 
@@ -91,11 +92,15 @@ def _invalid_batch(ctx: Context, exc: BatchInvalid) -> Response:
         for e in exc.items
     ]
     ctx.rejected = ("INVALID_ARGUMENT", exc.message)
-    error: dict[str, JsonValue] = {"code": "INVALID_ARGUMENT", "message": exc.message,
-                                   "items": items}  # fmt: skip
+    error: dict[str, JsonValue] = {
+        "code": "INVALID_ARGUMENT",
+        "message": exc.message,
+        "items": items,
+    }
     body = dumps({"request_id": ctx.request_id, "error": error}).encode("utf-8")
-    return Response(body, status_code=400, media_type=JSON_MEDIA_TYPE,
-                    headers={"X-Request-ID": ctx.request_id})  # fmt: skip
+    return Response(
+        body, status_code=400, media_type=JSON_MEDIA_TYPE, headers={"X-Request-ID": ctx.request_id}
+    )
 
 
 async def _write_request(request: Request) -> tuple[str, JsonValue, str]:

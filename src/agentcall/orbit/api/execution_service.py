@@ -60,9 +60,9 @@ class ExecutionService:
         self.settings = settings
         self.db = db
         lanes = self.settings.lanes or db.write_lanes(4)
-        kernel_settings = KernelSettings(self.settings.lease_ttl_ms,
-                                         self.settings.reconnect_grace_ms,
-                                         JitteredBackoff())  # fmt: skip
+        kernel_settings = KernelSettings(
+            self.settings.lease_ttl_ms, self.settings.reconnect_grace_ms, JitteredBackoff()
+        )
         kernel = Kernel(kernel_settings)
         kinds: dict[str, Many] = {
             "lease": kernel.lease_many,
@@ -72,8 +72,9 @@ class ExecutionService:
         self.batcher = Batcher(db, lanes, kinds=kinds, clocked={"lease": kernel.lease_clocked})
         registry = registry or CollectorRegistry()
         metrics = _counters(registry)
-        self.token_watch = TokenWatch(db, self.settings.worker_token_check_ms / 1000,
-                                      on_ended=metrics.revoked.inc)  # fmt: skip
+        self.token_watch = TokenWatch(
+            db, self.settings.worker_token_check_ms / 1000, on_ended=metrics.revoked.inc
+        )
         failures = inspection_failures(registry)
         self.waiters = Waiters(partial(settled_among, db), on_failure=failures.inc)
         cross = _CrossProcess(db, settings, registry) if db.shared else None
@@ -102,21 +103,27 @@ class ExecutionService:
         self.handoff: Handoff | None = None
         remote = cross.remote if cross is not None else None
         if self.settings.eager:
-            self.handoff = EagerDispatch(self.hub, self.settings.lease_ttl_ms,
-                                         metrics.eager.inc, remote).claim  # fmt: skip
+            self.handoff = EagerDispatch(
+                self.hub, self.settings.lease_ttl_ms, metrics.eager.inc, remote
+            ).claim
         self.peers = cross.registration(self.hub, directory) if cross is not None else None
 
     def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:
         endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms, self.token_watch)
         return [
             WebSocketRoute("/v1/workers/connect", endpoint.handle),
-            Route("/v1/tasks/{task_id}/attempts", wrap("attempts", routes.list_attempts),
-                  methods=["GET"]),  # fmt: skip
-            Route("/v1/tasks/{task_id}/attempts/{attempt_id}", wrap("attempt", routes.get_attempt),
-                  methods=["GET"]),  # fmt: skip
+            Route(
+                "/v1/tasks/{task_id}/attempts",
+                wrap("attempts", routes.list_attempts),
+                methods=["GET"],
+            ),
+            Route(
+                "/v1/tasks/{task_id}/attempts/{attempt_id}",
+                wrap("attempt", routes.get_attempt),
+                methods=["GET"],
+            ),
             Route("/v1/queues", wrap("queues", self.inspection_routes.queues), methods=["GET"]),
-            Route("/v1/workers", wrap("workers", self.inspection_routes.workers),
-                  methods=["GET"]),  # fmt: skip
+            Route("/v1/workers", wrap("workers", self.inspection_routes.workers), methods=["GET"]),
             Route("/readyz", readiness(self.db, self.gauges.failures.inc), methods=["GET"]),
         ]
 
@@ -152,13 +159,21 @@ def _counters(registry: CollectorRegistry) -> _Counters:
 
     return _Counters(
         counter("orbit_leases", "Leases granted to workers"),
-        counter("orbit_lease_asks_empty", "Lease asks of the dispatcher that found no task "
-                "(another process or connection took it first, or none was ready)"),
-        counter("orbit_worker_sessions_revoked", "Worker sessions ended because their token "
-                "was revoked or expired"),
-        counter("orbit_eager_leases", "Leases granted in the submit's transaction (eager "
-                "dispatch), also counted in orbit_leases"),
-    )  # fmt: skip
+        counter(
+            "orbit_lease_asks_empty",
+            "Lease asks of the dispatcher that found no task "
+            "(another process or connection took it first, or none was ready)",
+        ),
+        counter(
+            "orbit_worker_sessions_revoked",
+            "Worker sessions ended because their token was revoked or expired",
+        ),
+        counter(
+            "orbit_eager_leases",
+            "Leases granted in the submit's transaction (eager "
+            "dispatch), also counted in orbit_leases",
+        ),
+    )
 
 
 class _CrossProcess:
@@ -175,34 +190,50 @@ class _CrossProcess:
         self.settings = settings
         self.server_id = new_id()
         self.counters = PeerCounters(
-            counter("orbit_peer_hints_sent", "Wake-up hints sent to other server processes "
-                    "(datagrams)"),
-            counter("orbit_peer_hints_received", "Wake-up hints received from other server "
-                    "processes"),
-            counter("orbit_peer_hints_ignored", "Datagrams on the hint port that were not "
-                    "valid hints"),
-            counter("orbit_peer_registration_failures", "Server registration rounds that "
-                    "failed (the database was unreachable)"),
-        )  # fmt: skip
+            counter(
+                "orbit_peer_hints_sent", "Wake-up hints sent to other server processes (datagrams)"
+            ),
+            counter(
+                "orbit_peer_hints_received", "Wake-up hints received from other server processes"
+            ),
+            counter(
+                "orbit_peer_hints_ignored", "Datagrams on the hint port that were not valid hints"
+            ),
+            counter(
+                "orbit_peer_registration_failures",
+                "Server registration rounds that failed (the database was unreachable)",
+            ),
+        )
         self.sender = HintSender(self.counters)
         self.desk: OfferDesk | None = None
         self.remote: RemoteEager | None = None
         if settings.eager and settings.remote_eager:
             offers = OfferCounters(
-                counter("orbit_worker_offers_published", "Idle worker slots of this process "
-                        "offered to the other server processes"),
-                counter("orbit_worker_offers_withdrawn", "Offered slots this process took back "
-                        "for its own work before another process claimed them"),
-                counter("orbit_remote_eager_leases", "Leases delivered to workers of this "
-                        "process that another process's submit granted (remote eager "
-                        "dispatch), also counted in orbit_leases"),
-            )  # fmt: skip
-            self.desk = OfferDesk(db, self.server_id, self.sender.offered, self.sender.live,
-                                  offers)  # fmt: skip
-            claims = counter("orbit_remote_eager_claims", "Tasks submitted here and leased in "
-                             "the submit's transaction to another process's offered slot")
-            self.remote = RemoteEager(settings.lease_ttl_ms, self.sender.gone,
-                                      self.sender.claim, claims)  # fmt: skip
+                counter(
+                    "orbit_worker_offers_published",
+                    "Idle worker slots of this process offered to the other server processes",
+                ),
+                counter(
+                    "orbit_worker_offers_withdrawn",
+                    "Offered slots this process took back "
+                    "for its own work before another process claimed them",
+                ),
+                counter(
+                    "orbit_remote_eager_leases",
+                    "Leases delivered to workers of this "
+                    "process that another process's submit granted (remote eager "
+                    "dispatch), also counted in orbit_leases",
+                ),
+            )
+            self.desk = OfferDesk(db, self.server_id, self.sender.offered, self.sender.live, offers)
+            claims = counter(
+                "orbit_remote_eager_claims",
+                "Tasks submitted here and leased in "
+                "the submit's transaction to another process's offered slot",
+            )
+            self.remote = RemoteEager(
+                settings.lease_ttl_ms, self.sender.gone, self.sender.claim, claims
+            )
 
     def registration(self, hub: Hub, directory: WorkerDirectory | None) -> PeerHints:
         """The registration round and the hint socket: datagrams heard end in `hub` (hints,
@@ -212,7 +243,14 @@ class _CrossProcess:
         settings, desk = self.settings, self.desk
         also = directory.record if directory is not None else None
         offers: Callable[[], Collection[str]] = desk.offered_queues if desk else lambda: ()
-        return PeerHints(self.db, self.server_id, self.sender, listener,
-                         bind_host=settings.peer_host, bind_port=settings.peer_port,
-                         advertise_host=settings.peer_advertise,
-                         also=also, offered=offers)  # fmt: skip
+        return PeerHints(
+            self.db,
+            self.server_id,
+            self.sender,
+            listener,
+            bind_host=settings.peer_host,
+            bind_port=settings.peer_port,
+            advertise_host=settings.peer_advertise,
+            also=also,
+            offered=offers,
+        )

@@ -67,8 +67,10 @@ def attempt_view(row: Any) -> dict[str, JsonValue]:
             error["retryable"] = bool(row.error_retryable)
         view["error"] = error
     if row.task_state_after is not None:
-        view["task_outcome"] = {"state": row.task_state_after,
-                                "revision": str(row.task_revision_after)}  # fmt: skip
+        view["task_outcome"] = {
+            "state": row.task_state_after,
+            "revision": str(row.task_revision_after),
+        }
     view["evidence_count"] = row.evidence_count
     return view
 

@@ -90,8 +90,10 @@ def receipt_envelope(request_id: str, status: int, deduplicated: bool, task_text
     """`envelope(request_id, status, data={"deduplicated": ..., "task": RawJson(task_text)})`
     written without the generic encoder (every submit answers with it)."""
     flag = "true" if deduplicated else "false"
-    text = (f'{{"request_id":{_encode_str(request_id)},"data":{{"deduplicated":{flag},'
-            f'"task":{task_text}}}}}')  # fmt: skip
+    text = (
+        f'{{"request_id":{_encode_str(request_id)},"data":{{"deduplicated":{flag},'
+        f'"task":{task_text}}}}}'
+    )
     return _json_response(request_id, status, text)
 
 

@@ -18,9 +18,11 @@ class LogCounter(logging.Handler):
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(logging.WARNING)
         self.counter = Counter(
-            "orbit_log_messages", "Log records at WARNING or above, by level and logger",
-            ["level", "logger"], registry=registry,
-        )  # fmt: skip
+            "orbit_log_messages",
+            "Log records at WARNING or above, by level and logger",
+            ["level", "logger"],
+            registry=registry,
+        )
 
     def emit(self, record: logging.LogRecord) -> None:
         self.counter.labels(record.levelname.lower(), record.name).inc()

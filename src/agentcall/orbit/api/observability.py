@@ -32,17 +32,25 @@ class ExecutionMetrics(ExecutionObserver):
     def __init__(self, registry: CollectorRegistry, waiters: Waiters) -> None:
         self.waiters = waiters
         self.durations = Histogram(
-            "orbit_attempt_duration_seconds", "Attempt duration (lease to end) by handler",
-            ["handler"], registry=registry, buckets=SECONDS,
-        )  # fmt: skip
+            "orbit_attempt_duration_seconds",
+            "Attempt duration (lease to end) by handler",
+            ["handler"],
+            registry=registry,
+            buckets=SECONDS,
+        )
         self.outcomes = Counter(
-            "orbit_attempt_outcomes", "Attempt ends by handler, task state after the end and "
-            "the worker's error code", ["handler", "outcome", "error_code"], registry=registry,
-        )  # fmt: skip
+            "orbit_attempt_outcomes",
+            "Attempt ends by handler, task state after the end and the worker's error code",
+            ["handler", "outcome", "error_code"],
+            registry=registry,
+        )
         self.lease_wait = Histogram(
-            "orbit_lease_wait_seconds", "Time from ready (WAITING) to LEASED by handler",
-            ["handler"], registry=registry, buckets=SECONDS,
-        )  # fmt: skip
+            "orbit_lease_wait_seconds",
+            "Time from ready (WAITING) to LEASED by handler",
+            ["handler"],
+            registry=registry,
+            buckets=SECONDS,
+        )
         self._series: set[tuple[str, ...]] = set()
         # the labelled children by their raw label values (`labels()` validates, converts and
         # locks on every call: a few µs, twice per task); as capped as the series
@@ -75,8 +83,11 @@ class ExecutionMetrics(ExecutionObserver):
 
 
 def inspection_failures(registry: CollectorRegistry) -> Counter:
-    return Counter("orbit_inspection_failures", "Failed inspection queries (metrics scrape, "
-                   "waiters' shared check, readiness)", registry=registry)  # fmt: skip
+    return Counter(
+        "orbit_inspection_failures",
+        "Failed inspection queries (metrics scrape, waiters' shared check, readiness)",
+        registry=registry,
+    )
 
 
 class TaskGauges:
@@ -87,13 +98,23 @@ class TaskGauges:
         self, registry: CollectorRegistry, inspection: Inspection, failures: Counter
     ) -> None:
         self.inspection = inspection
-        self.tasks = Gauge("orbit_tasks", "Tasks by queue and state (a few seconds old at most)",
-                           ["queue_id", "state"], registry=registry)  # fmt: skip
-        workers = Gauge("orbit_workers_connected", "Worker connections of this server process",
-                        registry=registry)  # fmt: skip
+        self.tasks = Gauge(
+            "orbit_tasks",
+            "Tasks by queue and state (a few seconds old at most)",
+            ["queue_id", "state"],
+            registry=registry,
+        )
+        workers = Gauge(
+            "orbit_workers_connected",
+            "Worker connections of this server process",
+            registry=registry,
+        )
         workers.set_function(lambda: len(inspection.hub.links))
-        waiting = Gauge("orbit_result_waiters", "Long-polls of this server process waiting for "
-                        "a task to settle", registry=registry)  # fmt: skip
+        waiting = Gauge(
+            "orbit_result_waiters",
+            "Long-polls of this server process waiting for a task to settle",
+            registry=registry,
+        )
         waiting.set_function(lambda: inspection.waiters.waiting)
         self.failures = failures  # `inspection_failures`: made first, the waiters count too
         self._taken = -1.0

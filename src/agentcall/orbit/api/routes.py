@@ -104,5 +104,3 @@ def _limit(text: str | None) -> int:
     if not digits or text.startswith("0") or int(text) > MAX_LIMIT:
         raise InvalidArgument(f"must be an integer 1-{MAX_LIMIT}", "limit")
     return int(text)
-
-

@@ -20,12 +20,19 @@ class SubmitGroupCollector(Collector):
         groups = self.ops.groups
         if groups is None:
             return
-        yield CounterMetricFamily("orbit_submit_groups", "Submit groups run (one transaction "
-                                  "each)", value=groups.commit.groups)  # fmt: skip
-        yield CounterMetricFamily("orbit_submit_group_items", "Submits that ran in a group",
-                                  value=groups.commit.items)  # fmt: skip
-        yield CounterMetricFamily("orbit_submit_group_fallbacks", "Groups that failed and ran "
-                                  "again submit by submit", value=groups.fallbacks)  # fmt: skip
+        yield CounterMetricFamily(
+            "orbit_submit_groups",
+            "Submit groups run (one transaction each)",
+            value=groups.commit.groups,
+        )
+        yield CounterMetricFamily(
+            "orbit_submit_group_items", "Submits that ran in a group", value=groups.commit.items
+        )
+        yield CounterMetricFamily(
+            "orbit_submit_group_fallbacks",
+            "Groups that failed and ran again submit by submit",
+            value=groups.fallbacks,
+        )
 
 
 def register(registry: CollectorRegistry, ops: Operations) -> None:

@@ -228,8 +228,10 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(408, "the request line and headers did not arrive in time")
 
     def _body_too_slow(self) -> None:
-        log.info("request body not received in time; closing the connection",
-                 extra={"client": self.client and self.client[0]})  # fmt: skip
+        log.info(
+            "request body not received in time; closing the connection",
+            extra={"client": self.client and self.client[0]},
+        )
         self.transport.close()
 
     def _refuse(self, status: int, message: str) -> None:
@@ -240,8 +242,11 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         self._stop_timer()
         self._refused = True
         body = message.encode("ascii")
-        head = (b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
-                + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n")  # fmt: skip
+        head = (
+            b"content-type: text/plain; charset=utf-8\r\ncontent-length: "
+            + str(len(body)).encode("ascii")
+            + b"\r\nconnection: close\r\n\r\n"
+        )
         transport = self.transport
         if transport.is_closing():
             return

@@ -129,18 +129,35 @@ class _Session:
 
     async def run(self) -> None:
         hello = await self._hello()
-        peer = Peer(new_id(), self.principal.token_id, self.principal.namespace_id,
-                    frozenset(hello.queues), hello.worker)  # fmt: skip
+        peer = Peer(
+            new_id(),
+            self.principal.token_id,
+            self.principal.namespace_id,
+            frozenset(hello.queues),
+            hello.worker,
+        )
         statuses, now = await self.hub.batcher.run(partial(self._rebind, peer, hello))
-        link = Link(peer, hello.handlers, hello.queues, hello.capacity, self.send,
-                    urgent=partial(self.send, linger=False))  # fmt: skip
+        link = Link(
+            peer,
+            hello.handlers,
+            hello.queues,
+            hello.capacity,
+            self.send,
+            urgent=partial(self.send, linger=False),
+        )
         self.link = link
         held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}
         await self.send(self._hello_ok(peer, statuses, now))
         self.hub.add(link, held)
         self._watch(link)
-        log.info("worker connected", extra={"connection_id": peer.connection_id,
-                 "worker": hello.worker.name, "capacity": hello.capacity})  # fmt: skip
+        log.info(
+            "worker connected",
+            extra={
+                "connection_id": peer.connection_id,
+                "worker": hello.worker.name,
+                "capacity": hello.capacity,
+            },
+        )
         try:
             await self._pump()
         finally:
@@ -198,11 +215,15 @@ class _Session:
             for s in statuses
         ]
         return {
-            "type": "hello_ok", "protocol": PROTOCOL, "connection_id": peer.connection_id,
-            "server_time": format_time(now), "lease_ttl_ms": ttl,
-            "heartbeat_interval_ms": max(1, ttl // 3), "max_message_bytes": 1_048_576,
+            "type": "hello_ok",
+            "protocol": PROTOCOL,
+            "connection_id": peer.connection_id,
+            "server_time": format_time(now),
+            "lease_ttl_ms": ttl,
+            "heartbeat_interval_ms": max(1, ttl // 3),
+            "max_message_bytes": 1_048_576,
             "attempts": attempts,
-        }  # fmt: skip
+        }
 
     async def _pump(self) -> None:
         pending: set[asyncio.Task[None]] = set()
@@ -227,7 +248,6 @@ class _Session:
         task = asyncio.create_task(work)
         pending.add(task)
         task.add_done_callback(pending.discard)
-
 
     async def _answer(self, work: Coroutine[Any, Any, None]) -> None:
         """Settles the answer to one message: a Close closes the connection, a connection
@@ -332,8 +352,10 @@ def _failed(exc: Exception, kind: str) -> Ack:
     resends it), or the server has a defect: logged with its traceback (counted in
     orbit_log_messages_total) and the connection closed with 1011 (reconnect with backoff)."""
     if is_database_failure(exc):
-        log.warning("worker message not applied: the database failed",
-                    extra={"type": kind, "error": type(exc).__name__})  # fmt: skip
+        log.warning(
+            "worker message not applied: the database failed",
+            extra={"type": kind, "error": type(exc).__name__},
+        )
         return Ack(False, code="UNAVAILABLE", message="the database is unavailable; resend")
     log.exception("worker message failed", extra={"type": kind})
     raise Close(1011, "internal error; reconnect") from exc

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
 }
 
+
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported only when they are invoked."""
 
@@ -52,20 +53,23 @@ class LazyGroup(click.Group):
         return command
 
 
-
 def _not_installed(name: str, missing: ModuleNotFoundError) -> click.Command:
     """A stand-in for a command whose dependencies are not installed: listed in the help,
     and when run, it says what to install."""
     extra = "pip install 'agentcall[orbit]'"
 
     def refuse() -> None:
-        raise click.ClickException(f"orbit {name} needs the server's dependencies ({missing}): "
-                                   f"{extra}")  # fmt: skip
+        raise click.ClickException(
+            f"orbit {name} needs the server's dependencies ({missing}): {extra}"
+        )
 
     return click.Command(
-        name, callback=refuse, add_help_option=False, short_help=f"(not installed: {extra})",
+        name,
+        callback=refuse,
+        add_help_option=False,
+        short_help=f"(not installed: {extra})",
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-    )  # fmt: skip
+    )
 
 
 @click.group(

@@ -22,16 +22,22 @@ PERMISSIONS = click.Choice([p.value for p in Permission])
 @click.option("--namespace", required=True, help="Name of the new namespace.")
 @click.option("--queue", required=True, help="Name of its first queue.")
 @json_option
-@click.option("--env", "as_env", is_flag=True,
-              help="Print shell `export` lines (ORBIT_TOKEN, ORBIT_QUEUE_ID, "
-              "ORBIT_WORKER_QUEUES, ORBIT_NAMESPACE_ID), for eval \"$(orbit init ... --env)\".")
+@click.option(
+    "--env",
+    "as_env",
+    is_flag=True,
+    help="Print shell `export` lines (ORBIT_TOKEN, ORBIT_QUEUE_ID, "
+    'ORBIT_WORKER_QUEUES, ORBIT_NAMESPACE_ID), for eval "$(orbit init ... --env)".',
+)
 def init(database: str, namespace: str, queue: str, as_json: bool, as_env: bool) -> None:
     """Create a namespace, a queue and a token with every permission on that queue.
     The token is shown once; only its hash is stored."""
     made = with_database(database, lambda db: Admin(db).init(namespace, queue))
     if as_env:
-        click.echo(f"export ORBIT_TOKEN={made.token} ORBIT_QUEUE_ID={made.queue_id} "
-                   f"ORBIT_WORKER_QUEUES={made.queue_id} ORBIT_NAMESPACE_ID={made.namespace_id}")
+        click.echo(
+            f"export ORBIT_TOKEN={made.token} ORBIT_QUEUE_ID={made.queue_id} "
+            f"ORBIT_WORKER_QUEUES={made.queue_id} ORBIT_NAMESPACE_ID={made.namespace_id}"
+        )
         return
     emit(
         {"namespace_id": made.namespace_id, "queue_id": made.queue_id, "token": made.token},
@@ -65,10 +71,21 @@ def token() -> None:
 @token.command("create")
 @database_option
 @click.option("--namespace-id", required=True, help="Namespace the token acts in.")
-@click.option("--permission", "permissions", multiple=True, required=True, type=PERMISSIONS,
-              help="Permission to grant; repeat for several.")
-@click.option("--queue-id", "queue_ids", multiple=True, required=True,
-              help="Queue the token may use; repeat for several.")
+@click.option(
+    "--permission",
+    "permissions",
+    multiple=True,
+    required=True,
+    type=PERMISSIONS,
+    help="Permission to grant; repeat for several.",
+)
+@click.option(
+    "--queue-id",
+    "queue_ids",
+    multiple=True,
+    required=True,
+    help="Queue the token may use; repeat for several.",
+)
 @click.option("--expires-at", default=None, help="RFC 3339 expiry, e.g. 2027-01-01T00:00:00Z.")
 @json_option
 def token_create(

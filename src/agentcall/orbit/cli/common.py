@@ -32,7 +32,6 @@ URL_HELP = (
 T = TypeVar("T")
 
 
-
 def _database(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     """--database, else the environment, else the config file of ORBIT_CONFIG, else SQLite."""
     if value:

@@ -90,8 +90,12 @@ def _driver_error(url: str, exc: BaseException) -> str | None:
         return f"cannot open the {where}: {exc.strerror} ({exc.filename})"
     if isinstance(exc, socket.gaierror):
         return f"cannot reach the {where}: unknown host ({exc.strerror})"
-    if isinstance(exc, OSError) and exc.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH,
-                                                  errno.ENETUNREACH, errno.ETIMEDOUT):  # fmt: skip
+    if isinstance(exc, OSError) and exc.errno in (
+        errno.ECONNREFUSED,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.ETIMEDOUT,
+    ):
         return f"cannot reach the {where}: {exc.strerror}; is the server running there?"
     if isinstance(exc, TimeoutError):
         return f"cannot reach the {where}: no answer in time; is the host right?"

@@ -24,9 +24,13 @@ def idempotency_cleanup(database: str, dry_run: bool, as_json: bool) -> None:
     report = with_database(database, lambda db: cleanup(db, dry_run=dry_run))
     verb = "would remove" if dry_run else "removed"
     emit(
-        {"removed": report.removed, "dry_run": report.dry_run,
-         "now": format_time(report.now), "cutoff": format_time(report.cutoff)},
+        {
+            "removed": report.removed,
+            "dry_run": report.dry_run,
+            "now": format_time(report.now),
+            "cutoff": format_time(report.cutoff),
+        },
         as_json,
         f"{verb} {report.removed} idempotency records created at or before "
         f"{format_time(report.cutoff)}",
-    )  # fmt: skip
+    )

@@ -30,14 +30,33 @@ def queue_list(url: str | None, token: str | None, as_json: bool) -> None:
     """The token's queues with their tasks per state (ORBIT_URL, ORBIT_TOKEN)."""
     queues = _call(url, token, lambda c: c.list_queues())
     if as_json:
-        _echo_json({"items": [{"id": q.id, "name": q.name, "counts": q.counts,
-                               **({"oldest_waiting_age_ms": q.oldest_waiting_age_ms}
-                                  if q.oldest_waiting_age_ms is not None else {})}
-                              for q in queues]})  # fmt: skip
+        _echo_json(
+            {
+                "items": [
+                    {
+                        "id": q.id,
+                        "name": q.name,
+                        "counts": q.counts,
+                        **(
+                            {"oldest_waiting_age_ms": q.oldest_waiting_age_ms}
+                            if q.oldest_waiting_age_ms is not None
+                            else {}
+                        ),
+                    }
+                    for q in queues
+                ]
+            }
+        )
         return
-    rows = [[q.name, q.id, *(q.counts.get(s, 0) for s in STATES),
-             "" if q.oldest_waiting_age_ms is None else f"{q.oldest_waiting_age_ms / 1000:.1f}s"]
-            for q in queues]  # fmt: skip
+    rows = [
+        [
+            q.name,
+            q.id,
+            *(q.counts.get(s, 0) for s in STATES),
+            "" if q.oldest_waiting_age_ms is None else f"{q.oldest_waiting_age_ms / 1000:.1f}s",
+        ]
+        for q in queues
+    ]
     click.echo(table(["NAME", "ID", *STATES, "OLDEST WAITING"], rows))
 
 
@@ -59,21 +78,37 @@ def token_list(database: str, namespace_id: str | None, as_json: bool) -> None:
     if as_json:
         _echo_json({"items": rows})
         return
-    click.echo(table(
-        ["TOKEN ID", "NAMESPACE", "PERMISSIONS", "QUEUES", "EXPIRES", "REVOKED", "CREATED"],
-        [[r["id"], r["namespace_id"], " ".join(r["permissions"]), " ".join(r["queue_ids"]),
-          r["expires_at"] or "", r["revoked_at"] or "", r["created_at"]] for r in rows],
-    ))  # fmt: skip
+    click.echo(
+        table(
+            ["TOKEN ID", "NAMESPACE", "PERMISSIONS", "QUEUES", "EXPIRES", "REVOKED", "CREATED"],
+            [
+                [
+                    r["id"],
+                    r["namespace_id"],
+                    " ".join(r["permissions"]),
+                    " ".join(r["queue_ids"]),
+                    r["expires_at"] or "",
+                    r["revoked_at"] or "",
+                    r["created_at"],
+                ]
+                for r in rows
+            ],
+        )
+    )
 
 
 @tasks.command("wait")
 @connection
 @click.argument("task_id")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(0, 86_400),
-              help="Seconds to wait for the task to settle.")
+@click.option(
+    "--timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, 86_400),
+    help="Seconds to wait for the task to settle.",
+)
 @json_option
-def wait(url: str | None, token: str | None, task_id: str, timeout: float,
-         as_json: bool) -> None:  # fmt: skip
+def wait(url: str | None, token: str | None, task_id: str, timeout: float, as_json: bool) -> None:
     """Wait until the task is SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW (exit 0), or the
     timeout runs out (exit 2); prints the task."""
     found = _call(url, token, lambda c: c.wait(task_id, timeout=timeout))

@@ -52,30 +52,65 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 @click.command()
-@click.option("--config", "config_file", type=FILE, default=None,
-              help=f"TOML file with any of the settings below (lower-case names without ORBIT_, "
-              f"e.g. port = 7470); the environment overrides it; env {ENV_CONFIG}.")
+@click.option(
+    "--config",
+    "config_file",
+    type=FILE,
+    default=None,
+    help=f"TOML file with any of the settings below (lower-case names without ORBIT_, "
+    f"e.g. port = 7470); the environment overrides it; env {ENV_CONFIG}.",
+)
 @click.option("--database", default=None, help=f"{URL_HELP} Env {ENV_DATABASE}.")
-@click.option("--host", default=None,
-              help=f"Interface to listen on [default: {DEFAULT_HOST}]; env {ENV_HOST}.")
-@click.option("--port", default=None, type=click.IntRange(1, 65535),
-              help=f"TCP port [default: {DEFAULT_PORT}]; env {ENV_PORT}.")
-@click.option("--log-format", default=None, type=click.Choice(["auto", "json", "text"]),
-              help="JSON lines, readable text, or text only on a terminal [default: auto]; "
-              f"env {ENV_LOG_FORMAT}.")
-@click.option("--access-log/--no-access-log", default=None,
-              help=f"One structured line per request [default: on]; env {ENV_ACCESS_LOG} (1/0).")
-@click.option("--pool-size", default=None, type=click.IntRange(1, 500),
-              help="Database connections kept open per process (MySQL/MariaDB) [default: 20]; "
-              f"env {ENV_POOL}.")
-@click.option("--workers", default=None, type=click.IntRange(1, MAX_WORKERS),
-              help="Server processes (MySQL/MariaDB only; SQLite has one writer) [default: 1]; "
-              f"env {ENV_WORKERS}.")
-@click.option("--ssl-certfile", default=None, type=FILE,
-              help="Serve HTTPS (and wss:// for workers) with this certificate chain (PEM; it may "
-              f"hold the key too); env {ENV_SSL_CERTFILE}.")
-@click.option("--ssl-keyfile", default=None, type=FILE,
-              help=f"The private key of --ssl-certfile (PEM, unencrypted); env {ENV_SSL_KEYFILE}.")
+@click.option(
+    "--host",
+    default=None,
+    help=f"Interface to listen on [default: {DEFAULT_HOST}]; env {ENV_HOST}.",
+)
+@click.option(
+    "--port",
+    default=None,
+    type=click.IntRange(1, 65535),
+    help=f"TCP port [default: {DEFAULT_PORT}]; env {ENV_PORT}.",
+)
+@click.option(
+    "--log-format",
+    default=None,
+    type=click.Choice(["auto", "json", "text"]),
+    help="JSON lines, readable text, or text only on a terminal [default: auto]; "
+    f"env {ENV_LOG_FORMAT}.",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    default=None,
+    help=f"One structured line per request [default: on]; env {ENV_ACCESS_LOG} (1/0).",
+)
+@click.option(
+    "--pool-size",
+    default=None,
+    type=click.IntRange(1, 500),
+    help="Database connections kept open per process (MySQL/MariaDB) [default: 20]; "
+    f"env {ENV_POOL}.",
+)
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(1, MAX_WORKERS),
+    help="Server processes (MySQL/MariaDB only; SQLite has one writer) [default: 1]; "
+    f"env {ENV_WORKERS}.",
+)
+@click.option(
+    "--ssl-certfile",
+    default=None,
+    type=FILE,
+    help="Serve HTTPS (and wss:// for workers) with this certificate chain (PEM; it may "
+    f"hold the key too); env {ENV_SSL_CERTFILE}.",
+)
+@click.option(
+    "--ssl-keyfile",
+    default=None,
+    type=FILE,
+    help=f"The private key of --ssl-certfile (PEM, unencrypted); env {ENV_SSL_KEYFILE}.",
+)
 def serve(config_file: Path | None, **options: Any) -> None:
     """Run the Task API over HTTP(S). Refuses to start on an unmigrated database.
 
@@ -90,20 +125,31 @@ def serve(config_file: Path | None, **options: Any) -> None:
     sock = _listen(settings.host, settings.port)
     scheme = "https" if settings.ssl_certfile else "http"
     logging.getLogger("orbit.api").info(
-        "listening", extra={"url": f"{scheme}://{_netloc(settings.host, settings.port)}",
-                            "workers": settings.workers, "dialect": dialect,
-                            "database": location(settings.database_url)},
-    )  # fmt: skip
+        "listening",
+        extra={
+            "url": f"{scheme}://{_netloc(settings.host, settings.port)}",
+            "workers": settings.workers,
+            "dialect": dialect,
+            "database": location(settings.database_url),
+        },
+    )
     uvicorn_options: dict[str, Any] = dict(
-        host=settings.host, port=settings.port, log_config=None, access_log=False,
-        server_header=False, lifespan="on", timeout_graceful_shutdown=10,
-        ssl_certfile=settings.ssl_certfile, ssl_keyfile=settings.ssl_keyfile,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        ssl_certfile=settings.ssl_certfile,
+        ssl_keyfile=settings.ssl_keyfile,
         http=CoalescingHttpToolsProtocol,  # one write per response (orbit.api.transport)
         ws_max_size=1_048_576,  # a worker frame is at most 1 MiB (worker-protocol.md §2)
-    )  # fmt: skip
+    )
     if settings.workers == 1:
-        app = create_app(Database.open(settings.database_url, pool_size=settings.pool_size),
-                         settings)  # fmt: skip
+        app = create_app(
+            Database.open(settings.database_url, pool_size=settings.pool_size), settings
+        )
         server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options))
         server.run(sockets=[sock])  # the app starts (and says ready) on the bound socket
         if not server.started:
@@ -161,8 +207,10 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _bind_problem(exc: OSError, port: int) -> str:
     if exc.errno == errno.EADDRINUSE:
-        return (f"port {port} is in use by another program; choose another with --port or "
-                f"{ENV_PORT} (see who listens: ss -ltnp 'sport = :{port}')")  # fmt: skip
+        return (
+            f"port {port} is in use by another program; choose another with --port or "
+            f"{ENV_PORT} (see who listens: ss -ltnp 'sport = :{port}')"
+        )
     if exc.errno == errno.EACCES:
         return f"port {port} needs privileges; use a port above 1023 behind a proxy"
     if exc.errno == errno.EADDRNOTAVAIL:

@@ -37,8 +37,9 @@ def _show(receipt: TaskReceipt, as_json: bool) -> None:
         _echo_json({"deduplicated": receipt.deduplicated, "task": _task_json(receipt.task)})
         return
     replay = " (replay of the first request)" if receipt.deduplicated else ""
-    click.echo(f"task {receipt.task.id} {receipt.task.state} revision "
-               f"{receipt.task.revision}{replay}")  # fmt: skip
+    click.echo(
+        f"task {receipt.task.id} {receipt.task.state} revision {receipt.task.revision}{replay}"
+    )
 
 
 @tasks.command("retry")
@@ -48,8 +49,15 @@ def _show(receipt: TaskReceipt, as_json: bool) -> None:
 @click.option("--reason", required=True, help="Why it is retried (kept in the task's events).")
 @click.option("--key", help="Idempotency key; generated and printed when omitted.")
 @json_option
-def retry(url: str | None, token: str | None, task_id: str, expected_revision: int,
-          reason: str, key: str | None, as_json: bool) -> None:  # fmt: skip
+def retry(
+    url: str | None,
+    token: str | None,
+    task_id: str,
+    expected_revision: int,
+    reason: str,
+    key: str | None,
+    as_json: bool,
+) -> None:
     """Run a FAILED or NEEDS_REVIEW task once more (one more attempt; tasks:review)."""
     idem = _key(key)
     request = RetryTaskRequest(expected_revision, reason)
@@ -68,10 +76,20 @@ def retry(url: str | None, token: str | None, task_id: str, expected_revision: i
 @click.option("--evidence", help="JSON array of evidence items, or @FILE.")
 @click.option("--key", help="Idempotency key; generated and printed when omitted.")
 @json_option
-def resolve(url: str | None, token: str | None, task_id: str, expected_revision: int,
-            outcome: str, reason: str, result: str | None, error_code: str | None,
-            error_message: str | None, evidence: str | None, key: str | None,
-            as_json: bool) -> None:  # fmt: skip
+def resolve(
+    url: str | None,
+    token: str | None,
+    task_id: str,
+    expected_revision: int,
+    outcome: str,
+    reason: str,
+    result: str | None,
+    error_code: str | None,
+    error_message: str | None,
+    evidence: str | None,
+    key: str | None,
+    as_json: bool,
+) -> None:
     """Settle a NEEDS_REVIEW task as succeeded (with --result) or failed (with --error-code
     and --error-message), recording the operator's evidence (tasks:review)."""
     if (outcome == "succeeded") != (result is not None):
@@ -82,23 +100,30 @@ def resolve(url: str | None, token: str | None, task_id: str, expected_revision:
     if not isinstance(items, list):
         raise click.BadParameter("must be a JSON array of evidence items", param_hint="--evidence")
     request = ResolveTaskRequest(
-        expected_revision, "succeeded" if outcome == "succeeded" else "failed", reason,
-        result=None if result is None else _payload(result), error_code=error_code,
-        error_message=error_message, evidence=items,
-    )  # fmt: skip
+        expected_revision,
+        "succeeded" if outcome == "succeeded" else "failed",
+        reason,
+        result=None if result is None else _payload(result),
+        error_code=error_code,
+        error_message=error_message,
+        evidence=items,
+    )
     idem = _key(key)
     _show(_call(url, token, lambda c: c.resolve_task(task_id, idem, request)), as_json)
 
 
 @tasks.command("batch")
 @connection
-@click.option("--file", "source", required=True,
-              help="File with a JSON array of 1-100 submit bodies (or {\"tasks\": [...]}); "
-                   "'-' reads standard input.")
+@click.option(
+    "--file",
+    "source",
+    required=True,
+    help='File with a JSON array of 1-100 submit bodies (or {"tasks": [...]}); '
+    "'-' reads standard input.",
+)
 @click.option("--key", help="Idempotency key of the whole batch; generated when omitted.")
 @json_option
-def batch(url: str | None, token: str | None, source: str, key: str | None,
-          as_json: bool) -> None:  # fmt: skip
+def batch(url: str | None, token: str | None, source: str, key: str | None, as_json: bool) -> None:
     """Submit 1-100 tasks at once: all are accepted or none."""
     document = _payload(sys.stdin.read() if source == "-" else "@" + source.removeprefix("@"))
     bodies = document.get("tasks") if isinstance(document, dict) else document
@@ -108,9 +133,20 @@ def batch(url: str | None, token: str | None, source: str, key: str | None,
     idem = _key(key)
     receipt = _call(url, token, lambda c: c.submit_batch(idem, requests))
     if as_json:
-        _echo_json({"deduplicated": receipt.deduplicated, "items": [
-            {"index": i.index, "task_id": i.task_id, "state": i.state,
-             "revision": str(i.revision)} for i in receipt.items]})  # fmt: skip
+        _echo_json(
+            {
+                "deduplicated": receipt.deduplicated,
+                "items": [
+                    {
+                        "index": i.index,
+                        "task_id": i.task_id,
+                        "state": i.state,
+                        "revision": str(i.revision),
+                    }
+                    for i in receipt.items
+                ],
+            }
+        )
         return
     for item in receipt.items:
         click.echo(f"{item.index:3} task {item.task_id} {item.state} revision {item.revision}")
@@ -121,8 +157,9 @@ def batch(url: str | None, token: str | None, source: str, key: str | None,
 def _submit_request(body: Any, index: int) -> SubmitTaskRequest:
     where = f"--file tasks[{index}]"
     if not isinstance(body, dict) or not set(body) <= _SUBMIT_FIELDS:
-        raise click.BadParameter(f"must be a submit body with fields {sorted(_SUBMIT_FIELDS)}",
-                                 param_hint=where)  # fmt: skip
+        raise click.BadParameter(
+            f"must be a submit body with fields {sorted(_SUBMIT_FIELDS)}", param_hint=where
+        )
     fields = dict(body)
     for name in ("available_at", "start_deadline_at"):
         if fields.get(name) is not None:

@@ -70,8 +70,9 @@ def connection(fn: Callable[..., None]) -> Callable[..., None]:
 def _key(key: str | None) -> str:
     if key is None:
         key = f"cli-{secrets.token_hex(12)}"
-        click.echo(f"idempotency key: {key} (resend with --key {key} if the outcome is unknown)",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"idempotency key: {key} (resend with --key {key} if the outcome is unknown)", err=True
+        )
     return key
 
 
@@ -111,8 +112,9 @@ def tasks() -> None:
 @click.option("--max-attempts", type=click.IntRange(0))
 @click.option("--key", help="Idempotency key; generated and printed when omitted.")
 @json_option
-def submit(url: str | None, token: str | None, key: str | None, as_json: bool,
-           **fields: Any) -> None:  # fmt: skip
+def submit(
+    url: str | None, token: str | None, key: str | None, as_json: bool, **fields: Any
+) -> None:
     """Submit a task (201 new, 200 replay of the same key and content)."""
     attempts = fields.pop("max_attempts")
     request = SubmitTaskRequest(
@@ -128,8 +130,9 @@ def submit(url: str | None, token: str | None, key: str | None, as_json: bool,
         _echo_json({"deduplicated": receipt.deduplicated, "task": _task_json(receipt.task)})
     else:
         replay = " (replay of the first submit)" if receipt.deduplicated else ""
-        click.echo(f"task {receipt.task.id} {receipt.task.state} revision "
-                   f"{receipt.task.revision}{replay}")  # fmt: skip
+        click.echo(
+            f"task {receipt.task.id} {receipt.task.state} revision {receipt.task.revision}{replay}"
+        )
 
 
 @tasks.command("get")
@@ -154,8 +157,16 @@ def get(url: str | None, token: str | None, task_id: str, as_json: bool) -> None
 @click.option("--cursor")
 @click.option("--all", "every", is_flag=True, help="Follow next_cursor to the end.")
 @json_option
-def list_(url: str | None, token: str | None, queue_id: str, state: str | None,
-          limit: int | None, cursor: str | None, every: bool, as_json: bool) -> None:  # fmt: skip
+def list_(
+    url: str | None,
+    token: str | None,
+    queue_id: str,
+    state: str | None,
+    limit: int | None,
+    cursor: str | None,
+    every: bool,
+    as_json: bool,
+) -> None:
     """List task summaries, newest first."""
     request = ListTasksRequest(queue_id, state, limit, cursor)
     if every:
@@ -170,10 +181,22 @@ def list_(url: str | None, token: str | None, queue_id: str, state: str | None,
             data["next_cursor"] = next_cursor
         _echo_json(data)
         return
-    click.echo(table(["TASK", "STATE", "REV", "HANDLER", "ATTEMPTS", "CREATED"],
-                     [[item.id, item.state, item.revision, f"{item.handler}@{item.handler_version}",
-                       item.attempt_count, format_time(item.created_at)]
-                      for item in items]))  # fmt: skip
+    click.echo(
+        table(
+            ["TASK", "STATE", "REV", "HANDLER", "ATTEMPTS", "CREATED"],
+            [
+                [
+                    item.id,
+                    item.state,
+                    item.revision,
+                    f"{item.handler}@{item.handler_version}",
+                    item.attempt_count,
+                    format_time(item.created_at),
+                ]
+                for item in items
+            ],
+        )
+    )
     if next_cursor:
         click.echo(f"more: --cursor {next_cursor}")
 
@@ -185,8 +208,15 @@ def list_(url: str | None, token: str | None, queue_id: str, state: str | None,
 @click.option("--reason", required=True)
 @click.option("--key", help="Idempotency key; generated and printed when omitted.")
 @json_option
-def cancel(url: str | None, token: str | None, task_id: str, expected_revision: int,
-           reason: str, key: str | None, as_json: bool) -> None:  # fmt: skip
+def cancel(
+    url: str | None,
+    token: str | None,
+    task_id: str,
+    expected_revision: int,
+    reason: str,
+    key: str | None,
+    as_json: bool,
+) -> None:
     """Cancel a task at the expected revision: WAITING/LEASED at once, RUNNING by asking its
     worker to stop (the task then ends CANCELLED, or NEEDS_REVIEW if unconfirmed)."""
     idem = _key(key)

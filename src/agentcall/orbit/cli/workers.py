@@ -32,12 +32,17 @@ class WorkerGroup(click.Group):
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         run_worker.format_help(ctx, formatter)
         formatter.write_paragraph()
-        formatter.write_text("orbit worker list [--json]: the workers connected to any "
-                             "server process.")
+        formatter.write_text(
+            "orbit worker list [--json]: the workers connected to any server process."
+        )
 
 
-@click.group("worker", cls=WorkerGroup, add_help_option=False,
-             context_settings={"ignore_unknown_options": True})  # fmt: skip
+@click.group(
+    "worker",
+    cls=WorkerGroup,
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True},
+)
 def worker() -> None:
     """Run a worker (--app MODULE:ATTRIBUTE), or `list` the connected workers."""
 
@@ -61,19 +66,53 @@ def worker_list(url: str | None, token: str | None, as_json: bool) -> None:
         click.echo(f"orbit: error: {exc}", err=True)
         raise SystemExit(1) from None
     if as_json:
-        items = [{"connection_id": w.connection_id, "server": w.server, "name": w.name,
-                  "instance_id": w.instance_id, "host": w.host, "pid": w.pid, "sdk": w.sdk,
-                  "queues": list(w.queues),
-                  "handlers": [{"handler": h, "handler_version": v} for h, v in w.handlers],
-                  "slots": w.slots, "in_flight": w.in_flight,
-                  "connected_at": format_time(w.connected_at),
-                  "last_heartbeat_at": format_time(w.last_heartbeat_at)}
-                 for w in found]  # fmt: skip
-        click.echo(json.dumps({"items": items}))
+        click.echo(json.dumps({"items": [_worker_json(w) for w in found]}))
         return
-    rows = [[w.name, f"{w.host or ''}:{w.pid or ''}", w.server, " ".join(w.queues),
-             " ".join(f"{h}@{v}" for h, v in w.handlers), f"{w.in_flight}/{w.slots}",
-             format_time(w.connected_at), format_time(w.last_heartbeat_at)]
-            for w in found]  # fmt: skip
-    click.echo(table(["NAME", "HOST:PID", "SERVER", "QUEUES", "HANDLERS", "IN FLIGHT",
-                      "CONNECTED", "LAST HEARTBEAT"], rows))  # fmt: skip
+    rows = [
+        [
+            w.name,
+            f"{w.host or ''}:{w.pid or ''}",
+            w.server,
+            " ".join(w.queues),
+            " ".join(f"{h}@{v}" for h, v in w.handlers),
+            f"{w.in_flight}/{w.slots}",
+            format_time(w.connected_at),
+            format_time(w.last_heartbeat_at),
+        ]
+        for w in found
+    ]
+    click.echo(
+        table(
+            [
+                "NAME",
+                "HOST:PID",
+                "SERVER",
+                "QUEUES",
+                "HANDLERS",
+                "IN FLIGHT",
+                "CONNECTED",
+                "LAST HEARTBEAT",
+            ],
+            rows,
+        )
+    )
+
+
+def _worker_json(w: Any) -> dict[str, Any]:
+    from agentcall.orbit.domain.times import format_time
+
+    return {
+        "connection_id": w.connection_id,
+        "server": w.server,
+        "name": w.name,
+        "instance_id": w.instance_id,
+        "host": w.host,
+        "pid": w.pid,
+        "sdk": w.sdk,
+        "queues": list(w.queues),
+        "handlers": [{"handler": h, "handler_version": v} for h, v in w.handlers],
+        "slots": w.slots,
+        "in_flight": w.in_flight,
+        "connected_at": format_time(w.connected_at),
+        "last_heartbeat_at": format_time(w.last_heartbeat_at),
+    }

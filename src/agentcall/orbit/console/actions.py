@@ -77,16 +77,23 @@ class Actions:
             secret = (await read_form(request)).get("token", "").strip()
             principal = await self.pages.ops.authenticate(secret)
             principal.require(Permission.READ)
-        except (Unauthenticated, PermissionDenied, InvalidArgument, BodyTooLarge,
-                UnsupportedMediaType) as exc:  # fmt: skip
-            return self.pages.render(request, "signin.html", error_status(exc), session=None,
-                                     message=exc.message)  # fmt: skip
+        except (
+            Unauthenticated,
+            PermissionDenied,
+            InvalidArgument,
+            BodyTooLarge,
+            UnsupportedMediaType,
+        ) as exc:
+            return self.pages.render(
+                request, "signin.html", error_status(exc), session=None, message=exc.message
+            )
         except Exception as exc:  # noqa: BLE001 - the database is down: a page, logged
             return self.pages.error(request, None, exc)
         response = RedirectResponse("/ui", status_code=303, headers=HEADERS)
         secure = request.url.scheme == "https"
-        response.set_cookie(COOKIE, secret, httponly=True, samesite="strict", path=PATH,
-                            secure=secure)  # fmt: skip
+        response.set_cookie(
+            COOKIE, secret, httponly=True, samesite="strict", path=PATH, secure=secure
+        )
         return response
 
     async def signout(self, request: Request) -> Response:
@@ -95,8 +102,9 @@ class Actions:
             return refusal
         response = RedirectResponse("/ui/signin", status_code=303, headers=HEADERS)
         attributes = cookie_attributes(request.url.scheme == "https")
-        response.delete_cookie(COOKIE, path=PATH, secure=bool(attributes["secure"]),
-                               httponly=True, samesite="strict")  # fmt: skip
+        response.delete_cookie(
+            COOKIE, path=PATH, secure=bool(attributes["secure"]), httponly=True, samesite="strict"
+        )
         return response
 
     async def act(self, request: Request) -> Response:
@@ -122,8 +130,7 @@ class Actions:
         body: dict[str, JsonValue] = {"expected_revision": revision, "reason": reason}
         if action == "cancel":
             principal.require(Permission.CANCEL)
-            written = await cancel_task(db, principal, task_id, parse_cancel(body), key,
-                                        request_id)  # fmt: skip
+            written = await cancel_task(db, principal, task_id, parse_cancel(body), key, request_id)
             if written.tell_worker is not None:
                 self.hooks.tell_cancel(written.tell_worker)
         elif action == "retry":
@@ -150,14 +157,14 @@ class Actions:
         except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
             return None, {}, self.pages.error(request, None, exc)
         if not csrf_ok(session.secret, form.get("csrf")):
-            forged = PermissionDenied("the form has no valid CSRF token: reload the page "
-                                      "and send it again")  # fmt: skip
+            forged = PermissionDenied(
+                "the form has no valid CSRF token: reload the page and send it again"
+            )
             return session, form, self.pages.error(request, session, forged)
         return session, form, None
 
     def _unauthenticated(self, request: Request) -> Response:
-        return self.pages.render(request, "signin.html", 401, session=None,
-                                 message="sign in first")  # fmt: skip
+        return self.pages.render(request, "signin.html", 401, session=None, message="sign in first")
 
 
 def _resolution(body: dict[str, JsonValue], form: dict[str, str]) -> dict[str, JsonValue]:
@@ -168,6 +175,8 @@ def _resolution(body: dict[str, JsonValue], form: dict[str, str]) -> dict[str, J
     if outcome == "succeeded" and form.get("result", "").strip():
         body["result"] = read_json(form["result"].encode("utf-8"))
     elif outcome == "failed":
-        body["error"] = {"code": form.get("error_code") or "RESOLVED_FAILED",
-                         "message": form.get("error_message") or str(body["reason"])}  # fmt: skip
+        body["error"] = {
+            "code": form.get("error_code") or "RESOLVED_FAILED",
+            "message": form.get("error_message") or str(body["reason"]),
+        }
     return body

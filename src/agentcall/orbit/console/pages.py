@@ -131,8 +131,9 @@ class Pages:
             message = "the service could not complete the request; try again"
         else:
             message = exc.message
-        return self.render(request, "error.html", error_status(exc), session=session,
-                           message=message)
+        return self.render(
+            request, "error.html", error_status(exc), session=session, message=message
+        )
 
     # ------------------------------------------------------------------ pages
     async def signin_form(self, request: Request) -> Response:
@@ -143,9 +144,17 @@ class Pages:
         chart = await self._chart(session.principal)
         workers = await self.inspection.workers(session.principal)
         reviews = sum(q.counts.get(TaskState.NEEDS_REVIEW.value, 0) for q in queues)
-        return self.render(request, "overview.html", session=session, queues=queues,
-                           chart=chart, workers=workers, states=STATES, reviews=reviews,
-                           refresh=3000)  # fmt: skip
+        return self.render(
+            request,
+            "overview.html",
+            session=session,
+            queues=queues,
+            chart=chart,
+            workers=workers,
+            states=STATES,
+            reviews=reviews,
+            refresh=3000,
+        )
 
     async def _chart(self, principal: Principal) -> Chart:
         """The throughput chart of these queues, shared by their viewers for CHART_S."""
@@ -171,31 +180,53 @@ class Pages:
         page = await reads.queue_page(self.ops.db, where, after)
         names = {q.id: q for q in await self.inspection.queues(session.principal)}
         next_cursor = encode_cursor(page.next_position) if page.next_position else None
-        return self.render(request, "queue.html", session=session, queue=names.get(queue_id),
-                           queue_id=queue_id, rows=page.rows, state=state, handler=handler,
-                           states=STATES, next_cursor=next_cursor,
-                           refresh=0 if cursor else 3000)  # fmt: skip
+        return self.render(
+            request,
+            "queue.html",
+            session=session,
+            queue=names.get(queue_id),
+            queue_id=queue_id,
+            rows=page.rows,
+            state=state,
+            handler=handler,
+            states=STATES,
+            next_cursor=next_cursor,
+            refresh=0 if cursor else 3000,
+        )
 
     async def task(self, request: Request, session: Session) -> Response:
         task_id = task_id_from_path(request.path_params["task_id"])
         detail = await reads.task_detail(self.ops.db, session.principal, task_id)
         task = detail.task
         live = task.state in LIVE
-        return self.render(request, "task.html", session=session, task=task, detail=detail,
-                           payload=reads.pretty(task.payload_text),
-                           result=reads.pretty(task.result_text),
-                           can_cancel=session.can(Permission.CANCEL) and not task.state.terminal,
-                           can_review=session.can(Permission.REVIEW),
-                           done=request.query_params.get("done"), key=_new_key(),
-                           refresh=2000 if live else 0)  # fmt: skip
+        return self.render(
+            request,
+            "task.html",
+            session=session,
+            task=task,
+            detail=detail,
+            payload=reads.pretty(task.payload_text),
+            result=reads.pretty(task.result_text),
+            can_cancel=session.can(Permission.CANCEL) and not task.state.terminal,
+            can_review=session.can(Permission.REVIEW),
+            done=request.query_params.get("done"),
+            key=_new_key(),
+            refresh=2000 if live else 0,
+        )
 
     async def review(self, request: Request, session: Session) -> Response:
         queues = await self.inspection.queues(session.principal)
         names = {q.id: q.name for q in queues}
         items = await reads.review_inbox(self.ops.db, session.principal, names)
-        return self.render(request, "review.html", session=session, items=items,
-                           can_review=session.can(Permission.REVIEW), key=_new_key(),
-                           refresh=5000)  # fmt: skip
+        return self.render(
+            request,
+            "review.html",
+            session=session,
+            items=items,
+            can_review=session.can(Permission.REVIEW),
+            key=_new_key(),
+            refresh=5000,
+        )
 
 
 def _params(request: Request, allowed: set[str]) -> dict[str, str]:
@@ -213,9 +244,14 @@ def _new_key() -> str:
 
 
 _STATUS: tuple[tuple[type[OrbitError], int], ...] = (
-    (InvalidArgument, 400), (Unauthenticated, 401), (PermissionDenied, 403), (NotFound, 404),
-    (Conflict, 409), (BodyTooLarge, 413), (UnsupportedMediaType, 415),
-)  # fmt: skip
+    (InvalidArgument, 400),
+    (Unauthenticated, 401),
+    (PermissionDenied, 403),
+    (NotFound, 404),
+    (Conflict, 409),
+    (BodyTooLarge, 413),
+    (UnsupportedMediaType, 415),
+)
 
 
 def error_status(exc: Exception) -> int:

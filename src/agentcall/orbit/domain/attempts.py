@@ -69,8 +69,12 @@ class EndCause(enum.StrEnum):
 
     @property
     def is_result(self) -> bool:
-        return self in (EndCause.SUCCEEDED, EndCause.FAILED, EndCause.NEEDS_REVIEW,
-                        EndCause.CANCELLED)  # fmt: skip
+        return self in (
+            EndCause.SUCCEEDED,
+            EndCause.FAILED,
+            EndCause.NEEDS_REVIEW,
+            EndCause.CANCELLED,
+        )
 
 
 class EndReason(enum.StrEnum):

@@ -74,8 +74,15 @@ def plan_batch(request: BatchRequest, now: datetime) -> list[TaskTimes]:
 
 
 def receipt_items(tasks: Sequence[Task]) -> list[JsonValue]:
-    return [{"index": index, "task_id": task.id, "state": task.state.value,
-             "revision": str(task.revision)} for index, task in enumerate(tasks)]  # fmt: skip
+    return [
+        {
+            "index": index,
+            "task_id": task.id,
+            "state": task.state.value,
+            "revision": str(task.revision),
+        }
+        for index, task in enumerate(tasks)
+    ]
 
 
 def each_or_errors(items: Sequence[T], check: Callable[[int, T], U]) -> list[U]:

@@ -30,7 +30,7 @@ def parse_cancel(body: JsonValue) -> CancelRequest:
     fields = ObjectReader(body, CANCEL_FIELDS)
     revision_text = fields.raw("expected_revision", required=True)
     if not isinstance(revision_text, str):
-        raise InvalidArgument("must be a decimal string such as \"1\"", "expected_revision")
+        raise InvalidArgument('must be a decimal string such as "1"', "expected_revision")
     revision = parse_decimal_uint64(revision_text, "expected_revision", nonzero=True)
     reason = fields.string("reason", required=True, max_chars=MAX_REASON_CHARS)
     assert reason is not None
@@ -89,4 +89,3 @@ def apply_cancel(task: Task, plan: CancelPlan, now: datetime) -> Task:
     if plan.mode is CancelMode.REQUEST:
         return replace(task, revision=plan.revision, cancel_requested_at=now, updated_at=now)
     return replace(cancelled(task, plan.revision, now), current_attempt_id=None)
-

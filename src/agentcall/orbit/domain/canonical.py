@@ -42,8 +42,10 @@ def digest(operation: str, request: JsonValue) -> Digest:
 
 def digest_canonical(operation: str, request_text: str) -> Digest:
     """`digest(operation, request)` for a request already written as `canonical_text`."""
-    text = (f'{{"algorithm":{_encode_str(ALGORITHM)},"operation":{_encode_str(operation)},'
-            f'"request":{request_text}}}')  # fmt: skip
+    text = (
+        f'{{"algorithm":{_encode_str(ALGORITHM)},"operation":{_encode_str(operation)},'
+        f'"request":{request_text}}}'
+    )
     return Digest(ALGORITHM, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 

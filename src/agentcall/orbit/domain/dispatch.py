@@ -83,8 +83,11 @@ def eager_seat(seats: Sequence[Seat], queue_id: str, handler: HandlerKey) -> int
     when none is idle with a free slot, or when the queue is pending for a connection serving
     it: older ready tasks may wait there, and they go first (rounds lease in readiness
     order)."""
-    serving = [(index, seat) for index, seat in enumerate(seats)
-               if queue_id in seat.queues and handler in seat.handlers]  # fmt: skip
+    serving = [
+        (index, seat)
+        for index, seat in enumerate(seats)
+        if queue_id in seat.queues and handler in seat.handlers
+    ]
     if any(queue_id in seat.pending for _, seat in serving):
         return None
     free = [(seat.free, -index) for index, seat in serving if seat.idle and seat.free > 0]

@@ -40,6 +40,7 @@ class EvidenceKind(enum.StrEnum):
 
 _KINDS = frozenset(k.value for k in EvidenceKind)
 
+
 @dataclass(frozen=True, slots=True)
 class EvidenceItem:
     key: str

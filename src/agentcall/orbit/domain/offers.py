@@ -55,10 +55,18 @@ def match_offers(
     taken: set[int] = set()
     chosen: list[int | None] = []
     for task in tasks:
-        pick = next((i for i, offer in enumerate(offers) if i not in taken
-                     and offer.server_id not in dead and offer.namespace_id == task.namespace_id
-                     and task.queue_id in offer.queues and task.handler in offer.handlers),
-                    None)  # fmt: skip
+        pick = next(
+            (
+                i
+                for i, offer in enumerate(offers)
+                if i not in taken
+                and offer.server_id not in dead
+                and offer.namespace_id == task.namespace_id
+                and task.queue_id in offer.queues
+                and task.handler in offer.handlers
+            ),
+            None,
+        )
         if pick is not None:
             taken.add(pick)
         chosen.append(pick)

@@ -49,9 +49,7 @@ def live_peers(
     return tuple(sorted(set(live_addresses(rows, me, now, expire_s).values())))
 
 
-def forgotten(
-    rows: Iterable[Registration], now: datetime, forget_s: float = FORGET_S
-) -> list[str]:
+def forgotten(rows: Iterable[Registration], now: datetime, forget_s: float = FORGET_S) -> list[str]:
     """Registrations so old that their process is certainly gone: deleted."""
     cutoff = now - timedelta(seconds=forget_s)
     return sorted(row.server_id for row in rows if row.heartbeat_at < cutoff)
@@ -134,8 +132,11 @@ def live_addresses(
 ) -> dict[str, tuple[str, int]]:
     """Every other live registration's address by server id (where a claim is sent)."""
     cutoff = now - timedelta(seconds=expire_s)
-    return {row.server_id: (row.host, row.port) for row in rows
-            if row.server_id != me and row.heartbeat_at >= cutoff and 0 < row.port < 65536}
+    return {
+        row.server_id: (row.host, row.port)
+        for row in rows
+        if row.server_id != me and row.heartbeat_at >= cutoff and 0 < row.port < 65536
+    }
 
 
 def dead_servers(

@@ -81,16 +81,19 @@ def parse_resolve(body: JsonValue) -> ResolveRequest:
     evidence = read_items(fields.raw("evidence"), "evidence", required=False)
     for index, item in enumerate(evidence):
         if len(item.key) > MAX_OPERATOR_KEY_CHARS:
-            raise InvalidArgument(f"must be 1-{MAX_OPERATOR_KEY_CHARS} characters",
-                                  f"evidence[{index}].key")  # fmt: skip
+            raise InvalidArgument(
+                f"must be 1-{MAX_OPERATOR_KEY_CHARS} characters", f"evidence[{index}].key"
+            )
     value = fields.raw("result")
     result = _result(value) if succeeded else None
     return ResolveRequest(revision, outcome, reason, result, code, message, evidence, value)
 
 
 def retry_digest(request: RetryRequest) -> Digest:
-    return digest(RETRY_OPERATION, {"expected_revision": str(request.expected_revision),
-                                    "reason": request.reason})  # fmt: skip
+    return digest(
+        RETRY_OPERATION,
+        {"expected_revision": str(request.expected_revision), "reason": request.reason},
+    )
 
 
 def resolve_digest(request: ResolveRequest) -> Digest:
@@ -99,10 +102,11 @@ def resolve_digest(request: ResolveRequest) -> Digest:
         "outcome": request.outcome.value,
         "reason": request.reason,
         "result": request.result_value,
-        "error": None if request.error_code is None else
-        {"code": request.error_code, "message": request.error_message or ""},
+        "error": None
+        if request.error_code is None
+        else {"code": request.error_code, "message": request.error_message or ""},
         "evidence": [item.digest for item in request.evidence],
-    }  # fmt: skip
+    }
     return digest(RESOLVE_OPERATION, document)
 
 
@@ -114,11 +118,20 @@ def decide_retry(task: Task, request: RetryRequest, now: datetime) -> Task:
     if now >= task.deadline_at or (task.start_deadline_at and now >= task.start_deadline_at):
         raise StateConflict("the task's deadline has passed; submit a new task instead")
     return replace(
-        task, state=TaskState.WAITING, revision=task.revision + 1, available_at=now,
+        task,
+        state=TaskState.WAITING,
+        revision=task.revision + 1,
+        available_at=now,
         retry=replace(task.retry, max_attempts=task.attempt_count + 1),
-        result_text=None, error_code=None, error_message=None, attempt_error_text=None,
-        cancel_requested_at=None, completed_at=None, current_attempt_id=None, updated_at=now,
-    )  # fmt: skip
+        result_text=None,
+        error_code=None,
+        error_message=None,
+        attempt_error_text=None,
+        cancel_requested_at=None,
+        completed_at=None,
+        current_attempt_id=None,
+        updated_at=now,
+    )
 
 
 def decide_resolve(task: Task, request: ResolveRequest, now: datetime) -> Task:
@@ -126,14 +139,20 @@ def decide_resolve(task: Task, request: ResolveRequest, now: datetime) -> Task:
     if task.state is not TaskState.NEEDS_REVIEW:
         raise StateConflict(f"only NEEDS_REVIEW tasks can be resolved; it is {task.state}")
     _check_revision(task, request.expected_revision)
-    target = (TaskState.SUCCEEDED if request.outcome is Resolution.SUCCEEDED
-              else TaskState.FAILED)  # fmt: skip
+    target = TaskState.SUCCEEDED if request.outcome is Resolution.SUCCEEDED else TaskState.FAILED
     check_transition(task.state, target)
     return replace(
-        task, state=target, revision=task.revision + 1, result_text=request.result_text,
-        error_code=request.error_code, error_message=request.error_message,
-        attempt_error_text=None, current_attempt_id=None, completed_at=now, updated_at=now,
-    )  # fmt: skip
+        task,
+        state=target,
+        revision=task.revision + 1,
+        result_text=request.result_text,
+        error_code=request.error_code,
+        error_message=request.error_message,
+        attempt_error_text=None,
+        current_attempt_id=None,
+        completed_at=now,
+        updated_at=now,
+    )
 
 
 def _check_revision(task: Task, expected: int) -> None:

@@ -34,10 +34,19 @@ _encode_str = json.encoder.encode_basestring
 
 SUBMIT_FIELDS = frozenset(
     {
-        "queue_id", "handler", "handler_version", "payload_version", "payload", "business_key",
-        "available_at", "start_deadline_at", "task_timeout_ms", "recovery_safety", "retry",
+        "queue_id",
+        "handler",
+        "handler_version",
+        "payload_version",
+        "payload",
+        "business_key",
+        "available_at",
+        "start_deadline_at",
+        "task_timeout_ms",
+        "recovery_safety",
+        "retry",
     }
-)  # fmt: skip
+)
 RETRY_FIELDS = frozenset({"max_attempts", "attempt_timeout_ms", "initial_delay_ms", "max_delay_ms"})
 
 

@@ -135,11 +135,22 @@ class TaskSummary:
 
 def summarize(task: Task) -> TaskSummary:
     return TaskSummary(
-        task.id, task.queue_id, task.state, task.revision, task.handler, task.handler_version,
-        task.business_key, task.available_at, task.start_deadline_at, task.deadline_at,
-        task.attempt_count, task.cancel_requested_at, task.completed_at, task.created_at,
+        task.id,
+        task.queue_id,
+        task.state,
+        task.revision,
+        task.handler,
+        task.handler_version,
+        task.business_key,
+        task.available_at,
+        task.start_deadline_at,
+        task.deadline_at,
+        task.attempt_count,
+        task.cancel_requested_at,
+        task.completed_at,
+        task.created_at,
         task.updated_at,
-    )  # fmt: skip
+    )
 
 
 def summary_view(task: TaskSummary) -> dict[str, JsonValue]:

@@ -97,8 +97,13 @@ def authenticate(record: TokenRecord | None, now: datetime) -> Principal:
         raise Unauthenticated("the token is unknown, expired or revoked")
     if record.expires_at is not None and record.expires_at <= now:
         raise Unauthenticated("the token is unknown, expired or revoked")
-    return Principal(record.token_id, record.namespace_id, record.permissions, record.queue_ids,
-                     record.expires_at)  # fmt: skip
+    return Principal(
+        record.token_id,
+        record.namespace_id,
+        record.permissions,
+        record.queue_ids,
+        record.expires_at,
+    )
 
 
 def session_valid(

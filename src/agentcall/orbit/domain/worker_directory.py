@@ -84,13 +84,19 @@ def view(record: WorkerRecord, queue_ids: frozenset[str]) -> dict[str, JsonValue
     for key, value in (("sdk", record.sdk), ("host", record.host), ("pid", record.pid)):
         if value is not None:
             data[key] = value
-    handlers: list[JsonValue] = [{"handler": h.handler, "handler_version": h.handler_version}
-                                 for h in record.handlers]  # fmt: skip
-    data.update({
-        "queues": shown, "handlers": handlers, "slots": record.slots,
-        "in_flight": record.in_flight, "connected_at": format_time(record.connected_at),
-        "last_heartbeat_at": format_time(record.last_heartbeat_at),
-    })  # fmt: skip
+    handlers: list[JsonValue] = [
+        {"handler": h.handler, "handler_version": h.handler_version} for h in record.handlers
+    ]
+    data.update(
+        {
+            "queues": shown,
+            "handlers": handlers,
+            "slots": record.slots,
+            "in_flight": record.in_flight,
+            "connected_at": format_time(record.connected_at),
+            "last_heartbeat_at": format_time(record.last_heartbeat_at),
+        }
+    )
     return data
 
 

@@ -46,9 +46,13 @@ class Batcher:
     round that a submit or a peer's hint starts on an idle connection)."""
 
     def __init__(
-        self, db: Database, lanes: int, max_batch: int = 128, kinds: dict[str, Many] | None = None,
+        self,
+        db: Database,
+        lanes: int,
+        max_batch: int = 128,
+        kinds: dict[str, Many] | None = None,
         clocked: dict[str, Clocked] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.db = db
         self.kinds = dict(kinds or {})
         self.clocked = dict(clocked or {}) if db.commits_with_writes else {}

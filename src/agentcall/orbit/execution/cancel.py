@@ -40,23 +40,28 @@ from agentcall.orbit.store import journal, tasks
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
 
-_EVENT = {CancelMode.NOW: "CANCELLED", CancelMode.END_LEASE: "CANCELLED",
-          CancelMode.REQUEST: "CANCEL_REQUESTED"}  # fmt: skip
+_EVENT = {
+    CancelMode.NOW: "CANCELLED",
+    CancelMode.END_LEASE: "CANCELLED",
+    CancelMode.REQUEST: "CANCEL_REQUESTED",
+}
 
 
 async def cancel_task(
-    db: Database, principal: Principal, task_id: str, request: CancelRequest, key: str,
+    db: Database,
+    principal: Principal,
+    task_id: str,
+    request: CancelRequest,
+    key: str,
     request_id: str,
-) -> Written:  # fmt: skip
+) -> Written:
     principal.require(Permission.CANCEL)
     scope = Scope(principal.namespace_id, OPERATION, task_id, key)
     write = TaskWrite(principal, task_id, scope, cancel_digest(request), OPERATION, request_id)
     return await write_task(db, write, partial(_plan, request))
 
 
-async def _plan(
-    request: CancelRequest, conn: AsyncConnection, task: Task, now: datetime
-) -> Change:
+async def _plan(request: CancelRequest, conn: AsyncConnection, task: Task, now: datetime) -> Change:
     live = None
     if task.state in (TaskState.LEASED, TaskState.RUNNING) and task.current_attempt_id:
         found = await store.load_attempts(conn, [task.current_attempt_id])
@@ -65,8 +70,10 @@ async def _plan(
     requested = task.cancel_requested_at is not None
     plan = plan_cancel(task.state, task.revision, request, requested=requested)
     done = apply_cancel(task, plan, now)
-    detail: dict[str, JsonValue] = {"reason": request.reason,
-                                    "expected_revision": str(task.revision)}  # fmt: skip
+    detail: dict[str, JsonValue] = {
+        "reason": request.reason,
+        "expected_revision": str(task.revision),
+    }
     if plan.mode is CancelMode.NOW:
         return Change(done, partial(_cancel_waiting, task, done, now, detail))
     if live is None or live.id != task.current_attempt_id or not live.state.live:
@@ -91,16 +98,29 @@ async def _cancel_waiting(
 
 
 async def _cancel_live(
-    task: Task, done: Task, live: store.LiveAttempt, mode: CancelMode, now: datetime,
-    detail: dict[str, JsonValue], conn: AsyncConnection,
-) -> None:  # fmt: skip
+    task: Task,
+    done: Task,
+    live: store.LiveAttempt,
+    mode: CancelMode,
+    now: datetime,
+    detail: dict[str, JsonValue],
+    conn: AsyncConnection,
+) -> None:
     values: dict[str, Any] = {"cancel_requested_at": now, "updated_at": now}
     if mode is CancelMode.END_LEASE:
-        ended = await store.update_attempt(conn, live.id, AttemptState.LEASED, {
-            "state": AttemptState.CANCELLED.value, "ended_at": now,
-            "end_reason": EndReason.CANCELLED.value, "end_digest": EndReason.CANCELLED.value,
-            "task_state_after": done.state.value, "task_revision_after": done.revision,
-        })  # fmt: skip
+        ended = await store.update_attempt(
+            conn,
+            live.id,
+            AttemptState.LEASED,
+            {
+                "state": AttemptState.CANCELLED.value,
+                "ended_at": now,
+                "end_reason": EndReason.CANCELLED.value,
+                "end_digest": EndReason.CANCELLED.value,
+                "task_state_after": done.state.value,
+                "task_revision_after": done.revision,
+            },
+        )
         if not ended:
             raise StateConflict("the attempt started concurrently; GET the task and decide again")
         values.update(state=done.state.value, completed_at=now, current_attempt_id=None)

@@ -115,8 +115,7 @@ class Claims:
             self.hub.spawn((link.urgent or link.send)(grant.message()))
         self.hub.granted([grant for _, grant in self.grants])
         self.on_delivered(len(self.grants))
-        for connection_id in {link.peer.connection_id for link, _ in self.grants
-                              if not link.open}:  # fmt: skip
+        for connection_id in {link.peer.connection_id for link, _ in self.grants if not link.open}:
             self.hub.spawn(self.hub.disconnect(connection_id))  # closed meanwhile: shorten
 
     def release(self) -> None:
@@ -148,9 +147,12 @@ class EagerDispatch:
     claiming side of remote eager dispatch, where several processes share the database."""
 
     def __init__(
-        self, hub: Hub, lease_ttl_ms: int, on_delivered: Callable[[int], None] = lambda n: None,
+        self,
+        hub: Hub,
+        lease_ttl_ms: int,
+        on_delivered: Callable[[int], None] = lambda n: None,
         remote: RemoteEager | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.hub = hub
         self.lease_ttl_ms = lease_ttl_ms
         self.on_delivered = on_delivered
@@ -162,8 +164,10 @@ class EagerDispatch:
         links = [link for link in self.hub.links.values() if link.open]
         if not links and self.remote is None:
             return claims  # nobody here, nobody elsewhere: nothing to evaluate
-        seats = [Seat(link.offer().free, link.peer.queues, link.handlers, link.pending,
-                      idle=link.idle) for link in links]  # fmt: skip
+        seats = [
+            Seat(link.offer().free, link.peer.queues, link.handlers, link.pending, idle=link.idle)
+            for link in links
+        ]
         elsewhere: list[Task] = []  # no seat here: maybe an offered slot of another process
         for task in accepted:
             key = HandlerKey(task.handler, task.handler_version)
@@ -184,17 +188,26 @@ class EagerDispatch:
             claims.grants.append((link, grant))
         if self.remote is not None and elsewhere:
             # the belief first (a dict lookup), the eligibility only for what it lets through
-            claims.unclaimed = [task for task in self.remote.wanted(elsewhere)
-                                if _ready(task, HandlerKey(task.handler, task.handler_version),
-                                          now)]  # fmt: skip
+            claims.unclaimed = [
+                task
+                for task in self.remote.wanted(elsewhere)
+                if _ready(task, HandlerKey(task.handler, task.handler_version), now)
+            ]
         return claims
 
 
 def _ready(task: Task, key: HandlerKey, now: datetime) -> bool:
     """Leasable now, whoever serves it: WAITING, available, within deadlines, attempts left."""
-    candidate = LeaseCandidate(task.state, task.queue_id, key, task.available_at,
-                               task.start_deadline_at, task.deadline_at, task.attempt_count,
-                               task.retry.max_attempts)  # fmt: skip
+    candidate = LeaseCandidate(
+        task.state,
+        task.queue_id,
+        key,
+        task.available_at,
+        task.start_deadline_at,
+        task.deadline_at,
+        task.attempt_count,
+        task.retry.max_attempts,
+    )
     return is_eligible(candidate, WorkerOffer(frozenset({task.queue_id}), frozenset({key})), now)
 
 
@@ -202,6 +215,11 @@ def _leased_row(grant: Grant, now: datetime) -> dict[str, object]:
     """The new task's row as a lease round would leave it: LEASED, revision + 1, one lease."""
     task = grant.task
     check_transition(task.state, TaskState.LEASED)
-    return {**task_row(task), "state": TaskState.LEASED.value, "revision": task.revision + 1,
-            "lease_count": 1, "current_attempt_id": grant.attempt_id,
-            "updated_at": now}  # fmt: skip
+    return {
+        **task_row(task),
+        "state": TaskState.LEASED.value,
+        "revision": task.revision + 1,
+        "lease_count": 1,
+        "current_attempt_id": grant.attempt_id,
+        "updated_at": now,
+    }

@@ -83,9 +83,12 @@ class _Start:
 
 
 async def start_many(
-    conn: AsyncConnection, now: datetime, lease_ttl_ms: int, items: Sequence[Started],
+    conn: AsyncConnection,
+    now: datetime,
+    lease_ttl_ms: int,
+    items: Sequence[Started],
     refuse: Any,
-) -> list[Ack]:  # fmt: skip
+) -> list[Ack]:
     """LEASED → RUNNING for every acceptable `started`; `refuse(conn, now, live, code)` ends an
     attempt whose start came too late (the start fence)."""
     lives = await store.load_attempts(conn, [ref.attempt_id for _, ref in items])
@@ -98,8 +101,9 @@ async def start_many(
                 acks[index] = Ack(True, {"attempt_id": live.id, "duplicate": True})
             elif live.state is not AttemptState.LEASED:
                 raise LeaseLost(f"attempt {live.id} already ended: {live.state}")
-            elif (code := start_refusal(now, live.facts.start_deadline_at,
-                                        live.facts.deadline_at)) is not None:  # fmt: skip
+            elif (
+                code := start_refusal(now, live.facts.start_deadline_at, live.facts.deadline_at)
+            ) is not None:
                 acks[index] = await refuse(conn, now, live, code)
             else:
                 expires = extend_lease(now, lease_ttl_ms, live.attempt_deadline_at)
@@ -108,31 +112,64 @@ async def start_many(
             acks[index] = Ack.refused(exc, ref.attempt_id)
     await _write_starts(conn, now, list(go.values()))
     for start in go.values():
-        acks[start.index] = Ack(True, {
-            "attempt_id": start.live.id, "task_state": "RUNNING",
-            "task_revision": str(start.live.task_revision + 1), "duplicate": False,
-            "lease_expires_at": format_time(start.expires)})  # fmt: skip
+        acks[start.index] = Ack(
+            True,
+            {
+                "attempt_id": start.live.id,
+                "task_state": "RUNNING",
+                "task_revision": str(start.live.task_revision + 1),
+                "duplicate": False,
+                "lease_expires_at": format_time(start.expires),
+            },
+        )
     return [ack if ack is not None else Ack(False, code="UNAVAILABLE") for ack in acks]
 
 
 async def _write_starts(conn: AsyncConnection, now: datetime, starts: list[_Start]) -> None:
     if not starts:
         return
-    await write_all(conn, [
-        Update(task_attempts, [{"id": s.live.id, "lease_expires_at": s.expires} for s in starts],
-               where={"state": AttemptState.LEASED.value},
-               static={"state": AttemptState.RUNNING.value, "started_at": now,
-                       "last_heartbeat_at": now}),
-        Update(tasks, [{"id": s.live.task_id} for s in starts],
-               where={"state": TaskState.LEASED.value},
-               static={"state": TaskState.RUNNING.value, "revision": Increment(),
-                       "attempt_count": Increment(), "updated_at": now}),
-        Insert(task_events, [
-            store.event_row(s.live.task_id, s.live.task_revision + 1, "STARTED",
-                            TaskState.LEASED, TaskState.RUNNING,
-                            f'{{"attempt_id":"{s.live.id}"}}', now, new_id())
-            for s in starts]),
-    ])  # fmt: skip
+    await write_all(
+        conn,
+        [
+            Update(
+                task_attempts,
+                [{"id": s.live.id, "lease_expires_at": s.expires} for s in starts],
+                where={"state": AttemptState.LEASED.value},
+                static={
+                    "state": AttemptState.RUNNING.value,
+                    "started_at": now,
+                    "last_heartbeat_at": now,
+                },
+            ),
+            Update(
+                tasks,
+                [{"id": s.live.task_id} for s in starts],
+                where={"state": TaskState.LEASED.value},
+                static={
+                    "state": TaskState.RUNNING.value,
+                    "revision": Increment(),
+                    "attempt_count": Increment(),
+                    "updated_at": now,
+                },
+            ),
+            Insert(
+                task_events,
+                [
+                    store.event_row(
+                        s.live.task_id,
+                        s.live.task_revision + 1,
+                        "STARTED",
+                        TaskState.LEASED,
+                        TaskState.RUNNING,
+                        f'{{"attempt_id":"{s.live.id}"}}',
+                        now,
+                        new_id(),
+                    )
+                    for s in starts
+                ],
+            ),
+        ],
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +182,11 @@ class _End:
 
 
 async def finish_many(
-    conn: AsyncConnection, now: datetime, backoff: Backoff, items: Sequence[Finished],
-) -> list[Ack]:  # fmt: skip
+    conn: AsyncConnection,
+    now: datetime,
+    backoff: Backoff,
+    items: Sequence[Finished],
+) -> list[Ack]:
     lives = await store.load_attempts(conn, [msg.ref.attempt_id for _, msg in items])
     acks: list[Ack | None] = [None] * len(items)
     ends: dict[str, _End] = {}
@@ -190,27 +230,41 @@ async def write_ends(
         return
     for live, outcome, _ in ends:
         check_transition(live.task_state, outcome.task_state)
-    await write_all(conn, [
-        Update(task_attempts,
-               [_attempt_end(live, outcome, facts) for live, outcome, facts in ends],
-               where={"state": AttemptState.RUNNING.value}, static={"ended_at": now}),
-        Update(tasks, [_task_end(now, live, outcome, facts) for live, outcome, facts in ends],
-               where={"state": TaskState.RUNNING.value},
-               static={"revision": Increment(), "updated_at": now, "current_attempt_id": None}),
-        Insert(task_events, [_event(now, live, outcome) for live, outcome, _ in ends]),
-    ])  # fmt: skip
+    await write_all(
+        conn,
+        [
+            Update(
+                task_attempts,
+                [_attempt_end(live, outcome, facts) for live, outcome, facts in ends],
+                where={"state": AttemptState.RUNNING.value},
+                static={"ended_at": now},
+            ),
+            Update(
+                tasks,
+                [_task_end(now, live, outcome, facts) for live, outcome, facts in ends],
+                where={"state": TaskState.RUNNING.value},
+                static={"revision": Increment(), "updated_at": now, "current_attempt_id": None},
+            ),
+            Insert(task_events, [_event(now, live, outcome) for live, outcome, _ in ends]),
+        ],
+    )
 
 
 def _attempt_end(live: store.LiveAttempt, outcome: Outcome, facts: EndFacts) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "id": live.id, "state": outcome.attempt_state.value,
-        "end_reason": outcome.end_reason.value, "end_digest": facts.end_digest,
+        "id": live.id,
+        "state": outcome.attempt_state.value,
+        "end_reason": outcome.end_reason.value,
+        "end_digest": facts.end_digest,
         "task_state_after": outcome.task_state.value,
         "task_revision_after": live.task_revision + 1,
-    }  # fmt: skip
+    }
     if facts.error is not None:
-        row.update(error_code=facts.error.code, error_message=facts.error.message,
-                   error_retryable=facts.error.retryable)  # fmt: skip
+        row.update(
+            error_code=facts.error.code,
+            error_message=facts.error.message,
+            error_retryable=facts.error.retryable,
+        )
     return row
 
 
@@ -227,9 +281,11 @@ def _task_end(
     if outcome.error_code is not None:
         row["error_code"] = outcome.error_code.value
         worker_message = facts.error.message if facts.error else None
-        row["error_message"] = (worker_message if outcome.error_code.value in
-                                ("HANDLER_FAILED", "REVIEW_REQUESTED") and worker_message
-                                else ERROR_MESSAGES[outcome.error_code])  # fmt: skip
+        row["error_message"] = (
+            worker_message
+            if outcome.error_code.value in ("HANDLER_FAILED", "REVIEW_REQUESTED") and worker_message
+            else ERROR_MESSAGES[outcome.error_code]
+        )
         if facts.error is not None:
             row["attempt_error"] = dumps(error_json(facts.error))
     return row
@@ -240,8 +296,16 @@ def _event(now: datetime, live: store.LiveAttempt, outcome: Outcome) -> dict[str
     if outcome.error_code is not None:
         detail["error_code"] = outcome.error_code.value
     kind = _EVENT_KIND[outcome.task_state]
-    return store.event_row(live.task_id, live.task_revision + 1, kind, live.task_state,
-                           outcome.task_state, dumps(detail), now, new_id())  # fmt: skip
+    return store.event_row(
+        live.task_id,
+        live.task_revision + 1,
+        kind,
+        live.task_state,
+        outcome.task_state,
+        dumps(detail),
+        now,
+        new_id(),
+    )
 
 
 def result_digest(msg: Result) -> str:
@@ -250,17 +314,21 @@ def result_digest(msg: Result) -> str:
     document: dict[str, JsonValue] = {
         "outcome": msg.outcome.value,
         "result": msg.result_text,
-        "error": None if error is None else
-        {"code": error.code, "message": error.message, "retryable": error.retryable},
-    }  # fmt: skip
+        "error": None
+        if error is None
+        else {"code": error.code, "message": error.message, "retryable": error.retryable},
+    }
     return hashlib.sha256(canonical_text(document).encode("utf-8")).hexdigest()
 
 
 def ended_again(live: store.LiveAttempt, digest: str, kind: str = "RESULT") -> Ack:
     """A resend for an attempt already ended by the same message is acknowledged again."""
     if live.end_digest == digest:
-        fields: dict[str, JsonValue] = {"attempt_id": live.id, "duplicate": True,
-                                        "task_state": live.task_state.value}  # fmt: skip
+        fields: dict[str, JsonValue] = {
+            "attempt_id": live.id,
+            "duplicate": True,
+            "task_state": live.task_state.value,
+        }
         return Ack(True, fields, ended=live.id)
     if live.end_reason == kind == "RESULT":
         return Ack.refused(ResultConflict(f"attempt {live.id} already ended otherwise"), live.id)
@@ -268,9 +336,11 @@ def ended_again(live: store.LiveAttempt, digest: str, kind: str = "RESULT") -> A
 
 
 def ended_ack(live: store.LiveAttempt, state: TaskState) -> Ack:
-    fields: dict[str, JsonValue] = {"attempt_id": live.id, "task_state": state.value,
-                                    "task_revision": str(live.task_revision + 1),
-                                    "duplicate": False}  # fmt: skip
+    fields: dict[str, JsonValue] = {
+        "attempt_id": live.id,
+        "task_state": state.value,
+        "task_revision": str(live.task_revision + 1),
+        "duplicate": False,
+    }
     wake = live.queue_id if state is TaskState.WAITING else None
     return Ack(True, fields, ended=live.id, wake=wake)
-

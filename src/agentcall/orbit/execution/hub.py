@@ -178,8 +178,10 @@ class Hub:
         link = self.links.get(connection_id) if connection_id else None
         if link is not None:
             cancel: dict[str, JsonValue] = {
-                "type": "cancel", "attempt_id": attempt_id, "reason": "cancel_requested",
-            }  # fmt: skip
+                "type": "cancel",
+                "attempt_id": attempt_id,
+                "reason": "cancel_requested",
+            }
             self.spawn(link.send(cancel))
 
     # ------------------------------------------------------------------ dispatcher
@@ -327,8 +329,10 @@ class Hub:
             self.ended(attempt_id)
             if link is not None:
                 cancel: dict[str, JsonValue] = {
-                    "type": "cancel", "attempt_id": attempt_id, "reason": reason,
-                }  # fmt: skip
+                    "type": "cancel",
+                    "attempt_id": attempt_id,
+                    "reason": reason,
+                }
                 self.spawn(link.send(cancel))
         if report.wake:
             self.notify(*report.wake)

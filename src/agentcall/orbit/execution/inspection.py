@@ -50,8 +50,9 @@ class QueueView:
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def view(self) -> dict[str, JsonValue]:
-        counts: dict[str, JsonValue] = {state.value: self.counts.get(state.value, 0)
-                                        for state in TaskState}  # fmt: skip
+        counts: dict[str, JsonValue] = {
+            state.value: self.counts.get(state.value, 0) for state in TaskState
+        }
         data: dict[str, JsonValue] = {"id": self.id, "name": self.name, "counts": counts}
         if self.oldest_waiting_at is not None:
             data["oldest_waiting_at"] = format_time(self.oldest_waiting_at)
@@ -65,9 +66,13 @@ class Inspection:
     None: this process is alone."""
 
     def __init__(
-        self, db: Database, hub: Hub, waiters: Waiters, cache_s: float = 2.0,
+        self,
+        db: Database,
+        hub: Hub,
+        waiters: Waiters,
+        cache_s: float = 2.0,
         directory: WorkerDirectory | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.db = db
         self.hub = hub
         self.waiters = waiters
@@ -105,9 +110,15 @@ class Inspection:
         missing = [queue_id for queue_id in principal.queue_ids if queue_id not in snap.names]
         if missing:  # created since the snapshot: its name now, its counts at the next one
             snap.names.update(await self.db.retrying(lambda: self._names(missing)))
-        views = [QueueView(queue_id, snap.names.get(queue_id, ""), snap.counts.get(queue_id, {}),
-                           snap.oldest.get(queue_id))
-                 for queue_id in principal.queue_ids]  # fmt: skip
+        views = [
+            QueueView(
+                queue_id,
+                snap.names.get(queue_id, ""),
+                snap.counts.get(queue_id, {}),
+                snap.oldest.get(queue_id),
+            )
+            for queue_id in principal.queue_ids
+        ]
         return sorted(views, key=lambda view: (view.name, view.id))
 
     async def _names(self, queue_ids: Sequence[str]) -> dict[str, str]:
@@ -125,8 +136,14 @@ class Inspection:
         return listing(records, principal.namespace_id, principal.queue_ids)
 
     # ------------------------------------------------------------------ waiting
-    async def wait(self, ops: Operations, principal: Principal, task_id: str, wait_ms: int,
-                   gone: asyncio.Future[None] | None = None) -> Task:  # fmt: skip
+    async def wait(
+        self,
+        ops: Operations,
+        principal: Principal,
+        task_id: str,
+        wait_ms: int,
+        gone: asyncio.Future[None] | None = None,
+    ) -> Task:
         """The task once it is settled (SUCCEEDED, FAILED, CANCELLED, NEEDS_REVIEW), or as
         last read when `wait_ms` runs out, when `gone` is done (the caller left) or when the
         server drains. Reads: one, plus one per wake-up."""

@@ -124,9 +124,14 @@ class Kernel:
         return new_grant(row_task(row), row.lease_count + 1, now, self.settings.lease_ttl_ms)
 
     async def _write_leases(
-        self, conn: HotConnection, now: datetime, asks: Sequence[LeaseAsk],
-        grants: list[list[Grant]], *, commit: bool = False,
-    ) -> None:  # fmt: skip
+        self,
+        conn: HotConnection,
+        now: datetime,
+        asks: Sequence[LeaseAsk],
+        grants: list[list[Grant]],
+        *,
+        commit: bool = False,
+    ) -> None:
         """The leases' writes; with `commit` the transaction's COMMIT goes with them (the
         tasks' rows are locked by this transaction's read: the UPDATE matches them all)."""
         pairs = [(ask.peer, g) for ask, mine in zip(asks, grants, strict=True) for g in mine]
@@ -168,8 +173,11 @@ class Kernel:
 
     async def release(self, conn: AsyncConnection, now: datetime, peer: Peer, msg: Release) -> Ack:
         live = await self._fenced(conn, peer, msg.ref)
-        cause = (EndCause.RELEASED_SHUTDOWN if msg.reason.value == "shutdown"
-                 else EndCause.RELEASED_UNSUPPORTED)  # fmt: skip
+        cause = (
+            EndCause.RELEASED_SHUTDOWN
+            if msg.reason.value == "shutdown"
+            else EndCause.RELEASED_UNSUPPORTED
+        )
         if not live.state.live:
             return ended_again(live, cause.value, cause.value)
         end = AttemptEnd(cause, started=live.state is AttemptState.RUNNING)
@@ -222,34 +230,62 @@ def _deal(sizes: list[int]) -> Iterator[int]:
 
 def _leased(now: datetime) -> dict[str, Any]:
     """The rows are locked (SKIP LOCKED) or the writer is alone (SQLite): plain increments."""
-    return {"state": TaskState.LEASED.value, "revision": Increment(),
-            "lease_count": Increment(), "updated_at": now}  # fmt: skip
+    return {
+        "state": TaskState.LEASED.value,
+        "revision": Increment(),
+        "lease_count": Increment(),
+        "updated_at": now,
+    }
 
 
 def new_grant(task: Task, number: int, now: datetime, lease_ttl_ms: int) -> Grant:
     """Lease number `number` of a WAITING task at `now`: fresh attempt id and lease token."""
     times = plan_lease(now, task.retry.attempt_timeout_ms, task.deadline_at, lease_ttl_ms)
-    return Grant(task, new_id(), number, new_id(), times.leased_at, times.lease_expires_at,
-                 times.attempt_deadline_at)  # fmt: skip
+    return Grant(
+        task,
+        new_id(),
+        number,
+        new_id(),
+        times.leased_at,
+        times.lease_expires_at,
+        times.attempt_deadline_at,
+    )
 
 
 def leased_event_row(grant: Grant, now: datetime) -> dict[str, Any]:
     """The WAITING → LEASED event of a grant (revision + 1)."""
-    return store.event_row(grant.task.id, grant.task.revision + 1, "LEASED", TaskState.WAITING,
-                           TaskState.LEASED, f'{{"attempt_id":"{grant.attempt_id}"}}', now,
-                           new_id())  # fmt: skip
+    return store.event_row(
+        grant.task.id,
+        grant.task.revision + 1,
+        "LEASED",
+        TaskState.WAITING,
+        TaskState.LEASED,
+        f'{{"attempt_id":"{grant.attempt_id}"}}',
+        now,
+        new_id(),
+    )
 
 
 def attempt_row(grant: Grant, peer: Peer, now: datetime) -> dict[str, Any]:
     """The new LEASED attempt of a grant, with the identity of the connection it went to."""
     worker = peer.worker
     return {
-        "id": grant.attempt_id, "task_id": grant.task.id, "namespace_id": grant.task.namespace_id,
-        "queue_id": grant.task.queue_id, "number": grant.number,
-        "state": AttemptState.LEASED.value, "lease_token_sha256": sha256(grant.lease_token),
-        "token_id": peer.token_id, "connection_id": peer.connection_id,
-        "worker_name": worker.name, "worker_instance_id": worker.instance_id,
-        "worker_sdk": worker.sdk, "worker_host": worker.host, "worker_pid": worker.pid,
-        "leased_at": now, "lease_expires_at": grant.lease_expires_at,
-        "attempt_deadline_at": grant.attempt_deadline_at, "evidence_count": 0,
-    }  # fmt: skip
+        "id": grant.attempt_id,
+        "task_id": grant.task.id,
+        "namespace_id": grant.task.namespace_id,
+        "queue_id": grant.task.queue_id,
+        "number": grant.number,
+        "state": AttemptState.LEASED.value,
+        "lease_token_sha256": sha256(grant.lease_token),
+        "token_id": peer.token_id,
+        "connection_id": peer.connection_id,
+        "worker_name": worker.name,
+        "worker_instance_id": worker.instance_id,
+        "worker_sdk": worker.sdk,
+        "worker_host": worker.host,
+        "worker_pid": worker.pid,
+        "leased_at": now,
+        "lease_expires_at": grant.lease_expires_at,
+        "attempt_deadline_at": grant.attempt_deadline_at,
+        "evidence_count": 0,
+    }

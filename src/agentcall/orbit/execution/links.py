@@ -67,8 +67,9 @@ class Link:
     @property
     def idle(self) -> bool:
         """Nothing in flight but, perhaps, its offered slot."""
-        return not self.in_flight or (self.offered is not None
-                                      and self.in_flight == {self.offered.attempt_id})  # fmt: skip
+        return not self.in_flight or (
+            self.offered is not None and self.in_flight == {self.offered.attempt_id}
+        )
 
     @property
     def spare(self) -> StandingOffer | None:

@@ -58,9 +58,13 @@ class OfferDesk:
     `live()`: the live other processes (offers are published only while there are some)."""
 
     def __init__(
-        self, db: Database, server_id: str, announce: Callable[[Sequence[str]], None],
-        live: Callable[[], Collection[str]], counters: OfferCounters | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        db: Database,
+        server_id: str,
+        announce: Callable[[Sequence[str]], None],
+        live: Callable[[], Collection[str]],
+        counters: OfferCounters | None = None,
+    ) -> None:
         self.db = db
         self.server_id = server_id
         self.announce = announce
@@ -112,17 +116,33 @@ class OfferDesk:
 
     def row(self, link: Link, offer: StandingOffer) -> store.OfferRow:
         peer, worker = link.peer, link.peer.worker
-        terms = OfferTerms(offer.offer_id, self.server_id, peer.namespace_id,
-                           frozenset(link.queue_order), link.handlers)  # fmt: skip
-        identity = store.Worker(worker.name, worker.instance_id, worker.sdk, worker.host,
-                                worker.pid)  # fmt: skip
-        return store.OfferRow(terms, peer.connection_id, peer.token_id, identity,
-                              offer.attempt_id, sha256(offer.lease_token))  # fmt: skip
+        terms = OfferTerms(
+            offer.offer_id,
+            self.server_id,
+            peer.namespace_id,
+            frozenset(link.queue_order),
+            link.handlers,
+        )
+        identity = store.Worker(
+            worker.name, worker.instance_id, worker.sdk, worker.host, worker.pid
+        )
+        return store.OfferRow(
+            terms,
+            peer.connection_id,
+            peer.token_id,
+            identity,
+            offer.attempt_id,
+            sha256(offer.lease_token),
+        )
 
     def offered_queues(self) -> set[str]:
         """The queues of the open offers (repeated to the other processes every round)."""
-        return {queue for link in self.standing.values() if link.offered and link.offered.open
-                for queue in link.queue_order}  # fmt: skip
+        return {
+            queue
+            for link in self.standing.values()
+            if link.offered and link.offered.open
+            for queue in link.queue_order
+        }
 
     # ----------------------------------------------------------------- take back
     def taking(self, link: Link) -> StandingOffer | None:
@@ -212,9 +232,15 @@ class OfferDesk:
             link.in_flight.discard(offer.attempt_id)
             return None
         self.counters.delivered()
-        grant = Grant(lease.task, offer.attempt_id, lease.number, offer.lease_token,
-                      lease.leased_at, lease.lease_expires_at,
-                      lease.attempt_deadline_at)  # fmt: skip
+        grant = Grant(
+            lease.task,
+            offer.attempt_id,
+            lease.number,
+            offer.lease_token,
+            lease.leased_at,
+            lease.lease_expires_at,
+            lease.attempt_deadline_at,
+        )
         return link, grant
 
     async def _read(self, link: Link, offer: StandingOffer) -> store.OfferedLease | None:

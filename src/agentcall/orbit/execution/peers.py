@@ -183,17 +183,26 @@ class PeerHints:
         try:
             transport, _ = await loop.create_datagram_endpoint(receiver, local_addr=self.bind)
         except OSError as exc:  # e.g. a fixed port and `--workers N`: one process gets it
-            log.warning("hint port %s:%s unavailable (%s); using a free port instead",
-                        *self.bind, exc.strerror)  # fmt: skip
+            log.warning(
+                "hint port %s:%s unavailable (%s); using a free port instead",
+                *self.bind,
+                exc.strerror,
+            )
             transport, _ = await loop.create_datagram_endpoint(
-                receiver, local_addr=(self.bind[0], 0))
+                receiver, local_addr=(self.bind[0], 0)
+            )
         self.sender.transport = transport
         self.servers.port = int(transport.get_extra_info("sockname")[1])
         with contextlib.suppress(Exception):  # the loop retries; the server starts anyway
             await self._round()
         self._task = asyncio.create_task(self._beat_forever(), name="orbit-peers")
-        log.info("hints heard", extra={"server_id": self.server_id,
-                                       "address": f"{self.advertise_host}:{self.servers.port}"})
+        log.info(
+            "hints heard",
+            extra={
+                "server_id": self.server_id,
+                "address": f"{self.advertise_host}:{self.servers.port}",
+            },
+        )
 
     async def stop(self) -> None:
         if self._task is not None:

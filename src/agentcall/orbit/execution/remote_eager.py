@@ -43,8 +43,13 @@ class RemoteGrant:
     def attempt_row(self, now: datetime) -> dict[str, Any]:
         offer = self.offer
         worker = WorkerIdentity(*offer.worker)
-        peer = Peer(offer.connection_id, offer.token_id, offer.terms.namespace_id,
-                    offer.terms.queues, worker)  # fmt: skip
+        peer = Peer(
+            offer.connection_id,
+            offer.token_id,
+            offer.terms.namespace_id,
+            offer.terms.queues,
+            worker,
+        )
         row = attempt_row(self.grant, peer, now)
         row["lease_token_sha256"] = offer.lease_token_sha256
         return row
@@ -55,9 +60,13 @@ class RemoteEager:
     `on_claimed(n)`: n offers were claimed by a committed submit (a metric)."""
 
     def __init__(
-        self, lease_ttl_ms: int, dead: Callable[[], Collection[str]], send: SendClaim,
-        on_claimed: Callable[[int], None] = lambda n: None, belief: Belief | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        lease_ttl_ms: int,
+        dead: Callable[[], Collection[str]],
+        send: SendClaim,
+        on_claimed: Callable[[int], None] = lambda n: None,
+        belief: Belief | None = None,
+    ) -> None:
         self.lease_ttl_ms = lease_ttl_ms
         self.dead = dead
         self.send = send
@@ -89,16 +98,21 @@ class RemoteEager:
         found = list(by_id.values())
         if not found:
             return []
-        wanted = [Wanted(t.namespace_id, t.queue_id, HandlerKey(t.handler, t.handler_version))
-                  for t in tasks]  # fmt: skip
+        wanted = [
+            Wanted(t.namespace_id, t.queue_id, HandlerKey(t.handler, t.handler_version))
+            for t in tasks
+        ]
         picks = match_offers(wanted, [row.terms for row in found], self.dead())
         claimed: list[RemoteGrant] = []
         for task, pick in zip(tasks, picks, strict=True):
             if pick is None:
                 continue
             offer = found[pick]
-            grant = replace(new_grant(task, 1, now, self.lease_ttl_ms),
-                            attempt_id=offer.attempt_id, lease_token="")  # fmt: skip
+            grant = replace(
+                new_grant(task, 1, now, self.lease_ttl_ms),
+                attempt_id=offer.attempt_id,
+                lease_token="",
+            )
             claimed.append(RemoteGrant(offer, grant))
         return claimed
 

@@ -40,24 +40,32 @@ from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_
 
 
 async def retry_task(
-    db: Database, principal: Principal, task_id: str, request: RetryRequest, key: str,
+    db: Database,
+    principal: Principal,
+    task_id: str,
+    request: RetryRequest,
+    key: str,
     request_id: str,
-) -> Written:  # fmt: skip
+) -> Written:
     principal.require(Permission.REVIEW)
     scope = Scope(principal.namespace_id, RETRY_OPERATION, task_id, key)
-    write = TaskWrite(principal, task_id, scope, retry_digest(request), RETRY_OPERATION,
-                      request_id)  # fmt: skip
+    write = TaskWrite(principal, task_id, scope, retry_digest(request), RETRY_OPERATION, request_id)
     return await write_task(db, write, partial(_plan_retry, request))
 
 
 async def resolve_task(
-    db: Database, principal: Principal, task_id: str, request: ResolveRequest, key: str,
+    db: Database,
+    principal: Principal,
+    task_id: str,
+    request: ResolveRequest,
+    key: str,
     request_id: str,
-) -> Written:  # fmt: skip
+) -> Written:
     principal.require(Permission.REVIEW)
     scope = Scope(principal.namespace_id, RESOLVE_OPERATION, task_id, key)
-    write = TaskWrite(principal, task_id, scope, resolve_digest(request), RESOLVE_OPERATION,
-                      request_id)  # fmt: skip
+    write = TaskWrite(
+        principal, task_id, scope, resolve_digest(request), RESOLVE_OPERATION, request_id
+    )
     return await write_task(db, write, partial(_plan_resolve, request))
 
 
@@ -65,15 +73,24 @@ async def _plan_retry(
     request: RetryRequest, conn: AsyncConnection, task: Task, now: datetime
 ) -> Change:
     done = decide_retry(task, request, now)
-    detail: dict[str, JsonValue] = {"reason": request.reason,
-                                    "expected_revision": str(task.revision),
-                                    "max_attempts": done.retry.max_attempts}  # fmt: skip
+    detail: dict[str, JsonValue] = {
+        "reason": request.reason,
+        "expected_revision": str(task.revision),
+        "max_attempts": done.retry.max_attempts,
+    }
     values: dict[str, Any] = {
-        "state": done.state.value, "available_at": now,
-        "retry_max_attempts": done.retry.max_attempts, "result": None, "error_code": None,
-        "error_message": None, "attempt_error": None, "cancel_requested_at": None,
-        "completed_at": None, "current_attempt_id": None, "updated_at": now,
-    }  # fmt: skip
+        "state": done.state.value,
+        "available_at": now,
+        "retry_max_attempts": done.retry.max_attempts,
+        "result": None,
+        "error_code": None,
+        "error_message": None,
+        "attempt_error": None,
+        "cancel_requested_at": None,
+        "completed_at": None,
+        "current_attempt_id": None,
+        "updated_at": now,
+    }
     return Change(done, partial(_write, task, done, values, "RETRIED", now, detail))
 
 
@@ -85,14 +102,21 @@ async def _plan_resolve(
     live = await _last_attempt(conn, task.id) if evidence else None
     fresh = await _checked(conn, live, evidence)
     detail: dict[str, JsonValue] = {
-        "reason": request.reason, "outcome": request.outcome.value,
-        "expected_revision": str(task.revision), "evidence": [item.key for item in evidence],
-    }  # fmt: skip
+        "reason": request.reason,
+        "outcome": request.outcome.value,
+        "expected_revision": str(task.revision),
+        "evidence": [item.key for item in evidence],
+    }
     values: dict[str, Any] = {
-        "state": done.state.value, "result": done.result_text, "error_code": done.error_code,
-        "error_message": done.error_message, "attempt_error": None, "completed_at": now,
-        "current_attempt_id": None, "updated_at": now,
-    }  # fmt: skip
+        "state": done.state.value,
+        "result": done.result_text,
+        "error_code": done.error_code,
+        "error_message": done.error_message,
+        "attempt_error": None,
+        "completed_at": now,
+        "current_attempt_id": None,
+        "updated_at": now,
+    }
 
     async def write(conn: AsyncConnection) -> None:
         await _write(task, done, values, "RESOLVED", now, detail, conn)
@@ -103,9 +127,14 @@ async def _plan_resolve(
 
 
 async def _write(
-    task: Task, done: Task, values: dict[str, Any], kind: str, now: datetime,
-    detail: dict[str, JsonValue], conn: AsyncConnection,
-) -> None:  # fmt: skip
+    task: Task,
+    done: Task,
+    values: dict[str, Any],
+    kind: str,
+    now: datetime,
+    detail: dict[str, JsonValue],
+    conn: AsyncConnection,
+) -> None:
     if not await store.update_task(conn, task.id, task.state, task.revision, values):
         raise StateConflict("the task changed concurrently; GET it and decide again")
     await journal.append_event(conn, done, kind, task.state, now, detail)

@@ -84,16 +84,18 @@ class TokenWatch:
         ended = [
             (connection_id, watched)
             for connection_id, watched in sessions.items()
-            if not session_valid(watched.token_id in states,
-                                 *states.get(watched.token_id, (None, None)), now)  # fmt: skip
+            if not session_valid(
+                watched.token_id in states, *states.get(watched.token_id, (None, None)), now
+            )
         ]
         for connection_id, watched in ended:
             watched.stop()
             self.sessions.pop(connection_id, None)
         await asyncio.gather(*(watched.end() for _, watched in ended), return_exceptions=True)
         if ended:
-            log.info("worker sessions ended: token revoked or expired",
-                     extra={"sessions": len(ended)})  # fmt: skip
+            log.info(
+                "worker sessions ended: token revoked or expired", extra={"sessions": len(ended)}
+            )
             self.on_ended(len(ended))
         return len(ended)
 

@@ -93,8 +93,16 @@ async def write_end(
     if outcome.error_code is not None:
         detail["error_code"] = outcome.error_code.value
     kind = _EVENT_KIND[outcome.task_state]
-    row = event_row(live.task_id, revision, kind, live.task_state, outcome.task_state,
-                    dumps(detail), now, new_id())  # fmt: skip
+    row = event_row(
+        live.task_id,
+        revision,
+        kind,
+        live.task_state,
+        outcome.task_state,
+        dumps(detail),
+        now,
+        new_id(),
+    )
     await insert_events(conn, [row])
     return revision
 

@@ -60,12 +60,22 @@ class Upkeep:
             expires = extend_lease(now, self.settings.lease_ttl_ms, row.attempt_deadline_at)
             updates.append({"id": ref.attempt_id})
             status = "cancel_requested" if row.cancel_requested_at is not None else "ok"
-            statuses.append({"attempt_id": ref.attempt_id, "status": status,
-                             "lease_expires_at": format_time(expires)})  # fmt: skip
+            statuses.append(
+                {
+                    "attempt_id": ref.attempt_id,
+                    "status": status,
+                    "lease_expires_at": format_time(expires),
+                }
+            )
         if updates:
             renewed = now + milliseconds(self.settings.lease_ttl_ms)
-            await store.renew_leases(conn, [row["id"] for row in updates], now, renewed,
-                                     peer.connection_id if rebind else None)  # fmt: skip
+            await store.renew_leases(
+                conn,
+                [row["id"] for row in updates],
+                now,
+                renewed,
+                peer.connection_id if rebind else None,
+            )
         return statuses
 
     async def disconnect(self, conn: AsyncConnection, now: datetime, connection_id: str) -> None:

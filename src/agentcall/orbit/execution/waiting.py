@@ -21,13 +21,26 @@ async def expire_waiting(conn: AsyncConnection, now: datetime, limit: int) -> in
         if code is None:
             continue
         check_transition(TaskState.WAITING, TaskState.FAILED)
-        values = {"state": TaskState.FAILED.value, "updated_at": now, "completed_at": now,
-                  "error_code": code.value, "error_message": ERROR_MESSAGES[code]}  # fmt: skip
+        values = {
+            "state": TaskState.FAILED.value,
+            "updated_at": now,
+            "completed_at": now,
+            "error_code": code.value,
+            "error_message": ERROR_MESSAGES[code],
+        }
         if not await store.update_task(conn, row.id, TaskState.WAITING, row.revision, values):
             continue
         detail = f'{{"reason":"{code.value}","error_code":"{code.value}"}}'
-        event = store.event_row(row.id, row.revision + 1, "FAILED", TaskState.WAITING,
-                                TaskState.FAILED, detail, now, new_id())  # fmt: skip
+        event = store.event_row(
+            row.id,
+            row.revision + 1,
+            "FAILED",
+            TaskState.WAITING,
+            TaskState.FAILED,
+            detail,
+            now,
+            new_id(),
+        )
         await store.insert_events(conn, [event])
         failed += 1
     return failed

@@ -80,6 +80,7 @@ class ResultOutcome(enum.StrEnum):
 
 _OUTCOMES = frozenset(o.value for o in ResultOutcome)
 
+
 @dataclass(frozen=True, slots=True)
 class Result:
     msg_id: str
@@ -103,6 +104,7 @@ class ReleaseReason(enum.StrEnum):
 
 
 _REASONS = frozenset(r.value for r in ReleaseReason)
+
 
 @dataclass(frozen=True, slots=True)
 class Release:
@@ -197,9 +199,7 @@ def _positive(value: JsonValue, field: str) -> int:
     return number
 
 
-def _list(
-    fields: ObjectReader, key: str, limit: int, *, required: bool = True
-) -> list[JsonValue]:
+def _list(fields: ObjectReader, key: str, limit: int, *, required: bool = True) -> list[JsonValue]:
     value = fields.raw(key, required=required)
     if value is None:
         return []
@@ -256,8 +256,9 @@ def _heartbeat(value: JsonValue) -> Heartbeat:
 
 def _result(value: JsonValue) -> Result:
     fields = ObjectReader(value, _ATTEMPT_FIELDS | {"outcome", "result", "error", "evidence"})
-    outcome = ResultOutcome(fields.choice("outcome", _OUTCOMES,
-                                          "must be succeeded, failed, needs_review or cancelled"))
+    outcome = ResultOutcome(
+        fields.choice("outcome", _OUTCOMES, "must be succeeded, failed, needs_review or cancelled")
+    )
     succeeded = outcome is ResultOutcome.SUCCEEDED
     erred = outcome in (ResultOutcome.FAILED, ResultOutcome.NEEDS_REVIEW)
     _only_if(fields, "result", succeeded)

@@ -85,13 +85,20 @@ def worker_settings(
     urls = text.replace(",", " ").split()
     bad = [one for one in urls if not one.startswith(HTTP + WEBSOCKET)]
     if bad or not urls:
-        raise SetupError(f"{ENV_URL} must be an http(s):// or ws(s):// URL (several: separated "
-                         f"by commas), got {(bad or [text])[0]!r}")  # fmt: skip
+        raise SetupError(
+            f"{ENV_URL} must be an http(s):// or ws(s):// URL (several: separated "
+            f"by commas), got {(bad or [text])[0]!r}"
+        )
     return WorkerSettings(
-        url=",".join(urls), token=token, queues=queue_ids, concurrency=concurrency,
-        name=name or f"orbit@{socket.gethostname()}"[:128], grace_period=grace_period,
-        log_format=log_format, loop=loop,
-    )  # fmt: skip
+        url=",".join(urls),
+        token=token,
+        queues=queue_ids,
+        concurrency=concurrency,
+        name=name or f"orbit@{socket.gethostname()}"[:128],
+        grace_period=grace_period,
+        log_format=log_format,
+        loop=loop,
+    )
 
 
 def _connection(url: str | None, token: str | None) -> tuple[str, str]:

@@ -21,8 +21,12 @@ async def task_scope(conn: AsyncConnection, task_id: str) -> Any | None:
 
 async def attempt_page(conn: AsyncConnection, task_id: str, after: int, limit: int) -> list[Any]:
     """Up to `limit` attempts numbered after `after`, in order."""
-    query = (sa.select(task_attempts).where(a.task_id == task_id, a.number > after)
-             .order_by(a.number).limit(limit))  # fmt: skip
+    query = (
+        sa.select(task_attempts)
+        .where(a.task_id == task_id, a.number > after)
+        .order_by(a.number)
+        .limit(limit)
+    )
     return list(await conn.execute(query))
 
 
@@ -38,7 +42,6 @@ async def evidence(conn: AsyncConnection, attempt_id: str) -> list[Any]:
 
 
 async def last_attempt_id(conn: AsyncConnection, task_id: str) -> str | None:
-    query = (sa.select(a.id).where(a.task_id == task_id)
-             .order_by(a.number.desc()).limit(1))  # fmt: skip
+    query = sa.select(a.id).where(a.task_id == task_id).order_by(a.number.desc()).limit(1)
     found = (await conn.execute(query)).scalar()
     return None if found is None else str(found)

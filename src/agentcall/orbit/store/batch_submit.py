@@ -55,14 +55,23 @@ async def submit_batch(
                 return replay(stored)
             now = await db.now(conn)
             times = plan_batch(request, now)
-            made = [new_task(new_id(), principal.namespace_id, item, at, now)
-                    for item, at in zip(request.items, times, strict=True)]  # fmt: skip
+            made = [
+                new_task(new_id(), principal.namespace_id, item, at, now)
+                for item, at in zip(request.items, times, strict=True)
+            ]
             receipt = StoredReceipt(digest, 201, dumps(receipt_items(made)))
             await idempotency.insert(conn, scope, digest, made[0].id, receipt, now)
             # one multi-row INSERT per table (a bulk command on MySQL/MariaDB), as a
             # submit group writes them: 3 statements per batch instead of 3 per task
-            await insert_all(conn, [tasks.new_task_rows(made), *journal.acceptance_rows(
-                [(principal, task, request_id) for task in made], OPERATION, now)])  # fmt: skip
+            await insert_all(
+                conn,
+                [
+                    tasks.new_task_rows(made),
+                    *journal.acceptance_rows(
+                        [(principal, task, request_id) for task in made], OPERATION, now
+                    ),
+                ],
+            )
         return BatchReceipt(201, False, receipt.receipt_text)
 
     return await replaying(db, once, scope, replay)

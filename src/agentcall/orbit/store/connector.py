@@ -84,9 +84,12 @@ async def commit_with(conn: HotConnection, writes: Sequence[Write]) -> None:
 
 
 async def insert_all(
-    conn: HotConnection, inserts: Sequence[Write], *, one_trip: bool = False,
+    conn: HotConnection,
+    inserts: Sequence[Write],
+    *,
+    one_trip: bool = False,
     commit: bool = False,
-) -> None:  # fmt: skip
+) -> None:
     """The INSERTs in order, inside the caller's transaction (and UPDATEs among them, of rows
     this transaction holds locked: with `commit` they cannot come up short).
 

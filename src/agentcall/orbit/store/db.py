@@ -28,18 +28,18 @@ import enum
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from asyncmy import errors as asyncmy_errors
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agentcall.orbit.domain.errors import SetupError, Unavailable
 from agentcall.orbit.store.connector import HotConnection, fetch
 from agentcall.orbit.store.driver_pool import DriverPool
+from agentcall.orbit.store.engines import mysql_engine, sqlite_engine
 from agentcall.orbit.store.sql import ConcurrentChange
 
 T = TypeVar("T")
@@ -79,12 +79,12 @@ class Database:
     def open(cls, url: str, *, pool_size: int = 20) -> Database:
         parsed = make_url(url)
         if parsed.drivername == "sqlite+aiosqlite":
-            return cls(_sqlite_engine(parsed), Dialect.SQLITE)
+            return cls(sqlite_engine(parsed), Dialect.SQLITE)
         if parsed.drivername == "mysql+asyncmy":
             return cls(
-                _mysql_engine(parsed, pool_size),
+                mysql_engine(parsed, pool_size),
                 Dialect.MYSQL,
-                _mysql_engine(parsed, pool_size, autocommit=True),
+                mysql_engine(parsed, pool_size, autocommit=True),
             )
         raise SetupError(
             f"unsupported database URL scheme {parsed.drivername!r}: use sqlite+aiosqlite:///PATH "
@@ -162,7 +162,7 @@ class Database:
 
     async def now(self, conn: HotConnection) -> datetime:
         """The database clock, aware UTC: the authority for acceptance times."""
-        (value,), = await fetch(conn, "now", {})
+        ((value,),) = await fetch(conn, "now", {})
         assert isinstance(value, datetime)
         return value
 
@@ -306,8 +306,14 @@ def is_database_failure(exc: BaseException) -> bool:
     """A failure of the database or of the way to it (a driver error, a refused, lost or
     timed-out connection, a conflicting concurrent transaction): the request may succeed
     later. Anything else reaching the edge of the server is a defect of the server."""
-    failures = (sa.exc.DBAPIError, sa.exc.TimeoutError, sa.exc.DisconnectionError, OSError,
-                asyncmy_errors.Error, ConcurrentChange)  # fmt: skip
+    failures = (
+        sa.exc.DBAPIError,
+        sa.exc.TimeoutError,
+        sa.exc.DisconnectionError,
+        OSError,
+        asyncmy_errors.Error,
+        ConcurrentChange,
+    )
     return isinstance(exc, failures)
 
 
@@ -342,54 +348,3 @@ async def _close(conn: AsyncConnection) -> None:
 def _mysql_code(exc: sa.exc.DBAPIError) -> int | None:
     args = getattr(exc.orig, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
-
-
-def _sqlite_engine(url: sa.URL) -> AsyncEngine:
-    if url.database and url.database != ":memory:":
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_async_engine(url, pool_size=8, max_overflow=8)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
-                       "busy_timeout=10000"):  # fmt: skip
-            cursor.execute(f"PRAGMA {pragma}")
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _begin(conn: sa.Connection) -> None:
-        conn.exec_driver_sql(conn.get_execution_options().get("orbit_begin", "BEGIN"))
-
-    return engine
-
-
-def _mysql_engine(url: sa.URL, pool_size: int, *, autocommit: bool = False) -> AsyncEngine:
-    if "charset" not in url.query:
-        url = url.update_query_dict({"charset": "utf8mb4"})
-    if autocommit:  # never inside a transaction, so nothing to reset on return
-        half = max(2, pool_size // 2)
-        return create_async_engine(
-            url, pool_size=half, max_overflow=half, pool_recycle=3600,
-            isolation_level="AUTOCOMMIT", pool_reset_on_return=None,
-        )  # fmt: skip
-    engine = create_async_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_recycle=3600,
-        isolation_level="READ COMMITTED",
-        pool_reset_on_return=None,  # see _reset below
-    )
-
-    @event.listens_for(engine.sync_engine, "reset")
-    def _reset(dbapi_connection: Any, _record: Any, state: Any) -> None:
-        """SQLAlchemy rolls back on return to the pool even after a commit (one more round
-        trip per transaction); roll back only when the server says a transaction is open."""
-        if not state.asyncio_safe or state.terminate_only or state.transaction_was_reset:
-            return
-        if dbapi_connection.driver_connection.get_transaction_status():
-            dbapi_connection.rollback()
-
-    return engine

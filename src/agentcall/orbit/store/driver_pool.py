@@ -36,6 +36,7 @@ class DriverSession:
     dialect: sa.Dialect
     ended: bool = False
 
+
 RECYCLE_S = 3600
 
 
@@ -50,10 +51,15 @@ class DriverPool:
     async def _connect(self) -> Any:
         url = self.url
         connection = await asyncmy.connect(
-            host=url.host or "127.0.0.1", port=url.port or 3306, user=url.username,
-            password=url.password or "", database=url.database, charset="utf8mb4",
-            autocommit=False, stmt_cache_size=STATEMENT_CACHE,
-        )  # fmt: skip
+            host=url.host or "127.0.0.1",
+            port=url.port or 3306,
+            user=url.username,
+            password=url.password or "",
+            database=url.database,
+            charset="utf8mb4",
+            autocommit=False,
+            stmt_cache_size=STATEMENT_CACHE,
+        )
         async with connection.cursor() as cursor:
             await cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         return connection

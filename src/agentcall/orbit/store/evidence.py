@@ -41,12 +41,21 @@ async def insert_evidence(
         return
     rows = [
         {
-            "id": new_id(), "attempt_id": live.id, "task_id": live.task_id,
-            "seq": live.evidence_count + index + 1, "ev_key": item.key, "kind": item.kind.value,
-            "name": item.name, "uri": item.uri, "media_type": item.media_type,
-            "size_bytes": item.size_bytes, "sha256": item.sha256, "data": item.data_text,
-            "digest": item.digest, "created_at": now,
-        }  # fmt: skip
+            "id": new_id(),
+            "attempt_id": live.id,
+            "task_id": live.task_id,
+            "seq": live.evidence_count + index + 1,
+            "ev_key": item.key,
+            "kind": item.kind.value,
+            "name": item.name,
+            "uri": item.uri,
+            "media_type": item.media_type,
+            "size_bytes": item.size_bytes,
+            "sha256": item.sha256,
+            "data": item.data_text,
+            "digest": item.digest,
+            "created_at": now,
+        }
         for index, item in enumerate(items)
     ]
     await write_all(conn, [Insert(task_attempt_evidence, rows)])

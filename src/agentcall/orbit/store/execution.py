@@ -24,14 +24,22 @@ _WAITING = TaskState.WAITING.value
 
 
 async def lease_candidates(
-    conn: HotConnection, queue_id: str, handlers: Iterable[HandlerKey], now: datetime,
+    conn: HotConnection,
+    queue_id: str,
+    handlers: Iterable[HandlerKey],
+    now: datetime,
     limit: int,
-) -> list[Any]:  # fmt: skip
+) -> list[Any]:
     """WAITING task rows of the queue ready to lease, oldest-ready first, locked (SKIP LOCKED
     on MySQL/MariaDB)."""
     pairs = [(h.handler, h.handler_version) for h in sorted(handlers)]
-    params = {"queue_id": queue_id, "waiting": _WAITING, "now": now, "handlers": pairs,
-              "limit": limit}  # fmt: skip
+    params = {
+        "queue_id": queue_id,
+        "waiting": _WAITING,
+        "now": now,
+        "handlers": pairs,
+        "limit": limit,
+    }
     return await fetch(conn, "lease_candidates", params)
 
 
@@ -126,8 +134,10 @@ def _live(row: Any) -> LiveAttempt:
 async def expired_waiting(conn: HotConnection, now: datetime, limit: int) -> list[Any]:
     """WAITING tasks past their start deadline or task deadline."""
     params = {"waiting": _WAITING, "now": now, "limit": limit}
-    rows = [*await fetch(conn, "waiting_past_deadline", params),
-            *await fetch(conn, "waiting_past_start_deadline", params)]  # fmt: skip
+    rows = [
+        *await fetch(conn, "waiting_past_deadline", params),
+        *await fetch(conn, "waiting_past_start_deadline", params),
+    ]
     unique = {row.id: row for row in rows}
     return list(unique.values())
 
@@ -137,8 +147,9 @@ async def update_task(
 ) -> bool:
     """Move the task from (state, revision) to `values` with revision + 1."""
     row = {"id": task_id, "revision": revision + 1, **values}
-    return await _update_one(conn, Update(tasks, [row], {"state": state.value,
-                                                         "revision": revision}))  # fmt: skip
+    return await _update_one(
+        conn, Update(tasks, [row], {"state": state.value, "revision": revision})
+    )
 
 
 async def update_attempt(
@@ -192,9 +203,12 @@ async def heartbeat_rows(conn: HotConnection, attempt_ids: Sequence[str]) -> lis
 
 
 async def renew_leases(
-    conn: HotConnection, ids: list[str], now: datetime, renewed: datetime,
+    conn: HotConnection,
+    ids: list[str],
+    now: datetime,
+    renewed: datetime,
     rebind_to: str | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Each lease to min(`renewed`, its attempt deadline); `rebind_to` also moves them to
     that connection."""
     params: dict[str, Any] = {"renewed": renewed, "now": now, "ids": ids, "live": LIVE}
@@ -206,5 +220,6 @@ async def renew_leases(
 
 async def shorten_leases(conn: HotConnection, connection_id: str, cut: datetime) -> None:
     """Leases of a closed connection end at `cut` unless they end earlier anyway."""
-    await execute(conn, "shorten_leases", {"cut": cut, "connection_id": connection_id,
-                                           "live": LIVE})  # fmt: skip
+    await execute(
+        conn, "shorten_leases", {"cut": cut, "connection_id": connection_id, "live": LIVE}
+    )

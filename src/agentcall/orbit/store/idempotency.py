@@ -28,8 +28,12 @@ _FIND = sa.select(c.digest_alg, c.digest, c.status_code, c.receipt).where(
 
 
 async def find(conn: AsyncConnection, scope: Scope) -> StoredReceipt | None:
-    identity = {"namespace_id": scope.namespace_id, "operation": scope.operation,
-                "target": scope.target, "idem_key": scope.key}  # fmt: skip
+    identity = {
+        "namespace_id": scope.namespace_id,
+        "operation": scope.operation,
+        "target": scope.target,
+        "idem_key": scope.key,
+    }
     row = (await conn.execute(_FIND, identity)).first()
     if row is None:
         return None
@@ -61,9 +65,12 @@ async def now_and_find_many(
 
 
 def _find_params(operation: str, target: str, wanted: set[Scope]) -> dict[str, object]:
-    return {"operation": operation, "target": target,
-            "namespaces": sorted({scope.namespace_id for scope in wanted}),
-            "keys": sorted({scope.key for scope in wanted})}  # fmt: skip
+    return {
+        "operation": operation,
+        "target": target,
+        "namespaces": sorted({scope.namespace_id for scope in wanted}),
+        "keys": sorted({scope.key for scope in wanted}),
+    }
 
 
 def _found(
@@ -111,5 +118,7 @@ async def insert(
 def receipt_rows(records: Sequence[tuple[Scope, str, StoredReceipt]], now: datetime) -> Insert:
     """(scope, task ID, receipt) records as one INSERT (`connector.insert_all`); a duplicate
     fails them all."""
-    return Insert(idempotency_records, [_row(scope, receipt.digest, task_id, receipt, now)
-                                for scope, task_id, receipt in records])  # fmt: skip
+    return Insert(
+        idempotency_records,
+        [_row(scope, receipt.digest, task_id, receipt, now) for scope, task_id, receipt in records],
+    )

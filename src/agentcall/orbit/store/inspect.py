@@ -26,8 +26,12 @@ from agentcall.orbit.store.tables import (
 )
 
 c = tasks.c
-SETTLED = [TaskState.SUCCEEDED.value, TaskState.FAILED.value, TaskState.CANCELLED.value,
-           TaskState.NEEDS_REVIEW.value]  # fmt: skip
+SETTLED = [
+    TaskState.SUCCEEDED.value,
+    TaskState.FAILED.value,
+    TaskState.CANCELLED.value,
+    TaskState.NEEDS_REVIEW.value,
+]
 FINISHED = [TaskState.SUCCEEDED.value, TaskState.FAILED.value, TaskState.CANCELLED.value]
 
 
@@ -63,10 +67,16 @@ async def completions(
     """(minute 'YYYY-MM-DD HH:MM', state, count) of tasks that finished since `since`, among
     those created since `created_since` (the bound keeps the scan on the state index)."""
     minute = sa.func.substr(sa.cast(c.completed_at, sa.String), 1, 16).label("minute")
-    query = (sa.select(minute, c.state, sa.func.count())
-             .where(c.queue_id.in_(list(queue_ids)), c.state.in_(FINISHED),
-                    c.created_at >= created_since, c.completed_at >= since)
-             .group_by(minute, c.state))  # fmt: skip
+    query = (
+        sa.select(minute, c.state, sa.func.count())
+        .where(
+            c.queue_id.in_(list(queue_ids)),
+            c.state.in_(FINISHED),
+            c.created_at >= created_since,
+            c.completed_at >= since,
+        )
+        .group_by(minute, c.state)
+    )
     return [(str(m), str(s), int(n)) for m, s, n in await conn.execute(query)]
 
 
@@ -78,8 +88,12 @@ async def settled_among(conn: AsyncConnection, task_ids: Sequence[str]) -> set[s
 
 async def events(conn: AsyncConnection, task_id: str, limit: int = 200) -> list[Any]:
     e = task_events.c
-    query = (sa.select(e.revision, e.kind, e.from_state, e.to_state, e.detail, e.created_at)
-             .where(e.task_id == task_id).order_by(e.revision).limit(limit))  # fmt: skip
+    query = (
+        sa.select(e.revision, e.kind, e.from_state, e.to_state, e.detail, e.created_at)
+        .where(e.task_id == task_id)
+        .order_by(e.revision)
+        .limit(limit)
+    )
     return list((await conn.execute(query)).all())
 
 
@@ -94,17 +108,29 @@ async def page(
     conn: AsyncConnection, where: Filter, after: Position | None, limit: int
 ) -> list[Any]:
     """Summary rows, newest first, strictly after `after` (keyset on created_at, id)."""
-    query = sa.select(c.id, c.state, c.revision, c.handler, c.handler_version, c.business_key,
-                      c.attempt_count, c.created_at, c.updated_at, c.error_code
-                      ).where(c.queue_id == where.queue_id)  # fmt: skip
+    query = sa.select(
+        c.id,
+        c.state,
+        c.revision,
+        c.handler,
+        c.handler_version,
+        c.business_key,
+        c.attempt_count,
+        c.created_at,
+        c.updated_at,
+        c.error_code,
+    ).where(c.queue_id == where.queue_id)
     if where.state is not None:
         query = query.where(c.state == where.state.value)
     if where.handler is not None:
         query = query.where(c.handler == where.handler)
     if after is not None:
-        query = query.where(sa.or_(
-            c.created_at < after.created_at,
-            sa.and_(c.created_at == after.created_at, c.id < after.task_id)))  # fmt: skip
+        query = query.where(
+            sa.or_(
+                c.created_at < after.created_at,
+                sa.and_(c.created_at == after.created_at, c.id < after.task_id),
+            )
+        )
     query = query.order_by(c.created_at.desc(), c.id.desc()).limit(limit)
     return list((await conn.execute(query)).all())
 
@@ -113,8 +139,9 @@ async def token_rows(conn: AsyncConnection, namespace_id: str | None) -> list[di
     """Every token (of one namespace, or all) with its permissions and queues, never a
     secret or its hash."""
     t = tokens.c
-    query = sa.select(t.id, t.namespace_id, t.permissions, t.expires_at, t.revoked_at,
-                      t.created_at).order_by(t.created_at, t.id)  # fmt: skip
+    query = sa.select(
+        t.id, t.namespace_id, t.permissions, t.expires_at, t.revoked_at, t.created_at
+    ).order_by(t.created_at, t.id)
     if namespace_id is not None:
         query = query.where(t.namespace_id == namespace_id)
     rows = [dict(row._mapping) for row in await conn.execute(query)]
@@ -136,6 +163,10 @@ async def attempts_of(conn: AsyncConnection, task_id: str, limit: int = 100) -> 
 
 async def evidence_of(conn: AsyncConnection, task_id: str, limit: int = 500) -> list[Any]:
     ev = task_attempt_evidence.c
-    query = (sa.select(task_attempt_evidence).where(ev.task_id == task_id)
-             .order_by(ev.attempt_id, ev.seq).limit(limit))  # fmt: skip
+    query = (
+        sa.select(task_attempt_evidence)
+        .where(ev.task_id == task_id)
+        .order_by(ev.attempt_id, ev.seq)
+        .limit(limit)
+    )
     return list((await conn.execute(query)).all())

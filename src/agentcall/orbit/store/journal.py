@@ -83,6 +83,8 @@ def acceptance_rows(
     """The ACCEPTED event and the audit line of each new (principal, task, request ID): one
     INSERT per table (`connector.insert_all`)."""
     events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
-    audits = [_audit_row(principal, action, task, request_id, now)
-              for principal, task, request_id in accepted]  # fmt: skip
+    audits = [
+        _audit_row(principal, action, task, request_id, now)
+        for principal, task, request_id in accepted
+    ]
     return Insert(task_events, events), Insert(audit_log, audits)

@@ -39,8 +39,9 @@ HotConnection = AsyncConnection | DriverSession
 # asyncmy raises AttributeError when a statement is sent on a connection it already closed
 # (its transport is gone), as SQLAlchemy's own asyncmy adapter notes
 DRIVER_ERRORS = (asyncmy_errors.Error, AttributeError)
-FRAGMENTS = Fragments(" FOR UPDATE", " FOR UPDATE SKIP LOCKED", "LEAST", "UTC_TIMESTAMP(6)",
-                      "", "%s")
+FRAGMENTS = Fragments(
+    " FOR UPDATE", " FOR UPDATE SKIP LOCKED", "LEAST", "UTC_TIMESTAMP(6)", "", "%s"
+)
 _TIMES: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
 
 
@@ -155,8 +156,11 @@ async def _insert_bulk(conn: HotConnection, insert: Insert) -> None:
     rows = insert.rows
     # columns that are NULL in every row are left out (they default to NULL): the bulk
     # command needs a concrete type for each column it sends
-    names = tuple(key for key, value in rows[0].items()
-                  if value is not None or any(row[key] is not None for row in rows))  # fmt: skip
+    names = tuple(
+        key
+        for key, value in rows[0].items()
+        if value is not None or any(row[key] is not None for row in rows)
+    )
     sql = insert_text(insert.table.name, names)
     values = _bound_rows(insert.table, names, rows)
     driver = await driver_of(conn)
@@ -183,8 +187,9 @@ async def run_script(driver: Any, statements: Sequence[Statement]) -> list[int]:
     except DRIVER_ERRORS as exc:
         raise translated(sql, bound, exc) from exc
     if len(counts) != len(statements):
-        raise sa.exc.InterfaceError(sql, bound, RuntimeError(
-            f"{len(counts)} results for {len(statements)} statements"))  # fmt: skip
+        raise sa.exc.InterfaceError(
+            sql, bound, RuntimeError(f"{len(counts)} results for {len(statements)} statements")
+        )
     return counts
 
 
@@ -203,8 +208,9 @@ def _bound_rows(
     key = (table.name, names)
     times = _TIMES.get(key)
     if times is None:
-        times = tuple(i for i, name in enumerate(names)
-                      if isinstance(table.c[name].type, UtcDateTime))  # fmt: skip
+        times = tuple(
+            i for i, name in enumerate(names) if isinstance(table.c[name].type, UtcDateTime)
+        )
         _TIMES[key] = times
     pick = operator.itemgetter(*names)
     bound = []

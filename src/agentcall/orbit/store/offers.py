@@ -64,15 +64,24 @@ class OfferedLease:
 def offer_row(offer: OfferRow, now: datetime) -> dict[str, Any]:
     worker, terms = offer.worker, offer.terms
     return {
-        "id": terms.offer_id, "server_id": terms.server_id, "connection_id": offer.connection_id,
-        "namespace_id": terms.namespace_id, "token_id": offer.token_id,
-        "worker_name": worker.name, "worker_instance_id": worker.instance_id,
-        "worker_sdk": worker.sdk, "worker_host": worker.host, "worker_pid": worker.pid,
+        "id": terms.offer_id,
+        "server_id": terms.server_id,
+        "connection_id": offer.connection_id,
+        "namespace_id": terms.namespace_id,
+        "token_id": offer.token_id,
+        "worker_name": worker.name,
+        "worker_instance_id": worker.instance_id,
+        "worker_sdk": worker.sdk,
+        "worker_host": worker.host,
+        "worker_pid": worker.pid,
         "queues": json.dumps(sorted(terms.queues)),
         "handlers": json.dumps(sorted([h.handler, h.handler_version] for h in terms.handlers)),
-        "attempt_id": offer.attempt_id, "lease_token_sha256": offer.lease_token_sha256,
-        "created_at": now, "task_id": None, "claimed_at": None,
-    }  # fmt: skip
+        "attempt_id": offer.attempt_id,
+        "lease_token_sha256": offer.lease_token_sha256,
+        "created_at": now,
+        "task_id": None,
+        "claimed_at": None,
+    }
 
 
 async def publish(conn: HotConnection, offer: OfferRow, now: datetime) -> None:
@@ -85,16 +94,16 @@ async def withdraw(conn: HotConnection, offer_id: str) -> bool:
 
 
 async def open_offers(conn: HotConnection, namespace_id: str, queue_id: str) -> list[OfferRow]:
-    params = {"namespace_id": namespace_id, "queue_pattern": f'%"{queue_id}"%',
-              "limit": MAX_LOOKED}  # fmt: skip
+    params = {"namespace_id": namespace_id, "queue_pattern": f'%"{queue_id}"%', "limit": MAX_LOOKED}
     return [_offer(row) for row in await connector.fetch(conn, "open_offers", params)]
 
 
 def claims(claimed: Sequence[tuple[str, str]], now: datetime) -> Update:
     """The claims (offer id, task id) of offers this transaction locked (`open_offers`): one
     UPDATE, sent with the transaction's other writes (it cannot come up short)."""
-    rows = [{"id": offer_id, "task_id": task_id, "claimed_at": now}
-            for offer_id, task_id in claimed]  # fmt: skip
+    rows = [
+        {"id": offer_id, "task_id": task_id, "claimed_at": now} for offer_id, task_id in claimed
+    ]
     return Update(orbit_worker_offers, rows)
 
 
@@ -122,16 +131,24 @@ async def offered_lease(
     if not rows:
         return None
     row = rows[0]
-    return OfferedLease(row_task(row), int(row.a_number), row.a_state, row.a_leased_at,
-                        row.a_lease_expires_at, row.a_deadline_at, row.a_token_sha256)  # fmt: skip
+    return OfferedLease(
+        row_task(row),
+        int(row.a_number),
+        row.a_state,
+        row.a_leased_at,
+        row.a_lease_expires_at,
+        row.a_deadline_at,
+        row.a_token_sha256,
+    )
 
 
 def _offer(row: Any) -> OfferRow:
     handlers = frozenset(HandlerKey(str(h), str(v)) for h, v in json.loads(row.handlers))
-    terms = OfferTerms(row.id, row.server_id, row.namespace_id,
-                       frozenset(json.loads(row.queues)), handlers)  # fmt: skip
+    terms = OfferTerms(
+        row.id, row.server_id, row.namespace_id, frozenset(json.loads(row.queues)), handlers
+    )
     pid = None if row.worker_pid is None else int(row.worker_pid)
-    worker = Worker(row.worker_name, row.worker_instance_id, row.worker_sdk,
-                            row.worker_host, pid)  # fmt: skip
-    return OfferRow(terms, row.connection_id, row.token_id, worker, row.attempt_id,
-                    row.lease_token_sha256)  # fmt: skip
+    worker = Worker(row.worker_name, row.worker_instance_id, row.worker_sdk, row.worker_host, pid)
+    return OfferRow(
+        terms, row.connection_id, row.token_id, worker, row.attempt_id, row.lease_token_sha256
+    )

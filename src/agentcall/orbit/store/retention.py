@@ -44,8 +44,9 @@ async def delete_expired_batch(conn: AsyncConnection, now: datetime, limit: int 
     keys = (await conn.execute(sa.select(*_KEY).where(_expired(now)).limit(limit))).all()
     if not keys:
         return 0
-    match = sa.or_(*(sa.and_(*(col == value for col, value in zip(_KEY, key, strict=True)))
-                     for key in keys))  # fmt: skip
+    match = sa.or_(
+        *(sa.and_(*(col == value for col, value in zip(_KEY, key, strict=True))) for key in keys)
+    )
     result = await conn.execute(idempotency_records.delete().where(match, _expired(now)))
     return int(result.rowcount)
 

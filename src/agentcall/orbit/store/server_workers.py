@@ -22,8 +22,9 @@ async def apply(conn: HotConnection, server_id: str, changes: Changes) -> None:
     if changes.reset:
         await forget(conn, [server_id])
     if changes.delete:
-        await connector.execute(conn, "unrecord_workers",
-                                {"server_id": server_id, "ids": list(changes.delete)})  # fmt: skip
+        await connector.execute(
+            conn, "unrecord_workers", {"server_id": server_id, "ids": list(changes.delete)}
+        )
     if changes.write:
         rows = [_row(server_id, record) for record in changes.write]
         await connector.insert_all(conn, [Insert(orbit_server_workers, rows)])
@@ -40,20 +41,31 @@ async def recorded(
     within `expire_s` (on the database clock, read by the same statement)."""
     params = {"namespace_id": namespace_id, "server_id": server_id}
     rows = await connector.fetch(conn, "recorded_workers", params)
-    return [_record(row) for row in rows
-            if row.server_heartbeat_at >= row.now_at - timedelta(seconds=expire_s)]  # fmt: skip
+    return [
+        _record(row)
+        for row in rows
+        if row.server_heartbeat_at >= row.now_at - timedelta(seconds=expire_s)
+    ]
 
 
 def _row(server_id: str, record: WorkerRecord) -> dict[str, Any]:
     return {
-        "connection_id": record.connection_id, "server_id": server_id,
-        "namespace_id": record.namespace_id, "server": record.server, "name": record.name,
-        "instance_id": record.instance_id, "sdk": record.sdk, "host": record.host,
-        "pid": record.pid, "queues": json.dumps(list(record.queues)),
+        "connection_id": record.connection_id,
+        "server_id": server_id,
+        "namespace_id": record.namespace_id,
+        "server": record.server,
+        "name": record.name,
+        "instance_id": record.instance_id,
+        "sdk": record.sdk,
+        "host": record.host,
+        "pid": record.pid,
+        "queues": json.dumps(list(record.queues)),
         "handlers": json.dumps([[h.handler, h.handler_version] for h in record.handlers]),
-        "slots": record.slots, "in_flight": record.in_flight,
-        "connected_at": record.connected_at, "last_heartbeat_at": record.last_heartbeat_at,
-    }  # fmt: skip
+        "slots": record.slots,
+        "in_flight": record.in_flight,
+        "connected_at": record.connected_at,
+        "last_heartbeat_at": record.last_heartbeat_at,
+    }
 
 
 def _record(row: Any) -> WorkerRecord:

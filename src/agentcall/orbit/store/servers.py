@@ -40,9 +40,15 @@ class Servers:
                 .values(heartbeat_at=now, host=self.host, port=self.port)
             )
             if renewed.rowcount == 0:
-                await conn.execute(orbit_servers.insert().values(
-                    id=self.server_id, host=self.host, port=self.port, started_at=now,
-                    heartbeat_at=now))  # fmt: skip
+                await conn.execute(
+                    orbit_servers.insert().values(
+                        id=self.server_id,
+                        host=self.host,
+                        port=self.port,
+                        started_at=now,
+                        heartbeat_at=now,
+                    )
+                )
             if also is not None:
                 await also(conn, renewed.rowcount == 0)
             rows = (await conn.execute(sa.select(orbit_servers))).all()

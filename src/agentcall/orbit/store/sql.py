@@ -163,9 +163,10 @@ def layout(params: Mapping[str, Any]) -> Layout:
     """What the SQL of a query depends on: each parameter, and the shape of a list one."""
     return tuple(
         (name, len(value), len(value[0]) if value and isinstance(value[0], tuple) else 0)
-        if isinstance(value, list | tuple) else (name, -1, 0)
+        if isinstance(value, list | tuple)
+        else (name, -1, 0)
         for name, value in params.items()
-    )  # fmt: skip
+    )
 
 
 @lru_cache(maxsize=1024)

@@ -83,17 +83,25 @@ class SubmitGroups:
     resume (the dispatcher and the other processes' hints need not wait for them)."""
 
     def __init__(
-        self, db: Database, alone: Alone, lanes: int = DEFAULT_LANES, *,
-        handoff: Handoff | None = None, on_accepted: Callable[[str], None] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        db: Database,
+        alone: Alone,
+        lanes: int = DEFAULT_LANES,
+        *,
+        handoff: Handoff | None = None,
+        on_accepted: Callable[[str], None] | None = None,
+    ) -> None:
         self.db = db
         self.alone = alone
         self.handoff = handoff
         self.on_accepted = on_accepted or (lambda queue_id: None)
         self.commit: GroupCommit[PendingSubmit, Receipt] = GroupCommit(
-            self._run, lanes=lanes_for(db, lanes), max_group=MAX_GROUP,
-            weight=_size, max_weight=MAX_GROUP_BYTES,
-        )  # fmt: skip
+            self._run,
+            lanes=lanes_for(db, lanes),
+            max_group=MAX_GROUP,
+            weight=_size,
+            max_weight=MAX_GROUP_BYTES,
+        )
         self.fallbacks = 0  # groups that ran again submit by submit
 
     async def submit(self, item: PendingSubmit) -> Receipt:
@@ -133,9 +141,7 @@ class SubmitGroups:
         try:
             async with self.db.hot_write() as conn:
                 scopes = [item.scope for item in items]
-                now, stored = await idempotency.now_and_find_many(
-                    self.db, conn, SUBMIT, "", scopes
-                )
+                now, stored = await idempotency.now_and_find_many(self.db, conn, SUBMIT, "", scopes)
                 decisions = plan_group(items, stored, now, new_id)
                 pairs = zip(items, decisions, strict=True)
                 accepted = [(item, choice) for item, choice in pairs if isinstance(choice, Accept)]
@@ -143,8 +149,12 @@ class SubmitGroups:
                     claims = self._claim([d.task for _, d in accepted], now)
                     if claims is not None:
                         await claims.settle(conn)
-                    await insert_all(conn, self._inserts(accepted, claims, now),
-                                     one_trip=len(accepted) == 1, commit=True)  # fmt: skip
+                    await insert_all(
+                        conn,
+                        self._inserts(accepted, claims, now),
+                        one_trip=len(accepted) == 1,
+                        commit=True,
+                    )
                     if claims is not None and isinstance(conn, DriverSession) and conn.ended:
                         claims.committed()  # the COMMIT went with the INSERTs: tell at once
         except sa.exc.IntegrityError as exc:
@@ -168,7 +178,8 @@ class SubmitGroups:
         The LEASED events of eager leases join the ACCEPTED events' INSERT (same table)."""
         leased = claims.task_ids if claims is not None else frozenset[str]()
         events, audits = journal.acceptance_rows(
-            [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now)  # fmt: skip
+            [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now
+        )
         leased_events = claims.event_rows() if claims is not None else []
         return [
             idempotency.receipt_rows([(i.scope, d.task.id, d.receipt) for i, d in accepted], now),

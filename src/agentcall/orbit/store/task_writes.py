@@ -81,9 +81,11 @@ async def write_task(db: Database, write: TaskWrite, plan: Plan) -> Written:
 
 
 async def replaying(
-    db: Database, once: Callable[[], Awaitable[T]], scope: Scope,
+    db: Database,
+    once: Callable[[], Awaitable[T]],
+    scope: Scope,
     replay: Callable[[StoredReceipt], T],
-) -> T:  # fmt: skip
+) -> T:
     """Run `once` (retried on transient failures); when a concurrent request with the same key
     won the idempotency record, answer `replay` of its stored receipt."""
 

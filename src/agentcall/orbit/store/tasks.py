@@ -125,10 +125,22 @@ async def cancel_if(conn: AsyncConnection, task: Task, now: datetime) -> bool:
 
 
 _SUMMARY_COLUMNS = (
-    c.id, c.queue_id, c.state, c.revision, c.handler, c.handler_version, c.business_key,
-    c.available_at, c.start_deadline_at, c.deadline_at, c.attempt_count,
-    c.cancel_requested_at, c.completed_at, c.created_at, c.updated_at,
-)  # fmt: skip
+    c.id,
+    c.queue_id,
+    c.state,
+    c.revision,
+    c.handler,
+    c.handler_version,
+    c.business_key,
+    c.available_at,
+    c.start_deadline_at,
+    c.deadline_at,
+    c.attempt_count,
+    c.cancel_requested_at,
+    c.completed_at,
+    c.created_at,
+    c.updated_at,
+)
 
 
 async def page(
@@ -153,9 +165,21 @@ async def page(
     rows = (await conn.execute(query)).all()
     return [
         TaskSummary(
-            r.id, r.queue_id, TaskState(r.state), r.revision, r.handler, r.handler_version,
-            r.business_key, r.available_at, r.start_deadline_at, r.deadline_at, r.attempt_count,
-            r.cancel_requested_at, r.completed_at, r.created_at, r.updated_at,
-        )  # fmt: skip
+            r.id,
+            r.queue_id,
+            TaskState(r.state),
+            r.revision,
+            r.handler,
+            r.handler_version,
+            r.business_key,
+            r.available_at,
+            r.start_deadline_at,
+            r.deadline_at,
+            r.attempt_count,
+            r.cancel_requested_at,
+            r.completed_at,
+            r.created_at,
+            r.updated_at,
+        )
         for r in rows
     ]

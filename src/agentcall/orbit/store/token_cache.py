@@ -45,6 +45,7 @@ class TokenCache:
         return len(self._entries)
 
     def _evict(self, now: float) -> None:
-        fresh = {key: entry for key, entry in self._entries.items()
-                 if 0 <= now - entry[1] < self.ttl_s}  # fmt: skip
+        fresh = {
+            key: entry for key, entry in self._entries.items() if 0 <= now - entry[1] < self.ttl_s
+        }
         self._entries = fresh if len(fresh) < self.max_entries else {}

@@ -53,10 +53,13 @@ def encode(value: Any) -> bytes:
 
 def _write(method: str, path: str, key: str, body: Any, parse: Callable[[Any, str], T]) -> Call[T]:
     return Call(
-        method, path, parse, ok=frozenset({200, 201}),
+        method,
+        path,
+        parse,
+        ok=frozenset({200, 201}),
         headers={"Content-Type": "application/json", "Idempotency-Key": key},
         content=encode(body),
-    )  # fmt: skip
+    )
 
 
 def _receipt(data: Any, request_id: str) -> TaskReceipt:

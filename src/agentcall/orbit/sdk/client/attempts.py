@@ -58,11 +58,17 @@ class Evidence:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evidence:
         return cls(
-            id=data["id"], key=data["key"], kind=data["kind"],
-            created_at=_time(data["created_at"]), name=data.get("name"), uri=data.get("uri"),
-            media_type=data.get("media_type"), size_bytes=data.get("size_bytes"),
-            sha256=data.get("sha256"), data=data.get("data"),
-        )  # fmt: skip
+            id=data["id"],
+            key=data["key"],
+            kind=data["kind"],
+            created_at=_time(data["created_at"]),
+            name=data.get("name"),
+            uri=data.get("uri"),
+            media_type=data.get("media_type"),
+            size_bytes=data.get("size_bytes"),
+            sha256=data.get("sha256"),
+            data=data.get("data"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +99,17 @@ class Attempt:
         worker, error, outcome = data["worker"], data.get("error"), data.get("task_outcome")
         evidence = data.get("evidence")
         return cls(
-            id=data["id"], task_id=data["task_id"], number=data["number"], state=data["state"],
+            id=data["id"],
+            task_id=data["task_id"],
+            number=data["number"],
+            state=data["state"],
             worker=AttemptWorker(
-                worker["name"], worker["instance_id"], worker["connection_id"],
-                worker.get("sdk"), worker.get("host"), worker.get("pid"),
+                worker["name"],
+                worker["instance_id"],
+                worker["connection_id"],
+                worker.get("sdk"),
+                worker.get("host"),
+                worker.get("pid"),
             ),
             leased_at=_time(data["leased_at"]),
             attempt_deadline_at=_time(data["attempt_deadline_at"]),
@@ -107,14 +120,14 @@ class Attempt:
             ended_at=_maybe(data.get("ended_at")),
             duration_ms=data.get("duration_ms"),
             end_reason=data.get("end_reason"),
-            error=None if error is None else AttemptError(
-                error["code"], error["message"], error.get("retryable")
-            ),
-            task_outcome=None if outcome is None else AttemptOutcome(
-                outcome["state"], int(outcome["revision"])
-            ),
+            error=None
+            if error is None
+            else AttemptError(error["code"], error["message"], error.get("retryable")),
+            task_outcome=None
+            if outcome is None
+            else AttemptOutcome(outcome["state"], int(outcome["revision"])),
             evidence=None if evidence is None else [Evidence.from_json(e) for e in evidence],
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +147,7 @@ class AttemptPage:
 
 
 def list_attempts(request: ListAttemptsRequest) -> Call[AttemptPage]:
-    return Call(
-        "GET", _task_path(request.task_id) + "/attempts", _page, params=request.to_params()
-    )
+    return Call("GET", _task_path(request.task_id) + "/attempts", _page, params=request.to_params())
 
 
 def get_attempt(task_id: str, attempt_id: str) -> Call[Attempt]:

@@ -105,9 +105,13 @@ class Client:
     def _send(self, call: _calls.Call[T]) -> T:
         try:
             response = self._http.request(
-                call.method, call.path, params=call.params, headers=call.headers,
-                content=call.content, timeout=_timeout(call),
-            )  # fmt: skip
+                call.method,
+                call.path,
+                params=call.params,
+                headers=call.headers,
+                content=call.content,
+                timeout=_timeout(call),
+            )
         except httpx.TransportError as exc:
             raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
         return _calls.read_response(call, response.status_code, response.content)
@@ -196,16 +200,23 @@ class AsyncClient:
         limits: httpx.Limits | None = None,
     ) -> None:
         self._http = httpx.AsyncClient(
-            base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport,
+            base_url=base_url,
+            headers=_headers(token),
+            timeout=timeout,
+            transport=transport,
             limits=limits or httpx.Limits(max_connections=100),
-        )  # fmt: skip
+        )
 
     async def _send(self, call: _calls.Call[T]) -> T:
         try:
             response = await self._http.request(
-                call.method, call.path, params=call.params, headers=call.headers,
-                content=call.content, timeout=_timeout(call),
-            )  # fmt: skip
+                call.method,
+                call.path,
+                params=call.params,
+                headers=call.headers,
+                content=call.content,
+                timeout=_timeout(call),
+            )
         except httpx.TransportError as exc:
             raise TransportError(f"{call.method} {call.path}: {exc!r}; outcome unknown") from exc
         return _calls.read_response(call, response.status_code, response.content)
@@ -233,9 +244,7 @@ class AsyncClient:
     ) -> TaskReceipt:
         return await self._send(control.resolve_task(task_id, key, request))
 
-    async def submit_batch(
-        self, key: str, requests: Sequence[SubmitTaskRequest]
-    ) -> BatchReceipt:
+    async def submit_batch(self, key: str, requests: Sequence[SubmitTaskRequest]) -> BatchReceipt:
         return await self._send(control.submit_batch(key, requests))
 
     async def list_attempts(self, request: ListAttemptsRequest) -> AttemptPage:

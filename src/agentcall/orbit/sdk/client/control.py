@@ -39,8 +39,11 @@ class ResolveTaskRequest:
     evidence: Sequence[dict[str, Any]] = ()
 
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"expected_revision": str(self.expected_revision),
-                                "outcome": self.outcome, "reason": self.reason}  # fmt: skip
+        body: dict[str, Any] = {
+            "expected_revision": str(self.expected_revision),
+            "outcome": self.outcome,
+            "reason": self.reason,
+        }
         if self.outcome == "succeeded":
             body["result"] = self.result
         else:
@@ -84,6 +87,8 @@ def submit_batch(key: str, requests: Sequence[SubmitTaskRequest]) -> Call[BatchR
 
 
 def _batch(data: Any, request_id: str) -> BatchReceipt:
-    items = [BatchItem(int(i["index"]), str(i["task_id"]), str(i["state"]), int(i["revision"]))
-             for i in data["items"]]  # fmt: skip
+    items = [
+        BatchItem(int(i["index"]), str(i["task_id"]), str(i["state"]), int(i["revision"]))
+        for i in data["items"]
+    ]
     return BatchReceipt(items, bool(data["deduplicated"]), request_id)

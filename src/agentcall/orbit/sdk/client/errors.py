@@ -1,17 +1,17 @@
 """SDK exceptions: one class per API error code, plus transport failures.
 
-    OrbitClientError
-    ├── APIError                      the server answered with an error body
-    │   ├── InvalidArgumentError      400 fix the field named in the message
-    │   ├── UnauthenticatedError      401 check the token, its expiry and revocation
-    │   ├── PermissionDeniedError     403 the token lacks the permission or queue scope
-    │   ├── NotFoundError             404 no such task for this token
-    │   ├── IdempotencyConflictError  409 the key was used with different content
-    │   ├── StateConflictError        409 GET the task and decide again
-    │   ├── BodyTooLargeError         413 pass a reference instead of the data
-    │   ├── UnsupportedMediaTypeError 415 (an SDK bug: report it)
-    │   └── UnavailableError          503 outcome unknown: retry later with the same key
-    └── TransportError                no answer: outcome unknown, retry with the same key
+OrbitClientError
+├── APIError                      the server answered with an error body
+│   ├── InvalidArgumentError      400 fix the field named in the message
+│   ├── UnauthenticatedError      401 check the token, its expiry and revocation
+│   ├── PermissionDeniedError     403 the token lacks the permission or queue scope
+│   ├── NotFoundError             404 no such task for this token
+│   ├── IdempotencyConflictError  409 the key was used with different content
+│   ├── StateConflictError        409 GET the task and decide again
+│   ├── BodyTooLargeError         413 pass a reference instead of the data
+│   ├── UnsupportedMediaTypeError 415 (an SDK bug: report it)
+│   └── UnavailableError          503 outcome unknown: retry later with the same key
+└── TransportError                no answer: outcome unknown, retry with the same key
 """
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ class APIError(OrbitClientError):
     """`items`: for a refused batch, every invalid item as {"index", "field"?, "message"}."""
 
     def __init__(
-        self, status: int, code: str, message: str, request_id: str | None,
+        self,
+        status: int,
+        code: str,
+        message: str,
+        request_id: str | None,
         items: tuple[dict[str, Any], ...] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(f"{status} {code}: {message} (request_id={request_id})")
         self.status = status
         self.code = code

@@ -27,9 +27,13 @@ class QueueInfo:
     @classmethod
     def from_json(cls, data: Any) -> QueueInfo:
         oldest = data.get("oldest_waiting_at")
-        return cls(data["id"], data["name"], {k: int(v) for k, v in data["counts"].items()},
-                   None if oldest is None else parse_time(oldest, "oldest_waiting_at"),
-                   data.get("oldest_waiting_age_ms"))  # fmt: skip
+        return cls(
+            data["id"],
+            data["name"],
+            {k: int(v) for k, v in data["counts"].items()},
+            None if oldest is None else parse_time(oldest, "oldest_waiting_at"),
+            data.get("oldest_waiting_age_ms"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,29 +56,44 @@ class WorkerInfo:
     def from_json(cls, data: Any) -> WorkerInfo:
         handlers = tuple((h["handler"], h["handler_version"]) for h in data["handlers"])
         return cls(
-            data["connection_id"], data["server"], data["name"], data["instance_id"],
-            tuple(data["queues"]), handlers, int(data["slots"]), int(data["in_flight"]),
+            data["connection_id"],
+            data["server"],
+            data["name"],
+            data["instance_id"],
+            tuple(data["queues"]),
+            handlers,
+            int(data["slots"]),
+            int(data["in_flight"]),
             parse_time(data["connected_at"], "connected_at"),
             parse_time(data["last_heartbeat_at"], "last_heartbeat_at"),
-            data.get("sdk"), data.get("host"), data.get("pid"),
-        )  # fmt: skip
+            data.get("sdk"),
+            data.get("host"),
+            data.get("pid"),
+        )
 
 
 def list_queues() -> Call[list[QueueInfo]]:
-    return Call("GET", "/v1/queues",
-                lambda data, _: [QueueInfo.from_json(item) for item in data["items"]])  # fmt: skip
+    return Call(
+        "GET", "/v1/queues", lambda data, _: [QueueInfo.from_json(item) for item in data["items"]]
+    )
 
 
 def list_workers() -> Call[list[WorkerInfo]]:
-    return Call("GET", "/v1/workers",
-                lambda data, _: [WorkerInfo.from_json(item) for item in data["items"]])  # fmt: skip
+    return Call(
+        "GET", "/v1/workers", lambda data, _: [WorkerInfo.from_json(item) for item in data["items"]]
+    )
 
 
 def wait_task(task_id: str, wait_ms: int) -> Call[Task]:
     """One long-poll of up to `wait_ms` (0-60000) milliseconds."""
     plain = get_task(task_id)
-    return Call(plain.method, plain.path, plain.parse, params={"wait_ms": str(wait_ms)},
-                timeout=wait_ms / 1000 + WAIT_MARGIN_S)  # fmt: skip
+    return Call(
+        plain.method,
+        plain.path,
+        plain.parse,
+        params={"wait_ms": str(wait_ms)},
+        timeout=wait_ms / 1000 + WAIT_MARGIN_S,
+    )
 
 
 def next_wait_ms(left_s: float) -> int:

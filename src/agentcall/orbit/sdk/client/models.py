@@ -10,8 +10,14 @@ from typing import Any
 from agentcall.orbit.domain.times import format_time, parse_time
 
 TASK_STATES = (
-    "WAITING", "LEASED", "RUNNING", "NEEDS_REVIEW", "SUCCEEDED", "FAILED", "CANCELLED",
-)  # fmt: skip
+    "WAITING",
+    "LEASED",
+    "RUNNING",
+    "NEEDS_REVIEW",
+    "SUCCEEDED",
+    "FAILED",
+    "CANCELLED",
+)
 
 
 @dataclass(frozen=True, slots=True)

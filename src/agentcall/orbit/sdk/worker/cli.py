@@ -49,27 +49,65 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--app", "app_spec", required=True, metavar="MODULE:ATTRIBUTE", envvar=ENV_APP,
-              help="The Registry of handlers to serve, e.g. myapp.tasks:registry (the module is "
-              f"imported from the working directory or the Python path); env {ENV_APP}.")
-@click.option("--queue", "queues", multiple=True, metavar="QUEUE_ID",
-              help=f"Queue to serve (repeat for several); env {ENV_QUEUES} (space-separated).")
-@click.option("--url", "urls", multiple=True,
-              help="Orbit API base URL; repeat for several servers of one database (the worker "
-              f"moves to the next when its server goes away); env {ENV_URL} (comma-separated).")
+@click.option(
+    "--app",
+    "app_spec",
+    required=True,
+    metavar="MODULE:ATTRIBUTE",
+    envvar=ENV_APP,
+    help="The Registry of handlers to serve, e.g. myapp.tasks:registry (the module is "
+    f"imported from the working directory or the Python path); env {ENV_APP}.",
+)
+@click.option(
+    "--queue",
+    "queues",
+    multiple=True,
+    metavar="QUEUE_ID",
+    help=f"Queue to serve (repeat for several); env {ENV_QUEUES} (space-separated).",
+)
+@click.option(
+    "--url",
+    "urls",
+    multiple=True,
+    help="Orbit API base URL; repeat for several servers of one database (the worker "
+    f"moves to the next when its server goes away); env {ENV_URL} (comma-separated).",
+)
 @click.option("--token", help=f"Token with tasks:work on the queues; env {ENV_TOKEN}.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 1000),
-              envvar=ENV_CONCURRENCY, help="Attempts run at the same time.")
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    envvar=ENV_CONCURRENCY,
+    help="Attempts run at the same time.",
+)
 @click.option("--name", default=None, help="Worker name in the history [default: orbit@HOST].")
-@click.option("--grace-period", default=30.0, show_default=True, type=click.FloatRange(0, 3600),
-              envvar=ENV_GRACE_PERIOD,
-              help="Seconds running handlers get to finish after SIGTERM before they are "
-              "cancelled and handed back.")
-@click.option("--log-format", envvar=ENV_LOG_FORMAT, default="auto", show_default=True,
-              type=click.Choice(["auto", "json", "text"]), help="Log line format.")
-@click.option("--loop", "loop_name", envvar=ENV_LOOP, default="auto",
-              show_default=True, type=click.Choice(["auto", "uvloop", "asyncio"]),
-              help="Event loop: uvloop when installed (auto), or the standard asyncio loop.")
+@click.option(
+    "--grace-period",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0, 3600),
+    envvar=ENV_GRACE_PERIOD,
+    help="Seconds running handlers get to finish after SIGTERM before they are "
+    "cancelled and handed back.",
+)
+@click.option(
+    "--log-format",
+    envvar=ENV_LOG_FORMAT,
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "json", "text"]),
+    help="Log line format.",
+)
+@click.option(
+    "--loop",
+    "loop_name",
+    envvar=ENV_LOOP,
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "uvloop", "asyncio"]),
+    help="Event loop: uvloop when installed (auto), or the standard asyncio loop.",
+)
 def worker(
     app_spec: str,
     queues: tuple[str, ...],
@@ -88,9 +126,15 @@ def worker(
     logs.configure(fmt=log_format, logger="orbit")
     try:
         settings = worker_settings(
-            url=urls or None, token=token, queues=queues, concurrency=concurrency, name=name,
-            grace_period=grace_period, log_format=log_format, loop=loop_name,
-        )  # fmt: skip
+            url=urls or None,
+            token=token,
+            queues=queues,
+            concurrency=concurrency,
+            name=name,
+            grace_period=grace_period,
+            log_format=log_format,
+            loop=loop_name,
+        )
         sys.path.insert(0, os.getcwd())
         registry = load_registry(app_spec)
         factory = loop_factory(settings.loop)
@@ -111,7 +155,10 @@ def worker(
 
 def _config(settings: WorkerSettings) -> WorkerConfig:
     return WorkerConfig(
-        url=settings.url, token=settings.token, queues=settings.queues,
-        concurrency=settings.concurrency, name=settings.name,
+        url=settings.url,
+        token=settings.token,
+        queues=settings.queues,
+        concurrency=settings.concurrency,
+        name=settings.name,
         grace_period=settings.grace_period,
-    )  # fmt: skip
+    )

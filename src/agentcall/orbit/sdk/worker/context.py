@@ -100,7 +100,13 @@ class Context:
         Sent to Orbit at once, so that it survives a crash of this process; safe to call
         from sync handlers (threads) and async handlers alike. Never put secrets here."""
         item: dict[str, Any] = {"key": key, "kind": kind}
-        optional = {"name": name, "uri": uri, "media_type": media_type,
-                    "size_bytes": size_bytes, "sha256": sha256, "data": data}  # fmt: skip
+        optional = {
+            "name": name,
+            "uri": uri,
+            "media_type": media_type,
+            "size_bytes": size_bytes,
+            "sha256": sha256,
+            "data": data,
+        }
         item.update({k: to_json_value(v) for k, v in optional.items() if v is not None})
         self._sink(item)

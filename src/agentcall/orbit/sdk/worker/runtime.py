@@ -155,8 +155,13 @@ class Worker:
         return {
             "type": "hello",
             "protocol": "orbit.worker.v1",
-            "worker": {"name": self.config.name, "instance_id": self.instance_id, "sdk": SDK,
-                       "host": socket.gethostname()[:128], "pid": os.getpid()},  # fmt: skip
+            "worker": {
+                "name": self.config.name,
+                "instance_id": self.instance_id,
+                "sdk": SDK,
+                "host": socket.gethostname()[:128],
+                "pid": os.getpid(),
+            },
             "queues": list(self.config.queues),
             "handlers": handlers,
             "capacity": 0 if self.stopping else self.config.concurrency,
@@ -184,8 +189,9 @@ class Worker:
     def on_attempt_status(self, attempt_id: str, status: str) -> None:
         if status == "lost":
             if attempt_id in self.runs and not self.runs[attempt_id].lost:
-                log.warning("attempt lost: its lease ended; stopping it",
-                            extra={"attempt_id": attempt_id})  # fmt: skip
+                log.warning(
+                    "attempt lost: its lease ended; stopping it", extra={"attempt_id": attempt_id}
+                )
             self.on_cancel(attempt_id, "lease_lost")
         elif status == "cancel_requested":
             self.on_cancel(attempt_id, "cancel_requested")
@@ -280,5 +286,8 @@ class Worker:
 
 def _error_fields(ack: dict[str, Any], run: AttemptRun) -> dict[str, Any]:
     error = ack.get("error") or {}
-    return {"attempt_id": run.attempt.attempt_id, "code": error.get("code"),
-            "detail": error.get("message")}  # fmt: skip
+    return {
+        "attempt_id": run.attempt.attempt_id,
+        "code": error.get("code"),
+        "detail": error.get("message"),
+    }

@@ -142,6 +142,14 @@ def _journal() -> None:
 
 
 def downgrade() -> None:
-    for table in ("idempotency_records", "audit_log", "task_events", "tasks", "token_queues",
-                  "tokens", "queues", "namespaces"):  # fmt: skip
+    for table in (
+        "idempotency_records",
+        "audit_log",
+        "task_events",
+        "tasks",
+        "token_queues",
+        "tokens",
+        "queues",
+        "namespaces",
+    ):
         op.drop_table(table)

@@ -24,9 +24,7 @@ def upgrade() -> None:
         batch.add_column(sa.Column("error_message", sa.Text(), nullable=True))
         batch.add_column(sa.Column("attempt_error", sa.Text(), nullable=True))
         batch.add_column(sa.Column("current_attempt_id", ident(), nullable=True))
-        batch.add_column(
-            sa.Column("lease_count", sa.Integer(), nullable=False, server_default="0")
-        )
+        batch.add_column(sa.Column("lease_count", sa.Integer(), nullable=False, server_default="0"))
     op.create_index("ix_tasks_lease", "tasks", ["queue_id", "state", "available_at", "id"])
     op.create_index("ix_tasks_state_deadline", "tasks", ["state", "deadline_at"])
     op.create_index("ix_tasks_state_start_deadline", "tasks", ["state", "start_deadline_at"])
@@ -100,6 +98,11 @@ def downgrade() -> None:
     for index in ("ix_tasks_state_start_deadline", "ix_tasks_state_deadline", "ix_tasks_lease"):
         op.drop_index(index, table_name="tasks")
     with op.batch_alter_table("tasks") as batch:
-        for column in ("lease_count", "current_attempt_id", "attempt_error", "error_message",
-                       "error_code"):  # fmt: skip
+        for column in (
+            "lease_count",
+            "current_attempt_id",
+            "attempt_error",
+            "error_message",
+            "error_code",
+        ):
             batch.drop_column(column)

@@ -39,8 +39,7 @@ def upgrade() -> None:
         sa.Column("last_heartbeat_at", UtcDateTime(), nullable=False),
         **MYSQL_TABLE_ARGS,
     )
-    op.create_index("ix_orbit_server_workers_namespace", "orbit_server_workers",
-                    ["namespace_id"])  # fmt: skip
+    op.create_index("ix_orbit_server_workers_namespace", "orbit_server_workers", ["namespace_id"])
     op.create_index("ix_orbit_server_workers_server", "orbit_server_workers", ["server_id"])
 
 

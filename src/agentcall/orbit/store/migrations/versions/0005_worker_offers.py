@@ -41,10 +41,12 @@ def upgrade() -> None:
         sa.Column("claimed_at", UtcDateTime(), nullable=True),
         **MYSQL_TABLE_ARGS,
     )
-    op.create_index("ix_orbit_worker_offers_namespace", "orbit_worker_offers",
-                    ["namespace_id", "task_id"])  # fmt: skip
-    op.create_index("ix_orbit_worker_offers_server", "orbit_worker_offers",
-                    ["server_id", "task_id"])  # fmt: skip
+    op.create_index(
+        "ix_orbit_worker_offers_namespace", "orbit_worker_offers", ["namespace_id", "task_id"]
+    )
+    op.create_index(
+        "ix_orbit_worker_offers_server", "orbit_worker_offers", ["server_id", "task_id"]
+    )
 
 
 def downgrade() -> None:
