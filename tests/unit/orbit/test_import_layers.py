@@ -1,5 +1,6 @@
-"""Orbit's import direction: `cli → api → execution → store → domain`, with `protocol` (the
-worker wire format) beside `domain`, and the SDKs depending only on `protocol` and `domain`.
+"""Orbit's import direction: `cli → api → usecases → execution → store → domain`, with
+`protocol` (the worker wire format) beside `domain`, and the SDKs depending only on `protocol`
+and `domain`.
 No import cycle between modules or between packages."""
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"domain"},
     "store": {"domain"},
     "execution": {"store", "domain", "protocol"},
-    "api": {"console", "execution", "store", "domain", "protocol", "settings"},
+    # the operations the API, the console, the CLI and the worker socket call
+    "usecases": {"execution", "store", "domain", "protocol"},
+    "api": {"console", "usecases", "execution", "store", "domain", "protocol", "settings"},
     # the console at /ui: an HTTP edge beside the API (which mounts it), reading through
     # execution's inspection and the store, acting through execution's use cases
-    "console": {"execution", "store", "domain"},
+    "console": {"usecases", "execution", "store", "domain"},
     "sdk": {"protocol", "domain"},
     # the server's ServerSettings: read from the environment where the server is assembled
     # (cli, api.factory) and passed down as values, so only those two parts import it
     "settings": {"domain"},
-    "cli": {"api", "execution", "store", "domain", "protocol", "sdk", "settings"},
+    "cli": {"api", "usecases", "execution", "store", "domain", "protocol", "sdk", "settings"},
 }
 
 pytestmark = pytest.mark.unit

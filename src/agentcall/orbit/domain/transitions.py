@@ -1,0 +1,262 @@
+"""The engine's transitions as values, and the pure row builders the store writes them with.
+
+A transition item (`LeaseWrite`, `StartWrite`, `EndWrite`) says what moves: which attempt and
+task, from the state they were read in, to what. The builders below turn one item into the
+column values of its rows (attempt, task, event); the store's one batched writer per
+transition kind (`orbit.store.transactions`) applies them for a whole batch at once, and the
+in-memory twin applies the same values to its records. Nothing here reads a clock: `now` is
+the database time of the caller's transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agentcall.orbit.domain.attempts import AttemptState, Outcome, TaskErrorCode, TaskFacts
+from agentcall.orbit.domain.evidence import WorkerError
+from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.task import Task
+
+Row = dict[str, Any]
+
+ERROR_MESSAGES = {
+    TaskErrorCode.HANDLER_FAILED: "the handler reported a failure that is not retryable",
+    TaskErrorCode.REVIEW_REQUESTED: "the handler could not tell the outcome; review the evidence",
+    TaskErrorCode.ATTEMPTS_EXHAUSTED: "every attempt of retry.max_attempts was used",
+    TaskErrorCode.DEADLINE_EXCEEDED: "the task deadline passed before it could finish",
+    TaskErrorCode.START_DEADLINE_EXCEEDED: "start_deadline_at passed before an attempt started",
+    TaskErrorCode.ATTEMPT_LOST: (
+        "the worker was lost while running a RECONCILE_ONLY task; the outcome is unknown: "
+        "reconcile with the attempt's evidence"
+    ),
+    TaskErrorCode.ATTEMPT_TIMED_OUT: (
+        "the attempt reached its deadline while running a RECONCILE_ONLY task; the outcome is "
+        "unknown: reconcile with the attempt's evidence"
+    ),
+    TaskErrorCode.CANCEL_UNCONFIRMED: (
+        "a cancel was requested but the worker never confirmed it for a RECONCILE_ONLY task; "
+        "the outcome is unknown: reconcile with the attempt's evidence"
+    ),
+}
+END_EVENT_KIND = {
+    TaskState.SUCCEEDED: "SUCCEEDED",
+    TaskState.FAILED: "FAILED",
+    TaskState.NEEDS_REVIEW: "NEEDS_REVIEW",
+    TaskState.WAITING: "REQUEUED",
+    TaskState.CANCELLED: "CANCELLED",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LiveAttempt:
+    """An attempt with the task facts its transitions need, as read in the caller's
+    transaction (locked on MySQL/MariaDB: FOR UPDATE)."""
+
+    id: str
+    task_id: str
+    namespace_id: str
+    queue_id: str
+    number: int
+    state: AttemptState
+    token_sha256: str
+    connection_id: str
+    lease_expires_at: datetime
+    attempt_deadline_at: datetime
+    started_at: datetime | None
+    end_reason: str | None
+    end_digest: str | None
+    evidence_count: int
+    task_state: TaskState
+    task_revision: int
+    task_cancel_requested: bool
+    facts: TaskFacts
+
+
+@dataclass(frozen=True, slots=True)
+class EndFacts:
+    """What a worker message adds to an outcome: its error, its result, and the digest that
+    recognises a resend of the same message."""
+
+    error: WorkerError | None = None
+    result_text: str | None = None
+    end_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """The connection a lease goes to and the worker behind it (kept on the attempt)."""
+
+    connection_id: str
+    token_id: str
+    worker_name: str
+    worker_instance_id: str
+    worker_sdk: str | None
+    worker_host: str | None
+    worker_pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseWrite:
+    """WAITING → LEASED of `task` (its revision as read): a new attempt `attempt_id` number
+    `number` held by `holder`, whose lease token has the digest `token_sha256`."""
+
+    task: Task
+    attempt_id: str
+    number: int
+    token_sha256: str
+    holder: Holder
+    lease_expires_at: datetime
+    attempt_deadline_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StartWrite:
+    """LEASED → RUNNING of `live` (attempt and task), its lease renewed to `lease_expires_at`;
+    the task's attempt count grows by one."""
+
+    live: LiveAttempt
+    lease_expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EndWrite:
+    """The end of attempt `live` (LEASED or RUNNING) as `outcome` decided it, with what the
+    worker's message adds (`facts`): the attempt ends, the task moves to `outcome.task_state`
+    (revision + 1) and one event records it."""
+
+    live: LiveAttempt
+    outcome: Outcome
+    facts: EndFacts = EndFacts()
+
+
+# ---------------------------------------------------------------------- row builders
+def event_row(
+    task_id: str,
+    revision: int,
+    kind: str,
+    from_state: TaskState,
+    to_state: TaskState,
+    detail: str,
+    now: datetime,
+    event_id: str,
+) -> Row:
+    """One task event: the move of `task_id` to `revision`."""
+    return {
+        "id": event_id,
+        "task_id": task_id,
+        "revision": revision,
+        "kind": kind,
+        "from_state": from_state.value,
+        "to_state": to_state.value,
+        "detail": detail,
+        "created_at": now,
+    }
+
+
+def lease_attempt_row(lease: LeaseWrite, now: datetime) -> Row:
+    """The new LEASED attempt of a lease, with the identity of the connection it went to."""
+    task, holder = lease.task, lease.holder
+    return {
+        "id": lease.attempt_id,
+        "task_id": task.id,
+        "namespace_id": task.namespace_id,
+        "queue_id": task.queue_id,
+        "number": lease.number,
+        "state": AttemptState.LEASED.value,
+        "lease_token_sha256": lease.token_sha256,
+        "token_id": holder.token_id,
+        "connection_id": holder.connection_id,
+        "worker_name": holder.worker_name,
+        "worker_instance_id": holder.worker_instance_id,
+        "worker_sdk": holder.worker_sdk,
+        "worker_host": holder.worker_host,
+        "worker_pid": holder.worker_pid,
+        "leased_at": now,
+        "lease_expires_at": lease.lease_expires_at,
+        "attempt_deadline_at": lease.attempt_deadline_at,
+        "evidence_count": 0,
+    }
+
+
+def lease_event_row(task: Task, attempt_id: str, now: datetime, event_id: str) -> Row:
+    """The WAITING → LEASED event of a lease (revision + 1)."""
+    detail = f'{{"attempt_id":"{attempt_id}"}}'
+    moved = (TaskState.WAITING, TaskState.LEASED)
+    return event_row(task.id, task.revision + 1, "LEASED", *moved, detail, now, event_id)
+
+
+def start_event_row(start: StartWrite, now: datetime, event_id: str) -> Row:
+    """The LEASED → RUNNING event of a start (revision + 1)."""
+    live = start.live
+    detail = f'{{"attempt_id":"{live.id}"}}'
+    moved = (TaskState.LEASED, TaskState.RUNNING)
+    return event_row(live.task_id, live.task_revision + 1, "STARTED", *moved, detail, now, event_id)
+
+
+def end_attempt_row(end: EndWrite) -> Row:
+    """The ended attempt's values (its `ended_at` is the batch's `now`)."""
+    live, outcome, facts = end.live, end.outcome, end.facts
+    row: Row = {
+        "id": live.id,
+        "state": outcome.attempt_state.value,
+        "end_reason": outcome.end_reason.value,
+        "end_digest": facts.end_digest,
+        "task_state_after": outcome.task_state.value,
+        "task_revision_after": live.task_revision + 1,
+    }
+    if facts.error is not None:
+        row.update(
+            error_code=facts.error.code,
+            error_message=facts.error.message,
+            error_retryable=facts.error.retryable,
+        )
+    return row
+
+
+def end_task_row(end: EndWrite, now: datetime) -> Row:
+    """The task's values after the end (revision, update time and current attempt are the
+    writer's, the same for every row)."""
+    live, outcome, facts = end.live, end.outcome, end.facts
+    row: Row = {"id": live.task_id, "state": outcome.task_state.value}
+    if outcome.task_state is TaskState.WAITING:
+        row["available_at"] = outcome.available_at
+    if outcome.task_state.terminal:
+        row["completed_at"] = now
+    if outcome.task_state is TaskState.SUCCEEDED:
+        row["result"] = facts.result_text
+    if outcome.error_code is not None:
+        row["error_code"] = outcome.error_code.value
+        row["error_message"] = error_message(outcome.error_code, facts.error)
+        if facts.error is not None:
+            row["attempt_error"] = dumps(error_json(facts.error))
+    return row
+
+
+def end_event_row(end: EndWrite, now: datetime, event_id: str) -> Row:
+    live, outcome = end.live, end.outcome
+    detail: dict[str, JsonValue] = {"attempt_id": live.id, "reason": outcome.end_reason.value}
+    if outcome.error_code is not None:
+        detail["error_code"] = outcome.error_code.value
+    kind = END_EVENT_KIND[outcome.task_state]
+    moved = (live.task_state, outcome.task_state)
+    return event_row(
+        live.task_id, live.task_revision + 1, kind, *moved, dumps(detail), now, event_id
+    )
+
+
+def error_message(code: TaskErrorCode, error: WorkerError | None) -> str:
+    """The task's error message: the worker's own for a failure it reported, else the
+    server's text for the code."""
+    if code in (TaskErrorCode.HANDLER_FAILED, TaskErrorCode.REVIEW_REQUESTED) and error:
+        if error.message:
+            return error.message
+    return ERROR_MESSAGES[code]
+
+
+def error_json(error: WorkerError) -> dict[str, JsonValue]:
+    body: dict[str, JsonValue] = {"code": error.code, "message": error.message}
+    if error.retryable is not None:
+        body["retryable"] = error.retryable
+    return body
