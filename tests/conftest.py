@@ -1,10 +1,10 @@
-"""Shared fixtures; service locations live in `tests.services`."""
+"""Shared fixtures; service locations live in `tests.support.services`."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.services import S3Settings, amqp_url, s3_settings
+from tests.support.services import S3Settings, amqp_url, s3_settings
 
 
 @pytest.fixture(scope="session")

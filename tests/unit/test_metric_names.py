@@ -1,4 +1,4 @@
-"""Each Prometheus naming rule of tests/metric_names.py on a small exposition: one that
+"""Each Prometheus naming rule of tests/support/metric_names.py on a small exposition: one that
 keeps it and one that breaks it (the real /metrics of the D and the cell are checked in
 tests/acceptance/dispatcher/test_readiness_and_metrics.py)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import metric_names as m
+from tests.support import metric_names as m
 
 pytestmark = pytest.mark.unit
 

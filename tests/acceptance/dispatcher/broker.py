@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import aio_pika
 import aiormq
 
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 T = TypeVar("T")
 RESULT_EXCHANGE = "agent-call.saas.v3"

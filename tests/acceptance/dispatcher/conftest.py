@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario
-from tests.services import amqp_url, s3_settings
+from tests.support.services import amqp_url, s3_settings
 
 # Callees ending in 9 are busy, in 8 answer and talk briefly, everyone else does not answer.
 SCRIPT = {

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from tests.services import amqp_url, s3_settings
+from tests.support.services import amqp_url, s3_settings
 
 BIN = Path(sys.executable).parent
 CELL_ID = "cell-mock"  # the cell_id of mocksaas's default SIP artifact

@@ -19,8 +19,8 @@ import pytest
 
 from tests.acceptance.dispatcher.broker import originate_log
 from tests.acceptance.dispatcher.harness import Scenario, wait_for
-from tests.services import amqp_url
-from tests.tcp_proxy import TcpProxy
+from tests.support.services import amqp_url
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

@@ -24,8 +24,8 @@ from tests.acceptance.dispatcher.broker import (
     take_dead_letters,
 )
 from tests.acceptance.dispatcher.harness import Scenario, unique, wait_for
-from tests.fuzzing import FUZZ, FUZZ_EXAMPLES
-from tests.hostile import hostile_bodies
+from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
+from tests.support.hostile import hostile_bodies
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

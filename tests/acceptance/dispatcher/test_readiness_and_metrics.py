@@ -5,7 +5,7 @@ part failing (D-NOTE-2: no verified SIP snapshot while the SaaS answers 503 to t
 read; D-DISC-6/D-DISC-9: discovery failing; the cell process stopped; the D's broker link
 cut at a TCP proxy, the shared RabbitMQ running on) and lifted again, while ``/healthz``
 answers 200 throughout. Then every metric the D and the cell expose, after real calls,
-is checked against the Prometheus naming rules (tests/metric_names.py).
+is checked against the Prometheus naming rules (tests/support/metric_names.py).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from agentcall.dispatcher.readiness import BROKER, CELL, DISCOVERY, SIP
-from tests import metric_names
 from tests.acceptance.dispatcher.harness import Scenario, wait_for
-from tests.services import amqp_url
-from tests.tcp_proxy import TcpProxy
+from tests.support import metric_names
+from tests.support.services import amqp_url
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env, wait_for
-from tests.tcp_proxy import TcpProxy
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.acceptance.dispatcher.broker import originate_log
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
-from tests.services import s3_settings
+from tests.support.services import s3_settings
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

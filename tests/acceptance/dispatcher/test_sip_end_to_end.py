@@ -37,7 +37,7 @@ from tests.acceptance.dispatcher.harness import (
     wait_for,
 )
 from tests.integration.cell.sipp.peer import SippPeer
-from tests.services import s3_settings
+from tests.support.services import s3_settings
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

@@ -25,7 +25,7 @@ from tests.acceptance.dispatcher.harness import (
     unique,
     wait_for,
 )
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

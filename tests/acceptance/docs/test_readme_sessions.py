@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.processes import free_port
-from tests.services import amqp_url
+from tests.support.ports import free_port
+from tests.support.services import amqp_url
 
 pytestmark = [
     pytest.mark.acceptance,

@@ -33,8 +33,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.acceptance.processes import Processes, free_port, wait_until
-from tests.services import amqp_url
+from tests.support.ports import free_port
+from tests.support.processes import Processes
+from tests.support.services import amqp_url
+from tests.support.waiting import wait_for
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -160,7 +162,7 @@ def test_orbit_alone_serves_a_task(wheel: Path, tmp_path: Path, processes: Proce
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = processes.start("orbit-serve", [*orbit, "serve", "--port", str(port)], site, env)
-    wait_until(lambda: server.alive() and _ok(f"{url}/healthz"), 60, "orbit serve")
+    wait_for(lambda: server.alive() and _ok(f"{url}/healthz"), 60, "orbit serve")
     (site / "quick.py").write_text(WORKER_APP, encoding="utf-8")
     client = env | {
         "ORBIT_URL": url,
@@ -199,7 +201,7 @@ def test_orbit_alone_serves_a_task(wheel: Path, tmp_path: Path, processes: Proce
         )
         return got if got["state"] == "SUCCEEDED" else None
 
-    task = wait_until(finished, 60, "the task to succeed")
+    task = wait_for(finished, 60, "the task to succeed")
     assert task["result"] == {"greeting": "hello wheel"}
 
     # the Dispatcher's command is there too, and says which extra it needs
@@ -248,7 +250,7 @@ def test_the_dispatcher_places_calls_from_the_wheel(
         site,
         env,
     )
-    wait_until(lambda: mock.alive() and _ok(f"{saas}/healthz"), 60, "mocksaas")
+    wait_for(lambda: mock.alive() and _ok(f"{saas}/healthz"), 60, "mocksaas")
     admin = _admin(bin_dir, site, env | {"MOCKSAAS_URL": saas})
     dispatcher_id = admin("dispatcher", "create", "--secret", "wheel-secret", "--id-only").strip()
     try:
@@ -275,7 +277,7 @@ def test_the_dispatcher_places_calls_from_the_wheel(
             site,
             env,
         )
-        wait_until(
+        wait_for(
             lambda: cell.alive() and _ok(f"http://127.0.0.1:{cell_port}/healthz"), 60, "the cell"
         )
         httpx.put(
@@ -298,7 +300,7 @@ def test_the_dispatcher_places_calls_from_the_wheel(
         assert dispatcher_id in checked and "wheel-secret" not in checked
         d = processes.start("dispatcher", [str(bin_dir / "dispatcher"), "run"], site, d_env)
         status = f"http://127.0.0.1:{d_port}/status"
-        wait_until(lambda: d.alive() and _admission_open(status), 60, "admission to open")
+        wait_for(lambda: d.alive() and _admission_open(status), 60, "admission to open")
         admin("call", dispatcher_id, "task-1", *(f"--callee={c}" for c in callees))
 
         def results() -> list[dict[str, Any]] | None:
@@ -308,7 +310,7 @@ def test_the_dispatcher_places_calls_from_the_wheel(
             items = found["results"] if isinstance(found, dict) else found
             return items if len(items) == len(callees) else None
 
-        received = wait_until(results, 90, "two call.result at the mock SaaS")
+        received = wait_for(results, 90, "two call.result at the mock SaaS")
         assert all(item["valid"] for item in received), received
         console = httpx.get(f"http://127.0.0.1:{d_port}/ui", timeout=10)  # assets from the wheel
         assert console.status_code == 200 and console.text.count("<tr data-call=") == 2

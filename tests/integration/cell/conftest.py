@@ -12,7 +12,7 @@ import pytest
 from botocore.config import Config
 
 from agentcall.cell.client import CellClient
-from tests.services import S3Settings
+from tests.support.services import S3Settings
 
 from .harness import CellProcess
 

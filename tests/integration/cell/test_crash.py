@@ -17,7 +17,7 @@ from agentcall.cell.client import (
     EventType,
     UploadTarget,
 )
-from tests.services import S3Settings
+from tests.support.services import S3Settings
 
 from .harness import CellProcess
 from .helpers import Watch, agent, plan, presign, unique

@@ -27,7 +27,7 @@ from agentcall.cell.client import CellClient, EventType, Plan, Trunk, UploadTarg
 from agentcall.cell.media import g711
 from tests.integration.cell.helpers import Watch, presign, serve_sip
 from tests.integration.cell.sipp.peer import SippPeer, require_sipp
-from tests.services import S3Settings
+from tests.support.services import S3Settings
 from tests.unit.cell.agent_configs import FULL_AI
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]

@@ -17,7 +17,7 @@ from agentcall.cell.client import (
     UploadNotAllowedError,
     UploadTarget,
 )
-from tests.services import S3Settings
+from tests.support.services import S3Settings
 
 from .helpers import Watch, plan, presign, unique
 

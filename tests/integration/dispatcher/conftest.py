@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.services import s3_settings
+from tests.support.services import s3_settings
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ import pytest
 from agentcall.dispatcher.mq.consumers import Delivery, TaskConsumers
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import task_queue
-from tests.services import amqp_url
-from tests.tcp_proxy import TcpProxy
+from tests.support.services import amqp_url
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 

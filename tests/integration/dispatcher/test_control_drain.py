@@ -11,7 +11,7 @@ import pytest
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 
 from agentcall.dispatcher.control.drain import AmqpDrainer, task_queue_name
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 

@@ -31,8 +31,8 @@ from agentcall.dispatcher.mq.settle import ChannelAcks
 from agentcall.dispatcher.saas.cache import TaskLookup
 from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
-from tests.fuzzing import FUZZ, FUZZ_EXAMPLES
-from tests.hostile import hostile_bodies, mutated
+from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
+from tests.support.hostile import hostile_bodies, mutated
 from tests.unit.dispatcher.control_fakes import raw as control_raw
 from tests.unit.dispatcher.control_fakes import rig
 

@@ -19,7 +19,7 @@ from agentcall.dispatcher.mq.publisher import OutboxRelay, properties
 from agentcall.dispatcher.store import outbox
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.store.outbox import OutboxRow
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 NOW = datetime(2026, 9, 21, tzinfo=UTC)

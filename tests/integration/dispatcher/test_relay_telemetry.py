@@ -18,7 +18,7 @@ from agentcall.dispatcher.mq.names import RESULT_EXCHANGE
 from agentcall.dispatcher.mq.publisher import OutboxRelay
 from agentcall.dispatcher.store import outbox
 from agentcall.dispatcher.store.db import Database
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 NOW = datetime(2026, 9, 21, tzinfo=UTC)

@@ -10,7 +10,7 @@ import pytest
 from aio_pika.abc import AbstractRobustConnection
 
 from tests.integration.mocksaas.harness import Dispatcher, Server
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 

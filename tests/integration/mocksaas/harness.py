@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from tests.services import amqp_url
+from tests.support.services import amqp_url
 
 CONTRACT = "/internal/v1/dispatcher"
 

@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from agentcall.mocksaas.cli import main
 from tests.integration.mocksaas.amqp_helpers import drain, message_count
 from tests.integration.mocksaas.harness import Server
-from tests.services import amqp_url
-from tests.tcp_proxy import TcpProxy
+from tests.support.services import amqp_url
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 

@@ -18,10 +18,10 @@ from hypothesis import given
 from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from agentcall.mocksaas.domain.results import check_result, facts_of
 from agentcall.mocksaas.store import results
-from tests.fuzzing import FUZZ, FUZZ_EXAMPLES
-from tests.hostile import hostile_bodies, mutated
 from tests.integration.mocksaas.amqp_helpers import publish_result
 from tests.integration.mocksaas.harness import Dispatcher, wait_for
+from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
+from tests.support.hostile import hostile_bodies, mutated
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 D = "c046b893-8628-4589-ae50-619d049248a6"

@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
-from tests.services import mysql_url
+from tests.support.services import mysql_url
 
 KINDS = ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)]
 

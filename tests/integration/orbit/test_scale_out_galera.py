@@ -25,10 +25,10 @@ from tests.acceptance.orbit.test_scale_out import (
     _wait_count,
     body,
 )
-from tests.fuzzing import FUZZ_EXAMPLES
 from tests.integration.orbit import galera
 from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
 from tests.integration.orbit.workers_harness import WorkerProcess, workers
+from tests.support.fuzzing import FUZZ_EXAMPLES
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 TASKS = 3_000

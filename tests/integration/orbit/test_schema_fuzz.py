@@ -55,7 +55,7 @@ from agentcall.orbit.api.app import create_app, openapi_text
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
-from tests.fuzzing import FUZZ, FUZZ_EXAMPLES
+from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
 
 SCHEMA = schemathesis.openapi.from_dict(json.loads(openapi_text()))
 # a schema-invalid request may also be refused by the HTTP layer: headers over 32 KiB (431), a

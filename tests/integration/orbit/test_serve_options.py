@@ -21,8 +21,9 @@ from sqlalchemy.engine import make_url
 from agentcall.orbit.cli import main
 from agentcall.orbit.cli.server import _check_tls
 from agentcall.orbit.settings import ServerSettings
-from tests.acceptance.processes import free_port, wait_until
-from tests.services import mysql_url
+from tests.support.ports import free_port
+from tests.support.services import mysql_url
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -133,7 +134,7 @@ def test_https_from_a_config_file_with_the_environment_over_it(
     process = start(["serve"], env, tmp_path / "serve.log")
     try:
         trust = ssl.create_default_context(cafile=str(cert))
-        wait_until(lambda: healthy(f"https://127.0.0.1:{port}", trust), 60, "orbit over https")
+        wait_for(lambda: healthy(f"https://127.0.0.1:{port}", trust), 60, "orbit over https")
         text = (tmp_path / "serve.log").read_text()
         assert f"https://127.0.0.1:{port}" in text
         # "ready" only once the socket listens

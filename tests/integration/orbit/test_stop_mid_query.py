@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.mysql import driver_of
-from tests.services import mysql_url
+from tests.support.services import mysql_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 

@@ -16,7 +16,7 @@ import pymysql
 import pytest
 from botocore.config import Config
 
-from tests.services import S3Settings, amqp_url, mysql_url
+from tests.support.services import S3Settings, amqp_url, mysql_url
 
 pytestmark = pytest.mark.integration
 

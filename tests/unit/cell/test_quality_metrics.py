@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentcall.cell.metrics import CellMetrics
-from tests import metric_names
+from tests.support import metric_names
 
 pytestmark = pytest.mark.unit
 

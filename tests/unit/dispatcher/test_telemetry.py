@@ -8,7 +8,7 @@ import pytest
 from agentcall.dispatcher.telemetry import prometheus
 from agentcall.dispatcher.telemetry.port import NO_TELEMETRY
 from agentcall.dispatcher.telemetry.prometheus import PrometheusTelemetry
-from tests import metric_names
+from tests.support import metric_names
 
 pytestmark = pytest.mark.unit
 

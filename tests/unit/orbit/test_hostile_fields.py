@@ -24,7 +24,7 @@ from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.worker_errors import ProtocolError
 from agentcall.orbit.protocol.messages import parse_message
-from tests.fuzzing import FUZZ
+from tests.support.fuzzing import FUZZ
 
 pytestmark = pytest.mark.unit
 ID = "1" * 32

@@ -1,36 +1,12 @@
-"""Processes started by an acceptance test and stopped at its end (their logs kept in a folder
-of the test), free loopback ports and waiting for a condition."""
+"""Processes started by a test and stopped at its end (their logs kept in a folder of the
+test); free ports are in `tests.support.ports`, waiting in `tests.support.waiting`."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until(check: Callable[[], T | None], seconds: float, what: str) -> T:
-    """The first true answer of `check`, polled until `seconds` have passed."""
-    deadline = time.monotonic() + seconds
-    while True:
-        answer = check()
-        if answer:
-            return answer
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-        time.sleep(0.2)
 
 
 class Process:

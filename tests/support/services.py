@@ -1,4 +1,4 @@
-"""Where the local real services listen (importable as `tests.services`).
+"""Where the local real services listen (importable as `tests.support.services`).
 
 The defaults match `scripts/services start`; `scripts/services env` prints the same values
 as environment variables, which take precedence here.

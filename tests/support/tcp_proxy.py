@@ -2,7 +2,8 @@
 
 The shared RabbitMQ is never stopped: a test points one process at a :class:`TcpProxy`
 instead, then :meth:`TcpProxy.cut` drops every relayed connection and refuses new ones
-(as a broker that went down), and :meth:`TcpProxy.restore` accepts again on the same port.
+(as a broker that went down), and :meth:`TcpProxy.restore` accepts again on the same port;
+:meth:`TcpProxy.drop` drops the relayed connections but keeps accepting (a link reset).
 :attr:`TcpProxy.refuse`, when set, drops a connection whose client sends a chunk it matches
 (e.g. one HTTP route of a server while the others still pass).
 The relay runs its own event loop in a daemon thread, so synchronous and asynchronous
@@ -12,25 +13,20 @@ tests use it alike.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from tests.support.ports import free_port
+
 T = TypeVar("T")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class TcpProxy:
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
-        self.port = _free_port()
+        self.port = free_port()
         self.accepted = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -58,6 +54,12 @@ class TcpProxy:
         self.restore()
         return self
 
+    def __enter__(self) -> TcpProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def restore(self) -> None:
         """Accept and relay connections (again)."""
         self._run(self._listen())
@@ -65,6 +67,10 @@ class TcpProxy:
     def cut(self) -> None:
         """Refuse new connections and drop every open one, at once."""
         self._run(self._cut())
+
+    def drop(self) -> None:
+        """Drop every open connection at once; new ones are still accepted."""
+        self._run(self._drop())
 
     def close(self) -> None:
         self.cut()
@@ -79,6 +85,9 @@ class TcpProxy:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        await self._drop()
+
+    async def _drop(self) -> None:
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
