@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from agentcall.orbit.cli import main
 from agentcall.orbit.store.migrate import head
-from tests.integration.orbit.server import free_port, running_server
+from tests.support.orbit_server import running_server
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.acceptance]
 ROOT = Path(__file__).resolve().parents[3]

@@ -30,8 +30,9 @@ from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from tests.acceptance.chromium import headless_chromium
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.workers_harness import WorkerProcess, execution_server
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import execution_server
+from tests.support.orbit_workers import WorkerProcess
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentcall.orbit.cli import main
-from tests.integration.orbit.server import running_server
+from tests.support.orbit_server import running_server
 
 pytestmark = [pytest.mark.acceptance]
 

@@ -7,14 +7,10 @@ workers move to the others under the same leases, every task SUCCEEDED exactly o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,78 +18,23 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import orbit_servers, task_attempts, tasks
-from tests.integration.orbit.databases import fresh_url
-from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
-from tests.integration.orbit.workers_harness import WorkerProcess, wait_until, workers
+from tests.support.orbit_fleet import (
+    Servers,
+    every_task_succeeded_once,
+    noop_body,
+    servers,
+    tenant_of,
+    wait_succeeded,
+)
+from tests.support.orbit_server import Tenant
+from tests.support.orbit_workers import WorkerProcess, workers
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.mariadb]
 
 TASKS = 3_000
 BATCH = 100
-
-
-class Servers:
-    """`orbit serve` processes on one database, started together."""
-
-    def __init__(self, db_url: str, tmp: Path, count: int, **env: str) -> None:
-        self.ports = [free_port() for _ in range(count)]
-        self.logs = [tmp / f"server-{n}.log" for n in range(count)]
-        # leases of 8 s: long enough that a machine shared with other suites (load 10+ on
-        # 2 cores) does not expire them under running workers, short enough that the leases
-        # the killed server granted but never delivered are requeued within the test
-        environment = {
-            **os.environ,
-            "ORBIT_LEASE_TTL_MS": "8000",
-            "ORBIT_SWEEP_INTERVAL_MS": "100",
-            **env,
-        }
-        self.processes = []
-        for port, log_path in zip(self.ports, self.logs, strict=True):
-            command = [
-                sys.executable,
-                "-m",
-                "agentcall.orbit",
-                "serve",
-                "--database",
-                db_url,
-                "--port",
-                str(port),
-                "--log-format",
-                "json",
-                "--no-access-log",
-            ]
-            with log_path.open("wb") as log:
-                self.processes.append(
-                    subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-                )
-        for url, process, log_path in zip(self.urls, self.processes, self.logs, strict=True):
-            _wait_healthy(url, process, log_path)
-
-    @property
-    def urls(self) -> list[str]:
-        return [f"http://127.0.0.1:{port}" for port in self.ports]
-
-    def kill(self, index: int) -> None:
-        self.processes[index].send_signal(signal.SIGKILL)
-        self.processes[index].wait(10)
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
-
-
-@contextlib.contextmanager
-def servers(tmp: Path, count: int, **env: str) -> Iterator[tuple[Servers, str]]:
-    with fresh_url("mariadb", tmp, migrated=True) as url:
-        started = Servers(url, tmp, count, **env)
-        try:
-            yield started, url
-        finally:
-            started.stop()
 
 
 @pytest.fixture
@@ -107,25 +48,6 @@ def two_servers(tmp_path: Path) -> Iterator[tuple[Servers, str]]:
 def three_servers(tmp_path: Path) -> Iterator[tuple[Servers, str]]:
     with servers(tmp_path, 3) as fleet:
         yield fleet
-
-
-@contextlib.asynccontextmanager
-async def tenant_of(url: str, base: str) -> AsyncIterator[Tenant]:
-    db = Database.open(url, pool_size=4)
-    try:
-        yield await Tenant.create(db, base)
-    finally:
-        await db.close()
-
-
-def body(tenant: Tenant) -> dict[str, Any]:
-    return {
-        "queue_id": tenant.queue_id,
-        "handler": "demo.noop",
-        "handler_version": "v1",
-        "payload_version": "v1",
-        "payload": {},
-    }
 
 
 async def test_a_submit_on_one_server_reaches_an_idle_worker_on_another_at_once(
@@ -155,7 +77,7 @@ async def test_a_submit_on_one_server_reaches_an_idle_worker_on_another_at_once(
 
 async def _one_idle_dispatch(http: httpx.AsyncClient, tenant: Tenant, base: str) -> float:
     response = await http.post(
-        f"{base}/v1/tasks", json=body(tenant), headers=tenant.headers(key=os.urandom(8).hex())
+        f"{base}/v1/tasks", json=noop_body(tenant), headers=tenant.headers(key=os.urandom(8).hex())
     )
     assert response.status_code == 201, response.text
     task_id = response.json()["data"]["task"]["id"]
@@ -212,14 +134,14 @@ async def test_three_servers_one_sigkilled_every_task_succeeds_exactly_once(
                 asyncio.create_task(_submit_batch(http, tenant, urls, alive, n))
                 for n in range(TASKS // BATCH)
             ]
-            await _wait_count(tenant, TASKS // 3)  # a third of the tasks SUCCEEDED
+            await wait_succeeded(tenant, TASKS // 3)  # a third of the tasks SUCCEEDED
             alive[1] = False
             await asyncio.to_thread(fleet.kill, 1)
             accepted = sum(await asyncio.gather(*batches))
             assert accepted == TASKS
-            await _wait_count(tenant, TASKS, timeout=90)
+            await wait_succeeded(tenant, TASKS, timeout=90)
             assert procs[1].log().count('"connected"') >= 2  # it moved
-        await _every_task_succeeded_once(tenant)
+        await every_task_succeeded_once(tenant, TASKS)
     print(f"3 servers, {TASKS} tasks, one SIGKILLed: {time.monotonic() - started_at:.1f} s")
 
 
@@ -230,7 +152,7 @@ async def _submit_batch(
     next server (a replay there if the first one committed it)."""
     await asyncio.sleep(n * 0.05)
     key = f"batch-{n}"
-    items = [body(tenant) for _ in range(BATCH)]
+    items = [noop_body(tenant) for _ in range(BATCH)]
     for turn in range(20):
         index = (n + turn) % len(urls)
         if not alive[index]:
@@ -246,59 +168,3 @@ async def _submit_batch(
         assert response.status_code in (200, 201), response.text
         return len(response.json()["data"]["items"])
     raise AssertionError(f"batch {n} was never accepted")
-
-
-async def _wait_count(tenant: Tenant, count: int, timeout: float = 30) -> None:
-    query = (
-        sa.select(sa.func.count())
-        .select_from(tasks)
-        .where(tasks.c.queue_id == tenant.queue_id, tasks.c.state == "SUCCEEDED")
-    )
-
-    async def reached() -> bool:
-        async with tenant.db.read() as conn:
-            return int((await conn.execute(query)).scalar_one()) >= count
-
-    try:
-        await wait_until(reached, timeout, f"{count} tasks SUCCEEDED", step=0.1)
-    except AssertionError as exc:
-        states = (
-            sa.select(tasks.c.state, sa.func.count())
-            .where(tasks.c.queue_id == tenant.queue_id)
-            .group_by(tasks.c.state)
-        )
-        async with tenant.db.read() as conn:
-            found = dict((await conn.execute(states)).all())
-        raise AssertionError(f"{exc}; tasks by state: {found}") from None
-
-
-async def _every_task_succeeded_once(tenant: Tenant) -> None:
-    """From the execution history: every task SUCCEEDED, with exactly one started attempt,
-    and that one SUCCEEDED; no attempt left leased or running."""
-    c = task_attempts.c
-    per_task = (
-        sa.select(
-            c.task_id,
-            sa.func.sum(sa.case((c.started_at.is_not(None), 1), else_=0)),
-            sa.func.sum(sa.case((c.state == "SUCCEEDED", 1), else_=0)),
-        )
-        .where(c.queue_id == tenant.queue_id)
-        .group_by(c.task_id)
-    )
-    states = (
-        sa.select(tasks.c.state, sa.func.count())
-        .where(tasks.c.queue_id == tenant.queue_id)
-        .group_by(tasks.c.state)
-    )
-    live = (
-        sa.select(sa.func.count())
-        .select_from(task_attempts)
-        .where(c.queue_id == tenant.queue_id, c.state.in_(["LEASED", "RUNNING"]))
-    )
-    async with tenant.db.read() as conn:
-        assert dict((await conn.execute(states)).all()) == {"SUCCEEDED": TASKS}
-        rows = (await conn.execute(per_task)).all()
-        assert (await conn.execute(live)).scalar_one() == 0
-    assert len(rows) == TASKS
-    twice = [(task_id, s, ok) for task_id, s, ok in rows if int(s) != 1 or int(ok) != 1]
-    assert twice == [], twice[:5]

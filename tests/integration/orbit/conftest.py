@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant, running_server
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, running_server
 
 
 @pytest.fixture(scope="session", params=KINDS)

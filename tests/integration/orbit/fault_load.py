@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import attempts, task_body, wait_until
+from tests.support.orbit_server import Tenant
+from tests.support.orbit_workers import attempts, task_body
+from tests.support.waiting import wait_until
 
 BACK_WITHIN_S = 1.0
 FINAL = {"SUCCEEDED", "NEEDS_REVIEW", "FAILED", "CANCELLED"}

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.integration.orbit.server import free_port
+from tests.support.ports import free_port
 
 PROVIDER = Path("/usr/lib/galera/libgalera_smm.so")
 MARIADBD = "/usr/sbin/mariadbd"

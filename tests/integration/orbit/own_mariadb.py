@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.orbit.server import free_port
+from tests.support.ports import free_port
 
 
 def _binary(name: str) -> str | None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import RawWorker, ref
+from tests.support.orbit_server import Tenant
+from tests.support.orbit_workers import RawWorker, ref
 
 
 def key() -> str:

@@ -12,8 +12,8 @@ import pytest
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 

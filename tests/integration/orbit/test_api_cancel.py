@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from agentcall.orbit.domain.times import parse_time
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import audit_log, task_events, tasks
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 

@@ -18,8 +18,8 @@ from agentcall.orbit.domain.times import parse_time
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.tables import tasks as task_table
 from agentcall.orbit.store.tasks import task_row
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from agentcall.orbit.api.app import openapi_text
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, error, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 

@@ -13,8 +13,8 @@ from agentcall.orbit.domain.times import format_time, parse_time
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import audit_log, idempotency_records, task_events, tasks
-from tests.integration.orbit.server import DROP, Tenant
 from tests.integration.orbit.wire import ID, TIME, dumps, error, ok
+from tests.support.orbit_server import DROP, Tenant
 
 pytestmark = [pytest.mark.integration]
 

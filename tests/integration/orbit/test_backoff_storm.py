@@ -18,16 +18,9 @@ import pytest
 from agentcall.orbit.domain.backoff import floor_ms
 from agentcall.orbit.domain.submit import RetryPolicy
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
-    WorkerProcess,
-    attempts,
-    execution_server,
-    submit,
-    wait_state,
-    workers,
-)
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import WorkerProcess, attempts, submit, wait_state, workers
 
 pytestmark = pytest.mark.integration
 TASKS = int(os.environ.get("ORBIT_STORM_TASKS", "1000"))

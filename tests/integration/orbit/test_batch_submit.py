@@ -18,9 +18,9 @@ from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import audit_log, task_events
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.task_control_harness import key, post
 from tests.integration.orbit.wire import error, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = pytest.mark.integration
 

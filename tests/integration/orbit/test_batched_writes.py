@@ -18,7 +18,7 @@ from agentcall.orbit.execution.batch import Batcher
 from agentcall.orbit.store.connector import commit_with, fetch, write_all
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.sql import ConcurrentChange, Increment, Insert, Update
-from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.support.orbit_databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
 scratch = sa.Table(

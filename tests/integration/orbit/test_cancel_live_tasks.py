@@ -16,15 +16,14 @@ import httpx
 import pytest
 
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.task_control_harness import cancel, run_leased
 from tests.integration.orbit.wire import error, ok
-from tests.integration.orbit.workers_harness import (
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import (
     RawWorker,
     WorkerProcess,
     attempts,
-    execution_server,
     get_task,
     submit,
     wait_state,

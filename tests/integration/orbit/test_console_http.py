@@ -14,8 +14,8 @@ import pytest
 
 from agentcall.orbit.console.session import csrf_token
 from agentcall.orbit.domain.tokens import Permission
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import dumps, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 

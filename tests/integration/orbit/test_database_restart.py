@@ -26,12 +26,8 @@ from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
 from tests.integration.orbit.fault_load import BACK_WITHIN_S, Load, every_task_once, recovery
 from tests.integration.orbit.own_mariadb import OwnMariaDB
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
-    WorkerProcess,
-    execution_server,
-    workers,
-)
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import WorkerProcess, workers
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 

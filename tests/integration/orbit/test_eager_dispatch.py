@@ -36,16 +36,9 @@ from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
-    RawWorker,
-    execution_server,
-    get_task,
-    in_seconds,
-    ref,
-    submit,
-)
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import RawWorker, get_task, in_seconds, ref, submit
 
 pytestmark = pytest.mark.integration
 H = HandlerKey("demo.work", "v1")

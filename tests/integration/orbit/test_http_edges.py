@@ -31,8 +31,9 @@ from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
-from tests.integration.orbit.server import Tenant, free_port
 from tests.integration.orbit.wire import error
+from tests.support.orbit_server import Tenant
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 

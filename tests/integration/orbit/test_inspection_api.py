@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from agentcall.orbit.domain.tokens import Permission
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import TIME, dumps, error, ok
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 STATES = {"WAITING", "LEASED", "RUNNING", "NEEDS_REVIEW", "SUCCEEDED", "FAILED", "CANCELLED"}

@@ -31,7 +31,7 @@ from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.tables import tasks
 from agentcall.orbit.store.tasks import row_task, task_row
-from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.support.orbit_databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
 S = timedelta(seconds=1)

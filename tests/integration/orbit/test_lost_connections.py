@@ -25,8 +25,8 @@ from sqlalchemy.engine import make_url
 
 from agentcall.orbit.domain.errors import Unavailable
 from agentcall.orbit.store.db import Database, KeptWriter
-from tests.integration.orbit.databases import fresh_url
-from tests.integration.orbit.workers_harness import TcpProxy
+from tests.support.orbit_databases import fresh_url
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 Path_ = Callable[[], Awaitable[datetime]]
@@ -41,8 +41,7 @@ def lost_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 async def proxied(lost_db_url: str) -> AsyncIterator[tuple[Database, TcpProxy]]:
     target = make_url(lost_db_url)
-    proxy = TcpProxy(target.port or 3306)
-    await proxy.start()
+    proxy = TcpProxy("127.0.0.1", target.port or 3306).start()
     db = Database.open(
         target.set(port=proxy.port).render_as_string(hide_password=False), pool_size=4
     )
@@ -50,7 +49,7 @@ async def proxied(lost_db_url: str) -> AsyncIterator[tuple[Database, TcpProxy]]:
         yield db, proxy
     finally:
         await db.close()
-        await proxy.cut()
+        proxy.close()
 
 
 def paths(db: Database) -> dict[str, Path_]:
@@ -92,8 +91,8 @@ async def warm(db: Database, every: dict[str, Path_]) -> None:
 
 
 async def restart(proxy: TcpProxy) -> None:
-    await proxy.cut()
-    await proxy.start()
+    proxy.cut()
+    proxy.restore()
 
 
 async def test_after_a_quiet_second_no_path_fails(

@@ -19,15 +19,10 @@ import sqlalchemy as sa
 
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import orbit_worker_offers, task_attempts, tasks
-from tests.integration.orbit.databases import fresh_url
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
-    WorkerProcess,
-    execution_server,
-    submit,
-    wait_until,
-    workers,
-)
+from tests.support.orbit_databases import fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import WorkerProcess, submit, workers
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 

@@ -16,10 +16,10 @@ import sqlalchemy as sa
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import audit_log, task_events
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.task_control_harness import key, post, run_leased
 from tests.integration.orbit.wire import error, ok
-from tests.integration.orbit.workers_harness import RawWorker, attempts, get_task, submit
+from tests.support.orbit_server import Tenant
+from tests.support.orbit_workers import RawWorker, attempts, get_task, submit
 
 pytestmark = pytest.mark.integration
 REVIEWED = {"expected_revision": "0", "reason": "checked with the bank"}

@@ -12,7 +12,6 @@ import asyncio
 import os
 import secrets
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -20,15 +19,12 @@ import pytest
 
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade
-from tests.acceptance.orbit.test_scale_out import (
-    _every_task_succeeded_once,
-    _wait_count,
-    body,
-)
 from tests.integration.orbit import galera
-from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
-from tests.integration.orbit.workers_harness import WorkerProcess, workers
 from tests.support.fuzzing import FUZZ_EXAMPLES
+from tests.support.orbit_fleet import every_task_succeeded_once, noop_body, wait_succeeded
+from tests.support.orbit_server import Tenant, serve_command, wait_healthy
+from tests.support.orbit_workers import WorkerProcess, workers
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 TASKS = 3_000
@@ -54,25 +50,13 @@ def test_three_servers_on_three_galera_nodes_run_every_task_once(tmp_path: Path)
         env = {**os.environ, "ORBIT_LEASE_TTL_MS": "8000"}
         servers = []
         for n, (url, port) in enumerate(zip(urls, ports, strict=True)):
-            command = [
-                sys.executable,
-                "-m",
-                "agentcall.orbit",
-                "serve",
-                "--database",
-                url,
-                "--port",
-                str(port),
-                "--log-format",
-                "json",
-                "--no-access-log",
-            ]
+            command = serve_command(url, port, "--no-access-log")
             log = (tmp_path / f"serve-{n}.log").open("wb")
             servers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
         try:
             bases = [f"http://127.0.0.1:{port}" for port in ports]
             for n, (base, process) in enumerate(zip(bases, servers, strict=True)):
-                _wait_healthy(base, process, tmp_path / f"serve-{n}.log")
+                wait_healthy(base, process, tmp_path / f"serve-{n}.log")
             asyncio.run(_run(urls[0], bases, tmp_path))
         finally:
             for process in servers:
@@ -102,15 +86,15 @@ async def _run(url: str, bases: list[str], tmp: Path) -> None:
                     *(_batch(http, tenant, bases[n % 3], n) for n in range(TASKS // 100))
                 )
             assert sum(sent) == TASKS
-            await _wait_count(tenant, TASKS, timeout=120)
-        await _every_task_succeeded_once(tenant)
+            await wait_succeeded(tenant, TASKS, timeout=120)
+        await every_task_succeeded_once(tenant, TASKS)
     finally:
         await db.close()
 
 
 async def _batch(http: httpx.AsyncClient, tenant: Tenant, base: str, n: int) -> int:
     await asyncio.sleep(n * 0.05)
-    items = [body(tenant) for _ in range(100)]
+    items = [noop_body(tenant) for _ in range(100)]
     response = await http.post(
         f"{base}/v1/tasks:batch", json={"tasks": items}, headers=tenant.headers(key=f"g-{n}")
     )

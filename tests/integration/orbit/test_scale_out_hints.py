@@ -17,7 +17,7 @@ from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.execution.peers import HintSender, Listener, PeerCounters, PeerHints
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import orbit_servers
-from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.support.orbit_databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
 Q1, Q2 = "1" * 32, "2" * 32

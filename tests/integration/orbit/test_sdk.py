@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 import agentcall.orbit.sdk.client as sdk
-from tests.integration.orbit.server import Tenant
+from tests.support.orbit_server import Tenant
 
 pytestmark = [pytest.mark.integration]
 

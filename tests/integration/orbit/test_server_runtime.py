@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from agentcall.orbit.api.app import YOUNG_GC_THRESHOLD, create_app
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import fresh_url
+from tests.support.orbit_databases import fresh_url
 
 
 def test_a_started_server_freezes_startup_and_raises_the_young_gc_threshold(

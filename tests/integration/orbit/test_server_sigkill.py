@@ -10,7 +10,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -18,10 +17,11 @@ import httpx
 import pytest
 
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
 from tests.integration.orbit.fault_load import Load, every_task_once
-from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
-from tests.integration.orbit.workers_harness import FAST, WorkerProcess, workers
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import FAST, Tenant, serve_command, wait_healthy
+from tests.support.orbit_workers import WorkerProcess, workers
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -40,23 +40,11 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "agentcall.orbit",
-            "serve",
-            "--database",
-            self.db_url,
-            "--port",
-            str(self.port),
-            "--log-format",
-            "json",
-            "--no-access-log",
-        ]
+        command = serve_command(self.db_url, self.port, "--no-access-log")
         env = {**os.environ, **FAST, "ORBIT_LEASE_TTL_MS": "3000"}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-        _wait_healthy(self.url, self.process, self.log_path)
+        wait_healthy(self.url, self.process, self.log_path)
 
     def kill(self) -> None:
         assert self.process is not None

@@ -21,9 +21,9 @@ from agentcall.orbit.sdk.client import (
     StateConflictError,
     SubmitTaskRequest,
 )
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.task_control_harness import key, run_leased
-from tests.integration.orbit.workers_harness import RawWorker, get_task
+from tests.support.orbit_server import Tenant
+from tests.support.orbit_workers import RawWorker, get_task
 
 pytestmark = pytest.mark.integration
 

@@ -24,18 +24,17 @@ from agentcall.orbit.domain.times import parse_time
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import tokens
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import (
     WorkerProcess,
     attempts,
-    execution_server,
     get_task,
     submit,
     wait_state,
-    wait_until,
     workers,
 )
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 CHECK_MS = 1000  # the default ORBIT_WORKER_TOKEN_CHECK_MS

@@ -16,7 +16,7 @@ from agentcall.orbit.domain.tokens import Permission, session_valid
 from agentcall.orbit.execution.token_watch import TokenWatch, Watched
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
+from tests.support.orbit_databases import KINDS, fresh_url
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 9, 17, tzinfo=UTC)

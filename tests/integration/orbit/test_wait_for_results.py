@@ -12,7 +12,6 @@ import secrets
 import signal
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -28,14 +27,10 @@ from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
 from agentcall.orbit.sdk.client import AsyncClient
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
-from tests.integration.orbit.workers_harness import (
-    WorkerProcess,
-    execution_server,
-    submit,
-    task_body,
-    wait_until,
-)
+from tests.support.orbit_server import Tenant, execution_server, serve_command, wait_healthy
+from tests.support.orbit_workers import WorkerProcess, submit, task_body
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration]
 QUIET_LOAD = 2.0  # 1-minute load average below the 2 cores: every wait must be within 50 ms
@@ -204,25 +199,13 @@ async def test_sigterm_answers_waiting_long_polls_and_stops_at_once(
     read) as the stop begins, and `orbit serve` exits well within its 10 s graceful timeout
     instead of holding on for them and then cancelling them mid-query."""
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "agentcall.orbit",
-        "serve",
-        "--database",
-        db_url,
-        "--port",
-        str(port),
-        "--log-format",
-        "json",
-        "--no-access-log",
-    ]
+    command = serve_command(db_url, port, "--no-access-log")
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(base, process, log_path)
+        wait_healthy(base, process, log_path)
         tenant = await Tenant.create(db, base)
         async with httpx.AsyncClient(
             base_url=base, timeout=30, limits=httpx.Limits(max_connections=150)

@@ -14,20 +14,19 @@ import httpx
 import pytest
 
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
-    TcpProxy,
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import (
     WorkerProcess,
     attempts,
-    execution_server,
     get_task,
     in_seconds,
     submit,
     wait_state,
-    wait_until,
     workers,
 )
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 TERMINAL = {"SUCCEEDED", "FAILED", "NEEDS_REVIEW", "CANCELLED"}
@@ -178,9 +177,8 @@ async def test_stale_worker_after_reconnect_is_fenced(
 ) -> None:
     """The link of worker A is cut past its lease; B re-runs the IDEMPOTENT task; when A comes
     back its hello reports the attempt lost and its late result is refused (LEASE_LOST)."""
-    proxy = TcpProxy(int(exec_url.rsplit(":", 1)[1]))
-    await proxy.start()
-    stale = worker(tenant, tmp_path, "stale", url=proxy.url, concurrency=1)
+    proxy = TcpProxy.for_url(exec_url).start()
+    stale = worker(tenant, tmp_path, "stale", url=proxy.url(exec_url), concurrency=1)
     with workers(stale):
         await stale.connected()
         task_id = await submit(
@@ -193,16 +191,16 @@ async def test_stale_worker_after_reconnect_is_fenced(
         await wait_state(http, tenant, task_id, {"RUNNING"})
         with workers(worker(tenant, tmp_path, "fresh")) as (fresh,):
             await fresh.connected()
-            await proxy.cut()
+            proxy.cut()
             done = await wait_state(http, tenant, task_id, TERMINAL)
-            await proxy.start()  # A reconnects and learns that its attempt is gone
+            proxy.restore()  # A reconnects and learns that its attempt is gone
 
             async def fenced() -> bool:
                 return "LEASE_LOST" in stale.log() or "attempt lost" in stale.log()
 
             await wait_until(fenced, 30, "the stale worker to be fenced")
         final = await get_task(http, tenant, task_id)
-        await proxy.cut()
+        proxy.close()
     assert done["state"] == final["state"] == "SUCCEEDED"
     history = await attempts(http, tenant, task_id)
     assert [a["state"] for a in history] == ["LOST", "SUCCEEDED"]
@@ -214,16 +212,15 @@ async def test_short_outage_keeps_the_lease_and_the_result_is_resent(
     tenant: Tenant, http: httpx.AsyncClient, tmp_path: Path, exec_url: str
 ) -> None:
     """A reconnect within the disconnect grace keeps the attempt (hello re-binds it)."""
-    proxy = TcpProxy(int(exec_url.rsplit(":", 1)[1]))
-    await proxy.start()
-    with workers(worker(tenant, tmp_path, "blip", url=proxy.url)) as (proc,):
+    proxy = TcpProxy.for_url(exec_url).start()
+    with workers(worker(tenant, tmp_path, "blip", url=proxy.url(exec_url))) as (proc,):
         await proc.connected()
         task_id = await submit(http, tenant, payload={"sleep_ms": 1500})
         await wait_state(http, tenant, task_id, {"RUNNING"})
-        await proxy.cut()
-        await proxy.start()
+        proxy.cut()
+        proxy.restore()
         done = await wait_state(http, tenant, task_id, TERMINAL)
-        await proxy.cut()
+        proxy.close()
     assert done["state"] == "SUCCEEDED"
     assert [a["state"] for a in await attempts(http, tenant, task_id)] == ["SUCCEEDED"]
 

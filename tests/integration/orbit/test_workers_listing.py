@@ -17,15 +17,10 @@ import pytest
 
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
-from tests.acceptance.orbit.test_scale_out import Servers, servers, tenant_of
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
-    WorkerProcess,
-    execution_server,
-    submit,
-    wait_until,
-    workers,
-)
+from tests.support.orbit_fleet import Servers, servers, tenant_of
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import WorkerProcess, submit, workers
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 FIELDS = {

@@ -16,12 +16,11 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.server import Tenant
-from tests.integration.orbit.workers_harness import (
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import Tenant, execution_server
+from tests.support.orbit_workers import (
     RawWorker,
     attempts,
-    execution_server,
     get_task,
     in_seconds,
     ref,

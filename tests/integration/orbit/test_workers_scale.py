@@ -22,8 +22,9 @@ from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
 from agentcall.orbit.store.tasks import task_row
-from tests.integration.orbit.databases import KINDS, fresh_url
-from tests.integration.orbit.workers_harness import WorkerProcess, execution_server, workers
+from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_server import execution_server
+from tests.support.orbit_workers import WorkerProcess, workers
 
 pytestmark = pytest.mark.integration
 TASKS, WORKERS, CONCURRENCY = 1000, 8, 8

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.orbit.server import Tenant
 from tests.integration.orbit.wire import error
+from tests.support.orbit_server import Tenant
 
 pytestmark = pytest.mark.integration
 TASK = "1" * 32

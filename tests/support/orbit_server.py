@@ -1,16 +1,16 @@
-"""The real server under test: `python -m orbit serve` on a loopback port, and per-test
-tenants (namespace + queue + tokens) created through the store."""
+"""The real Orbit server under test: `python -m agentcall.orbit serve` on a loopback port, and
+per-test tenants (namespace + queue + tokens) created through the store."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,19 +21,20 @@ import httpx
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
+from tests.support.ports import free_port
+
+FAST = {
+    "ORBIT_LEASE_TTL_MS": "1500",
+    "ORBIT_RECONNECT_GRACE_MS": "1500",
+    "ORBIT_SWEEP_INTERVAL_MS": "50",
+    "ORBIT_DISPATCH_TICK_MS": "100",
+}
+"""Short lease settings for the worker suites (`execution_server`)."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def running_server(db_url: str, log_path: Path, *extra: str) -> Iterator[str]:
-    """Start `orbit serve` and yield its base URL once /healthz answers."""
-    port = free_port()
-    command = [
+def serve_command(db_url: str, port: int, *extra: str) -> list[str]:
+    """The argv of `orbit serve` on ``db_url`` and loopback ``port``, JSON logs."""
+    return [
         sys.executable,
         "-m",
         "agentcall.orbit",
@@ -46,22 +47,52 @@ def running_server(db_url: str, log_path: Path, *extra: str) -> Iterator[str]:
         "json",
         *extra,
     ]
+
+
+@contextlib.contextmanager
+def serving(
+    db_url: str, log_path: Path, *extra: str, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """Start `orbit serve` and yield its base URL once /healthz answers; stop it after."""
+    port = free_port()
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+        process = subprocess.Popen(
+            serve_command(db_url, port, *extra),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=os.environ if env is None else env,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait_healthy(base, process, log_path)
+            wait_healthy(base, process, log_path)
             yield base
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
-def _wait_healthy(base: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+def running_server(db_url: str, log_path: Path, *extra: str) -> AbstractContextManager[str]:
+    """`orbit serve` with its default settings and ``extra`` options; yields the base URL."""
+    return serving(db_url, log_path, *extra)
+
+
+def execution_server(db_url: str, log_path: Path, **env: str) -> AbstractContextManager[str]:
+    """`orbit serve` with the FAST lease settings (overridable); yields the base URL."""
+    return serving(db_url, log_path, "--no-access-log", env={**os.environ, **FAST, **env})
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, SIGKILL after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_healthy(base: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Return once ``base``/healthz answers 200; fail with the log's tail if it never does."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:

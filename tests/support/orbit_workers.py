@@ -1,5 +1,5 @@
-"""Real processes for the worker suites: `orbit serve` with short lease settings, `orbit worker`
-processes running examples/orbit_workers.py, a TCP proxy to cut links, and HTTP helpers."""
+"""Real `orbit worker` processes running examples/orbit_workers.py, a protocol-level worker,
+and HTTP helpers for the worker suites (the server: `tests.support.orbit_server`)."""
 
 from __future__ import annotations
 
@@ -10,62 +10,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.integration.orbit.server import Tenant, _wait_healthy, free_port
+from tests.support.orbit_server import Tenant
+from tests.support.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 APP = "examples.orbit_workers:registry"
-FAST = {
-    "ORBIT_LEASE_TTL_MS": "1500",
-    "ORBIT_RECONNECT_GRACE_MS": "1500",
-    "ORBIT_SWEEP_INTERVAL_MS": "50",
-    "ORBIT_DISPATCH_TICK_MS": "100",
-}
-
-
-@contextlib.contextmanager
-def execution_server(db_url: str, log_path: Path, **env: str) -> Iterator[str]:
-    """`orbit serve` with the FAST lease settings (overridable); yields the base URL."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "agentcall.orbit",
-        "serve",
-        "--database",
-        db_url,
-        "--port",
-        str(port),
-        "--log-format",
-        "json",
-        "--no-access-log",
-    ]
-    environment = {**os.environ, **FAST, **env}
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(base, process, log_path)
-            yield base
-        finally:
-            _stop(process)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class WorkerProcess:
@@ -184,17 +140,6 @@ async def attempts(http: httpx.AsyncClient, tenant: Tenant, task_id: str) -> lis
     return items
 
 
-async def wait_until(
-    check: Callable[[], Awaitable[bool]], timeout: float, what: str, step: float = 0.05
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(step)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 async def wait_state(
     http: httpx.AsyncClient, tenant: Tenant, task_id: str, states: set[str], timeout: float = 15
 ) -> dict[str, Any]:
@@ -211,53 +156,6 @@ async def wait_state(
 def in_seconds(seconds: float) -> str:
     moment = datetime.now(UTC) + timedelta(seconds=seconds)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class TcpProxy:
-    """A loopback TCP proxy whose link can be cut (closing every connection and refusing new
-    ones) and restored: a network outage between a worker and the server."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = free_port()
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-
-    async def cut(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for writer in list(self._writers):
-            writer.close()
-        self._writers.clear()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            writer.close()
-            return
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        writer.close()
 
 
 class RawWorker:
