@@ -13,6 +13,7 @@ The worker and client command lines have their own settings in `orbit.sdk.settin
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -47,6 +48,10 @@ ENV_WORKER_TOKEN_CHECK_MS = "ORBIT_WORKER_TOKEN_CHECK_MS"
 ENV_PEER_HOST = "ORBIT_PEER_HOST"
 ENV_PEER_PORT = "ORBIT_PEER_PORT"
 ENV_PEER_ADVERTISE = "ORBIT_PEER_ADVERTISE"
+ENV_ALLOWED_HOSTS = "ORBIT_ALLOWED_HOSTS"
+ENV_TRUSTED_PROXIES = "ORBIT_TRUSTED_PROXIES"
+ENV_CONSOLE_IDLE_S = "ORBIT_CONSOLE_IDLE_S"
+ENV_CONSOLE_MAX_AGE_S = "ORBIT_CONSOLE_MAX_AGE_S"
 
 DEFAULT_DATABASE = "sqlite+aiosqlite:///var/orbit.db"
 DEFAULT_HOST = "127.0.0.1"
@@ -86,6 +91,19 @@ class ExecutionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    """The console's edge (docs/orbit/console.md): the `Host` names it answers besides the
+    loopback names (`.example.com`: the name and its subdomains; `*`: any), the proxies
+    (CIDRs) whose `X-Forwarded-Proto`/`X-Forwarded-Host` are believed, and how long a
+    sign-in lasts unused (`idle_s`) and at most (`max_age_s`)."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = ()
+    idle_s: int = 1800
+    max_age_s: int = 43_200
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Everything one server process is built from. `token_cache_ms` is how old a cached
     token record may be (0: no cache, `orbit.store.token_cache`); `submit_lanes` how many
@@ -103,6 +121,7 @@ class ServerSettings:
     token_cache_ms: int = DEFAULT_TOKEN_CACHE_MS
     submit_lanes: int = DEFAULT_SUBMIT_LANES
     execution: ExecutionSettings = field(default_factory=ExecutionSettings)
+    console: ConsoleSettings = field(default_factory=ConsoleSettings)
 
 
 def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
@@ -137,6 +156,12 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
         token_cache_ms=_int(env, ENV_TOKEN_CACHE_MS, DEFAULT_TOKEN_CACHE_MS, 0, MAX_TOKEN_CACHE_MS),
         submit_lanes=_int(env, ENV_SUBMIT_LANES, DEFAULT_SUBMIT_LANES, 1, MAX_SUBMIT_LANES),
         execution=execution,
+        console=ConsoleSettings(
+            allowed_hosts=_hosts(env.get(ENV_ALLOWED_HOSTS) or ""),
+            trusted_proxies=_networks(env.get(ENV_TRUSTED_PROXIES) or ""),
+            idle_s=_int(env, ENV_CONSOLE_IDLE_S, 1800, 60, 86_400),
+            max_age_s=_int(env, ENV_CONSOLE_MAX_AGE_S, 43_200, 300, 2_592_000),
+        ),
     )
 
 
@@ -166,6 +191,10 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_PEER_HOST: execution.peer_host,
         ENV_PEER_PORT: str(execution.peer_port),
         ENV_PEER_ADVERTISE: execution.peer_advertise,
+        ENV_ALLOWED_HOSTS: ",".join(settings.console.allowed_hosts),
+        ENV_TRUSTED_PROXIES: ",".join(settings.console.trusted_proxies),
+        ENV_CONSOLE_IDLE_S: str(settings.console.idle_s),
+        ENV_CONSOLE_MAX_AGE_S: str(settings.console.max_age_s),
     }
 
 
@@ -242,3 +271,38 @@ def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -
     if not text.isdigit() or not low <= int(text) <= high:
         raise SetupError(f"{name} must be an integer {low}-{high}, got {text!r}")
     return int(text)
+
+
+_HOST = re.compile(r"\.?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\*")
+
+
+def _hosts(text: str) -> tuple[str, ...]:
+    """Host names (lower case, no port), `.suffix` patterns, IP addresses or `*`."""
+    hosts = []
+    for item in text.replace(",", " ").lower().split():
+        bare = item[1:-1] if item.startswith("[") and item.endswith("]") else item
+        try:
+            hosts.append(str(ipaddress.ip_address(bare)))
+            continue
+        except ValueError:
+            pass
+        if not _HOST.fullmatch(item) or len(item) > 253:
+            raise SetupError(
+                f"{ENV_ALLOWED_HOSTS} must list host names without ports (e.g. "
+                f"orbit.example.com,.example.com), got {item!r}"
+            )
+        hosts.append(item)
+    return tuple(hosts)
+
+
+def _networks(text: str) -> tuple[str, ...]:
+    networks = []
+    for item in text.replace(",", " ").split():
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise SetupError(
+                f"{ENV_TRUSTED_PROXIES} must list IP networks (e.g. 10.0.0.0/8,::1/128), "
+                f"got {item!r}"
+            ) from None
+    return tuple(networks)

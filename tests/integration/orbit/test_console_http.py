@@ -34,10 +34,29 @@ async def _submit(http: httpx.AsyncClient, tenant: Tenant, key: str, **body: Any
     return task_id
 
 
-async def _sign_in(browser: httpx.AsyncClient, token: str) -> None:
+async def signin_form(browser: httpx.AsyncClient) -> str:
+    """The sign-in form's token (its pre-session cookie is now in `browser`)."""
+    page = await browser.get("/ui/signin")
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text)
+    assert page.status_code == 200 and found is not None, page.text
+    return found.group(1)
+
+
+async def _sign_in(browser: httpx.AsyncClient, token: str) -> str:
+    """Signs in as `token`; the session id (the cookie's value)."""
     browser.cookies.clear()
-    answer = await browser.post("/ui/signin", data={"token": token})
+    csrf = await signin_form(browser)
+    answer = await browser.post("/ui/signin", data={"token": token, "csrf": csrf})
     assert answer.status_code == 303 and answer.headers["location"] == "/ui", answer.text
+    session_id = browser.cookies.get("orbit_session")
+    assert session_id and token not in session_id
+    return session_id
+
+
+def _page_csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
+    assert found is not None, page
+    return found.group(1)
 
 
 async def test_sign_in_sets_a_strict_httponly_cookie(
@@ -47,12 +66,15 @@ async def test_sign_in_sets_a_strict_httponly_cookie(
     assert first.status_code == 303 and first.headers["location"] == "/ui/signin"
     form = await browser.get("/ui/signin")
     assert form.status_code == 200 and 'name="token"' in form.text
-    refused = await browser.post("/ui/signin", data={"token": "orb_nope"})
+    csrf = _page_csrf(form.text)
+    refused = await browser.post("/ui/signin", data={"token": "orb_nope", "csrf": csrf})
     assert refused.status_code == 401 and "unknown, expired or revoked" in refused.text
-    answer = await browser.post("/ui/signin", data={"token": tenant.token})
-    cookie = answer.headers["set-cookie"]
+    csrf = _page_csrf(refused.text)  # the refusal is a new form
+    answer = await browser.post("/ui/signin", data={"token": tenant.token, "csrf": csrf})
+    cookie = answer.headers.get_list("set-cookie")[0]
     for attribute in ("HttpOnly", "SameSite=strict", "Path=/ui"):
         assert attribute.lower() in cookie.lower(), cookie
+    assert tenant.token not in str(answer.headers)  # the cookie holds a session id only
     page = await browser.get("/ui")
     assert page.status_code == 200 and tenant.queue_id in page.text
     policy = page.headers["content-security-policy"]
@@ -63,8 +85,10 @@ async def test_sign_in_sets_a_strict_httponly_cookie(
     script = await browser.get("/ui/static/console.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     _, submit_only = await tenant.token_for([Permission.SUBMIT])
-    denied = await browser.post("/ui/signin", data={"token": submit_only})
+    csrf = await signin_form(browser)
+    denied = await browser.post("/ui/signin", data={"token": submit_only, "csrf": csrf})
     assert denied.status_code == 403  # the console needs tasks:read
+    assert "tasks:read" in denied.text
 
 
 async def test_markup_is_escaped(
@@ -87,20 +111,25 @@ async def test_actions_need_the_permission_and_the_csrf_token(
 ) -> None:
     task_id = await _submit(http, tenant, "act")
     _, read_only = await tenant.token_for([Permission.READ])
-    await _sign_in(browser, read_only)
+    read_only_session = await _sign_in(browser, read_only)
     page = (await browser.get(f"/ui/tasks/{task_id}")).text
     assert 'id="actions"' not in page and "cancel-form" not in page
     form = {"revision": "1", "reason": "no", "key": "console-k1"}
     forged = await browser.post(
-        f"/ui/tasks/{task_id}/cancel", data={**form, "csrf": csrf_token(read_only)}
+        f"/ui/tasks/{task_id}/cancel", data={**form, "csrf": _page_csrf(page)}
     )
     assert forged.status_code == 403 and "tasks:cancel" in forged.text
-    await _sign_in(browser, tenant.token)
+    session_id = await _sign_in(browser, tenant.token)
     page = (await browser.get(f"/ui/tasks/{task_id}")).text
     assert "cancel-form" in page
     csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
-    assert csrf is not None and csrf.group(1) == csrf_token(tenant.token)
-    for missing in (form, {**form, "csrf": csrf_token(read_only)}, {**form, "csrf": ""}):
+    assert csrf is not None and csrf.group(1) == csrf_token(session_id)
+    other_sessions = (csrf_token(read_only_session), csrf_token(tenant.token))
+    for missing in (
+        form,
+        *({**form, "csrf": other} for other in other_sessions),
+        {**form, "csrf": ""},
+    ):
         refused = await browser.post(f"/ui/tasks/{task_id}/cancel", data=missing)
         assert refused.status_code == 403 and "CSRF" in refused.text
     wrong_type = await browser.post(

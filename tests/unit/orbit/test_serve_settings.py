@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from agentcall.orbit.cli.server import _settings, serve
 from agentcall.orbit.domain.errors import SetupError
+from agentcall.orbit.domain.tokens import generate_secret
 from agentcall.orbit.sdk.settings import ENV_APP
 from agentcall.orbit.sdk.worker.cli import worker
 from agentcall.orbit.settings import (
@@ -139,7 +140,7 @@ def test_the_worker_reads_its_registry_from_the_environment() -> None:
         env={
             ENV_APP: "no_such_module_xyz:registry",
             "ORBIT_URL": "http://127.0.0.1:1",
-            "ORBIT_TOKEN": "orb_x",
+            "ORBIT_TOKEN": generate_secret(),
             "ORBIT_WORKER_QUEUES": "0" * 32,
         },
     )

@@ -10,6 +10,7 @@ from agentcall.orbit import settings
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.settings import (
     ENV_TOKEN_CACHE_MS,
+    ConsoleSettings,
     ExecutionSettings,
     ServerSettings,
     from_environ,
@@ -66,6 +67,10 @@ def test_every_variable_is_read() -> None:
         "ORBIT_PEER_HOST": "10.0.0.2",
         "ORBIT_PEER_PORT": "7471",
         "ORBIT_PEER_ADVERTISE": "orbit-2",
+        "ORBIT_ALLOWED_HOSTS": "orbit.example.com,.internal.example,10.0.0.7",
+        "ORBIT_TRUSTED_PROXIES": "10.0.0.0/8,::1/128",
+        "ORBIT_CONSOLE_IDLE_S": "600",
+        "ORBIT_CONSOLE_MAX_AGE_S": "7200",
     }
     assert from_environ(env) == ServerSettings(
         database_url="sqlite+aiosqlite:///x.db",
@@ -92,6 +97,12 @@ def test_every_variable_is_read() -> None:
             peer_port=7471,
             peer_advertise="orbit-2",
         ),
+        console=ConsoleSettings(
+            allowed_hosts=("orbit.example.com", ".internal.example", "10.0.0.7"),
+            trusted_proxies=("10.0.0.0/8", "::1/128"),
+            idle_s=600,
+            max_age_s=7200,
+        ),
     )
     assert to_environ(from_environ(env)) == env
 
@@ -110,6 +121,13 @@ def test_every_variable_is_read() -> None:
         ("ORBIT_ACCESS_LOG", "yes"),
         ("ORBIT_WORKER_TOKEN_CHECK_MS", "49"),
         ("ORBIT_WORKER_TOKEN_CHECK_MS", "30001"),
+        ("ORBIT_ALLOWED_HOSTS", "orbit.example.com:443"),
+        ("ORBIT_ALLOWED_HOSTS", "https://orbit.example.com"),
+        ("ORBIT_ALLOWED_HOSTS", "a..b"),
+        ("ORBIT_TRUSTED_PROXIES", "10.0.0.0/33"),
+        ("ORBIT_TRUSTED_PROXIES", "proxy.example.com"),
+        ("ORBIT_CONSOLE_IDLE_S", "59"),
+        ("ORBIT_CONSOLE_MAX_AGE_S", "299"),
     ],
 )
 def test_bad_values_are_refused_naming_the_variable(name: str, text: str) -> None:
@@ -127,3 +145,15 @@ def test_export_hands_the_settings_to_new_processes() -> None:
     environ: dict[str, str] = {}
     settings.export(chosen, environ)
     assert from_environ(environ) == chosen
+
+
+def test_hosts_and_proxies_are_normalised() -> None:
+    console = from_environ(
+        {
+            "ORBIT_ALLOWED_HOSTS": " Orbit.Example.COM  [::1] .Example.com ",
+            "ORBIT_TRUSTED_PROXIES": "192.168.1.5 10.1.2.3/8 ::1",
+        }
+    ).console
+    assert console.allowed_hosts == ("orbit.example.com", "::1", ".example.com")
+    assert console.trusted_proxies == ("192.168.1.5/32", "10.0.0.0/8", "::1/128")
+    assert ServerSettings().console.trusted_proxies == ()  # no proxy is believed by default

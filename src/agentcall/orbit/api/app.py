@@ -9,6 +9,7 @@ import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
 from importlib import resources
 from typing import Any
 
@@ -16,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -28,15 +30,18 @@ from agentcall.orbit.api.execution_service import ExecutionService, Wrap
 from agentcall.orbit.api.http import envelope
 from agentcall.orbit.api.log_metrics import LogCounter
 from agentcall.orbit.api.transport import DRAIN
+from agentcall.orbit.console.edge import ConsoleEdge
 from agentcall.orbit.console.routes import Hooks, console_routes
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.sessions import SessionTimes
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.settings import ServerSettings
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.token_cache import TokenCache
+from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 
 log = logging.getLogger("orbit.api")
 CLIENT_CLOSED = 499  # the client closed the connection before the answer (nginx's code)
@@ -103,8 +108,14 @@ class OrbitApp(Starlette):
         routes: Sequence[BaseRoute],
         exception_handlers: Mapping[Any, ExceptionHandler],
         lifespan: Lifespan[Starlette],
+        middleware: Sequence[Middleware] = (),
     ) -> None:
-        super().__init__(routes=routes, exception_handlers=exception_handlers, lifespan=lifespan)
+        super().__init__(
+            routes=routes,
+            exception_handlers=exception_handlers,
+            lifespan=lifespan,
+            middleware=middleware,
+        )
         self.submit = submit
         self.state.inspection = inspection
 
@@ -144,6 +155,9 @@ def create_app(
         execution.hub.tell_cancel, execution.hub.notify, changed=execution.waiters.wake
     )
     hooks = Hooks(execution.hub.tell_cancel, execution.hub.notify, execution.waiters.wake)
+    console = settings.console
+    times = SessionTimes(timedelta(seconds=console.idle_s), timedelta(seconds=console.max_age_s))
+    sessions = ConsoleSessions(db, times, ops.authenticate)
     endpoint = _endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
     app = OrbitApp(
@@ -171,10 +185,13 @@ def create_app(
             ),
             *execution.routes(endpoint, ops),
             *_service_routes(metrics, execution.gauges.refresh),
-            *console_routes(ops, execution.inspection, hooks, execution.gauges.failures.inc),
+            *console_routes(
+                ops, sessions, execution.inspection, hooks, execution.gauges.failures.inc
+            ),
         ],
         exception_handlers={HTTPException: _not_found(ops)},
         lifespan=_lifespan(db, execution, LogCounter(metrics.registry)),
+        middleware=[Middleware(ConsoleEdge, console.allowed_hosts, console.trusted_proxies)],
     )
     return app
 

@@ -184,7 +184,7 @@ class _Session:
 
     async def _hello(self) -> Hello:
         try:
-            text = await asyncio.wait_for(self.websocket.receive_text(), HELLO_TIMEOUT)
+            text = await asyncio.wait_for(self._receive(), HELLO_TIMEOUT)
         except TimeoutError:
             raise Close(4408, "no hello within 10 s") from None
         try:
@@ -229,7 +229,7 @@ class _Session:
         pending: set[asyncio.Task[None]] = set()
         try:
             while True:
-                text = await self.websocket.receive_text()
+                text = await self._receive()
                 try:
                     values = read_frame(text, self.batching)
                 except InvalidArgument as exc:
@@ -242,6 +242,16 @@ class _Session:
         finally:
             for task in pending:
                 task.cancel()
+
+    async def _receive(self) -> str:
+        """The next text frame; a binary frame closes the connection with 4400."""
+        message = await self.websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+        text = message.get("text")
+        if not isinstance(text, str):
+            raise Close(4400, "send each message as a text frame of UTF-8 JSON, not binary")
+        return text
 
     @staticmethod
     def _spawn(pending: set[asyncio.Task[None]], work: Coroutine[Any, Any, None]) -> None:

@@ -139,6 +139,8 @@ def serve(config_file: Path | None, **options: Any) -> None:
         log_config=None,
         access_log=False,
         server_header=False,
+        # the app believes forwarded headers only from ORBIT_TRUSTED_PROXIES (console.edge)
+        proxy_headers=False,
         lifespan="on",
         timeout_graceful_shutdown=10,
         ssl_certfile=settings.ssl_certfile,

@@ -1,7 +1,8 @@
-"""The console's actions (POST): sign in, sign out, cancel, retry, resolve. Every action but
-sign-in needs the session's CSRF token in the form (403 without it); each one runs the same use
-case, permission check and idempotency as its API endpoint, with a key made when the form was
-rendered (sending a form twice acts once)."""
+"""The console's actions (POST): sign in, sign out, cancel, retry, resolve. Every POST that
+the browser marks as coming from another site or origin is refused (403); sign-in needs the
+token tied to its pre-session cookie, every other action the session's CSRF token (403
+without it). Each action runs the same use case, permission check and idempotency as its API
+endpoint, with a key made when the form was rendered (sending a form twice acts once)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,18 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from agentcall.orbit.console.pages import HEADERS, Pages, Session, error_status
-from agentcall.orbit.console.session import COOKIE, PATH, cookie_attributes, csrf_ok
+from agentcall.orbit.console.headers import HEADERS
+from agentcall.orbit.console.pages import Pages, Session, error_status
+from agentcall.orbit.console.session import (
+    COOKIE,
+    PATH,
+    SIGNIN_COOKIE,
+    SIGNIN_PATH,
+    cookie_attributes,
+    cross_site,
+    csrf_ok,
+    signin_ok,
+)
 from agentcall.orbit.domain.cancel import parse_cancel
 from agentcall.orbit.domain.errors import (
     BodyTooLarge,
@@ -73,10 +84,23 @@ class Actions:
         self.hooks = hooks
 
     async def signin(self, request: Request) -> Response:
+        """A new server-side session on the pasted token; the cookie gets the session id."""
+        forged = _foreign(request)
+        if forged is not None:
+            return self.pages.error(request, None, forged)
         try:
-            secret = (await read_form(request)).get("token", "").strip()
-            principal = await self.pages.ops.authenticate(secret)
-            principal.require(Permission.READ)
+            form = await read_form(request)
+            if not signin_ok(request.cookies.get(SIGNIN_COOKIE), form.get("csrf")):
+                raise PermissionDenied(
+                    "the sign-in form has expired or was sent from another page: "
+                    "reload the sign-in page and sign in again"
+                )
+            secret = form.get("token", "").strip()
+            if not secret:
+                raise Unauthenticated("paste a token")
+            replaces = request.cookies.get(COOKIE)
+            signed = await self.pages.sessions.sign_in(secret, replaces)
+            signed.principal.require(Permission.READ)
         except (
             Unauthenticated,
             PermissionDenied,
@@ -84,22 +108,32 @@ class Actions:
             BodyTooLarge,
             UnsupportedMediaType,
         ) as exc:
-            return self.pages.render(
-                request, "signin.html", error_status(exc), session=None, message=exc.message
-            )
+            return self.pages.signin_page(request, error_status(exc), exc.message)
         except Exception as exc:  # noqa: BLE001 - the database is down: a page, logged
             return self.pages.error(request, None, exc)
         response = RedirectResponse("/ui", status_code=303, headers=HEADERS)
-        secure = request.url.scheme == "https"
+        attributes = cookie_attributes(request.url.scheme == "https")
         response.set_cookie(
-            COOKIE, secret, httponly=True, samesite="strict", path=PATH, secure=secure
+            COOKIE,
+            signed.session_id,
+            max_age=signed.max_age_s,
+            httponly=True,
+            samesite="strict",
+            path=PATH,
+            secure=bool(attributes["secure"]),
         )
+        response.delete_cookie(SIGNIN_COOKIE, path=SIGNIN_PATH, httponly=True, samesite="strict")
         return response
 
     async def signout(self, request: Request) -> Response:
-        _, _, refusal = await self._checked(request)
-        if refusal is not None:
-            return refusal
+        """Ends the session on the server (on every process), then deletes the cookie."""
+        session, _, refusal = await self._checked(request)
+        if refusal is not None or session is None:
+            return refusal or self._unauthenticated(request)
+        try:
+            await self.pages.sessions.sign_out(session.session_id)
+        except Exception as exc:  # noqa: BLE001 - the database is down: a page, logged
+            return self.pages.error(request, session, exc)
         response = RedirectResponse("/ui/signin", status_code=303, headers=HEADERS)
         attributes = cookie_attributes(request.url.scheme == "https")
         response.delete_cookie(
@@ -149,6 +183,9 @@ class Actions:
         self, request: Request
     ) -> tuple[Session | None, dict[str, str], Response | None]:
         """The session and its form with a valid CSRF token, or the refusal to send."""
+        forged = _foreign(request)
+        if forged is not None:
+            return None, {}, self.pages.error(request, None, forged)
         try:
             session = await self.pages.session(request)
             if session is None:
@@ -156,7 +193,7 @@ class Actions:
             form = await read_form(request)
         except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
             return None, {}, self.pages.error(request, None, exc)
-        if not csrf_ok(session.secret, form.get("csrf")):
+        if not csrf_ok(session.session_id, form.get("csrf")):
             forged = PermissionDenied(
                 "the form has no valid CSRF token: reload the page and send it again"
             )
@@ -164,7 +201,19 @@ class Actions:
         return session, form, None
 
     def _unauthenticated(self, request: Request) -> Response:
-        return self.pages.render(request, "signin.html", 401, session=None, message="sign in first")
+        return self.pages.signin_page(request, 401, "sign in first")
+
+
+def _foreign(request: Request) -> PermissionDenied | None:
+    """The refusal of a POST the browser says comes from another site or origin."""
+    host = request.headers.get("host", "")
+    why = cross_site(
+        request.headers.get("origin"),
+        request.headers.get("sec-fetch-site"),
+        request.url.scheme,
+        host,
+    )
+    return None if why is None else PermissionDenied(f"{why}: sign in and act from the console")
 
 
 def _resolution(body: dict[str, JsonValue], form: dict[str, str]) -> dict[str, JsonValue]:

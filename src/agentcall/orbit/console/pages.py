@@ -1,6 +1,7 @@
 """The console's pages (GET): sign-in, overview, queue, task, review inbox. Each request
-authenticates the session's token like an API request; a page that is refreshed live answers
-only its `<main>` when asked with `X-Orbit-Fragment: 1`."""
+resumes its server-side session (`orbit.usecases.console_sessions`: the session and its token
+are checked afresh); a page that is refreshed live answers only its `<main>` when asked with
+`X-Orbit-Fragment: 1`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from agentcall.orbit.console import reads
 from agentcall.orbit.console.chart import Chart
-from agentcall.orbit.console.session import COOKIE, csrf_token
+from agentcall.orbit.console.headers import HEADERS
+from agentcall.orbit.console.session import (
+    COOKIE,
+    SIGNIN_COOKIE,
+    SIGNIN_MAX_AGE_S,
+    SIGNIN_PATH,
+    csrf_token,
+    new_signin_nonce,
+    signin_token,
+)
 from agentcall.orbit.domain.cursor import decode_cursor, encode_cursor
 from agentcall.orbit.domain.errors import (
     BodyTooLarge,
@@ -38,17 +48,10 @@ from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.store import inspect
 from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 
 log = logging.getLogger("orbit.console")
 HERE = Path(__file__).parent
-HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
-    "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 STATES = [state.value for state in TaskState]
 CHART_S = 5.0
 LIVE = frozenset({TaskState.WAITING, TaskState.LEASED, TaskState.RUNNING})
@@ -56,7 +59,7 @@ LIVE = frozenset({TaskState.WAITING, TaskState.LEASED, TaskState.RUNNING})
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    secret: str
+    session_id: str  # the cookie's value: the browser's, never the API token
     principal: Principal
     csrf: str
 
@@ -82,9 +85,14 @@ def _age(value: datetime | None) -> str:
 
 class Pages:
     def __init__(
-        self, ops: Operations, inspection: Inspection, on_failure: Callable[[], None]
+        self,
+        ops: Operations,
+        sessions: ConsoleSessions,
+        inspection: Inspection,
+        on_failure: Callable[[], None],
     ) -> None:
         self.ops = ops
+        self.sessions = sessions
         self.inspection = inspection
         self.on_failure = on_failure  # a metric: failed console requests
         self.env = environment()
@@ -92,14 +100,11 @@ class Pages:
 
     # ------------------------------------------------------------------ plumbing
     async def session(self, request: Request) -> Session | None:
-        secret = request.cookies.get(COOKIE)
-        if not secret:
+        session_id = request.cookies.get(COOKIE)
+        principal = await self.sessions.resume(session_id)
+        if principal is None or session_id is None:
             return None
-        try:
-            principal = await self.ops.authenticate(secret)
-        except Unauthenticated:
-            return None
-        return Session(secret, principal, csrf_token(secret))
+        return Session(session_id, principal, csrf_token(session_id))
 
     def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
         fragment = request.headers.get("x-orbit-fragment") == "1"
@@ -137,7 +142,30 @@ class Pages:
 
     # ------------------------------------------------------------------ pages
     async def signin_form(self, request: Request) -> Response:
-        return self.render(request, "signin.html", session=None, message=None)
+        return self.signin_page(request, 200, None)
+
+    def signin_page(self, request: Request, status: int, message: str | None) -> Response:
+        """The sign-in form, with a new pre-session cookie and the form's token tied to it
+        (`orbit.console.session`)."""
+        nonce = new_signin_nonce()
+        response = self.render(
+            request,
+            "signin.html",
+            status,
+            session=None,
+            message=message,
+            signin_csrf=signin_token(nonce),
+        )
+        response.set_cookie(
+            SIGNIN_COOKIE,
+            nonce,
+            max_age=SIGNIN_MAX_AGE_S,
+            path=SIGNIN_PATH,
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
 
     async def overview(self, request: Request, session: Session) -> Response:
         queues = await self.inspection.queues(session.principal)

@@ -13,14 +13,19 @@ from agentcall.orbit.console.actions import Actions, Hooks
 from agentcall.orbit.console.pages import HERE, Pages
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 
 __all__ = ["Hooks", "console_routes"]
 
 
 def console_routes(
-    ops: Operations, inspection: Inspection, hooks: Hooks, on_failure: Callable[[], None]
+    ops: Operations,
+    sessions: ConsoleSessions,
+    inspection: Inspection,
+    hooks: Hooks,
+    on_failure: Callable[[], None],
 ) -> list[BaseRoute]:
-    pages = Pages(ops, inspection, on_failure)
+    pages = Pages(ops, sessions, inspection, on_failure)
     actions = Actions(pages, hooks)
 
     async def slash(request: Request) -> Response:

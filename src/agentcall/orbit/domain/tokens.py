@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import math
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,6 +43,24 @@ def parse_permission(text: str) -> Permission:
 def generate_secret() -> str:
     """`orb_` + 32 random bytes, URL-safe base64: shown once, never stored."""
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+MIN_SECRET_CHARS = 32
+MIN_SECRET_BITS = 128
+
+
+def secret_weakness(secret: str) -> str | None:
+    """Why a configured token cannot be one Orbit issued (too short, or too few different
+    characters for its length: estimated entropy under MIN_SECRET_BITS), or None. Orbit's
+    own tokens (`generate_secret`) carry about 200 bits by this estimate."""
+    body = secret.removeprefix(TOKEN_PREFIX)
+    if len(body) < MIN_SECRET_CHARS:
+        return f"it has {len(body)} characters after {TOKEN_PREFIX}, at least {MIN_SECRET_CHARS}"
+    counts = Counter(body).values()
+    bits = -sum(n * math.log2(n / len(body)) for n in counts)
+    if bits < MIN_SECRET_BITS:
+        return f"its characters repeat too much ({int(bits)} bits, at least {MIN_SECRET_BITS})"
+    return None
 
 
 def hash_secret(secret: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.domain.ids import is_id
+from agentcall.orbit.domain.tokens import secret_weakness
 
 ENV_URL = "ORBIT_URL"
 ENV_TOKEN = "ORBIT_TOKEN"
@@ -108,4 +109,10 @@ def _connection(url: str | None, token: str | None) -> tuple[str, str]:
     if missing:
         raise SetupError(f"set {' and '.join(missing)} (or pass --url / --token)")
     assert url is not None and token is not None
+    weakness = secret_weakness(token)
+    if weakness is not None:
+        raise SetupError(
+            f"{ENV_TOKEN} / --token is not a token Orbit issued: {weakness}; "
+            "use the token printed by `orbit init` or `orbit token create`"
+        )
     return url, token

@@ -276,3 +276,18 @@ orbit_worker_offers = sa.Table(
     sa.Index("ix_orbit_worker_offers_server", "server_id", "task_id"),
     **MYSQL_TABLE_ARGS,
 )
+
+# ---- console sign-ins (orbit.store.sessions): a session id's digest, bound to a token ----
+
+console_sessions = sa.Table(
+    "console_sessions",
+    metadata,
+    sa.Column("id_sha256", sa.String(64), primary_key=True),  # the cookie's value is never kept
+    sa.Column("token_id", ident(), sa.ForeignKey("tokens.id"), nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("seen_at", UtcDateTime(), nullable=False),  # idle expiry counts from here
+    sa.Column("expires_at", UtcDateTime(), nullable=False),  # absolute expiry
+    sa.Index("ix_console_sessions_token", "token_id"),
+    sa.Index("ix_console_sessions_expires", "expires_at"),
+    **MYSQL_TABLE_ARGS,
+)
