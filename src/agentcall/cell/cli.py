@@ -7,8 +7,10 @@ import json
 import logging
 import signal
 import socket
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 import uvicorn
@@ -16,14 +18,17 @@ import uvicorn
 from agentcall import logs
 from agentcall.cell import __version__
 from agentcall.cell.agent.mock import mock_registry
-from agentcall.cell.errors import CellConfigError, CellError
+from agentcall.cell.errors import CellConfigError, CellError, StateLostError
 from agentcall.cell.server.app import build_app
+from agentcall.cell.server.edge import HttpLimits, bounded_protocol
 from agentcall.cell.service import CellConfig, CellService
 from agentcall.cell.sim.driver import SimDriver
 from agentcall.cell.sim.script import Script, load_script
 from agentcall.cell.uploads import EXPIRY_SKEW_S
 
 log = logging.getLogger("cell.cli")
+STATE_LOST_EXIT = 3  # the originate log is lost: the cell stopped so as not to dial twice
+DEFAULT_LIMITS = HttpLimits()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,7 +51,18 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _service(script: Script, config: CellConfig) -> CellService:
+class Halt:
+    """Stops the running server (the service calls it when its originate log is lost)."""
+
+    def __init__(self) -> None:
+        self.server: uvicorn.Server | None = None
+
+    def __call__(self) -> None:
+        if self.server is not None:
+            self.server.should_exit = True
+
+
+def _service(script: Script, config: CellConfig, halt: Halt) -> CellService:
     if config.mode == "sip":  # real SIP calls to the pinned trunk (docs/cell-sip.md)
         from agentcall.cell.sip.setup import sip_driver
 
@@ -54,9 +70,51 @@ def _service(script: Script, config: CellConfig) -> CellService:
             driver, registry = sip_driver()
         except CellConfigError as exc:
             raise click.UsageError(exc.message) from None
-        return CellService(replace(config, time_scale=1.0), driver, registry)
+        return CellService(replace(config, time_scale=1.0), driver, registry, on_state_lost=halt)
     providers = mock_registry()
-    return CellService(config, SimDriver(script, providers, config.time_scale), providers)
+    driver_ = SimDriver(script, providers, config.time_scale)
+    return CellService(config, driver_, providers, on_state_lost=halt)
+
+
+def _http_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The bounds of the HTTP edge (agentcall.cell.server.edge), CELL_HTTP_*."""
+    options = [
+        click.option(
+            "--http-header-timeout-s",
+            type=click.FloatRange(min=0.01, max=3600.0),
+            default=DEFAULT_LIMITS.header_timeout_s,
+            show_default=True,
+            envvar="CELL_HTTP_HEADER_TIMEOUT_S",
+            help="A request line and headers must arrive within this (else 408, closed).",
+        ),
+        click.option(
+            "--http-body-timeout-s",
+            type=click.FloatRange(min=0.01, max=3600.0),
+            default=DEFAULT_LIMITS.body_timeout_s,
+            show_default=True,
+            envvar="CELL_HTTP_BODY_TIMEOUT_S",
+            help="A request body must arrive within this after its headers (else closed).",
+        ),
+        click.option(
+            "--http-keep-alive-s",
+            type=click.FloatRange(min=0.01, max=3600.0),
+            default=DEFAULT_LIMITS.keep_alive_s,
+            show_default=True,
+            envvar="CELL_HTTP_KEEP_ALIVE_S",
+            help="An idle keep-alive connection is closed after this.",
+        ),
+        click.option(
+            "--http-max-connections",
+            type=click.IntRange(1, 100_000),
+            default=DEFAULT_LIMITS.max_connections,
+            show_default=True,
+            envvar="CELL_HTTP_MAX_CONNECTIONS",
+            help="Open connections at most (HTTP and WebSocket); one more is answered 503.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def _load_approved(service: CellService, path: Path | None) -> None:
@@ -151,6 +209,14 @@ def _exit_cleanly(signum: int, frame: object) -> None:
     " Kept in the data dir across restarts.",
 )
 @click.option(
+    "--first-start",
+    is_flag=True,
+    envvar="CELL_FIRST_START",
+    help="Create the originate log even though a cell ran in this data dir before."
+    " Without it a missing log there stops the cell (a call could be dialled twice).",
+)
+@_http_options
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -176,8 +242,10 @@ def serve(
     cell_id: str | None,
     upload_expiry_skew_s: float,
     sip_config: Path | None,
+    first_start: bool,
     log_level: str,
     log_format: str,
+    **http: Any,
 ) -> None:
     """Run a cell: HTTP + WebSocket API for the Dispatcher (sim or sip mode)."""
     logs.configure(log_format, log_level)
@@ -193,12 +261,11 @@ def serve(
         max_calls=max_calls,
         cell_id=cell_id,
         upload_expiry_skew_s=upload_expiry_skew_s,
+        first_start=first_start,
     )
-    service = _service(script, config)
-    try:
-        service.lock()
-    except CellConfigError as exc:
-        raise click.UsageError(f"--data-dir: {exc.message}") from None
+    halt = Halt()
+    service = _service(script, config, halt)
+    _open_state(service)
     _load_approved(service, sip_config)
     sock = _bind(http_host, http_port)
     url = _announce(sock, data_dir)
@@ -206,7 +273,19 @@ def serve(
         "listening",
         extra={"url": url, "boot_id": service.boot_id, "mode": mode, "time_scale": scale},
     )
-    _run(service, sock)
+    limits = HttpLimits(**{name.removeprefix("http_"): value for name, value in http.items()})
+    _run(service, sock, halt, limits)
+
+
+def _open_state(service: CellService) -> None:
+    """Take the data dir and open the originate log, or stop with one clear line."""
+    try:
+        service.open_originate_log()
+    except StateLostError as exc:
+        log.critical("%s", exc.message)
+        raise SystemExit(STATE_LOST_EXIT) from None
+    except CellConfigError as exc:
+        raise click.UsageError(f"--data-dir: {exc.message}") from None
 
 
 def _announce(sock: socket.socket, data_dir: Path) -> str:
@@ -218,22 +297,27 @@ def _announce(sock: socket.socket, data_dir: Path) -> str:
     return url
 
 
-def _run(service: CellService, sock: socket.socket) -> None:
+def _run(service: CellService, sock: socket.socket, halt: Halt, limits: HttpLimits) -> None:
     config = uvicorn.Config(
         build_app(service),
         log_config=None,
         access_log=False,
         lifespan="on",
+        http=bounded_protocol(limits),
+        timeout_keep_alive=limits.keep_alive_s,  # type: ignore[arg-type]
         ws_ping_interval=20,
         ws_ping_timeout=20,
     )
+    halt.server = uvicorn.Server(config)
     # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal: exit 0 then.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _exit_cleanly)
     try:
-        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+        asyncio.run(halt.server.serve(sockets=[sock]))
     except CellConfigError as exc:
         raise click.UsageError(exc.message) from None
+    if service.state_lost is not None:
+        raise SystemExit(STATE_LOST_EXIT)
 
 
 if __name__ == "__main__":

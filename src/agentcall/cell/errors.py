@@ -18,8 +18,10 @@ error::
     ├── CellUnavailableError               (503 cell_unavailable)
     │   ├── CellBusyError                  (503 cell_busy)
     │   └── CellDrainingError              (503 cell_draining)
-    └── CellConfigError                    (start-up only: bad script, data dir, options)
-        └── ScriptError                    (the simulation script is invalid)
+    ├── CellConfigError                    (start-up only: bad script, data dir, options)
+    │   └── ScriptError                    (the simulation script is invalid)
+    └── StateLostError                     (503 state_lost: the originate log was deleted or
+                                            replaced; the cell dials nothing more and exits)
 
 ``WIRE_ERRORS`` is the one table from class to HTTP status and code, looked up along the
 class hierarchy.
@@ -117,6 +119,13 @@ class ScriptError(CellConfigError):
     """The simulation script is invalid; fix the named field (see docs/cell.md)."""
 
 
+class StateLostError(CellError):
+    """The originate log (the record of what this cell dialled) is missing, or is not the
+    file the cell opened: without it a call could be dialled twice, so the cell dials
+    nothing more and stops. Restore the file from its volume, or, if this data dir truly
+    never dialled, start with --first-start (docs/cell.md, "State files")."""
+
+
 WIRE_ERRORS: dict[type[CellError], tuple[int, str]] = {
     CellError: (500, "internal_error"),
     InvalidRequestError: (400, "invalid_request"),
@@ -133,6 +142,7 @@ WIRE_ERRORS: dict[type[CellError], tuple[int, str]] = {
     CellUnavailableError: (503, "cell_unavailable"),
     CellBusyError: (503, "cell_busy"),
     CellDrainingError: (503, "cell_draining"),
+    StateLostError: (503, "state_lost"),
 }
 
 

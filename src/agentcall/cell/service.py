@@ -39,19 +39,21 @@ from agentcall.cell.errors import (
     CellConflictError,
     CellDrainingError,
     CellError,
+    StateLostError,
     wire_error,
 )
 from agentcall.cell.events import CellEvent, EventLog, EventType, iso
 from agentcall.cell.live import LiveCall
 from agentcall.cell.metrics import CellMetrics
 from agentcall.cell.model import CallState, ReasonCode
-from agentcall.cell.originate_log import OriginateLog
+from agentcall.cell.originate_log import FILE_NAME, OriginateLog, may_create, used_before
 from agentcall.cell.plan import CallPlan, UploadTarget, parse_plan
 from agentcall.cell.recording.store import RecordingMeta, RecordingStore, UploadStatus
 from agentcall.cell.uploads import EXPIRY_SKEW_S, UploadResult, upload_recording
 
 log = logging.getLogger("cell.service")
 SETTLED = (UploadStatus.UPLOADED, UploadStatus.FAILED)
+WATCH_S = 1.0  # how often the originate log's identity is checked besides every write
 
 
 def utc_now() -> datetime:
@@ -68,6 +70,7 @@ class CellConfig:
     upload_timeout_s: float = 120.0
     upload_expiry_skew_s: float = EXPIRY_SKEW_S  # a URL this long past expiry is not tried
     cell_id: str | None = None  # reported in /v1/info; the D compares it (D-NOTE-9)
+    first_start: bool = False  # a missing originate log may be created in a used data dir
 
 
 class CellService:
@@ -77,6 +80,7 @@ class CellService:
         driver: CallDriver,
         providers: ProviderRegistry,
         now: Callable[[], datetime] = utc_now,
+        on_state_lost: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.driver = driver
@@ -97,6 +101,10 @@ class CellService:
         self._lock_file: IO[bytes] | None = None
         self._originate_log: OriginateLog | None = None
         self._http: httpx.AsyncClient | None = None
+        self._on_state_lost = on_state_lost
+        self.state_lost: StateLostError | None = None  # set once: nothing is dialled after
+        self._used_before: bool | None = None
+        self._watch: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------
     def lock(self) -> None:
@@ -105,6 +113,7 @@ class CellService:
             return
         data_dir = self.config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
+        self._used_before = used_before(data_dir)  # before the lock file says so
         lock_file = (data_dir / "cell.lock").open("wb")
         try:
             fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -116,10 +125,29 @@ class CellService:
             ) from None
         self._lock_file = lock_file
 
-    async def start(self) -> None:
+    def open_originate_log(self) -> None:
+        """Open the record of dialled calls; raises StateLostError if it is lost."""
         self.lock()
-        data_dir = self.config.data_dir
-        self._originate_log = OriginateLog(data_dir / "originate.log")
+        if self._originate_log is not None:
+            return
+        path = self.config.data_dir / FILE_NAME
+        create = may_create(
+            log_exists=path.exists(),
+            used_before=bool(self._used_before),
+            first_start=self.config.first_start,
+        )
+        if not create:
+            raise StateLostError(
+                f"the originate log {path} is missing but a cell ran in this data dir before:"
+                " calls it dialled could be dialled again; restore the file, or start with"
+                " --first-start if this data dir never dialled",
+                field="originate_log",
+            )
+        self._originate_log = OriginateLog(path, create=True)
+
+    async def start(self) -> None:
+        self.open_originate_log()
+        self._watch = asyncio.create_task(self._watch_originate_log(), name="originate-watch")
         self.approved.recover()
         for meta in self.recordings.recover():
             log.warning("recovered recording", extra={"call_id": meta.call_id})
@@ -127,8 +155,28 @@ class CellService:
         self._http = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
         log.info("cell started", extra={"boot_id": self.boot_id, "mode": self.config.mode})
 
+    async def _watch_originate_log(self) -> None:
+        assert self._originate_log is not None
+        while self.state_lost is None:
+            await asyncio.sleep(WATCH_S)
+            try:
+                self._originate_log.check()
+            except StateLostError as exc:
+                self._lose_state(exc)
+
+    def _lose_state(self, exc: StateLostError) -> None:
+        """Dial nothing more and stop the process (it exits non-zero): one log line."""
+        if self.state_lost is not None:
+            return
+        self.state_lost = exc
+        self._draining = True
+        log.critical("%s; this cell dials nothing more and stops", exc.message)
+        self._on_state_lost()
+
     async def aclose(self) -> None:
         self._draining = True
+        if self._watch is not None:
+            self._watch.cancel()
         for live in list(self._live.values()):
             live.request_hangup(ReasonCode.CELL_SHUTDOWN)
         tasks = [live.task for live in self._live.values() if live.task is not None]
@@ -186,6 +234,8 @@ class CellService:
         if plan.call_id in self._originate_log.dialled or plan.call_id in self._acked:
             raise CallAlreadyDialledError(f"call_id {plan.call_id} was already dialled")
         self.providers.check(plan.agent)
+        if self.state_lost is not None:
+            raise StateLostError(self.state_lost.message, field="originate_log")
         if self._draining:
             raise CellDrainingError("the cell is shutting down")
         if len(self._live) + len(self._pending) >= self.config.max_calls:
@@ -204,6 +254,9 @@ class CellService:
         self._pending[plan.call_id] = reserved
         try:
             await self._originate_log.append(plan.log_entry(self.boot_id, iso(now)))
+        except StateLostError as exc:
+            self._lose_state(exc)
+            raise
         finally:
             del self._pending[plan.call_id]
             reserved.set_result(None)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,16 @@ SCRIPT: dict[str, Any] = {
 class CellProcess:
     """One ``cell serve --mode sim`` subprocess on its own data dir."""
 
-    def __init__(self, data_dir: Path, *, time_scale: float = TIME_SCALE, port: int = 0):
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        time_scale: float = TIME_SCALE,
+        port: int = 0,
+        args: Sequence[str] = (),
+    ):
         self.data_dir = data_dir
+        self.args = list(args)  # more options of cell serve
         self.time_scale = time_scale
         self.port = port
         self.script = data_dir.parent / f"{data_dir.name}-script.json"
@@ -62,10 +71,8 @@ class CellProcess:
         self.url = ""
         self.log = data_dir.parent / f"{data_dir.name}.log"
 
-    def start(self, timeout_s: float = 20.0) -> str:
-        url_file = self.data_dir / "cell.url"
-        url_file.unlink(missing_ok=True)
-        cmd = [
+    def command(self) -> list[str]:
+        return [
             str(CELL),
             "serve",
             "--mode",
@@ -80,7 +87,13 @@ class CellProcess:
             str(self.time_scale),
             "--log-format",
             "json",
+            *self.args,
         ]
+
+    def start(self, timeout_s: float = 20.0) -> str:
+        url_file = self.data_dir / "cell.url"
+        url_file.unlink(missing_ok=True)
+        cmd = self.command()
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=os.environ.copy())
         deadline = time.monotonic() + timeout_s

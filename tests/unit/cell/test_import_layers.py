@@ -8,8 +8,9 @@
     → driver → calls → plan     the driver interface, the call table, the call plan
     → agent                     agent config, providers, opt-out, the simulated conversation
     → recording                 WAV files and the recording store
-    → fields, approved          field readers; the approved SIP configuration the cell carries
-    → errors, model, events, audio, metrics, originate_log   (the shared base)
+    → fields, approved, originate_log   field readers; the approved SIP configuration the
+                                cell carries; the record of dialled calls
+    → errors, model, events, audio, metrics   (the shared base)
 
 `client` (the Dispatcher's client) depends on the wire only, on nothing else of the cell.
 No import cycle between modules or between packages."""
@@ -36,8 +37,8 @@ LAYERS: list[set[str]] = [
     {"plan"},
     {"agent"},
     {"recording"},
-    {"fields", "approved"},
-    {"", "errors", "model", "events", "audio", "metrics", "originate_log"},
+    {"fields", "approved", "originate_log"},
+    {"", "errors", "model", "events", "audio", "metrics"},
 ]
 
 

@@ -106,12 +106,12 @@ def test_delete_and_unknown(tmp_path: Path) -> None:
 
 async def test_originate_log_survives_restart_and_a_torn_line(tmp_path: Path) -> None:
     path = tmp_path / "originate.log"
-    log = OriginateLog(path)
+    log = OriginateLog(path, create=True)
     await log.append({"call_id": "a", "callee": "1"})
     await log.aclose()
     with path.open("ab") as f:
         f.write(b'{"call_id": "b", "cal')  # killed mid-write: b was never dialled
-    log = OriginateLog(path)
+    log = OriginateLog(path, create=True)
     assert log.dialled == {"a"}
     await log.append({"call_id": "c", "callee": "3"})
     await log.aclose()
@@ -121,7 +121,7 @@ async def test_originate_log_survives_restart_and_a_torn_line(tmp_path: Path) ->
 
 async def test_concurrent_appends_share_writes_and_all_land(tmp_path: Path) -> None:
     path = tmp_path / "originate.log"
-    log = OriginateLog(path)
+    log = OriginateLog(path, create=True)
     await asyncio.gather(*(log.append({"call_id": f"c{i}"}) for i in range(50)))
     await log.aclose()
     assert sorted(e["call_id"] for e in read_entries(path)) == sorted(f"c{i}" for i in range(50))

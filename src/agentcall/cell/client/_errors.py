@@ -106,4 +106,5 @@ UNAVAILABLE_BY_CODE: dict[str, type[CellUnavailableError]] = {
     "cell_unavailable": CellUnavailableError,
     "cell_busy": CellBusyError,
     "cell_draining": CellDrainingError,
+    "state_lost": CellUnavailableError,  # the originate log is lost: the cell stops
 }
