@@ -10,15 +10,12 @@ in-flight batch gets ``grace_s`` to commit, then connections and the database cl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
-
-import uvicorn
 
 from agentcall.dispatcher.admission.service import AdmissionService
 from agentcall.dispatcher.calls.service import CallSupervisor
@@ -50,17 +47,13 @@ from agentcall.dispatcher.store import tasks
 from agentcall.dispatcher.store.db import Database, StoreError
 from agentcall.dispatcher.telemetry.prometheus import PrometheusTelemetry
 from agentcall.dispatcher.web.app import build_app
+from agentcall.dispatcher.web.edge import EdgeLimits
+from agentcall.dispatcher.web.hosts import allowed_hosts
+from agentcall.dispatcher.web.server import edge_for
+from agentcall.dispatcher.web.server import serve as serve_http
 
 LOG = logging.getLogger("dispatcher")
 Loop = Callable[[], Awaitable[None]]
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the Dispatcher owns SIGTERM/SIGINT."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def utcnow() -> datetime:
@@ -257,33 +250,27 @@ class Dispatcher:
             self._reconcile_wake.clear()
 
     async def _http(self) -> None:
+        s = self.settings
         app = build_app(
             self.snapshot,
             lambda: self.failed is None,
             lambda request, exc: handled(LOG, "http", exc, path=request.url.path),
             registry=self.telemetry.render,
             routes=console_routes(self._console()),
+            allowed=allowed_hosts(s.http_host, s.http_allowed_hosts),
         )
-        config = uvicorn.Config(
-            app,
-            host=self.settings.http_host,
-            port=self.settings.http_port,
-            log_config=None,
-            access_log=False,
-            lifespan="off",
+        limits = EdgeLimits(
+            s.http_header_timeout_s,
+            s.http_body_timeout_s,
+            s.http_idle_timeout_s,
+            s.http_max_connections,
         )
-        server = _QuietServer(config)
-        serve = asyncio.create_task(server.serve(), name="http.serve")
-        while not server.started and not serve.done():
-            await asyncio.sleep(0.05)
-        if serve.done():
-            await serve  # raises the bind error
-        self.http_port = server.servers[0].sockets[0].getsockname()[1]
-        log(LOG, logging.INFO, "http.listening", host=self.settings.http_host, port=self.http_port)
-        try:
-            await serve
-        finally:
-            server.should_exit = True
+        edge = edge_for(limits, lambda level, event, facts: log(LOG, level, event, **facts))
+        await serve_http(app, s.http_host, s.http_port, edge, self._listening)
+
+    def _listening(self, port: int) -> None:
+        self.http_port = port
+        log(LOG, logging.INFO, "http.listening", host=self.settings.http_host, port=port)
 
     def _console(self) -> Console:
         token = self.settings.console_token

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentcall.dispatcher.errors import DispatcherError
+from agentcall.dispatcher.settings_http import HTTP_EDGE_PARSERS, HttpEdgeSettings
 
 ENV_PREFIX = "DISPATCHER_"
 
@@ -57,7 +58,7 @@ class Secret:
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(HttpEdgeSettings):
     """All settings of ``dispatcher run``; see docs/dispatcher.md for each one."""
 
     dispatcher_id: str
@@ -252,6 +253,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "recording_deadline_s": _positive_float,
     "recording_sweep_s": _positive_float,
     "amd": _choice("off", "hangup", "leave_message"),
+    **HTTP_EDGE_PARSERS,
 }
 _FILE_ONLY_KEYS = {"secret_key_file"}
 

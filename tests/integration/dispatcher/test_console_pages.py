@@ -167,7 +167,8 @@ def client(state: Path, token: str | None = None) -> TestClient:
         return snapshot()
 
     console = Console(snap, state, token, clock=lambda: NOW)
-    return TestClient(build_app(snap, lambda: True, routes=console_routes(console)))
+    app = build_app(snap, lambda: True, routes=console_routes(console))
+    return TestClient(app, base_url="http://localhost")
 
 
 def test_every_panel_renders_from_state_and_status_escaping_everything(state: Path) -> None:

@@ -105,7 +105,7 @@ async def test_readyz_answers_the_verdict_and_healthz_stays_200(
         return {**snapshot, "readiness": readiness(snapshot)}
 
     transport = httpx.ASGITransport(app=build_app(status, lambda: True))
-    async with httpx.AsyncClient(transport=transport, base_url="http://d") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         ready, live = await client.get("/readyz"), await client.get("/healthz")
     assert ready.status_code == code and ready.json() == readiness(snapshot)
     assert live.status_code == 200

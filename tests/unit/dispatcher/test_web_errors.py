@@ -22,7 +22,7 @@ async def test_a_failing_status_answers_json_and_is_reported() -> None:
 
     app = build_app(snapshot, lambda: True, on_error)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://d") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         answer = await client.get("/status")
     assert answer.status_code == 500
     assert answer.headers["content-type"] == "application/json"

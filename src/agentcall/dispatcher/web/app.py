@@ -1,6 +1,9 @@
 """``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz`` (liveness),
 ``GET /readyz`` (readiness: 503 with its causes while the D cannot take new calls).
 
+Every route, the console's included, answers only the ``Host`` names of ``allowed``
+(:mod:`dispatcher.web.hosts`: 400 or 421 otherwise).
+
 A failure while answering is a 500 in the JSON error shape
 (``{"error": {"code": "internal_error", "message", "hint"}}``), reported to ``on_error``
 (which logs and counts it), never a bare text page.
@@ -12,10 +15,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from agentcall.dispatcher.web.hosts import LOOPBACK_NAMES, HostGuard
 from agentcall.dispatcher.web.metrics import render
 
 Snapshot = Callable[[], Awaitable[dict[str, Any]]]
@@ -36,9 +41,11 @@ def build_app(
     on_error: OnError = _ignore,
     routes: Sequence[BaseRoute] = (),
     registry: Callable[[], bytes] = _no_registry,
+    allowed: frozenset[str] = LOOPBACK_NAMES,
 ) -> Starlette:
     """The HTTP app; ``routes`` are mounted beside the built-in ones (the console's);
-    ``registry`` renders the process's own metrics, served after the snapshot's."""
+    ``registry`` renders the process's own metrics, served after the snapshot's;
+    ``allowed`` are the ``Host`` names answered (:func:`dispatcher.web.hosts.allowed_hosts`)."""
 
     async def status(request: Request) -> Response:
         return JSONResponse(await snapshot())
@@ -73,4 +80,5 @@ def build_app(
             *routes,
         ],
         exception_handlers={Exception: failed},
+        middleware=[Middleware(HostGuard, allowed=allowed)],
     )
