@@ -35,6 +35,7 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal, tasks
 from agentcall.orbit.store.db import Database
@@ -100,7 +101,7 @@ async def _cancel_waiting(
 async def _cancel_live(
     task: Task,
     done: Task,
-    live: store.LiveAttempt,
+    live: LiveAttempt,
     mode: CancelMode,
     now: datetime,
     detail: dict[str, JsonValue],

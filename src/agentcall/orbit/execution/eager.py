@@ -27,22 +27,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from agentcall.orbit.domain.dispatch import Seat, eager_seat
 from agentcall.orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
-from agentcall.orbit.domain.states import TaskState, check_transition
 from agentcall.orbit.domain.task import Task
+from agentcall.orbit.domain.transitions import LeaseWrite
 from agentcall.orbit.execution.acks import Grant
 from agentcall.orbit.execution.hub import Hub
-from agentcall.orbit.execution.kernel import attempt_row, leased_event_row, new_grant
+from agentcall.orbit.execution.kernel import lease_write, new_grant
 from agentcall.orbit.execution.links import Link, StandingOffer
 from agentcall.orbit.execution.remote_eager import RemoteEager, RemoteGrant
 from agentcall.orbit.store import offers
 from agentcall.orbit.store.connector import HotConnection
-from agentcall.orbit.store.sql import Insert, Write
-from agentcall.orbit.store.tables import task_attempts, tasks
-from agentcall.orbit.store.tasks import task_row
 
 
 @dataclass(slots=True)
@@ -80,21 +76,15 @@ class Claims:
         if self.remote_eager is not None and self.unclaimed:
             self.remote = await self.remote_eager.claim(conn, self.unclaimed, self.now)
 
-    def inserts(self) -> list[Write]:
-        """The claimed tasks' rows (LEASED) and their attempts, in that order, and the claims
-        of other processes' offers."""
-        grants = self._leases()
-        if not grants:
-            return []
-        leased = [_leased_row(grant, self.now) for grant in grants]
-        attempts = [attempt_row(grant, link.peer, self.now) for link, grant in self.grants]
-        attempts += [remote.attempt_row(self.now) for remote in self.remote]
-        offers_claimed = RemoteEager.claim_write(self.remote, self.now)
-        return [Insert(tasks, leased), Insert(task_attempts, attempts), *offers_claimed]
+    def leases(self) -> list[LeaseWrite]:
+        """Every lease of the transaction, to connections here, then to offered slots (their
+        attempts take the offer's token digest)."""
+        mine = [lease_write(grant, link.peer) for link, grant in self.grants]
+        return mine + [remote.lease() for remote in self.remote]
 
-    def event_rows(self) -> list[dict[str, Any]]:
-        """The LEASED events (task_events rows), written with the acceptance events."""
-        return [leased_event_row(grant, self.now) for grant in self._leases()]
+    def offer_claims(self) -> list[tuple[str, str]]:
+        """(offer id, task id) of the other processes' offers this transaction claims."""
+        return RemoteEager.claim_pairs(self.remote)
 
     def committed(self) -> None:
         """The COMMIT just returned (the session is not even released): tell the processes
@@ -209,17 +199,3 @@ def _ready(task: Task, key: HandlerKey, now: datetime) -> bool:
         task.retry.max_attempts,
     )
     return is_eligible(candidate, WorkerOffer(frozenset({task.queue_id}), frozenset({key})), now)
-
-
-def _leased_row(grant: Grant, now: datetime) -> dict[str, object]:
-    """The new task's row as a lease round would leave it: LEASED, revision + 1, one lease."""
-    task = grant.task
-    check_transition(task.state, TaskState.LEASED)
-    return {
-        **task_row(task),
-        "state": TaskState.LEASED.value,
-        "revision": task.revision + 1,
-        "lease_count": 1,
-        "current_attempt_id": grant.attempt_id,
-        "updated_at": now,
-    }

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 from agentcall.orbit.domain.attempts import AttemptState
 from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.lease_tokens import token_digest, token_is_current
 from agentcall.orbit.domain.offers import OfferTerms
 from agentcall.orbit.execution.acks import Grant
-from agentcall.orbit.execution.fastpath import sha256
 from agentcall.orbit.execution.links import Link, StandingOffer
 from agentcall.orbit.store import offers as store
 from agentcall.orbit.store.db import Database
@@ -132,7 +132,7 @@ class OfferDesk:
             peer.token_id,
             identity,
             offer.attempt_id,
-            sha256(offer.lease_token),
+            token_digest(offer.lease_token),
         )
 
     def offered_queues(self) -> set[str]:
@@ -221,7 +221,7 @@ class OfferDesk:
             lease = await self.db.retrying(lambda: self._read(link, offer))
         finally:
             self._delivering.discard(offer_id)
-        if lease is None or lease.lease_token_sha256 != sha256(offer.lease_token):
+        if lease is None or not token_is_current(offer.lease_token, lease.lease_token_sha256):
             return None  # not claimed (a stale or forged datagram): the offer stands
         self.standing.pop(offer_id, None)
         link.offered = None  # the reserved attempt id in `in_flight` is the lease's now

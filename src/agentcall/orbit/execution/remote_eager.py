@@ -17,17 +17,15 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.offers import Belief, Wanted, match_offers
 from agentcall.orbit.domain.task import Task
-from agentcall.orbit.execution.acks import Grant, Peer
-from agentcall.orbit.execution.kernel import attempt_row, new_grant
-from agentcall.orbit.protocol.messages import WorkerIdentity
+from agentcall.orbit.domain.transitions import Holder, LeaseWrite
+from agentcall.orbit.execution.acks import Grant
+from agentcall.orbit.execution.kernel import new_grant
 from agentcall.orbit.store import offers as store
 from agentcall.orbit.store.connector import HotConnection
-from agentcall.orbit.store.sql import Update
 
 # (server id, offer id, task id): tell the offering process after the commit
 SendClaim = Callable[[str, str, str], None]
@@ -40,19 +38,27 @@ class RemoteGrant:
     offer: store.OfferRow
     grant: Grant  # its lease token is not known here: the attempt row takes the offer's digest
 
-    def attempt_row(self, now: datetime) -> dict[str, Any]:
-        offer = self.offer
-        worker = WorkerIdentity(*offer.worker)
-        peer = Peer(
+    def lease(self) -> LeaseWrite:
+        """The store's item: held by the offering connection, with the offer's token digest."""
+        offer, grant, worker = self.offer, self.grant, self.offer.worker
+        holder = Holder(
             offer.connection_id,
             offer.token_id,
-            offer.terms.namespace_id,
-            offer.terms.queues,
-            worker,
+            worker.name,
+            worker.instance_id,
+            worker.sdk,
+            worker.host,
+            worker.pid,
         )
-        row = attempt_row(self.grant, peer, now)
-        row["lease_token_sha256"] = offer.lease_token_sha256
-        return row
+        return LeaseWrite(
+            grant.task,
+            grant.attempt_id,
+            grant.number,
+            offer.lease_token_sha256,
+            holder,
+            grant.lease_expires_at,
+            grant.attempt_deadline_at,
+        )
 
 
 class RemoteEager:
@@ -117,12 +123,9 @@ class RemoteEager:
         return claimed
 
     @staticmethod
-    def claim_write(claimed: Sequence[RemoteGrant], now: datetime) -> list[Update]:
-        """The offers' claims, for the transaction's last round trip."""
-        if not claimed:
-            return []
-        pairs = [(remote.offer.terms.offer_id, remote.grant.task.id) for remote in claimed]
-        return [store.claims(pairs, now)]
+    def claim_pairs(claimed: Sequence[RemoteGrant]) -> list[tuple[str, str]]:
+        """(offer id, task id) of the claims, written with the transaction's last round trip."""
+        return [(remote.offer.terms.offer_id, remote.grant.task.id) for remote in claimed]
 
     def deliver(self, claimed: Sequence[RemoteGrant]) -> None:
         """After the commit: tell each offering process which of its offers took which task."""

@@ -30,6 +30,7 @@ from agentcall.orbit.domain.review import (
 )
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal
@@ -140,7 +141,7 @@ async def _write(
     await journal.append_event(conn, done, kind, task.state, now, detail)
 
 
-async def _last_attempt(conn: AsyncConnection, task_id: str) -> store.LiveAttempt:
+async def _last_attempt(conn: AsyncConnection, task_id: str) -> LiveAttempt:
     attempt_id = await last_attempt_id(conn, task_id)
     found = await store.load_attempts(conn, [attempt_id] if attempt_id else [])
     if attempt_id is None or attempt_id not in found:
@@ -149,7 +150,7 @@ async def _last_attempt(conn: AsyncConnection, task_id: str) -> store.LiveAttemp
 
 
 async def _checked(
-    conn: AsyncConnection, live: store.LiveAttempt | None, items: list[EvidenceItem]
+    conn: AsyncConnection, live: LiveAttempt | None, items: list[EvidenceItem]
 ) -> list[EvidenceItem]:
     if live is None:
         return []

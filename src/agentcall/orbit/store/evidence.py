@@ -7,9 +7,9 @@ from datetime import datetime
 
 from agentcall.orbit.domain.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
 from agentcall.orbit.domain.ids import new_id
+from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store.connector import HotConnection, execute, fetch, write_all
-from agentcall.orbit.store.execution import LiveAttempt
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import task_attempt_evidence
 

@@ -2,12 +2,12 @@
 the sweeper's scans, heartbeats and the writes of one transition (named queries of
 `queries.sql` and row writes, run by `orbit.store.connector`). Decisions are not made here
 (see `orbit.domain.attempts` / `orbit.domain.leasing`); every task update is conditional on
-(id, state, revision), every attempt update on (id, state)."""
+(id, state, revision), every attempt update on (id, state). The engine calls these through
+`orbit.store.transactions.SqlAttempts` (the typed interface of `orbit.store.ports`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from agentcall.orbit.domain.attempts import AttemptState, TaskFacts
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
+from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.store.connector import HotConnection, execute, fetch, write_all
 from agentcall.orbit.store.sql import ConcurrentChange, Insert, Update
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
@@ -56,30 +57,6 @@ async def clocked_lease_candidates(
     now = rows[0].now_at
     assert isinstance(now, datetime)
     return now, rows
-
-
-@dataclass(frozen=True, slots=True)
-class LiveAttempt:
-    """An attempt row with the task facts its transitions need (locked on MySQL)."""
-
-    id: str
-    task_id: str
-    namespace_id: str
-    queue_id: str
-    number: int
-    state: AttemptState
-    token_sha256: str
-    connection_id: str
-    lease_expires_at: datetime
-    attempt_deadline_at: datetime
-    started_at: datetime | None
-    end_reason: str | None
-    end_digest: str | None
-    evidence_count: int
-    task_state: TaskState
-    task_revision: int
-    task_cancel_requested: bool
-    facts: TaskFacts
 
 
 async def load_attempts(conn: HotConnection, attempt_ids: Sequence[str]) -> dict[str, LiveAttempt]:
@@ -165,28 +142,6 @@ async def _update_one(conn: HotConnection, update: Update) -> bool:
     except ConcurrentChange:
         return False
     return True
-
-
-def event_row(
-    task_id: str,
-    revision: int,
-    kind: str,
-    from_state: TaskState,
-    to_state: TaskState,
-    detail: str,
-    now: datetime,
-    event_id: str,
-) -> dict[str, Any]:
-    return {
-        "id": event_id,
-        "task_id": task_id,
-        "revision": revision,
-        "kind": kind,
-        "from_state": from_state.value,
-        "to_state": to_state.value,
-        "detail": detail,
-        "created_at": now,
-    }
 
 
 async def insert_events(conn: HotConnection, rows: list[dict[str, Any]]) -> None:

@@ -22,13 +22,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
 
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.task import Task
+from agentcall.orbit.domain.transitions import LeaseWrite
 from agentcall.orbit.store import idempotency, journal, tasks
 from agentcall.orbit.store.connector import HotConnection, insert_all
 from agentcall.orbit.store.db import Database
@@ -37,28 +38,44 @@ from agentcall.orbit.store.group_commit import GroupCommit
 from agentcall.orbit.store.group_plan import Accept, Decision, PendingSubmit, Refuse, plan_group
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.sql import Insert, Write
+from agentcall.orbit.store.transactions import eager_writes, lease_event_rows
 
 log = logging.getLogger("orbit.store")
 Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
 
 
 class Claims(Protocol):
-    """Tasks of a group leased eagerly in its transaction (`orbit.execution.eager`)."""
+    """Tasks of a group leased eagerly in its transaction (`orbit.execution.eager`): the
+    store asks for them, writes their leases with the group's rows and tells them the end."""
 
     @property
-    def task_ids(self) -> frozenset[str]: ...
+    def task_ids(self) -> frozenset[str]:
+        """The tasks leased (their rows are inserted LEASED, not WAITING)."""
+        ...
 
-    async def settle(self, conn: HotConnection) -> None: ...
+    async def settle(self, conn: HotConnection) -> None:
+        """In the transaction, before its writes: take offered slots back, claim offers."""
+        ...
 
-    def inserts(self) -> list[Write]: ...
+    def leases(self) -> list[LeaseWrite]:
+        """The leases to write (task LEASED, attempt, LEASED event)."""
+        ...
 
-    def event_rows(self) -> list[dict[str, Any]]: ...
+    def offer_claims(self) -> list[tuple[str, str]]:
+        """(offer id, task id) of the other processes' offers claimed."""
+        ...
 
-    def committed(self) -> None: ...
+    def committed(self) -> None:
+        """The COMMIT returned (the session may not be released yet)."""
+        ...
 
-    def deliver(self) -> None: ...
+    def deliver(self) -> None:
+        """After the commit: send the leases."""
+        ...
 
-    def release(self) -> None: ...
+    def release(self) -> None:
+        """The transaction failed: free what was reserved."""
+        ...
 
 
 Handoff = Callable[[Sequence[Task], datetime], Claims]
@@ -180,12 +197,13 @@ class SubmitGroups:
         events, audits = journal.acceptance_rows(
             [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now
         )
-        leased_events = claims.event_rows() if claims is not None else []
+        leases = claims.leases() if claims is not None else []
+        offer_claims = claims.offer_claims() if claims is not None else []
         return [
             idempotency.receipt_rows([(i.scope, d.task.id, d.receipt) for i, d in accepted], now),
             tasks.new_task_rows([d.task for _, d in accepted if d.task.id not in leased]),
-            *(claims.inserts() if claims is not None else []),
-            Insert(events.table, [*events.rows, *leased_events]),
+            *eager_writes(now, leases, offer_claims),
+            Insert(events.table, [*events.rows, *lease_event_rows(now, leases)]),
             audits,
         ]
 
