@@ -11,6 +11,7 @@ background processes a session starts are stopped with its process group.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -49,6 +50,8 @@ PROMISED = {
         "admission  OPEN",
     ],
 }
+# a count block of `mocksaas admin results summary`, on one line (README) or indented (output)
+COUNTS = re.compile(r'"(by_event_type|by_outcome)": (\{[^{}]*\})')
 
 
 def sessions(text: str) -> dict[str, str]:
@@ -60,6 +63,24 @@ def test_the_readme_marks_its_sessions() -> None:
     assert sorted(found) == sorted(PROMISED)
     text = "<!-- docs-test: a -->\n```sh\necho 1\n```\n<!-- docs-test: b -->\n```sh\nx\ny\n```"
     assert sessions(text) == {"a": "echo 1", "b": "x\ny"}
+
+
+def summary_counts(text: str) -> dict[str, dict[str, int]]:
+    """The first `by_event_type` and `by_outcome` blocks of a summary in `text`."""
+    found: dict[str, dict[str, int]] = {}
+    for key, block in COUNTS.findall(text):
+        found.setdefault(key, json.loads(block))
+    return found
+
+
+def test_the_summary_counts_are_read_as_printed() -> None:
+    line = '# "by_event_type": {"call.result": 3}, "by_outcome": {"answered": 3}, "invalid": 0'
+    printed = '{\n  "by_event_type": {\n    "call.result": 3\n  },\n  "by_outcome": {}\n}'
+    assert summary_counts(line) == {
+        "by_event_type": {"call.result": 3},
+        "by_outcome": {"answered": 3},
+    }
+    assert summary_counts(printed) == {"by_event_type": {"call.result": 3}, "by_outcome": {}}
 
 
 def scratch(tmp_path: Path) -> Path:
@@ -123,6 +144,10 @@ def test_the_session_runs_as_written(name: str, tmp_path: Path) -> None:
     output = run_session(name, tmp_path)
     for promised in PROMISED[name]:
         assert promised in output, f"{name}: {promised!r} not in the output:\n{output}"
+    if name == "dispatcher-session":  # the summary's counts, as the README's comment shows them
+        promised = summary_counts(sessions(README.read_text(encoding="utf-8"))[name])
+        assert promised.keys() == {"by_event_type", "by_outcome"}, promised
+        assert summary_counts(output) == promised, output
     if name == "orbit-quickstart":
         listed = [line for line in output.splitlines() if "demo.work@v1" in line]
         assert len(listed) == 2 and all("SUCCEEDED" in line for line in listed), output
