@@ -1,5 +1,6 @@
 """The in-memory twin of Orbit's store: `TaskStore` and `AttemptTransaction` of
-`orbit.store.ports` over plain records, for the unit tests of the use cases and the engine.
+`agentcall.orbit.store.ports` over plain records, for the unit tests of the use cases and
+the engine.
 
 It keeps the semantics that make such a test mean something:
 
@@ -12,9 +13,9 @@ It keeps the semantics that make such a test mean something:
   write on the state: a stale write raises `ConcurrentChange`; a move the state machine
   forbids raises `IllegalTransition`; events are unique per (task, revision);
 - idempotency records are kept per scope with the request's digest: a replay answers the
-  first receipt, other content raises `IdempotencyConflict` (`orbit.domain.idempotency`);
+  first receipt, other content raises `IdempotencyConflict` (`agentcall.orbit.domain.idempotency`);
 - lease tokens are stored as digests only (the engine checks them with
-  `orbit.domain.lease_tokens`), and eligibility is the pure rule the SQL mirrors.
+  `agentcall.orbit.domain.lease_tokens`), and eligibility is the pure rule the SQL mirrors.
 
 Beyond the port, `MemoryWrites` has the statements of the operator writes (cancel, retry,
 resolve: receipts, conditional task update, event, audit) and of the WAITING sweep, and the

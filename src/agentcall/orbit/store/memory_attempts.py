@@ -1,8 +1,8 @@
-"""The in-memory twin's engine transaction (`AttemptTransaction` of `orbit.store.ports`):
+"""The in-memory twin's engine transaction (`AttemptTransaction` of `agentcall.orbit.store.ports`):
 the same reads and conditional writes as the SQL store, on a `MemoryState` copy that the
 twin commits when the transaction ends. Eligibility is the pure rule the SQL predicate
-mirrors (`orbit.domain.leasing.is_eligible`); rows are built by the same pure builders
-(`orbit.domain.transitions`); every write is conditional on the state it was read in and
+mirrors (`agentcall.orbit.domain.leasing.is_eligible`); rows are built by the same pure builders
+(`agentcall.orbit.domain.transitions`); every write is conditional on the state it was read in and
 raises `ConcurrentChange` otherwise."""
 
 from __future__ import annotations

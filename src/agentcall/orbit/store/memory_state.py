@@ -1,7 +1,7 @@
-"""What the in-memory twin (`orbit.store.memory`) holds: the same records as the SQL tables
-(tasks, attempts, events, idempotency receipts, audit lines, evidence, tokens, offers), each
-kept under the key its table is unique on, and how a column-value row from the pure row
-builders (`orbit.domain.transitions`) is applied to a task.
+"""What the in-memory twin (`agentcall.orbit.store.memory`) holds: the same records as the
+SQL tables (tasks, attempts, events, idempotency receipts, audit lines, evidence, tokens,
+offers), each kept under the key its table is unique on, and how a column-value row from the
+pure row builders (`agentcall.orbit.domain.transitions`) is applied to a task.
 
 A transaction works on a copy (`MemoryState.copy`) and replaces the committed state only when
 it ends without an error: a failure anywhere leaves nothing written, as a rollback does."""

@@ -5,8 +5,9 @@ The engine's kernel still runs its statements on a SQL connection (it is being m
 `AttemptTransaction`); until it is, each step here is the kernel's step written over the
 port: the same pure decisions (`decide_end`, `plan_lease`, `start_refusal`, `plan_cancel`,
 `expiry_cause`, `waiting_expiry`), the same lease-token check (`token_is_current`) and the
-same acks (`orbit.execution.fastpath`). The port has no operator writes yet (cancel plans its
-change on a SQL connection): the twin's `MemoryWrites` supplies their statements."""
+same acks (`agentcall.orbit.execution.fastpath`). The port has no operator writes yet
+(cancel plans its change on a SQL connection): the twin's `MemoryWrites` supplies their
+statements."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Cancel (O-CAN-1) over the in-memory twin: `orbit.execution.cancel` and
-`orbit.store.task_writes` written over `MemoryWrites`, the operator-write statements the
+"""Cancel (O-CAN-1) over the in-memory twin: `agentcall.orbit.execution.cancel` and
+`agentcall.orbit.store.task_writes` written over `MemoryWrites`, the operator-write statements the
 typed port does not have yet. The same decisions (`plan_cancel`, `apply_cancel`) and the
 same receipt rules (`check_replay`) as the SQL path."""
 
