@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.cell.sipp.peer import SippPeer  # noqa: E402
-from tests.unit.cell.agent_configs import FULL_AI  # noqa: E402
+from tests.support.agent_configs import FULL_AI  # noqa: E402
+from tests.support.sipp.peer import SippPeer  # noqa: E402
 
 from agentcall.cell.agent.config import TTSConfig, parse_agent_config  # noqa: E402
 from agentcall.cell.agent.mock import MockASR, mock_registry  # noqa: E402

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.integration.cell.llm_stub import StubState, llm_stub  # noqa: E402
-from tests.unit.cell.agent_configs import FULL_AI  # noqa: E402
+from tests.support.agent_configs import FULL_AI  # noqa: E402
 
 from agentcall.cell.agent.config import LLMConfig, TTSConfig, parse_agent_config  # noqa: E402
 from agentcall.cell.agent.mock import MockASR  # noqa: E402

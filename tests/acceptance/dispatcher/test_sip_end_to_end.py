@@ -36,8 +36,8 @@ from tests.acceptance.dispatcher.harness import (
     s3_env,
     wait_for,
 )
-from tests.integration.cell.sipp.peer import SippPeer
 from tests.support.services import s3_settings
+from tests.support.sipp.peer import SippPeer
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from agentcall.cell.client import CellClient, Event, EventType, Plan, Trunk, UploadTarget
-from tests.unit.cell.agent_configs import FULL_AI
+from tests.support.agent_configs import FULL_AI
 
 
 def agent(**conversation: Any) -> dict[str, Any]:

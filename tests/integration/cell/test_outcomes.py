@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentcall.cell.client import CellClient, EventType
-from tests.unit.cell.agent_configs import asr_only
+from tests.support.agent_configs import asr_only
 
 from .helpers import Watch, plan, unique
 

@@ -16,10 +16,10 @@ import pytest
 from agentcall.cell.client import CellClient, EventType
 from agentcall.dispatcher.cell.adapter import CellAdapter
 from tests.integration.cell.helpers import Watch, serve_sip
-from tests.integration.cell.sipp.peer import SippPeer, require_sipp
 from tests.integration.cell.test_sip_voice_agent import GREETING, alaw_file, silence, speech
-from tests.unit.cell.agent_configs import FULL_AI
-from tests.unit.cell.signals import sines
+from tests.support.agent_configs import FULL_AI
+from tests.support.audio_signals import sines
+from tests.support.sipp.peer import SippPeer, require_sipp
 
 pytestmark = pytest.mark.integration
 

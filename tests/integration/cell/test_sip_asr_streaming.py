@@ -21,7 +21,7 @@ from agentcall.cell.media import g711
 from agentcall.cell.media.rtp import PCM_BYTES_PER_FRAME
 from agentcall.cell.media.voice import AgentSink, VoiceAgent, frames_of
 from agentcall.cell.model import Turn
-from tests.unit.cell.agent_configs import ASR_ONLY
+from tests.support.agent_configs import ASR_ONLY
 
 pytestmark = pytest.mark.integration
 

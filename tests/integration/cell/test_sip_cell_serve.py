@@ -26,9 +26,9 @@ from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.client import CellClient, EventType, Plan, Trunk, UploadTarget
 from agentcall.cell.media import g711
 from tests.integration.cell.helpers import Watch, presign, serve_sip
-from tests.integration.cell.sipp.peer import SippPeer, require_sipp
+from tests.support.agent_configs import FULL_AI
 from tests.support.services import S3Settings
-from tests.unit.cell.agent_configs import FULL_AI
+from tests.support.sipp.peer import SippPeer, require_sipp
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 

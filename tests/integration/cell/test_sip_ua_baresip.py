@@ -22,8 +22,8 @@ from agentcall.cell.media.session import MediaClock
 from agentcall.cell.sip.outcome import CallOutcome
 from agentcall.cell.sip.transport import SipEndpoint
 from agentcall.cell.sip.ua import SipCall, SipCallPlan, SipTimers
-from tests.integration.cell.sipp.peer import free_port_pair
 from tests.integration.cell.test_sip_ua_sipp import Collector, Events, peak
+from tests.support.ports import free_port_pair
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,7 @@ from agentcall.cell.sip.digest import Credentials
 from agentcall.cell.sip.outcome import CallOutcome
 from agentcall.cell.sip.transport import SipEndpoint
 from agentcall.cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers
-from tests.integration.cell.sipp.peer import SippPeer, require_sipp
+from tests.support.sipp.peer import SippPeer, require_sipp
 
 pytestmark = pytest.mark.integration
 

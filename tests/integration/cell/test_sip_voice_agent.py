@@ -39,9 +39,9 @@ from agentcall.cell.plan import CallPlan, parse_plan
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sip.driver import SipDriver
 from agentcall.cell.sip.ua import SipTimers
-from tests.integration.cell.sipp.peer import SippPeer, require_sipp
-from tests.unit.cell.agent_configs import FULL_AI
-from tests.unit.cell.signals import sines
+from tests.support.agent_configs import FULL_AI
+from tests.support.audio_signals import sines
+from tests.support.sipp.peer import SippPeer, require_sipp
 
 pytestmark = pytest.mark.integration
 

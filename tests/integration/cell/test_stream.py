@@ -7,8 +7,9 @@ import asyncio
 import pytest
 
 from agentcall.cell.client import CellClient, Event, EventType
+from tests.support.tcp_proxy import TcpProxy
 
-from .harness import CellProcess, TcpProxy
+from .harness import CellProcess
 from .helpers import plan, unique
 
 pytestmark = pytest.mark.integration
@@ -48,14 +49,14 @@ async def test_resume_after_a_sequence_number_loses_and_repeats_nothing(cell: Ce
 async def test_stream_reconnects_through_cut_links_without_gaps(
     cell_process: CellProcess,
 ) -> None:
-    async with TcpProxy("127.0.0.1", cell_process.port) as proxy:
+    with TcpProxy("127.0.0.1", cell_process.port) as proxy:
         async with CellClient(f"http://127.0.0.1:{proxy.port}") as cell:
             info = await cell.info()
             stream = cell.events(after=info.last_seq, boot_id=info.boot_id)
             call = await cell.originate(plan(unique("answer")))
             got = await _collect(stream, call.call_id, EventType.RECORDING_READY, n=2)
             for _ in range(3):
-                proxy.cut()
+                proxy.drop()
                 got += await _collect(stream, call.call_id, EventType.RECORDING_READY, n=1)
             if got[-1].type != EventType.RECORDING_READY:
                 got += await _collect(stream, call.call_id, EventType.RECORDING_READY)

@@ -18,7 +18,7 @@ from agentcall.dispatcher.saas.cache import TaskLookup
 from agentcall.dispatcher.store import executions
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
-from tests.unit.dispatcher import factories as f
+from tests.support import dispatcher_factories as f
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from agentcall.dispatcher.domain.discovery import DiscoveredTask
 from agentcall.dispatcher.domain.states import Barrier, IllegalTransition, TaskStatus
 from agentcall.dispatcher.store import outbox, tasks
 from agentcall.dispatcher.store.db import Database
-from tests.unit.dispatcher.control_fakes import NOW, command, config
+from tests.support.control_fakes import NOW, command, config
 
 pytestmark = pytest.mark.integration
 ROUTE = "d.c046b893-8628-4589-ae50-619d049248a6.out"

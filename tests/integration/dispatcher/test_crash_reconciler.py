@@ -27,7 +27,7 @@ from agentcall.dispatcher.store import executions, outbox
 from agentcall.dispatcher.store import recordings as recording_store
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
-from tests.unit.dispatcher import factories as f
+from tests.support import dispatcher_factories as f
 
 pytestmark = [pytest.mark.integration]
 

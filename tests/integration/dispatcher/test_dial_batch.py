@@ -35,7 +35,7 @@ from agentcall.dispatcher.finalize.result import Finalizer
 from agentcall.dispatcher.store import executions, outbox
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
-from tests.unit.dispatcher import factories as f
+from tests.support import dispatcher_factories as f
 
 from .test_crash_reconciler import NOW, cell_call
 

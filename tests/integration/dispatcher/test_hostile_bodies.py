@@ -31,10 +31,10 @@ from agentcall.dispatcher.mq.settle import ChannelAcks
 from agentcall.dispatcher.saas.cache import TaskLookup
 from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
+from tests.support.control_fakes import raw as control_raw
+from tests.support.control_fakes import rig
 from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
 from tests.support.hostile import hostile_bodies, mutated
-from tests.unit.dispatcher.control_fakes import raw as control_raw
-from tests.unit.dispatcher.control_fakes import rig
 
 pytestmark = pytest.mark.integration
 

@@ -37,8 +37,8 @@ from agentcall.dispatcher.store import executions, outbox
 from agentcall.dispatcher.store import recordings as recording_store
 from agentcall.dispatcher.store.db import Database
 from tests.integration.dispatcher.rows import accept_execution
+from tests.support import dispatcher_factories as f
 from tests.support.services import s3_settings
-from tests.unit.dispatcher import factories as f
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 

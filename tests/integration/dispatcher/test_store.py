@@ -16,7 +16,7 @@ from agentcall.dispatcher.domain.states import Barrier, ExecutionState, InboxDec
 from agentcall.dispatcher.store import agents, executions, inbox, outbox, rejected, tasks
 from agentcall.dispatcher.store.db import Database, _migration_files, migrate
 from tests.integration.dispatcher.rows import accept_execution
-from tests.unit.dispatcher import factories as f
+from tests.support import dispatcher_factories as f
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 9, 21, 2, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .agent_configs import FULL_AI
+from tests.support.agent_configs import FULL_AI
 
 
 def plan_body(

@@ -10,8 +10,7 @@ from agentcall.cell.agent.config import AgentMode, parse_agent_config
 from agentcall.cell.agent.mock import mock_registry
 from agentcall.cell.agent.providers import ProviderRegistry
 from agentcall.cell.errors import InvalidPlanError, UnknownProviderError
-
-from .agent_configs import ASR_ONLY, FULL_AI, asr_only, full_ai
+from tests.support.agent_configs import ASR_ONLY, FULL_AI, asr_only, full_ai
 
 
 def test_full_ai_is_read_with_all_sections() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from agentcall.cell.audio import tones
 from agentcall.cell.audio.tones import BeepTracker, KeyPress
-from tests.unit.cell.signals import noise, sines, vowel
+from tests.support.audio_signals import noise, sines, vowel
 
 KEYPAD = [
     (key, low, high)

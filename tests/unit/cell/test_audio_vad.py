@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agentcall.cell.audio.vad import EnergyVAD, WebRtcVAD, frame_rms, make_vad
-from tests.unit.cell.signals import noise, sines, vowel
+from tests.support.audio_signals import noise, sines, vowel
 
 
 def test_webrtc_is_the_default_detector() -> None:

@@ -13,7 +13,7 @@ from agentcall.cell.agent.mock import MockLLM, MockTTS
 from agentcall.cell.agent.providers import ProviderRegistry, Transcription, Utterance
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
 from agentcall.cell.model import Role, Turn
-from tests.unit.cell.agent_configs import FULL_AI
+from tests.support.agent_configs import FULL_AI
 
 VOICED = array("h", [6000, -6000] * 80).tobytes()
 

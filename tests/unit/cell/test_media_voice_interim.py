@@ -16,7 +16,7 @@ from agentcall.cell.agent.providers import ProviderRegistry, Recognizer
 from agentcall.cell.media import turns
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
 from agentcall.cell.model import Role, Turn
-from tests.unit.cell.agent_configs import FULL_AI
+from tests.support.agent_configs import FULL_AI
 from tests.unit.cell.test_media_voice import ticks
 
 

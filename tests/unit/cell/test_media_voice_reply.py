@@ -19,8 +19,8 @@ from agentcall.cell.agent.providers import ChatMessage, ProviderRegistry, Transc
 from agentcall.cell.media.hearing import VoiceOptions
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
 from agentcall.cell.model import AmdAction, Role, Turn
-from tests.unit.cell.agent_configs import FULL_AI
-from tests.unit.cell.signals import sines
+from tests.support.agent_configs import FULL_AI
+from tests.support.audio_signals import sines
 
 VOICED = array("h", [6000, -6000] * 80).tobytes()
 BEEP = sines(1000)

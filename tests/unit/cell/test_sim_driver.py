@@ -16,8 +16,8 @@ from agentcall.cell.plan import CallPlan, parse_plan
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sim.driver import AUDIO_STEP_MS, SimDriver, steps
 from agentcall.cell.sim.script import parse_script
+from tests.support.agent_configs import full_ai
 
-from .agent_configs import full_ai
 from .plans import plan_body
 
 SCRIPT = parse_script(

@@ -22,8 +22,7 @@ from agentcall.dispatcher.domain.admission import (
 from agentcall.dispatcher.domain.model import Occupancy, Schedule
 from agentcall.dispatcher.domain.reasons import RejectReason as R
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-
-from . import factories as f
+from tests.support import dispatcher_factories as f
 
 
 def base() -> dict[str, Any]:

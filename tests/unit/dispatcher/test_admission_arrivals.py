@@ -8,8 +8,7 @@ import pytest
 
 from agentcall.dispatcher.admission.service import accepted_arrivals
 from agentcall.dispatcher.admission.transaction import Invalid, Item, Outcome, Valid
-
-from . import factories as f
+from tests.support import dispatcher_factories as f
 
 pytestmark = pytest.mark.unit
 

@@ -16,9 +16,9 @@ from agentcall.dispatcher.calls.plan import cell_plan
 from agentcall.dispatcher.cell.adapter import to_plan
 from agentcall.dispatcher.domain.admission import Accept, Plan, decide
 from agentcall.dispatcher.settings import SettingsError, load_settings
-from tests.unit.cell.agent_configs import FULL_AI
+from tests.support import dispatcher_factories as f
+from tests.support.agent_configs import FULL_AI
 
-from . import factories as f
 from .test_settings import ENV
 
 

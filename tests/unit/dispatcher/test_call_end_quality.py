@@ -17,8 +17,8 @@ from agentcall.dispatcher.domain.results import CallEnd, call_result, recording_
 from agentcall.dispatcher.domain.states import ExecutionState
 from agentcall.dispatcher.finalize.result import _end_json, end_from_json
 from agentcall.dispatcher.store.executions import Pending
+from tests.support import dispatcher_factories as f
 
-from . import factories as f
 from .test_results import plan
 
 NOW = datetime(2026, 9, 21, 2, 0, tzinfo=UTC)

@@ -14,18 +14,24 @@ import pytest
 
 from agentcall.cell.client import CellClient
 from agentcall.dispatcher.cell.adapter import CellAdapter
-from agentcall.dispatcher.cell.port import CallIdTaken, CellRejected, CellUnavailable
+from agentcall.dispatcher.cell.port import (
+    CallIdTaken,
+    CellPlan,
+    CellRejected,
+    CellTrunk,
+    CellUnavailable,
+)
 
-PLAN = {
-    "call_id": "exec-1",
-    "trunk": {"trunk_id": "trunk-mock", "dial_prefix": ""},
-    "caller_id": "BD00000000",
-    "callee": "15000000001",
-    "ring_timeout_ms": 30000,
-    "max_duration_ms": 120000,
-    "agent": {"mode": "asr_only"},
-    "tags": {},
-}
+PLAN = CellPlan(
+    call_id="exec-1",
+    trunk=CellTrunk("trunk-mock", ""),
+    caller_id="BD00000000",
+    callee="15000000001",
+    ring_timeout_ms=30000,
+    max_duration_ms=120000,
+    agent={"mode": "asr_only"},
+    tags={},
+)
 
 
 def adapter(handler: Callable[[httpx.Request], httpx.Response]) -> CellAdapter:

@@ -19,9 +19,8 @@ from agentcall.dispatcher.domain.identity import CellIdentity, identity_problem
 from agentcall.dispatcher.domain.model import SipSnapshot
 from agentcall.dispatcher.saas.parse import applied_config_digest, parse_sip
 from agentcall.mocksaas.domain.sip import SipOptions, build_sip_snapshot
-
-from .factories import D_ID
-from .factories import sip as sip_snapshot
+from tests.support.dispatcher_factories import D_ID
+from tests.support.dispatcher_factories import sip as sip_snapshot
 
 NOW = datetime(2026, 3, 2, tzinfo=UTC)
 

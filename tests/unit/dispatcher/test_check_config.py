@@ -10,8 +10,7 @@ from click.testing import CliRunner
 
 from agentcall.dispatcher.cli import main
 from agentcall.dispatcher.settings import SettingsError, describe, load_settings, redact_url
-
-from .factories import D_ID
+from tests.support.dispatcher_factories import D_ID
 
 ENV = {
     "DISPATCHER_ID": D_ID,

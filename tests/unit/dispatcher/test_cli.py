@@ -8,8 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentcall.dispatcher.cli import _readiness, main, render
-
-from .factories import D_ID
+from tests.support.dispatcher_factories import D_ID
 
 ENV = {
     "DISPATCHER_ID": D_ID,

@@ -6,8 +6,7 @@ import pytest
 
 from agentcall.dispatcher.domain.consumption import queues_to_consume
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-
-from .factories import local_task
+from tests.support.dispatcher_factories import local_task
 
 ROWS = [
     ("running, no barrier", TaskStatus.RUNNING, Barrier.NONE, True, True),

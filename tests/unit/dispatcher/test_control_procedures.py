@@ -10,8 +10,8 @@ import asyncio
 
 from agentcall.dispatcher.domain.control import ControlCommand, JobPhase, ReadFailure
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-from tests.unit.dispatcher.control_fakes import NOW, Rig, command, config, rig
-from tests.unit.dispatcher.control_fakes import raw as _raw
+from tests.support.control_fakes import NOW, Rig, command, config, rig
+from tests.support.control_fakes import raw as _raw
 
 
 async def run(r: Rig, *commands: ControlCommand) -> None:

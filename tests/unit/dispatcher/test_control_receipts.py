@@ -10,7 +10,7 @@ from agentcall.dispatcher import contracts
 from agentcall.dispatcher.control.receipts import control_result
 from agentcall.dispatcher.domain.control import ControlAction, ReadFailure, decide
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-from tests.unit.dispatcher.control_fakes import NOW, command
+from tests.support.control_fakes import NOW, command
 
 READS = (*TaskStatus, *ReadFailure)
 

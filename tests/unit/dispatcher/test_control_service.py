@@ -9,7 +9,7 @@ import pytest
 from agentcall.dispatcher.control.service import ControlSettle, parse_control
 from agentcall.dispatcher.domain.control import ActiveCallPolicy, ControlAction
 from agentcall.dispatcher.domain.states import Barrier
-from tests.unit.dispatcher.control_fakes import NOW, config, raw, rig
+from tests.support.control_fakes import NOW, config, raw, rig
 
 
 async def test_valid_control_is_persisted_and_admission_closed_before_ack_d_mq_4() -> None:

@@ -17,8 +17,7 @@ from agentcall.dispatcher.domain.discovery import (
 )
 from agentcall.dispatcher.domain.model import LocalTask
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-
-from .factories import D_ID
+from tests.support.dispatcher_factories import D_ID
 
 KNOWN = {
     "task-a": LocalTask("task-a", "tenant-1", "tenant-a", TaskStatus.RUNNING, 3),

@@ -18,6 +18,7 @@ from agentcall.dispatcher.calls.verdicts import (
     judge,
 )
 from agentcall.dispatcher.cell.port import CellCall, CellOrphan
+from agentcall.dispatcher.domain.recording import Media
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.finalize.result import Ending
 from agentcall.dispatcher.store.executions import Pending
@@ -74,7 +75,8 @@ def test_call_that_ended_meanwhile_is_finished_with_its_facts() -> None:
         "checksum_sha256": "a" * 64,
         "partial": False,
     }
-    ended = call("ended", recording_expected=True, recording=recording, opt_out=True)
+    media = Media.from_json(recording)  # the port carries the recording typed
+    ended = call("ended", recording_expected=True, recording=media, opt_out=True)
     verdict = judge(pending(), ended, None, BOOT, NOW, GRACE)
     assert isinstance(verdict, Finish)
     ending = verdict.ending

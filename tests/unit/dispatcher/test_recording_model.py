@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agentcall.dispatcher.cell.adapter import event_detail
 from agentcall.dispatcher.domain import recording as model
 from agentcall.dispatcher.domain.recording import (
     ErrorCode,
@@ -274,10 +275,13 @@ def test_deadline_is_ended_at_plus_window_d_rec_2() -> None:
 
 
 def test_media_from_event_call_and_orphan_shapes() -> None:
+    """The event's wire shape (``sha256``) is read once by the cell adapter; the D's own
+    stored shape (``checksum_sha256``) by ``Media.from_json``."""
     event = {"format": "wav", "channels": 1, "sample_rate_hz": 8000, "duration_ms": 20000}
-    assert Media.from_json({**event, "size_bytes": 320044, "sha256": "a" * 64}) == MEDIA
+    wire = {**event, "size_bytes": 320044, "sha256": "a" * 64}
+    assert event_detail("call.recording_ready", wire) == MEDIA
     assert Media.from_json(MEDIA.to_json()) == MEDIA
-    orphan = Media.from_json({"size_bytes": 10, "sha256": "c" * 64, "partial": True})
+    orphan = Media.from_json({"size_bytes": 10, "checksum_sha256": "c" * 64, "partial": True})
     assert orphan.partial and orphan.format == "wav" and orphan.sample_rate_hz == 8000
 
 
@@ -313,9 +317,8 @@ def test_closed_recording_makes_a_schema_valid_call_result_d_rec_2(closed: Recor
     from agentcall.dispatcher.domain.admission import Accept, decide
     from agentcall.dispatcher.domain.results import CallEnd, call_result
     from agentcall.dispatcher.recording.transaction import result_recording
-
-    from .factories import D_ID, command, occupancy, quota, sip, view
-    from .factories import NOW as F_NOW
+    from tests.support.dispatcher_factories import D_ID, command, occupancy, quota, sip, view
+    from tests.support.dispatcher_factories import NOW as F_NOW
 
     accepted = decide(command(), view(), sip(), quota(), occupancy(), F_NOW)
     assert isinstance(accepted, Accept)

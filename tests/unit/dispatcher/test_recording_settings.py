@@ -6,8 +6,7 @@ import pytest
 
 from agentcall.dispatcher.recording.storage import StorageConfig
 from agentcall.dispatcher.settings import SettingsError, load_settings
-
-from .factories import D_ID
+from tests.support.dispatcher_factories import D_ID
 
 BASE = {
     "DISPATCHER_ID": D_ID,

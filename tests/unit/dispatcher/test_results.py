@@ -20,8 +20,7 @@ from agentcall.dispatcher.domain.results import (
     recording_unavailable,
     recording_uploaded,
 )
-
-from . import factories as f
+from tests.support import dispatcher_factories as f
 
 
 def plan() -> Accept:
@@ -94,12 +93,12 @@ def test_call_result_with_each_recording_status_d_res_1(status: str, recording: 
 def test_cell_plan_pins_snapshot_d_cmd_3() -> None:
     pinned = plan().plan
     body = cell_plan("x1", "call-1", pinned)
-    assert body["call_id"] == "call-1"
-    assert body["trunk"]["trunk_id"] == "trunk-a" and body["trunk"]["dial_prefix"] == ""
-    assert body["caller_id"] == "BD00000000"  # raw caller id, never cleaned (D-CFG-1)
-    assert body["max_duration_ms"] == 90_000
-    assert body["agent"] == json.loads(pinned.agent_config_json)
-    assert body["tags"]["command_id"] == "command-1"
+    assert body.call_id == "call-1"
+    assert body.trunk.trunk_id == "trunk-a" and body.trunk.dial_prefix == ""
+    assert body.caller_id == "BD00000000"  # raw caller id, never cleaned (D-CFG-1)
+    assert body.max_duration_ms == 90_000
+    assert body.agent == json.loads(pinned.agent_config_json)
+    assert body.tags["command_id"] == "command-1"
 
 
 def test_occupancy_index_counts_per_tenant_task_trunk_d_cmd_4() -> None:

@@ -8,8 +8,7 @@ import pytest
 
 from agentcall.dispatcher.domain.model import Schedule, Window
 from agentcall.dispatcher.domain.schedule import Closed, closed_reason, parse_hhmm
-
-from .factories import schedule
+from tests.support.dispatcher_factories import schedule
 
 NINE_TO_SIX = Schedule("Asia/Shanghai", ((Window(540, 1080),),) * 5 + ((), ()))
 NY_SUNDAY_2AM = Schedule("America/New_York", ((),) * 6 + ((Window(120, 150),),))

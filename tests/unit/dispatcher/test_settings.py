@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentcall.dispatcher.settings import Secret, SettingsError, load_settings
-
-from .factories import D_ID
+from tests.support.dispatcher_factories import D_ID
 
 ENV = {
     "DISPATCHER_ID": D_ID,

@@ -9,33 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port_pair
+
 HERE = Path(__file__).parent
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def free_port_pair() -> int:
-    """A SIP port whose +2/+3 neighbours (sipp's media ports) look free too."""
-    for _ in range(50):
-        port = free_udp_port()
-        try:
-            for offset in (2, 3):
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                    s.bind(("127.0.0.1", port + offset))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free UDP port range for sipp")
 
 
 def require_sipp() -> str:

@@ -34,7 +34,7 @@ from agentcall.dispatcher.domain.control import (
 )
 from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.domain.states import Barrier, TaskStatus
-from tests.unit.dispatcher import factories as f
+from tests.support import dispatcher_factories as f
 
 D = "c046b893-8628-4589-ae50-619d049248a6"
 NOW = datetime(2026, 9, 21, 0, 0, 10, tzinfo=UTC)
