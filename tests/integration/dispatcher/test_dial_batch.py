@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 
 from agentcall.dispatcher.calls.service import CallSupervisor
 from agentcall.dispatcher.calls.transaction import apply_batch
+from agentcall.dispatcher.cell.adapter import event_detail
 from agentcall.dispatcher.cell.fake import FakeBatchingCell
 from agentcall.dispatcher.cell.port import (
     BatchingCell,
@@ -26,6 +27,7 @@ from agentcall.dispatcher.cell.port import (
     CellCall,
     CellError,
     CellEvent,
+    CellPlan,
     CellRejected,
     CellUnavailable,
 )
@@ -42,9 +44,9 @@ from .test_crash_reconciler import NOW, cell_call
 pytestmark = [pytest.mark.integration]
 
 
-def by_suffix(plan: Mapping[str, Any]) -> CellCall | CellError:
+def by_suffix(plan: CellPlan) -> CellCall | CellError:
     """Answers per call_id suffix: ``-busy`` refused, ``-lost`` unanswered, ``-taken``."""
-    call_id = plan["call_id"]
+    call_id = plan.call_id
     if call_id.endswith("-busy"):
         return CellRejected("busy", "the cell runs its maximum")
     if call_id.endswith("-lost"):
@@ -124,7 +126,7 @@ async def test_batch_originate_settles_each_item_and_never_redials(db: Database)
 
 
 def _event(seq: int, type_: str, call_id: str, **data: Any) -> CellEvent:
-    return CellEvent(seq, "boot-1", type_, call_id, NOW, data)
+    return CellEvent(seq, "boot-1", type_, call_id, NOW, event_detail(type_, data))
 
 
 def _ended(seq: int, call_id: str) -> CellEvent:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agentcall.dispatcher import contracts
+from agentcall.dispatcher.cell.adapter import event_detail
 from agentcall.dispatcher.cell.fake import FakeCell, Upload
 from agentcall.dispatcher.cell.port import CellEvent, CellRejected, CellUnavailable, CellUpload
 from agentcall.dispatcher.domain.admission import Accept, decide
@@ -109,7 +110,8 @@ class Rig:
 
     async def cell_event(self, kind: str, data: dict[str, Any]) -> None:
         """A cell event for this call, applied as the call supervisor applies it."""
-        event = CellEvent(1, "boot-1", kind, self.execution_id, utcnow(), data)
+        detail = event_detail(kind, data)  # read as the D's cell adapter reads it
+        event = CellEvent(1, "boot-1", kind, self.execution_id, utcnow(), detail)
         closed = await self.db.write(lifecycle.apply_events, [event], utcnow(), ROUTE)
         await self.service.after_close(closed)
         self.service.wake()

@@ -61,8 +61,9 @@ def test_admission_pins_it_and_the_cell_reads_it_d_cmd_3(amd: str | None) -> Non
     assert plan.amd == amd
     stored = Plan(**json.loads(json.dumps(asdict(plan))))  # the execution row's snapshot
     body = cell_plan("exec-1", "call-1", stored)
-    assert ("amd" in body) is (amd is not None)
+    assert body.amd == amd
     wire = to_plan(body).to_json()  # the D's adapter → the cell client's request body
+    assert ("amd" in wire) is (amd is not None)
     read = parse_plan(wire)  # the cell's boundary
     assert read.amd == (None if amd is None else AmdAction(amd))
 

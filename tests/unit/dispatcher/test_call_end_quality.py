@@ -12,7 +12,8 @@ from agentcall.cell.client import CallInfo
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.calls.events import ending_from_event
 from agentcall.dispatcher.calls.verdicts import Finish, judge
-from agentcall.dispatcher.cell.adapter import to_cell_call
+from agentcall.dispatcher.cell.adapter import event_detail, to_cell_call
+from agentcall.dispatcher.cell.port import CallEnded
 from agentcall.dispatcher.domain.results import CallEnd, call_result, recording_not_created
 from agentcall.dispatcher.domain.states import ExecutionState
 from agentcall.dispatcher.finalize.result import _end_json, end_from_json
@@ -32,7 +33,9 @@ QUALITY = {
 
 def test_quality_of_the_ended_event_is_stored_with_the_execution() -> None:
     data = {"outcome": "answered", "reason_code": "answering_machine", "quality": QUALITY}
-    ending = ending_from_event(data, (), NOW)
+    ended = event_detail("call.ended", data)  # read once, by the D's cell adapter
+    assert isinstance(ended, CallEnded)
+    ending = ending_from_event(ended, (), NOW)
     assert ending.end.quality == QUALITY
     stored = json.loads(json.dumps(_end_json(ending.end)))
     assert stored["quality"] == QUALITY and end_from_json(stored) == ending.end
@@ -64,7 +67,9 @@ def test_quality_of_a_call_recovered_after_a_d_restart_is_stored_too() -> None:
 
 
 def test_no_quality_from_a_simulated_cell_or_an_older_row() -> None:
-    assert ending_from_event({"outcome": "busy", "quality": "junk"}, (), NOW).end.quality is None
+    ended = event_detail("call.ended", {"outcome": "busy", "quality": "junk"})
+    assert isinstance(ended, CallEnded)
+    assert ending_from_event(ended, (), NOW).end.quality is None
     older = {"started_at": NOW.isoformat(), "ended_at": NOW.isoformat(), "outcome": "busy"}
     assert end_from_json(older) == CallEnd(NOW, NOW, "busy", None)
 

@@ -6,11 +6,10 @@ Applying a batch to the executions is :func:`dispatcher.calls.transaction.apply_
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any
 
-from agentcall.dispatcher.cell.port import CellCall, CellEvent, CellPort
+from agentcall.dispatcher.cell.port import CallEnded, CellCall, CellEvent, CellPort
 from agentcall.dispatcher.domain.results import CallEnd, TranscriptSegment
 from agentcall.dispatcher.finalize.result import Ending
 
@@ -62,28 +61,28 @@ class EventBatcher:
 
 async def endings(cell: CellPort, batch: Sequence[CellEvent]) -> dict[str, CellCall | None]:
     """Full call records for ended calls that had a conversation (to get the transcript)."""
-    wanted = [e.call_id for e in batch if e.type == "call.ended" and e.data.get("transcript_turns")]
+    wanted = [
+        e.call_id
+        for e in batch
+        if isinstance(e.detail, CallEnded) and e.detail.transcript_turns > 0
+    ]
     calls = await asyncio.gather(*(cell.get_call(call_id) for call_id in wanted))
     return dict(zip(wanted, calls, strict=True))
 
 
-def _time(value: Any, default: datetime) -> datetime:
-    return datetime.fromisoformat(value) if isinstance(value, str) else default
-
-
 def ending_from_event(
-    data: Mapping[str, Any], transcript: tuple[TranscriptSegment, ...], now: datetime
+    ended: CallEnded, transcript: tuple[TranscriptSegment, ...], now: datetime
 ) -> Ending:
     end = CallEnd(
-        started_at=_time(data.get("started_at"), now),
-        ended_at=_time(data.get("ended_at"), now),
-        outcome=str(data.get("outcome") or "failed"),
-        reason_code=data.get("reason_code"),
+        started_at=ended.started_at or now,
+        ended_at=ended.ended_at or now,
+        outcome=ended.outcome,
+        reason_code=ended.reason_code,
         transcript=transcript,
-        opt_out=bool(data.get("opt_out")),
-        quality=data["quality"] if isinstance(data.get("quality"), dict) else None,
+        opt_out=ended.opt_out,
+        quality=dict(ended.quality) if ended.quality is not None else None,
     )
-    return Ending(end, recording_expected=bool(data.get("recording_expected")))
+    return Ending(end, recording_expected=ended.recording_expected)
 
 
 def ending_from_call(call: CellCall, now: datetime) -> Ending:
@@ -96,5 +95,5 @@ def ending_from_call(call: CellCall, now: datetime) -> Ending:
         opt_out=call.opt_out,
         quality=dict(call.quality) if call.quality is not None else None,
     )
-    recording = dict(call.recording) if call.recording else None
+    recording = call.recording.to_json() if call.recording is not None else None
     return Ending(end, recording_expected=call.recording_expected, recording=recording)

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from agentcall.dispatcher.calls.events import ending_from_event
 from agentcall.dispatcher.calls.verdicts import Finish, Follow, Verdict
-from agentcall.dispatcher.cell.port import CellCall, CellEvent
+from agentcall.dispatcher.cell.port import CallEnded, CellCall, CellEvent
 from agentcall.dispatcher.domain.recording import Recording
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.domain.states import IllegalTransition
@@ -58,10 +58,10 @@ def apply_batch(
         if event.type in _MOVES:
             if execution.state is not _MOVES[event.type]:
                 _advance(conn, execution, _MOVES[event.type], now)
-        elif event.type == "call.ended":
+        elif isinstance(event.detail, CallEnded):
             record = full.get(event.call_id)
             transcript = record.transcript if record else ()
-            ending = ending_from_event(event.data, transcript, now)
+            ending = ending_from_event(event.detail, transcript, now)
             finalized_now = finalizer.end(conn, execution.execution_id, ending, now, execution)
             if finalized_now:
                 finalized.append(event.call_id)

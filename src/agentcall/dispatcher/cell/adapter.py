@@ -1,7 +1,8 @@
 """The real :class:`~.port.CellPort`: a thin wrapper over ``agentcall.cell.client``.
 
 This is the only module of the dispatcher that imports from the cell package. It
-translates the client's models into the port's frozen data and its errors into the
+translates the port's plan into the client's, the client's models into the port's frozen
+data (an event's detail is read here, once: :func:`event_detail`), and its errors into the
 port's outcomes: *refused* (nothing was dialled), *unavailable* (unknown) and *call_id
 taken* (``already_dialled`` / ``call_id_conflict``: the call exists or existed — unknown,
 never "nothing dialled").
@@ -28,23 +29,29 @@ from agentcall.cell.client import (
     CellError,
     CellRequestError,
     Event,
+    EventType,
     Orphan,
     Plan,
+    RecordingInfo,
     Trunk,
     UploadResult,
     UploadTarget,
 )
 from agentcall.dispatcher.cell import port
 from agentcall.dispatcher.cell.port import (
+    CallEnded,
     CallIdTaken,
     CellCall,
     CellEvent,
     CellOrphan,
+    CellPlan,
     CellRejected,
     CellUnavailable,
     CellUpload,
+    EventDetail,
 )
 from agentcall.dispatcher.domain.identity import CellIdentity
+from agentcall.dispatcher.domain.recording import Media
 from agentcall.dispatcher.domain.results import TranscriptSegment
 
 # Besides CellError, what a cell that dies mid-request can surface through the client's
@@ -61,19 +68,20 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def to_media(rec: RecordingInfo) -> Media:
+    return Media(
+        format=rec.format,
+        channels=rec.channels,
+        sample_rate_hz=rec.sample_rate_hz,
+        duration_ms=rec.duration_ms,
+        size_bytes=rec.size_bytes,
+        checksum_sha256=rec.sha256,
+        partial=rec.partial,
+    )
+
+
 def to_cell_call(info: CallInfo) -> CellCall:
-    recording: Mapping[str, Any] | None = None
-    if info.recording is not None:
-        rec = info.recording
-        recording = {
-            "format": rec.format,
-            "channels": rec.channels,
-            "sample_rate_hz": rec.sample_rate_hz,
-            "duration_ms": rec.duration_ms,
-            "size_bytes": rec.size_bytes,
-            "checksum_sha256": rec.sha256,
-            "partial": rec.partial,
-        }
+    recording = to_media(info.recording) if info.recording is not None else None
     return CellCall(
         call_id=info.call_id,
         boot_id=info.boot_id,
@@ -93,6 +101,74 @@ def to_cell_call(info: CallInfo) -> CellCall:
     )
 
 
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:  # not a time: read as absent
+        return None
+
+
+def _ended(data: Mapping[str, Any]) -> CallEnded:
+    turns = data.get("transcript_turns")
+    quality = data.get("quality")
+    return CallEnded(
+        outcome=str(data.get("outcome") or "failed"),
+        reason_code=data.get("reason_code"),
+        started_at=_time(data.get("started_at")),
+        ended_at=_time(data.get("ended_at")),
+        opt_out=bool(data.get("opt_out")),
+        recording_expected=bool(data.get("recording_expected")),
+        transcript_turns=turns if isinstance(turns, int) else 0,
+        quality=quality if isinstance(quality, dict) else None,
+    )
+
+
+def _recording(data: Mapping[str, Any]) -> Media | None:
+    if data.get("size_bytes") is None or not data.get("sha256"):
+        return None  # nothing the D could verify an upload against
+    return Media(
+        format=str(data.get("format") or "wav"),
+        channels=int(data.get("channels") or 1),
+        sample_rate_hz=int(data.get("sample_rate_hz") or 8000),
+        duration_ms=int(data.get("duration_ms") or 0),
+        size_bytes=int(data["size_bytes"]),
+        checksum_sha256=str(data["sha256"]),
+        partial=bool(data.get("partial", False)),
+    )
+
+
+def _upload(data: Mapping[str, Any]) -> CellUpload | None:
+    expires = data.get("expires_at")
+    message = data.get("message")
+    if not isinstance(data.get("upload_id"), str):
+        return None
+    return CellUpload(
+        call_id=str(data.get("call_id") or ""),
+        upload_id=data["upload_id"],
+        status=str(data.get("status")),
+        error_code=data.get("error_code"),
+        put_started=bool(data.get("put_started")),
+        expires_at=_time(expires),
+        size_bytes=int(data.get("size_bytes") or 0),
+        sha256=str(data.get("sha256") or ""),
+        message=message if isinstance(message, str) else None,
+        renewal_requested=data.get("renewal_requested") is True,
+    )
+
+
+def event_detail(type_: str, data: Mapping[str, Any]) -> EventDetail:
+    """The typed detail of an event, read from its wire ``data`` once (see the port)."""
+    if type_ == EventType.ENDED:
+        return _ended(data)
+    if type_ == EventType.RECORDING_READY:
+        return _recording(data)
+    if type_ == EventType.UPLOAD:
+        return _upload(data)
+    return None
+
+
 def _event(event: Event) -> CellEvent:
     return CellEvent(
         seq=event.seq,
@@ -100,7 +176,7 @@ def _event(event: Event) -> CellEvent:
         type=event.type,
         call_id=event.call_id or "",
         at=event.at or _now(),
-        data=event.data,
+        detail=event_detail(event.type, event.data),
     )
 
 
@@ -131,17 +207,28 @@ def to_orphan(orphan: Orphan) -> CellOrphan:
     )
 
 
-def to_plan(body: Mapping[str, Any]) -> Plan:
+def to_plan(plan: CellPlan) -> Plan:
+    t = plan.trunk
+    trunk = Trunk(
+        t.trunk_id,
+        t.dial_prefix,
+        t.server_host,
+        t.server_port,
+        t.transport,
+        t.auth_mode,
+        t.registration_required,
+        t.media_profile,
+    )
     return Plan(
-        call_id=body["call_id"],
-        trunk=Trunk(**body["trunk"]),
-        caller_id=body["caller_id"],
-        callee=body["callee"],
-        ring_timeout_ms=body["ring_timeout_ms"],
-        max_duration_ms=body["max_duration_ms"],
-        agent=body["agent"],
-        tags=body.get("tags", {}),
-        amd=AmdAction(body["amd"]) if body.get("amd") else None,
+        call_id=plan.call_id,
+        trunk=trunk,
+        caller_id=plan.caller_id,
+        callee=plan.callee,
+        ring_timeout_ms=plan.ring_timeout_ms,
+        max_duration_ms=plan.max_duration_ms,
+        agent=plan.agent,
+        tags=plan.tags,
+        amd=AmdAction(plan.amd) if plan.amd else None,
     )
 
 
@@ -187,15 +274,13 @@ class CellAdapter:
         except UNANSWERED as exc:
             raise CellUnavailable(f"cell info: {_why(exc)}") from exc
 
-    async def originate(self, plan: Mapping[str, Any]) -> CellCall:
+    async def originate(self, plan: CellPlan) -> CellCall:
         try:
             return to_cell_call(await self._limited(self._client.originate(to_plan(plan))))
         except UNANSWERED as exc:
             raise originate_error(exc) from exc
 
-    async def originate_many(
-        self, plans: Sequence[Mapping[str, Any]]
-    ) -> list[CellCall | port.CellError]:
+    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | port.CellError]:
         try:
             answers = await self._limited(self._client.originate_many([to_plan(p) for p in plans]))
         except UNANSWERED as exc:  # the client never raises CellError here; the stack may

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
@@ -26,12 +25,13 @@ from agentcall.dispatcher.cell.port import (
     CellError,
     CellEvent,
     CellOrphan,
+    CellPlan,
     CellRejected,
     CellUpload,
 )
 from agentcall.dispatcher.domain.identity import CellIdentity
 
-Answer = Callable[[Mapping[str, Any]], CellCall | CellError]
+Answer = Callable[[CellPlan], CellCall | CellError]
 Upload = Callable[["FakeCell", str, str, dict[str, str]], Awaitable[CellUpload]]
 
 
@@ -59,13 +59,13 @@ class FakeCell:
     async def boot_id(self) -> str:
         return self.boots.pop(0) if len(self.boots) > 1 else self.boots[0]
 
-    def _answer(self, plan: Mapping[str, Any]) -> CellCall | CellError:
+    def _answer(self, plan: CellPlan) -> CellCall | CellError:
         if self.answer is None:
             raise AssertionError("this cell takes no originate (nothing may be dialled)")
         return self.answer(plan)
 
-    async def originate(self, plan: Mapping[str, Any]) -> CellCall:
-        self.originated.append(str(plan["call_id"]))
+    async def originate(self, plan: CellPlan) -> CellCall:
+        self.originated.append(plan.call_id)
         result = self._answer(plan)
         if isinstance(result, CellError):
             raise result
@@ -122,10 +122,8 @@ class FakeCell:
 class FakeBatchingCell(FakeCell):
     """A :class:`FakeCell` that also originates and acknowledges in batches."""
 
-    async def originate_many(
-        self, plans: Sequence[Mapping[str, Any]]
-    ) -> list[CellCall | CellError]:
-        self.sent.append([str(p["call_id"]) for p in plans])
+    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | CellError]:
+        self.sent.append([p.call_id for p in plans])
         return [self._answer(p) for p in plans]
 
     async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]:

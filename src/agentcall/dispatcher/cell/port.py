@@ -1,7 +1,10 @@
 """The port through which the D drives the media plane (the ``cell`` process).
 
 The real adapter wraps ``agentcall.cell.client`` (:mod:`.adapter`); tests use the one
-in-memory fake behind this same Protocol (:mod:`.fake`). Errors crossing the port:
+in-memory fake behind this same Protocol (:mod:`.fake`). Both ways the port carries typed
+data: the D hands a :class:`CellPlan`, and gets :class:`CellCall` and :class:`CellEvent`
+whose ``detail`` is read from the wire once, in the adapter (:class:`CallEnded`, the
+recording's :class:`Media`, or the :class:`CellUpload` report). Errors crossing the port:
 
     DispatcherError
     └── CellError
@@ -22,6 +25,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from agentcall.dispatcher.domain.identity import CellIdentity
+from agentcall.dispatcher.domain.recording import Media
 from agentcall.dispatcher.domain.results import TranscriptSegment
 from agentcall.dispatcher.errors import DispatcherError
 
@@ -55,6 +59,35 @@ class CallIdTaken(CellUnavailable):
 
 
 @dataclass(frozen=True)
+class CellTrunk:
+    """The pinned trunk a call is dialled through (the snapshot's trunk spec)."""
+
+    trunk_id: str
+    dial_prefix: str = ""
+    server_host: str | None = None
+    server_port: int | None = None
+    transport: str | None = None
+    auth_mode: str | None = None
+    registration_required: bool | None = None
+    media_profile: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """What the cell dials for one execution (``POST /v1/calls``)."""
+
+    call_id: str
+    trunk: CellTrunk
+    caller_id: str
+    callee: str
+    ring_timeout_ms: int
+    max_duration_ms: int
+    agent: Mapping[str, Any]  # the task's agent.config as is: the cell reads it
+    tags: Mapping[str, str]
+    amd: str | None = None  # off | hangup | leave_message; None: the cell's default
+
+
+@dataclass(frozen=True)
 class CellCall:
     """A call as the cell reports it (``GET /v1/calls/{id}``)."""
 
@@ -68,7 +101,7 @@ class CellCall:
     transcript: tuple[TranscriptSegment, ...]
     opt_out: bool
     recording_expected: bool
-    recording: Mapping[str, Any] | None
+    recording: Media | None
     quality: Mapping[str, Any] | None = None  # the cell's media/voice figures (SIP mode)
 
 
@@ -102,22 +135,43 @@ class CellOrphan:
 
 
 @dataclass(frozen=True)
+class CallEnded:
+    """What a ``call.ended`` event says (absent fields read as the D has always read them:
+    no outcome is ``failed``, no time is the time it was read)."""
+
+    outcome: str
+    reason_code: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    opt_out: bool
+    recording_expected: bool
+    transcript_turns: int  # > 0: the D reads the call for its transcript
+    quality: Mapping[str, Any] | None = None
+
+
+EventDetail = CallEnded | Media | CellUpload | None
+
+
+@dataclass(frozen=True)
 class CellEvent:
-    """One event of the cell's ordered stream."""
+    """One event of the cell's ordered stream. ``detail`` by ``type``: ``call.ended`` a
+    :class:`CallEnded`, ``call.recording_ready`` the :class:`Media` (None when the cell
+    gave no size or digest), ``call.upload`` a :class:`CellUpload` (None when malformed);
+    the other types carry none."""
 
     seq: int
     boot_id: str
     type: str
     call_id: str
     at: datetime
-    data: Mapping[str, Any]
+    detail: EventDetail = None
 
 
 class CellPort(Protocol):
     async def boot_id(self) -> str: ...
 
-    async def originate(self, plan: Mapping[str, Any]) -> CellCall:
-        """Idempotent on ``plan['call_id']`` within one cell boot."""
+    async def originate(self, plan: CellPlan) -> CellCall:
+        """Idempotent on ``plan.call_id`` within one cell boot."""
         ...
 
     async def hangup(self, call_id: str) -> None: ...
@@ -166,8 +220,6 @@ class BatchingCell(Protocol):
     every item. Never raises.
     """
 
-    async def originate_many(
-        self, plans: Sequence[Mapping[str, Any]]
-    ) -> list[CellCall | CellError]: ...
+    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | CellError]: ...
 
     async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]: ...

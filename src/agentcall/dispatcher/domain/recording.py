@@ -91,14 +91,14 @@ class Media:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Media:
-        """From a ``call.recording_ready`` event, a call's ``recording`` or an orphan."""
+        """From the stored form (:meth:`to_json`), also an orphan's ``Ending.recording``."""
         return Media(
             format=str(data.get("format") or "wav"),
             channels=int(data.get("channels") or 1),
             sample_rate_hz=int(data.get("sample_rate_hz") or 8000),
             duration_ms=int(data.get("duration_ms") or 0),
             size_bytes=int(data["size_bytes"]),
-            checksum_sha256=str(data.get("checksum_sha256") or data["sha256"]),
+            checksum_sha256=str(data["checksum_sha256"]),
             partial=bool(data.get("partial", False)),
         )
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agentcall.dispatcher.cell.port import CellEvent
+from agentcall.dispatcher.cell.port import CellEvent, CellUpload
 from agentcall.dispatcher.domain import recording as model
 from agentcall.dispatcher.domain.recording import (
     ErrorCode,
@@ -102,9 +102,7 @@ class Opener:
 
 
 def _media(data: Mapping[str, Any] | None) -> Media | None:
-    if not data or data.get("size_bytes") is None:
-        return None
-    if not (data.get("checksum_sha256") or data.get("sha256")):
+    if not data or data.get("size_bytes") is None or not data.get("checksum_sha256"):
         return None
     return Media.from_json(data)
 
@@ -216,18 +214,16 @@ def report_of_refusal(code: str, message: str) -> UploadReport:
 
 
 def _event_change(event: CellEvent, rec: Recording) -> Change | None:
-    data = event.data
-    if event.type == "call.recording_ready":
-        media = _media(data)
-        return None if media is None else (lambda r: model.file_ready(r, media))
-    if event.type == "call.upload" and data.get("upload_id") == rec.upload_id:
-        expires = data.get("expires_at")
+    detail = event.detail
+    if event.type == "call.recording_ready" and isinstance(detail, Media):
+        return lambda r: model.file_ready(r, detail)
+    if isinstance(detail, CellUpload) and detail.upload_id == rec.upload_id:
         report = report_of(
-            str(data.get("status")),
-            data.get("error_code"),
-            datetime.fromisoformat(expires) if isinstance(expires, str) and expires else None,
-            data.get("message"),
-            renewal_requested=data.get("renewal_requested") is True,
+            detail.status,
+            detail.error_code,
+            detail.expires_at,
+            detail.message,
+            renewal_requested=detail.renewal_requested,
         )
         return lambda r: model.upload_reported(r, report)
     return None
