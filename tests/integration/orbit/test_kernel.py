@@ -22,8 +22,8 @@ from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.submit import parse_submit, plan_times
 from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.execution.acks import Peer
-from agentcall.orbit.execution.batch import Batcher
-from agentcall.orbit.execution.kernel import Kernel, KernelSettings, LeaseAsk
+from agentcall.orbit.execution.batch import Batcher, Handler, Kind
+from agentcall.orbit.execution.kernel import LEASE, Kernel, KernelSettings, LeaseAsk
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.admin import Admin
@@ -146,13 +146,14 @@ async def test_batcher_isolates_a_failing_step_and_groups_kinds(db: Database) ->
     async def bad(conn: AsyncConnection, now: datetime) -> str:
         raise RuntimeError("this step is broken")
 
-    batcher = Batcher(db, lanes=1, kinds={"double": many})
+    double: Kind[int, int] = Kind("double")
+    batcher = Batcher(db, lanes=1, handlers=[Handler(double, many)])
     try:
-        grouped = await asyncio.gather(*(batcher.submit("double", n) for n in range(5)))
+        grouped = await asyncio.gather(*(batcher.submit(double, n) for n in range(5)))
         mixed = await asyncio.gather(
             batcher.run(good),
             batcher.run(bad),
-            batcher.submit("double", 7),
+            batcher.submit(double, 7),
             return_exceptions=True,
         )
     finally:
@@ -231,17 +232,17 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
     async def step(conn: AsyncConnection, now: datetime) -> datetime:
         return now
 
-    batcher = Batcher(db, lanes=1, kinds={"lease": many}, clocked={"lease": clocked})
+    batcher = Batcher(db, lanes=1, handlers=[Handler(LEASE, many, clocked)])
     try:
-        assert await batcher.submit("lease", ask) == []  # nothing ready: nothing written
+        assert await batcher.submit(LEASE, ask) == []  # nothing ready: nothing written
         async with db.write() as conn:
             before = await db.now(conn)
             row = task_row(
                 new_task(new_id(), made.namespace_id, request, plan_times(request, before), before)
             )
             await conn.execute(tasks.insert(), [row])
-        (grant,) = await batcher.submit("lease", ask)
-        mixed = await asyncio.gather(batcher.submit("lease", ask), batcher.run(step))
+        (grant,) = await batcher.submit(LEASE, ask)
+        mixed = await asyncio.gather(batcher.submit(LEASE, ask), batcher.run(step))
     finally:
         await batcher.stop()
     alone = "clocked" if db.dialect is Dialect.MYSQL else "many"

@@ -16,10 +16,10 @@ from typing import Any, cast
 import pytest
 
 from agentcall.orbit.domain.dispatch import EVERY, Hinted
-from agentcall.orbit.execution.acks import Peer
-from agentcall.orbit.execution.batch import Batcher
+from agentcall.orbit.execution.acks import Grant, Peer
+from agentcall.orbit.execution.batch import Batcher, Kind
 from agentcall.orbit.execution.hub import Hub, Link
-from agentcall.orbit.execution.kernel import Kernel, LeaseAsk
+from agentcall.orbit.execution.kernel import LEASE, Kernel, LeaseAsk
 from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.protocol.messages import WorkerIdentity
 
@@ -50,8 +50,8 @@ class _Batcher:
     asked: list[tuple[str, int]] = field(default_factory=list)
     made: int = 0
 
-    async def submit(self, kind: str, ask: LeaseAsk) -> list[_Grant]:
-        assert kind == "lease"
+    async def submit(self, kind: Kind[LeaseAsk, list[Grant]], ask: LeaseAsk) -> list[_Grant]:
+        assert kind is LEASE
         self.asked.append((ask.queue_id, ask.size))
         count = min(ask.size, self.stock.get(ask.queue_id, 0))
         self.stock[ask.queue_id] = self.stock.get(ask.queue_id, 0) - count

@@ -22,11 +22,11 @@ from agentcall.orbit.api.routes import Context
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
 from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.domain.ids import new_id
-from agentcall.orbit.execution.batch import Batcher, Many
+from agentcall.orbit.execution.batch import Batcher
 from agentcall.orbit.execution.eager import EagerDispatch
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.inspection import Inspection, settled_among
-from agentcall.orbit.execution.kernel import Kernel, KernelSettings
+from agentcall.orbit.execution.kernel import Kernel, KernelSettings, handlers
 from agentcall.orbit.execution.offers import OfferCounters, OfferDesk
 from agentcall.orbit.execution.peers import HintSender, Listener, PeerCounters, PeerHints
 from agentcall.orbit.execution.remote_eager import RemoteEager
@@ -64,12 +64,7 @@ class ExecutionService:
             self.settings.lease_ttl_ms, self.settings.reconnect_grace_ms, JitteredBackoff()
         )
         kernel = Kernel(kernel_settings)
-        kinds: dict[str, Many] = {
-            "lease": kernel.lease_many,
-            "start": kernel.start_many,
-            "finish": kernel.finish_many,
-        }
-        self.batcher = Batcher(db, lanes, kinds=kinds, clocked={"lease": kernel.lease_clocked})
+        self.batcher = Batcher(db, lanes, handlers=handlers(kernel))
         registry = registry or CollectorRegistry()
         metrics = _counters(registry)
         self.token_watch = TokenWatch(

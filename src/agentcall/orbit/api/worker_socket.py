@@ -33,6 +33,7 @@ from agentcall.orbit.domain.worker_errors import ProtocolError
 from agentcall.orbit.execution import steps
 from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.execution.hub import Hub, Link
+from agentcall.orbit.execution.kernel import FINISH, START
 from agentcall.orbit.execution.token_watch import TokenWatch, Watched
 from agentcall.orbit.protocol.frames import read_frame
 from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, FrameWriter
@@ -312,9 +313,9 @@ class _Session:
         kernel, peer, batcher = self.kernel, self._peer(), self.hub.batcher
         try:
             if isinstance(message, Started):
-                ack: Ack = await batcher.submit("start", (peer, message.ref))
+                ack: Ack = await batcher.submit(START, (peer, message.ref))
             elif isinstance(message, Result):
-                ack = await batcher.submit("finish", (peer, message))
+                ack = await batcher.submit(FINISH, (peer, message))
             elif isinstance(message, Release):
                 step = partial(steps.call, kernel.release, peer, message)
                 ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))

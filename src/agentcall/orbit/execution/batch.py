@@ -11,10 +11,10 @@ their commits on connections kept between batches (`orbit.store.db.KeptWriter`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -23,39 +23,59 @@ from agentcall.orbit.store.db import Database, KeptWriter
 from agentcall.orbit.store.group_commit import GroupCommit
 
 T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741 - an item's type
+O = TypeVar("O")  # noqa: E741 - its outcome's type
 Step = Callable[[AsyncConnection, datetime], Awaitable[T]]
-Many = Callable[[AsyncConnection, datetime, list[Any]], Awaitable[list[Any]]]
-Clocked = Callable[[HotConnection, list[Any]], Awaitable[list[Any]]]
 log = logging.getLogger("orbit.workers")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Kind(Generic[I, O]):
+    """A kind of batched item: items of one kind in a batch are applied together by its
+    `Handler` and each gets its own outcome `O` back. Compared by identity."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Handler(Generic[I, O]):
+    """How the items of `kind` are applied: `apply(conn, now, items)` in the batch's
+    transaction, one outcome per item in order. `clocked`, on MySQL/MariaDB: how a batch
+    holding items of this kind only is applied, on a `hot_write` session and without the
+    batch's clock read: it reads the database clock with its first statement and may send the
+    COMMIT with its writes (the lease round that a submit or a peer's hint starts on an idle
+    connection)."""
+
+    kind: Kind[I, O]
+    apply: Callable[[AsyncConnection, datetime, list[I]], Awaitable[list[O]]]
+    clocked: Callable[[HotConnection, list[I]], Awaitable[list[O]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _Job:
     step: Step[Any] | None
-    kind: str | None = None
+    kind: Kind[Any, Any] | None = None
     item: Any = None
 
 
 class Batcher:
     """`run(step)` runs one step; `submit(kind, item)` joins the other items of its kind in the
-    batch, which the kind's handler applies together (set-based statements).
-
-    `clocked[kind]`, on MySQL/MariaDB: how a batch holding items of that kind only is applied,
-    on a `hot_write` session and without the batch's clock read: the handler reads the
-    database clock with its first statement and may send the COMMIT with its writes (the lease
-    round that a submit or a peer's hint starts on an idle connection)."""
+    batch, which the kind's handler applies together (set-based statements)."""
 
     def __init__(
         self,
         db: Database,
         lanes: int,
         max_batch: int = 128,
-        kinds: dict[str, Many] | None = None,
-        clocked: dict[str, Clocked] | None = None,
+        handlers: Sequence[Handler[Any, Any]] = (),
     ) -> None:
         self.db = db
-        self.kinds = dict(kinds or {})
-        self.clocked = dict(clocked or {}) if db.commits_with_writes else {}
+        self.kinds = {handler.kind: handler for handler in handlers}
+        self.clocked = (
+            {h.kind: h.clocked for h in handlers if h.clocked is not None}
+            if db.commits_with_writes
+            else {}
+        )
         self._writer = KeptWriter(db)
         self._commit: GroupCommit[_Job, Any] = GroupCommit(
             self._run, lanes=lanes, max_group=max_batch, drop_abandoned=True
@@ -70,9 +90,10 @@ class Batcher:
         result: T = await self._commit(_Job(step))
         return result
 
-    async def submit(self, kind: str, item: Any) -> Any:
+    async def submit(self, kind: Kind[I, O], item: I) -> O:
         """Apply `item` with the handler of `kind`, together with the batch's other items."""
-        return await self._commit(_Job(None, kind, item))
+        outcome: O = await self._commit(_Job(None, kind, item))
+        return outcome
 
     async def _run(self, jobs: list[_Job]) -> list[Any]:
         try:
@@ -85,20 +106,20 @@ class Batcher:
 
     async def _transaction(self, jobs: list[_Job]) -> list[Any]:
         results: list[Any] = [None] * len(jobs)
-        groups: dict[str, list[int]] = {}
+        groups: dict[Kind[Any, Any], list[int]] = {}
         kinds = {job.kind for job in jobs}
-        if len(kinds) == 1 and (kind := str(kinds.pop())) in self.clocked:
+        if len(kinds) == 1 and (only := kinds.pop()) is not None and only in self.clocked:
             async with self.db.hot_write() as hot:
-                return await self.clocked[kind](hot, [job.item for job in jobs])
+                return await self.clocked[only](hot, [job.item for job in jobs])
         async with self._writer.write() as conn:
             now = await self.db.now(conn)
             for index, job in enumerate(jobs):
                 if job.step is not None:
                     results[index] = await job.step(conn, now)
-                else:
-                    groups.setdefault(str(job.kind), []).append(index)
+                elif job.kind is not None:
+                    groups.setdefault(job.kind, []).append(index)
             for kind, indexes in groups.items():
-                outcome = await self.kinds[kind](conn, now, [jobs[i].item for i in indexes])
+                outcome = await self.kinds[kind].apply(conn, now, [jobs[i].item for i in indexes])
                 for index, result in zip(indexes, outcome, strict=True):
                     results[index] = result
         return results

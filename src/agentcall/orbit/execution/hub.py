@@ -22,7 +22,7 @@ from agentcall.orbit.domain.dispatch import EVERY, Hinted, pending_after, shares
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.execution.acks import Grant
 from agentcall.orbit.execution.batch import Batcher
-from agentcall.orbit.execution.kernel import Kernel, LeaseAsk
+from agentcall.orbit.execution.kernel import LEASE, Kernel, LeaseAsk
 from agentcall.orbit.execution.links import Link as Link  # re-exported: the hub's connections
 from agentcall.orbit.execution.links import Offering
 from agentcall.orbit.execution.observe import ExecutionObserver, Leased
@@ -233,7 +233,7 @@ class Hub:
         offer_id = spare.offer_id if spare is not None else None
         ask = LeaseAsk(link.peer, link.handlers, queue_id, size, offer_id)
         try:
-            grants: list[Grant] = await self.batcher.submit("lease", ask)
+            grants: list[Grant] = await self.batcher.submit(LEASE, ask)
         finally:
             if spare is not None and self.offers is not None:
                 self.offers.settled(link, spare, withdrawn=False)

@@ -27,6 +27,7 @@ from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.transitions import EndFacts, EndWrite, Holder, LeaseWrite, LiveAttempt
 from agentcall.orbit.domain.worker_errors import InvalidMessage, LeaseLost
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
+from agentcall.orbit.execution.batch import Handler, Kind
 from agentcall.orbit.execution.fastpath import (
     Finished,
     Started,
@@ -196,6 +197,15 @@ class Kernel:
         return fence(found.get(ref.attempt_id), peer, ref)
 
 
+def handlers(kernel: Kernel) -> list[Handler[Any, Any]]:
+    """The batcher's handlers of the kernel's batched kinds (`LEASE`, `START`, `FINISH`)."""
+    return [
+        Handler(LEASE, kernel.lease_many, kernel.lease_clocked),
+        Handler(START, kernel.start_many),
+        Handler(FINISH, kernel.finish_many),
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class LeaseAsk:
     """A connection asking for up to `size` tasks of one queue."""
@@ -208,6 +218,12 @@ class LeaseAsk:
     # back in this transaction if a task is found; if another process claimed it first, this
     # ask leases nothing
     offer_id: str | None = None
+
+
+# the kernel's batched kinds: a connection's lease ask, a `started`, a `result`
+LEASE: Kind[LeaseAsk, list[Grant]] = Kind("lease")
+START: Kind[Started, Ack] = Kind("start")
+FINISH: Kind[Finished, Ack] = Kind("finish")
 
 
 def _deal(sizes: list[int]) -> Iterator[int]:
