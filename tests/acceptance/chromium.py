@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,11 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 @contextlib.contextmanager
-def headless_chromium(profile: Path, size: str = "1400,1300") -> Iterator[WebDriver]:
-    """A browser with its own profile directory and window ``size``; the test is skipped
-    when chromium or chromium-driver is not installed."""
+def headless_chromium(
+    profile: Path, size: str = "1400,1300", arguments: Sequence[str] = ()
+) -> Iterator[WebDriver]:
+    """A browser with its own profile directory and window ``size`` (and more command-line
+    ``arguments``); the test is skipped when chromium or chromium-driver is not installed."""
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         pytest.skip("Debian's chromium and chromium-driver are not installed")
     options = Options()
@@ -36,6 +38,7 @@ def headless_chromium(profile: Path, size: str = "1400,1300") -> Iterator[WebDri
         "--disable-dev-shm-usage",
         f"--user-data-dir={profile}",
         f"--window-size={size}",
+        *arguments,
     ):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
