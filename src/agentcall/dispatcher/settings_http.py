@@ -1,6 +1,6 @@
 """The settings of the D's HTTP port beyond its address: how long a client may take, how
 many connections it may hold, and which ``Host`` names are answered (``DISPATCHER_HTTP_*``).
-:class:`dispatcher.settings.Settings` has them as its own; see docs/dispatcher.md."""
+:class:`agentcall.dispatcher.settings.Settings` has them as its own; see docs/dispatcher.md."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``GET /readyz`` (readiness: 503 with its causes while the D cannot take new calls).
 
 Every route, the console's included, answers only the ``Host`` names of ``allowed``
-(:mod:`dispatcher.web.hosts`: 400 or 421 otherwise).
+(:mod:`agentcall.dispatcher.web.hosts`: 400 or 421 otherwise).
 
 A failure while answering is a 500 in the JSON error shape
 (``{"error": {"code": "internal_error", "message", "hint"}}``), reported to ``on_error``
@@ -45,7 +45,8 @@ def build_app(
 ) -> Starlette:
     """The HTTP app; ``routes`` are mounted beside the built-in ones (the console's);
     ``registry`` renders the process's own metrics, served after the snapshot's;
-    ``allowed`` are the ``Host`` names answered (:func:`dispatcher.web.hosts.allowed_hosts`)."""
+    ``allowed`` are the ``Host`` names answered
+    (:func:`agentcall.dispatcher.web.hosts.allowed_hosts`)."""
 
     async def status(request: Request) -> Response:
         return JSONResponse(await snapshot())

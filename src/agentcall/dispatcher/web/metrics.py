@@ -1,7 +1,7 @@
 """Prometheus gauges and counters taken from the same snapshot as ``GET /status``.
 
 ``GET /metrics`` renders them followed by the process's own registry of histograms and
-counters (:mod:`dispatcher.telemetry.prometheus`).
+counters (:mod:`agentcall.dispatcher.telemetry.prometheus`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The D's HTTP port: uvicorn serving the app with the bounded protocol of
-:mod:`dispatcher.web.edge`, without its own signal handling (the D owns SIGTERM/SIGINT)."""
+:mod:`agentcall.dispatcher.web.edge`, without its own signal handling (the D owns SIGTERM
+and SIGINT)."""
 
 from __future__ import annotations
 
