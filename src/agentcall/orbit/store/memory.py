@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentcall.orbit.domain.cursor import Position
@@ -48,11 +48,28 @@ from agentcall.orbit.store.receipts import Receipt
 if TYPE_CHECKING:
     from agentcall.orbit.store.ports import TaskStore
 
-__all__ = ["MemoryStore", "MemoryWrites"]
+__all__ = ["ManualClock", "MemoryStore", "MemoryWrites"]
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+class ManualClock:
+    """A clock for the twin that moves only when told (`advance`), and by one microsecond
+    per reading, as the database clock moves between two transactions."""
+
+    def __init__(self, at: datetime) -> None:
+        if at.tzinfo is None:
+            raise ValueError("the clock needs an aware UTC time")
+        self.at = at
+
+    def __call__(self) -> datetime:
+        self.at += timedelta(microseconds=1)
+        return self.at
+
+    def advance(self, ms: int) -> None:
+        self.at += timedelta(milliseconds=ms)
 
 
 class MemoryWrites(MemoryTransaction):

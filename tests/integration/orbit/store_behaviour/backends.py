@@ -29,9 +29,9 @@ from agentcall.orbit.domain.tokens import Principal
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
 from agentcall.orbit.execution.upkeep import SweepReport
 from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome, WorkerIdentity
-from agentcall.orbit.store.operations import Page
 from agentcall.orbit.store.receipts import Receipt
-from agentcall.orbit.store.task_writes import Written
+from agentcall.orbit.usecases.operations import Page
+from agentcall.orbit.usecases.task_writes import Written
 
 HANDLER = HandlerKey("demo.work", "v1")
 WORKER = WorkerIdentity("behaviour", "b" * 32, "test", "localhost", 1)

@@ -3,14 +3,14 @@
 The kernel and upkeep steps are the product's own (`Kernel`, `Upkeep`), bound to the twin's
 transaction instead of a SQL connection; submit, get and list are the use cases' checks over
 `TaskStore`. The typed port has no operator writes yet (cancel still plans its change on a
-SQL connection, `agentcall.orbit.store.task_writes`): `memory_cancel` writes that use case
+SQL connection, `agentcall.orbit.usecases.task_writes`): `memory_cancel` writes that use case
 over the twin's `MemoryWrites`, with the same pure decisions."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from agentcall.orbit.domain.cancel import CancelRequest
@@ -22,18 +22,17 @@ from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.submit import submit_digest
 from agentcall.orbit.domain.task import Task
-from agentcall.orbit.domain.times import milliseconds
 from agentcall.orbit.domain.tokens import Permission, Principal, authenticate, generate_secret
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 from agentcall.orbit.protocol.messages import AttemptRef, Result
 from agentcall.orbit.store.group_plan import PendingSubmit
-from agentcall.orbit.store.memory import MemoryStore, MemoryWrites
-from agentcall.orbit.store.operations import Page
+from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
 from agentcall.orbit.store.ports import AttemptTransaction
 from agentcall.orbit.store.receipts import Receipt
-from agentcall.orbit.store.task_writes import Written
+from agentcall.orbit.usecases.operations import Page
+from agentcall.orbit.usecases.task_writes import Written
 from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, request_of
 from tests.integration.orbit.store_behaviour.memory_cancel import cancel_on_twin
 
@@ -41,24 +40,12 @@ T = TypeVar("T")
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
-class ManualClock:
-    """The twin's clock: a fixed time that tests move on, a microsecond per reading (the
-    database clock also moves between two transactions)."""
-
-    def __init__(self, at: datetime = START) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        self.at += timedelta(microseconds=1)
-        return self.at
-
-
 class MemoryBackend:
     name = "memory"
 
     def __init__(self, settings: KernelSettings) -> None:
         self.settings = settings
-        self.clock = ManualClock()
+        self.clock = ManualClock(START)
         self.store = MemoryStore(self.clock)
         self.kernel = Kernel(settings, _bind)
         self.upkeep = Upkeep(settings, _bind)
@@ -69,7 +56,7 @@ class MemoryBackend:
         return authenticate(record, self.clock())
 
     def advance(self, ms: int) -> None:
-        self.clock.at += milliseconds(ms)
+        self.clock.advance(ms)
 
     async def now(self) -> datetime:
         return self.clock()

@@ -1,5 +1,5 @@
-"""Cancel (O-CAN-1) over the in-memory twin: `agentcall.orbit.execution.cancel` and
-`agentcall.orbit.store.task_writes` written over `MemoryWrites`, the operator-write statements the
+"""Cancel (O-CAN-1) over the in-memory twin: `agentcall.orbit.usecases.cancel` and
+`agentcall.orbit.usecases.task_writes` written over `MemoryWrites`, the operator-write statements the
 typed port does not have yet. The same decisions (`plan_cancel`, `apply_cancel`) and the
 same receipt rules (`check_replay`) as the SQL path."""
 
@@ -26,7 +26,7 @@ from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.store.memory import MemoryStore, MemoryWrites, audit_row
 from agentcall.orbit.store.memory_state import Row
 from agentcall.orbit.store.sql import ConcurrentChange
-from agentcall.orbit.store.task_writes import Written
+from agentcall.orbit.usecases.task_writes import Written
 
 _EVENT = {
     CancelMode.NOW: "CANCELLED",

@@ -18,16 +18,16 @@ from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
-from agentcall.orbit.execution.cancel import cancel_task
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 from agentcall.orbit.protocol.messages import AttemptRef, Result
 from agentcall.orbit.store import inspect
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.operations import Operations, Page
 from agentcall.orbit.store.receipts import Receipt
-from agentcall.orbit.store.task_writes import Written
+from agentcall.orbit.usecases.cancel import cancel_task
+from agentcall.orbit.usecases.operations import Operations, Page
+from agentcall.orbit.usecases.task_writes import Written
 from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, request_of
 
 T = TypeVar("T")
