@@ -154,7 +154,7 @@ def test_sign_in_and_watch_a_queue_while_a_worker_runs(browser: WebDriver, site:
     sign_in(browser, site, site.token)
     cookie = browser.get_cookie("orbit_session")
     assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
-    assert cookie["path"] == "/ui"
+    assert cookie["path"] == "/ui" and site.token not in str(cookie["value"])
     ids = [site.submit(payload={"sleep_ms": 700}) for _ in range(10)]
     until(lambda: count(browser, site, "WAITING") == 10, 15, "10 WAITING on the overview")
     browser.execute_script("window.__notReloaded = true;")
@@ -253,14 +253,20 @@ def test_read_only_tokens_and_forged_actions_are_refused(browser: WebDriver, sit
     assert browser.find_elements(By.CSS_SELECTOR, "main form[method=post]") == []
     shot(browser, site, "task-read-only")
     form = {"revision": "1", "reason": "forged", "key": "forged-1"}
+    cookie = browser.get_cookie("orbit_session")
+    assert cookie is not None
+    read_only_session = str(cookie["value"])
     with httpx.Client(base_url=site.base, timeout=10) as http:
-        http.cookies.set("orbit_session", site.read_only, path="/ui")
-        valid_csrf = {**form, "csrf": csrf_token(site.read_only)}
+        http.cookies.set("orbit_session", read_only_session, path="/ui")
+        valid_csrf = {**form, "csrf": csrf_token(read_only_session)}
         refused = http.post(f"/ui/tasks/{task_id}/cancel", data=valid_csrf)
         assert refused.status_code == 403, refused.text  # the token lacks tasks:cancel
         http.cookies.clear()
-        http.cookies.set("orbit_session", site.token, path="/ui")
-        for forged in (form, {**form, "csrf": csrf_token(site.read_only)}):
+        signin = http.get("/ui/signin").text
+        signin_csrf = signin.split('name="csrf" value="')[1].split('"')[0]
+        signed = http.post("/ui/signin", data={"token": site.token, "csrf": signin_csrf})
+        assert signed.status_code == 303
+        for forged in (form, {**form, "csrf": csrf_token(read_only_session)}):
             answer = http.post(f"/ui/tasks/{task_id}/cancel", data=forged)
             assert answer.status_code == 403 and "CSRF" in answer.text
     assert site.task(task_id)["state"] == "WAITING"  # nothing was cancelled

@@ -92,6 +92,8 @@ async def test_the_cookie_is_a_session_id_that_dies_at_sign_out_everywhere(
     assert api.status_code == 401  # a session id is never an API token
     assert await signed_in(server_url, session_id)  # a copy of the cookie works ...
     page = await browser.get("/ui")
+    # under no-referrer a browser sends "Origin: null" on the console's own form posts
+    assert page.headers["referrer-policy"] == "same-origin"
     out = await browser.post("/ui/signout", data={"csrf": page_csrf(page.text)})
     assert out.status_code == 303 and out.headers["location"] == "/ui/signin"
     assert not await signed_in(server_url, session_id)  # ... until the session signs out

@@ -18,6 +18,7 @@ from agentcall.orbit.domain.peers import (
     live_peers,
     plan_sends,
 )
+from agentcall.orbit.domain.tokens import generate_secret
 from agentcall.orbit.sdk.settings import ENV_QUEUES, ENV_TOKEN, ENV_URL, worker_settings
 from agentcall.orbit.sdk.worker.link import next_server, split_urls
 from agentcall.orbit.settings import from_environ, to_environ
@@ -123,7 +124,7 @@ def test_a_worker_moves_to_the_next_server_and_backs_off_per_turn(
 
 def test_several_urls_from_options_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_QUEUES, raising=False)
-    monkeypatch.setenv(ENV_TOKEN, "t")
+    monkeypatch.setenv(ENV_TOKEN, generate_secret())  # a token as Orbit issues it
     monkeypatch.setenv(ENV_URL, "http://a:1, http://b:2 ws://c:3")
     assert (
         worker_settings(url=None, token=None, queues=(Q1,)).url == "http://a:1,http://b:2,ws://c:3"

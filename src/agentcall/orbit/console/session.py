@@ -73,8 +73,10 @@ def cross_site(origin: str | None, fetch_site: str | None, scheme: str, host: st
     """Why a POST is refused as coming from another site, or None. `scheme` and `host` (the
     `Host` value, with its port if any) are the console's as the browser sees them. A request
     with neither header (a command-line client, an old browser) still needs its CSRF token."""
-    if fetch_site is not None and fetch_site.strip().lower() not in ("same-origin", "none"):
-        return f"the request comes from another site (Sec-Fetch-Site: {fetch_site[:32]})"
+    site = None if fetch_site is None else fetch_site.strip().lower()
+    if site is not None and site not in ("same-origin", "none"):
+        other = "origin" if site == "same-site" else "site"
+        return f"the request comes from another {other} (Sec-Fetch-Site: {site[:32]})"
     if origin is None:
         return None
     own = origin_of(f"{scheme}://{host}")
