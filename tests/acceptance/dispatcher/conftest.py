@@ -6,14 +6,12 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import pytest
 
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario
-from tests.support.services import amqp_url, s3_settings
+from tests.support.services import amqp_url
 
 # Callees ending in 9 are busy, in 8 answer and talk briefly, everyone else does not answer.
 SCRIPT = {
@@ -95,22 +93,3 @@ def scene(saas: MockSaas, own_cell: Cell, workdir: Path) -> Iterator[Scenario]:
     yield s
     if s.proc is not None and s.proc.alive:
         s.stop()
-
-
-@pytest.fixture(scope="module")
-def s3() -> Any:
-    """A boto3 client of the local S3 (overrides the settings fixture of tests/conftest.py
-    here); skips the test when the store is not running."""
-    cfg = s3_settings()
-    client = boto3.client(
-        "s3",
-        endpoint_url=cfg.endpoint,
-        aws_access_key_id=cfg.access_key,
-        aws_secret_access_key=cfg.secret_key,
-        region_name=cfg.region,
-    )
-    try:
-        client.head_bucket(Bucket=cfg.bucket)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no local S3
-        pytest.skip(f"S3 is not reachable ({exc}): run scripts/services start")
-    return client

@@ -130,7 +130,7 @@ class Campaign:
 
 
 @pytest.mark.timeout(300)
-def test_chaos_campaign_d_and_cell_sigkills(scene: Scenario, s3: Any) -> None:
+def test_chaos_campaign_d_and_cell_sigkills(scene: Scenario, s3_client: Any) -> None:
     seed = int(os.environ.get("CHAOS_SEED") or random.randrange(2**32))
     rng = random.Random(seed)
     s = scene
@@ -160,7 +160,7 @@ def test_chaos_campaign_d_and_cell_sigkills(scene: Scenario, s3: Any) -> None:
         check_commands(commands, campaign)
         check_dialled(s.cell, campaign, accepted)
         check_calls(calls, accepted)
-        check_recordings(calls, s3)
+        check_recordings(calls, s3_client)
         check_state(s, calls, commands)
     except AssertionError as exc:
         raise AssertionError(f"CHAOS_SEED={seed} kills={campaign.kills}: {exc}") from exc

@@ -78,7 +78,9 @@ WHITELIST = [f"151000000{n:02d}" for n in (1, 2, 3, 11, 13)] + [
 ]
 
 
-def test_d_sigkill_live_calls_continue_ended_ones_finalize_once(scene: Scenario, s3: Any) -> None:
+def test_d_sigkill_live_calls_continue_ended_ones_finalize_once(
+    scene: Scenario, s3_client: Any
+) -> None:
     s = scene
     s.sip(allowed_targets=WHITELIST)
     s.task("task-k", ring_timeout_ms=10000, **LONG_CALL)
@@ -105,7 +107,7 @@ def test_d_sigkill_live_calls_continue_ended_ones_finalize_once(scene: Scenario,
         # live calls were not hung up: the callee ended them normally
         assert (payload["outcome"], payload["reason_code"]) == ("answered", None), payload
         assert payload["recording"]["status"] == "uploaded"
-        check_uploaded(s3, payload["recording"])
+        check_uploaded(s3_client, payload["recording"])
     assert payloads["15100000002"]["recording"]["status"] == "not_created"
     assert len(live_after_restart) == 2, "the long calls outlived the D's downtime"
     dialled_once(s.cell, {p["call_id"] for p in payloads.values()})
@@ -115,7 +117,7 @@ def test_d_sigkill_live_calls_continue_ended_ones_finalize_once(scene: Scenario,
 
 
 def test_cell_sigkill_unknown_then_finalized_once_with_orphans_uploaded(
-    scene: Scenario, s3: Any
+    scene: Scenario, s3_client: Any
 ) -> None:
     s = scene
     s.sip(allowed_targets=WHITELIST)
@@ -145,7 +147,7 @@ def test_cell_sigkill_unknown_then_finalized_once_with_orphans_uploaded(
         assert (payload["outcome"], payload["reason_code"]) == ("failed", "cell_restarted")
         rec = payload["recording"]
         assert rec["status"] == "uploaded", rec  # the partial recording left on disk
-        check_uploaded(s3, rec)
+        check_uploaded(s3_client, rec)
         assert result["valid"], result["errors"]
     call_ids = {r["body"]["payload"]["call_id"] for r in results}
     dialled_once(s.cell, call_ids)  # never redialled on the new boot

@@ -75,7 +75,7 @@ def cell_uploads(cell: Cell) -> dict[str, float]:
 
 
 def test_a_grant_is_renewed_only_on_request_also_after_a_sigkill_d_note_7(
-    saas: MockSaas, cell: Cell, relay: TcpProxy, workdir: Path, s3: Any
+    saas: MockSaas, cell: Cell, relay: TcpProxy, workdir: Path, s3_client: Any
 ) -> None:
     s = Scenario(saas, cell, workdir)
     s.sip()
@@ -113,7 +113,7 @@ def test_a_grant_is_renewed_only_on_request_also_after_a_sigkill_d_note_7(
     payload = result["body"]["payload"]
     rec = payload["recording"]
     assert result["valid"] and (payload["outcome"], rec["status"]) == ("answered", "uploaded")
-    body = s3.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
+    body = s3_client.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
     assert hashlib.sha256(body).hexdigest() == rec["checksum_sha256"]
     # One PUT: the dead grant was refused by the cell itself, the renewal uploaded.
     assert cell_uploads(cell) == {"expired": 1.0, "uploaded": 1.0}

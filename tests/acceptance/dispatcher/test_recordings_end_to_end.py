@@ -72,7 +72,7 @@ def by_callee(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_recordings_uploaded_verified_and_not_created_d_rec_2_d_res_2(
-    scene: Scenario, s3: Any
+    scene: Scenario, s3_client: Any
 ) -> None:
     prefix = f"it-flow-{uuid.uuid4().hex[:8]}"
     scene.sip()
@@ -90,7 +90,7 @@ def test_recordings_uploaded_verified_and_not_created_d_rec_2_d_res_2(
     rec = talked["recording"]
     assert (talked["outcome"], rec["status"]) == ("answered", "uploaded")
     assert rec["object_key"] == f"{prefix}/tenant-1/task-rec/{talked['call_id']}.wav"
-    body = s3.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
+    body = s3_client.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
     assert len(body) == rec["size_bytes"] and body[:4] == b"RIFF"
     assert hashlib.sha256(body).hexdigest() == rec["checksum_sha256"]  # verified by the D
     assert talked["transcript"], "D-RES-1: the final transcript travels with the result"
@@ -117,7 +117,7 @@ def payloads_ids(payloads: dict[str, dict[str, Any]]) -> set[str]:
 
 
 def test_refused_signature_is_unavailable_at_once_outcome_kept_d_rec_2(
-    scene: Scenario, s3: Any
+    scene: Scenario, s3_client: Any
 ) -> None:
     """A wrong storage secret: the server refuses the PUT; the result says so right away,
     long before the deadline, and the call's outcome stays ``answered`` (D-RES-2)."""
@@ -140,5 +140,5 @@ def test_refused_signature_is_unavailable_at_once_outcome_kept_d_rec_2(
         "upload_authorization_failed",
     )
     assert rec["bucket"] is None and rec["checksum_sha256"] is None and result["valid"]
-    listing = s3.list_objects_v2(Bucket=s3_settings().bucket, Prefix=prefix)
+    listing = s3_client.list_objects_v2(Bucket=s3_settings().bucket, Prefix=prefix)
     assert listing.get("KeyCount", 0) == 0

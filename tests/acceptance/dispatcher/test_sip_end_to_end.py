@@ -122,7 +122,7 @@ async def yes_audio(tmp_path: Path) -> Path:
 
 
 async def test_real_sip_call_result_has_transcript_and_uploaded_recording_d_res_1_d_rec_2(
-    sip_scene: Scenario, s3: Any, tmp_path: Path
+    sip_scene: Scenario, s3_client: Any, tmp_path: Path
 ) -> None:
     s = sip_scene
     peer = SippPeer("answer_play_bye.xml", tmp_path, audio=await yes_audio(tmp_path), talk_ms=4000)
@@ -152,7 +152,7 @@ async def test_real_sip_call_result_has_transcript_and_uploaded_recording_d_res_
     rec = payload["recording"]
     assert rec["status"] == "uploaded", rec  # D-REC-2: verified by the D before reporting
     assert rec["bucket"] == s3_settings().bucket and rec["object_key"].startswith(prefix)
-    body = s3.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
+    body = s3_client.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
     assert len(body) == rec["size_bytes"] > 44 and body[:4] == b"RIFF"
     assert hashlib.sha256(body).hexdigest() == rec["checksum_sha256"]
     assert s.summary()["duplicates"] == {}

@@ -7,9 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from agentcall.cell.client import CellClient
 from tests.support.services import S3Settings
@@ -41,19 +39,7 @@ async def cell(cell_process: CellProcess) -> AsyncIterator[CellClient]:
 
 
 @pytest.fixture
-def s3_client(s3: S3Settings) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
-
-
-@pytest.fixture
-def object_key(s3_client: Any, s3: S3Settings) -> Iterator[str]:
+def object_key(s3_client: Any, s3_settings: S3Settings) -> Iterator[str]:
     key = f"cell-tests/{uuid.uuid4().hex}.wav"
     yield key
-    s3_client.delete_object(Bucket=s3.bucket, Key=key)
+    s3_client.delete_object(Bucket=s3_settings.bucket, Key=key)

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.s3
 async def test_sigkill_gives_new_boot_and_orphan_partial_recording(
-    fresh_cell: CellProcess, s3_client: Any, s3: S3Settings, object_key: str
+    fresh_cell: CellProcess, s3_client: Any, s3_settings: S3Settings, object_key: str
 ) -> None:
     """The crash path: after a SIGKILL the cell has a new boot id and no calls, never
     redials, and lists the partial recording so that the D can upload it."""
@@ -61,10 +61,10 @@ async def test_sigkill_gives_new_boot_and_orphan_partial_recording(
         await restarted.aclose()
         assert first.type == EventType.CELL_RESTARTED
         assert first.data == {"previous_boot_id": before.boot_id, "boot_id": after.boot_id}
-        target = UploadTarget("upload-1", presign(s3_client, s3.bucket, object_key))
+        target = UploadTarget("upload-1", presign(s3_client, s3_settings.bucket, object_key))
         result = await cell.upload_recording(p.call_id, target)
         assert result.status == "uploaded" and result.sha256 == orphan.sha256
-        body = s3_client.get_object(Bucket=s3.bucket, Key=object_key)["Body"].read()
+        body = s3_client.get_object(Bucket=s3_settings.bucket, Key=object_key)["Body"].read()
         assert len(body) == orphan.size_bytes
         assert await cell.orphans() == [] and not path.exists()  # settled: removed
 

@@ -50,7 +50,7 @@ def agent() -> dict[str, object]:
 
 
 async def test_sip_mode_answered_call_reports_transcript_and_recording(
-    sip_cell: str, tmp_path: Path, s3_client: Any, s3: S3Settings, object_key: str
+    sip_cell: str, tmp_path: Path, s3_client: Any, s3_settings: S3Settings, object_key: str
 ) -> None:
     """The same events as sim mode, and the recording goes to S3 by presigned PUT (D-REC-1)."""
     require_sipp()
@@ -80,7 +80,9 @@ async def test_sip_mode_answered_call_reports_transcript_and_recording(
             await cell.originate(plan)
             events = await watch.settled(call_id)
             await watch.aclose()
-            target = UploadTarget("upload-sip-1", presign(s3_client, s3.bucket, object_key))
+            target = UploadTarget(
+                "upload-sip-1", presign(s3_client, s3_settings.bucket, object_key)
+            )
             upload = await cell.upload_recording(call_id, target)
         sipp = await peer.wait()
     finally:
@@ -116,6 +118,6 @@ async def test_sip_mode_answered_call_reports_transcript_and_recording(
     samples.frombytes(pcm)
     assert max(abs(s) for s in samples) > 2000
     assert (upload.status, upload.error_code) == ("uploaded", None)
-    stored = s3_client.get_object(Bucket=s3.bucket, Key=object_key)["Body"].read()
+    stored = s3_client.get_object(Bucket=s3_settings.bucket, Key=object_key)["Body"].read()
     assert hashlib.sha256(stored).hexdigest() == upload.sha256
     assert stored[44:] == pcm

@@ -155,7 +155,9 @@ class Rig:
 
 
 @pytest.fixture
-async def rig_factory(tmp_path: Path, s3: Any) -> AsyncIterator[Callable[..., Awaitable[Rig]]]:
+async def rig_factory(
+    tmp_path: Path, s3_client: Any
+) -> AsyncIterator[Callable[..., Awaitable[Rig]]]:
     tasks: list[asyncio.Task[None]] = []
     dbs: list[Database] = []
 
@@ -257,7 +259,9 @@ async def make_rig(make: Callable[..., Awaitable[Rig]], behaviour: Behaviour, **
 # --- the rules ----------------------------------------------------------------------------
 
 
-async def test_uploaded_with_bucket_key_size_sha256_d_rec_2(rig_factory: Any, s3: Any) -> None:
+async def test_uploaded_with_bucket_key_size_sha256_d_rec_2(
+    rig_factory: Any, s3_client: Any
+) -> None:
     rig = await make_rig(rig_factory, putting(WAV))
     await rig.end_call()
     payload = await rig.result()
@@ -267,13 +271,13 @@ async def test_uploaded_with_bucket_key_size_sha256_d_rec_2(rig_factory: Any, s3
     assert rec["bucket"] == rig.storage.bucket
     assert rec["object_key"] == f"{rig.storage.key_prefix}/tenant-1/task-a/exec-1.wav"
     assert (rec["upload_id"], rec["recording_id"]) == ("upload-exec-1", "rec-exec-1")
-    assert stored(s3, rec["bucket"], rec["object_key"]) == WAV
+    assert stored(s3_client, rec["bucket"], rec["object_key"]) == WAV
     assert payload["opt_out"] is True
     assert rig.cell.puts == 1 and rig.cell.acked == ["exec-1"]  # one PUT; then the cell forgets
 
 
 async def test_explicit_put_failure_is_unavailable_at_once_d_rec_2(
-    rig_factory: Any, s3: Any
+    rig_factory: Any, s3_client: Any
 ) -> None:
     """A wrong signature is refused by the storage server: unavailable immediately."""
     rig = await make_rig(rig_factory, putting(WAV), secret="not-the-secret", deadline_s=3600)
@@ -300,7 +304,7 @@ async def test_put_failed_reported_by_the_cell_is_unavailable_at_once_d_rec_2(
 
 
 async def test_expired_authorization_is_renewed_on_request_for_the_same_key_d_note_7(
-    rig_factory: Any, s3: Any
+    rig_factory: Any, s3_client: Any
 ) -> None:
     """The first URL expires unused and the cell asks for a renewal; the D authorizes the
     same upload_id/object_key again before the deadline and the second PUT lands."""
@@ -324,7 +328,7 @@ async def test_expired_authorization_is_renewed_on_request_for_the_same_key_d_no
     recording = await rig.db.read(recording_store.get, "exec-1")
     assert recording is not None and recording.authorizations == 2
     assert not recording.renewal_requested  # the request was answered
-    assert stored(s3, rig.storage.bucket, rec["object_key"]) == WAV
+    assert stored(s3_client, rig.storage.bucket, rec["object_key"]) == WAV
 
 
 async def test_expiry_without_the_cells_request_is_never_renewed_d_note_7(
@@ -415,7 +419,7 @@ async def test_hung_put_request_is_closed_by_the_deadline_as_timeout_d_rec_2(
     assert (rec["status"], rec["error_code"]) == ("unavailable", "upload_timeout")
 
 
-async def test_checksum_mismatch_d_rec_2(rig_factory: Any, s3: Any) -> None:
+async def test_checksum_mismatch_d_rec_2(rig_factory: Any, s3_client: Any) -> None:
     """The bytes in the bucket are not the recording the cell reported."""
     # Flip the last byte: replacing it by a constant left the bytes unchanged whenever
     # the random recording already ended in that constant (1 run in 256).
@@ -429,7 +433,7 @@ async def test_checksum_mismatch_d_rec_2(rig_factory: Any, s3: Any) -> None:
 
 
 async def test_refused_repost_waits_for_the_first_put_and_verifies_d_rec_1(
-    rig_factory: Any, s3: Any
+    rig_factory: Any, s3_client: Any
 ) -> None:
     """After a D restart the cell refuses a second PUT (upload_not_allowed): the D never
     PUTs again; it finds the object of the first PUT in the bucket and verifies it."""
@@ -442,7 +446,7 @@ async def test_refused_repost_waits_for_the_first_put_and_verifies_d_rec_1(
 
     rig = await make_rig(rig_factory, already_started, deadline_s=3600)
     key = f"{rig.storage.key_prefix}/tenant-1/task-a/exec-1.wav"
-    s3.put_object(Bucket=cfg.bucket, Key=key, Body=WAV)  # the first PUT, before the crash
+    s3_client.put_object(Bucket=cfg.bucket, Key=key, Body=WAV)  # the first PUT, before the crash
     await rig.end_call()
     rec = (await rig.result(timeout=10))["recording"]
     assert rec["status"] == "uploaded" and rec["object_key"] == key
@@ -477,13 +481,13 @@ async def not_found(cell: FakeCell, call_id: str, upload_id: str, _: dict[str, s
 
 
 async def test_file_gone_after_an_earlier_upload_is_verified_in_the_bucket_d_rec_1(
-    rig_factory: Any, s3: Any
+    rig_factory: Any, s3_client: Any
 ) -> None:
     """A D restart re-sends the request; the cell already uploaded the orphan and deleted
     its copy (recording_not_found): the object in the bucket proves the upload."""
     rig = await make_rig(rig_factory, not_found, deadline_s=3600)
     key = f"{rig.storage.key_prefix}/tenant-1/task-a/exec-1.wav"
-    s3.put_object(Bucket=rig.storage.bucket, Key=key, Body=WAV)
+    s3_client.put_object(Bucket=rig.storage.bucket, Key=key, Body=WAV)
     await rig.end_call()
     rec = (await rig.result(timeout=10))["recording"]
     assert rec["status"] == "uploaded" and rec["checksum_sha256"] == WAV_SHA

@@ -33,30 +33,30 @@ def _client(s3: S3Settings, secret: str | None = None):  # type: ignore[no-untyp
 
 
 @pytest.mark.s3
-def test_s3_presigned_put_accepted_within_expiry_D_REC_1(s3: S3Settings) -> None:
+def test_s3_presigned_put_accepted_within_expiry_D_REC_1(s3_settings: S3Settings) -> None:
     key = f"tests/{uuid.uuid4().hex}.bin"
-    url = _client(s3).generate_presigned_url(
-        "put_object", Params={"Bucket": s3.bucket, "Key": key}, ExpiresIn=60
+    url = _client(s3_settings).generate_presigned_url(
+        "put_object", Params={"Bucket": s3_settings.bucket, "Key": key}, ExpiresIn=60
     )
     assert httpx.put(url, content=b"hello").status_code == 200
-    body = _client(s3).get_object(Bucket=s3.bucket, Key=key)["Body"].read()
+    body = _client(s3_settings).get_object(Bucket=s3_settings.bucket, Key=key)["Body"].read()
     assert body == b"hello"
 
 
 @pytest.mark.s3
-def test_s3_rejects_bad_signature_with_403(s3: S3Settings) -> None:
+def test_s3_rejects_bad_signature_with_403(s3_settings: S3Settings) -> None:
     key = f"tests/{uuid.uuid4().hex}.bin"
-    url = _client(s3, secret="wrong-secret").generate_presigned_url(
-        "put_object", Params={"Bucket": s3.bucket, "Key": key}, ExpiresIn=60
+    url = _client(s3_settings, secret="wrong-secret").generate_presigned_url(
+        "put_object", Params={"Bucket": s3_settings.bucket, "Key": key}, ExpiresIn=60
     )
     assert httpx.put(url, content=b"x").status_code == 403
 
 
 @pytest.mark.s3
-def test_s3_rejects_expired_presigned_url_with_403_D_REC_1(s3: S3Settings) -> None:
+def test_s3_rejects_expired_presigned_url_with_403_D_REC_1(s3_settings: S3Settings) -> None:
     key = f"tests/{uuid.uuid4().hex}.bin"
-    url = _client(s3).generate_presigned_url(
-        "put_object", Params={"Bucket": s3.bucket, "Key": key}, ExpiresIn=1
+    url = _client(s3_settings).generate_presigned_url(
+        "put_object", Params={"Bucket": s3_settings.bucket, "Key": key}, ExpiresIn=1
     )
     time.sleep(2.2)
     assert httpx.put(url, content=b"x").status_code == 403
