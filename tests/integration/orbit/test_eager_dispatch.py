@@ -33,9 +33,9 @@ from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin, Initialized
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import task_attempts, task_events, tasks
+from agentcall.orbit.usecases.operations import Operations
 from tests.support.orbit_databases import KINDS, fresh_url
 from tests.support.orbit_server import Tenant, execution_server
 from tests.support.orbit_workers import RawWorker, get_task, in_seconds, ref, submit

@@ -25,10 +25,10 @@ from agentcall.orbit.store import journal
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import current, head, require_current, upgrade
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import idempotency_records, metadata, task_events, tasks
 from agentcall.orbit.store.token_cache import TokenCache
+from agentcall.orbit.usecases.operations import Operations
 
 pytestmark = [pytest.mark.integration]
 

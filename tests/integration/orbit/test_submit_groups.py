@@ -23,10 +23,10 @@ from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store import idempotency
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database, Dialect
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.tables import audit_log, idempotency_records, task_events, tasks
 from agentcall.orbit.store.token_cache import TokenCache
+from agentcall.orbit.usecases.operations import Operations
 
 pytestmark = [pytest.mark.integration]
 

@@ -39,9 +39,9 @@ from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.settings import ServerSettings
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.token_cache import TokenCache
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
+from agentcall.orbit.usecases.operations import Operations
 
 log = logging.getLogger("orbit.api")
 CLIENT_CLOSED = 499  # the client closed the connection before the answer (nginx's code)

@@ -18,10 +18,11 @@ from agentcall.orbit.domain.ids import task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson, dumps
 from agentcall.orbit.domain.review import parse_resolve, parse_retry
 from agentcall.orbit.domain.tokens import Permission
-from agentcall.orbit.execution.cancel import cancel_task
-from agentcall.orbit.execution.review import resolve_task, retry_task
-from agentcall.orbit.store.batch_submit import submit_batch
-from agentcall.orbit.store.task_writes import Written
+from agentcall.orbit.usecases.batch_submit import submit_batch
+from agentcall.orbit.usecases.cancel import cancel_task
+from agentcall.orbit.usecases.resolve import resolve_task
+from agentcall.orbit.usecases.retry import retry_task
+from agentcall.orbit.usecases.task_writes import Written
 
 
 class ControlRoutes:

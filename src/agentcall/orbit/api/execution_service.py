@@ -36,8 +36,8 @@ from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.execution.worker_directory import WorkerDirectory
 from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.store.submit_group import Handoff
+from agentcall.orbit.usecases.operations import Operations
 
 Handler = Callable[[Request, Context], Awaitable[Response]]
 Wrap = Callable[[str, Handler], Callable[[Request], Awaitable[Response]]]

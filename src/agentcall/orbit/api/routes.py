@@ -23,7 +23,7 @@ from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.task import summary_view, task_view
 from agentcall.orbit.domain.tokens import Permission, Principal, bearer_secret
-from agentcall.orbit.store.operations import Operations, Receipt
+from agentcall.orbit.usecases.operations import Operations, Receipt
 
 NO_PARAMS: frozenset[str] = frozenset()
 LIST_PARAMS = frozenset({"queue_id", "state", "limit", "cursor"})

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.usecases.operations import Operations
 
 
 class SubmitGroupCollector(Collector):

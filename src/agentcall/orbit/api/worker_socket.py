@@ -51,7 +51,7 @@ from agentcall.orbit.protocol.messages import (
     parse_value,
 )
 from agentcall.orbit.store.db import is_database_failure
-from agentcall.orbit.store.operations import Operations
+from agentcall.orbit.usecases.operations import Operations
 
 log = logging.getLogger("orbit.workers")
 HELLO_TIMEOUT = 10.0

@@ -39,8 +39,9 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.review import parse_resolve, parse_retry
 from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.tokens import Permission
-from agentcall.orbit.execution.cancel import cancel_task
-from agentcall.orbit.execution.review import resolve_task, retry_task
+from agentcall.orbit.usecases.cancel import cancel_task
+from agentcall.orbit.usecases.resolve import resolve_task
+from agentcall.orbit.usecases.retry import retry_task
 
 MAX_FORM_BYTES = 65_536
 FORM_TYPE = "application/x-www-form-urlencoded"

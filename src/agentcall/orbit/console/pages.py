@@ -46,9 +46,8 @@ from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.execution.inspection import Inspection
-from agentcall.orbit.store import inspect
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
+from agentcall.orbit.usecases.operations import Operations
 
 log = logging.getLogger("orbit.console")
 HERE = Path(__file__).parent
@@ -190,7 +189,7 @@ class Pages:
         cached = self._charts.get(key)
         if cached is not None and now - cached[0] < CHART_S:
             return cached[1]
-        chart = await reads.throughput(self.ops.db, principal)
+        chart = await reads.throughput(self.ops, principal)
         if len(self._charts) > 256:
             self._charts.clear()
         self._charts[key] = (now, chart)
@@ -204,8 +203,8 @@ class Pages:
         handler = params.get("handler") or None
         cursor = params.get("cursor") or None
         after = decode_cursor(cursor, queue_id, state) if cursor else None
-        where = inspect.Filter(queue_id, state, handler)
-        page = await reads.queue_page(self.ops.db, where, after)
+        where = reads.Filter(queue_id, state, handler)
+        page = await reads.queue_page(self.ops, where, after)
         names = {q.id: q for q in await self.inspection.queues(session.principal)}
         next_cursor = encode_cursor(page.next_position) if page.next_position else None
         return self.render(
@@ -224,7 +223,7 @@ class Pages:
 
     async def task(self, request: Request, session: Session) -> Response:
         task_id = task_id_from_path(request.path_params["task_id"])
-        detail = await reads.task_detail(self.ops.db, session.principal, task_id)
+        detail = await reads.task_detail(self.ops, session.principal, task_id)
         task = detail.task
         live = task.state in LIVE
         return self.render(
@@ -245,7 +244,7 @@ class Pages:
     async def review(self, request: Request, session: Session) -> Response:
         queues = await self.inspection.queues(session.principal)
         names = {q.id: q.name for q in queues}
-        items = await reads.review_inbox(self.ops.db, session.principal, names)
+        items = await reads.review_inbox(self.ops, session.principal, names)
         return self.render(
             request,
             "review.html",

@@ -1,89 +1,42 @@
-"""What the console's pages read, each in one short read transaction, with the same
-visibility rules as the API (a task outside the token's namespace or queues is "not found")."""
+"""What the console's pages read (`orbit.usecases.console_reads`), and how the throughput
+chart and stored texts are shown."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime
 
 from agentcall.orbit.console.chart import Chart, bars
-from agentcall.orbit.domain.cursor import Position
-from agentcall.orbit.domain.states import TaskState
-from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
-from agentcall.orbit.store import inspect
-from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.task_writes import visible_task
+from agentcall.orbit.usecases.console_reads import (
+    PAGE,
+    REVIEW_PAGE,
+    Filter,
+    QueuePage,
+    TaskDetail,
+    completions,
+    queue_page,
+    review_inbox,
+    task_detail,
+)
+from agentcall.orbit.usecases.operations import Operations
 
-PAGE = 25
-REVIEW_PAGE = 50
+__all__ = [
+    "PAGE",
+    "REVIEW_PAGE",
+    "Filter",
+    "QueuePage",
+    "TaskDetail",
+    "pretty",
+    "queue_page",
+    "review_inbox",
+    "task_detail",
+    "throughput",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class TaskDetail:
-    task: Task
-    attempts: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class QueuePage:
-    rows: list[Any]
-    next_position: Position | None
-
-
-async def throughput(db: Database, principal: Principal) -> Chart:
+async def throughput(ops: Operations, principal: Principal) -> Chart:
     now = datetime.now(UTC)
-    since = now - timedelta(minutes=59, seconds=now.second, microseconds=now.microsecond)
-    queue_ids = sorted(principal.queue_ids)
-
-    async def once() -> list[tuple[str, str, int]]:
-        async with db.single_read() as conn:
-            # tasks that waited and ran for up to a day before finishing are counted
-            return await inspect.completions(conn, queue_ids, since, now - timedelta(days=1))
-
-    return bars(await db.retrying(once) if queue_ids else [], now)
-
-
-async def queue_page(
-    db: Database, where: inspect.Filter, after: Position | None, limit: int = PAGE
-) -> QueuePage:
-    async def once() -> list[Any]:
-        async with db.single_read() as conn:
-            return await inspect.page(conn, where, after, limit + 1)
-
-    rows = await db.retrying(once)
-    if len(rows) <= limit:
-        return QueuePage(rows, None)
-    last = rows[limit - 1]
-    return QueuePage(rows[:limit], Position(where.queue_id, where.state, last.created_at, last.id))
-
-
-async def review_inbox(db: Database, principal: Principal, names: dict[str, str]) -> list[Any]:
-    """NEEDS_REVIEW tasks of the token's queues, newest first (up to REVIEW_PAGE a queue)."""
-    found: list[Any] = []
-    for queue_id in sorted(principal.queue_ids):
-        where = inspect.Filter(queue_id, TaskState.NEEDS_REVIEW)
-        page = await queue_page(db, where, None, REVIEW_PAGE)
-        found.extend((names.get(queue_id, queue_id), row) for row in page.rows)
-    return sorted(found, key=lambda pair: pair[1].created_at, reverse=True)
-
-
-async def task_detail(db: Database, principal: Principal, task_id: str) -> TaskDetail:
-    async def once() -> TaskDetail:
-        async with db.read() as conn:
-            task = await visible_task(conn, principal, task_id)
-            attempts = await inspect.attempts_of(conn, task_id)
-            evidence = await inspect.evidence_of(conn, task_id)
-            events = await inspect.events(conn, task_id)
-        by_attempt: dict[str, list[dict[str, Any]]] = {}
-        for item in evidence:
-            by_attempt.setdefault(item.attempt_id, []).append(dict(item._mapping))
-        views = [{**row._mapping, "evidence": by_attempt.get(row.id, [])} for row in attempts]
-        return TaskDetail(task, views, [dict(row._mapping) for row in events])
-
-    return await db.retrying(once)
+    return bars(await completions(ops, principal, now), now)
 
 
 def pretty(text: str | None) -> str:

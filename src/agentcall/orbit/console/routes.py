@@ -12,8 +12,8 @@ from starlette.staticfiles import StaticFiles
 from agentcall.orbit.console.actions import Actions, Hooks
 from agentcall.orbit.console.pages import HERE, Pages
 from agentcall.orbit.execution.inspection import Inspection
-from agentcall.orbit.store.operations import Operations
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
+from agentcall.orbit.usecases.operations import Operations
 
 __all__ = ["Hooks", "console_routes"]
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.states import TaskState
@@ -27,9 +28,15 @@ from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.execution.worker_directory import WorkerDirectory, local
 from agentcall.orbit.store import inspect
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.operations import Operations
 
 SETTLED = frozenset(TaskState(s) for s in inspect.SETTLED)
+
+
+class TaskReader(Protocol):
+    """How a waiter reads the task (the read use case, `orbit.usecases.operations`)."""
+
+    async def get(self, principal: Principal, task_id: str) -> Task: ...
+
 MAX_WAIT_MS = 60_000
 
 
@@ -138,7 +145,7 @@ class Inspection:
     # ------------------------------------------------------------------ waiting
     async def wait(
         self,
-        ops: Operations,
+        ops: TaskReader,
         principal: Principal,
         task_id: str,
         wait_ms: int,

@@ -204,7 +204,7 @@ class TaskStore(Protocol):
     arriving together may share one commit), and the engine's transactions.
 
     Not here yet: the operator writes on one task (cancel, retry, resolve) still plan their
-    change on a connection (`orbit.store.task_writes.Plan`)."""
+    change on a connection (`orbit.usecases.task_writes.Plan`)."""
 
     def transaction(self) -> AbstractAsyncContextManager[tuple[AttemptTransaction, datetime]]:
         """One write transaction and the database clock read at its start; committed when the

@@ -10,9 +10,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.errors import NotFound
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 from agentcall.orbit.domain.task import Task, TaskSummary
+from agentcall.orbit.domain.tokens import Principal
 from agentcall.orbit.store.connector import write_all
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import tasks
@@ -183,3 +185,11 @@ async def page(
         )
         for r in rows
     ]
+
+
+async def visible_task(conn: AsyncConnection, principal: Principal, task_id: str) -> Task:
+    task = await load_task(conn, task_id)
+    if task is None:
+        raise NotFound("task not found")
+    principal.require_visible(task.namespace_id, task.queue_id)
+    return task

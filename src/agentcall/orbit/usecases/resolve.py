@@ -1,6 +1,6 @@
-"""POST /v1/tasks/{id}:retry and :resolve (docs/orbit/task-control.md §2): one transaction
-each with the idempotency record, the conditional task update (revision + 1), the event and
-the audit row (`orbit.store.task_writes`). A resolution's evidence is recorded on the task's
+"""POST /v1/tasks/{id}:resolve (docs/orbit/task-control.md §2): one transaction with the
+idempotency record, the conditional task update (revision + 1), the RESOLVED event and the
+audit row (`orbit.usecases.task_writes`). A resolution's evidence is recorded on the task's
 last attempt under keys prefixed `operator.`, next to what the worker recorded, so that the
 attempt history shows both (the audit row names the operator's token)."""
 
@@ -20,38 +20,19 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.review import (
     OPERATOR_KEY_PREFIX,
     RESOLVE_OPERATION,
-    RETRY_OPERATION,
     ResolveRequest,
-    RetryRequest,
     decide_resolve,
-    decide_retry,
     resolve_digest,
-    retry_digest,
 )
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store import execution as store
-from agentcall.orbit.store import journal
 from agentcall.orbit.store.attempts import last_attempt_id
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.evidence import check_evidence, insert_evidence
-from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
-
-
-async def retry_task(
-    db: Database,
-    principal: Principal,
-    task_id: str,
-    request: RetryRequest,
-    key: str,
-    request_id: str,
-) -> Written:
-    principal.require(Permission.REVIEW)
-    scope = Scope(principal.namespace_id, RETRY_OPERATION, task_id, key)
-    write = TaskWrite(principal, task_id, scope, retry_digest(request), RETRY_OPERATION, request_id)
-    return await write_task(db, write, partial(_plan_retry, request))
+from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, move_task, write_task
 
 
 async def resolve_task(
@@ -68,31 +49,6 @@ async def resolve_task(
         principal, task_id, scope, resolve_digest(request), RESOLVE_OPERATION, request_id
     )
     return await write_task(db, write, partial(_plan_resolve, request))
-
-
-async def _plan_retry(
-    request: RetryRequest, conn: AsyncConnection, task: Task, now: datetime
-) -> Change:
-    done = decide_retry(task, request, now)
-    detail: dict[str, JsonValue] = {
-        "reason": request.reason,
-        "expected_revision": str(task.revision),
-        "max_attempts": done.retry.max_attempts,
-    }
-    values: dict[str, Any] = {
-        "state": done.state.value,
-        "available_at": now,
-        "retry_max_attempts": done.retry.max_attempts,
-        "result": None,
-        "error_code": None,
-        "error_message": None,
-        "attempt_error": None,
-        "cancel_requested_at": None,
-        "completed_at": None,
-        "current_attempt_id": None,
-        "updated_at": now,
-    }
-    return Change(done, partial(_write, task, done, values, "RETRIED", now, detail))
 
 
 async def _plan_resolve(
@@ -120,25 +76,11 @@ async def _plan_resolve(
     }
 
     async def write(conn: AsyncConnection) -> None:
-        await _write(task, done, values, "RESOLVED", now, detail, conn)
+        await move_task(task, done, values, "RESOLVED", now, detail, conn)
         if live is not None:
             await insert_evidence(conn, live, fresh, now)
 
     return Change(done, write)
-
-
-async def _write(
-    task: Task,
-    done: Task,
-    values: dict[str, Any],
-    kind: str,
-    now: datetime,
-    detail: dict[str, JsonValue],
-    conn: AsyncConnection,
-) -> None:
-    if not await store.update_task(conn, task.id, task.state, task.revision, values):
-        raise StateConflict("the task changed concurrently; GET it and decide again")
-    await journal.append_event(conn, done, kind, task.state, now, detail)
 
 
 async def _last_attempt(conn: AsyncConnection, task_id: str) -> LiveAttempt:

@@ -23,7 +23,7 @@ from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.store import idempotency, journal, tasks
 from agentcall.orbit.store.connector import insert_all
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.task_writes import replaying
+from agentcall.orbit.usecases.task_writes import replaying
 
 
 @dataclass(frozen=True, slots=True)

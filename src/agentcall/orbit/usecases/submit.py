@@ -1,101 +1,62 @@
-"""One transaction per API operation (O-SUB-4): the use cases the HTTP layer calls. Cancel,
-retry and resolve (writes on one task) are `orbit.execution.cancel` / `orbit.execution.review`.
+"""Submit (O-SUB-1, O-SUB-4): one task, by group commit (`orbit.store.submit_group`: submits
+arriving together share one transaction) or alone in its own transaction.
 
-Submit inserts the idempotency record first: a concurrent request with the same key
-then waits on that key and fails with a duplicate, after which it replays the winner's receipt
-(or gets IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothing
-(O-NOTE-6).
-"""
+The idempotency record goes in first: a concurrent request with the same key then waits on
+that key and fails with a duplicate, after which it replays the winner's receipt (or gets
+IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothing
+(O-NOTE-6)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
 from agentcall.orbit.domain.canonical import Digest
-from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.errors import InvalidArgument, Unavailable
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import dumps
-from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.submit import SubmitRequest, plan_times, submit_digest
-from agentcall.orbit.domain.task import Task, TaskSummary, new_task, task_view
-from agentcall.orbit.domain.tokens import (
-    Permission,
-    Principal,
-    TokenRecord,
-    authenticate,
-    hash_secret,
-)
-from agentcall.orbit.store import idempotency, journal, tasks, tenancy
+from agentcall.orbit.domain.task import new_task, task_view
+from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.store import idempotency, journal, tasks
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.submit_group import DEFAULT_LANES, Handoff, SubmitGroups
-from agentcall.orbit.store.task_writes import visible_task
-from agentcall.orbit.store.token_cache import DEFAULT_TTL_MS, TokenCache
-
-__all__ = ["Operations", "Page", "Receipt"]
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
-    items: list[TaskSummary]
-    next_position: Position | None
-
-
-class Operations:
+class Submits:
     """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
-    submit is its own transaction, `submit_lanes` groups commit at once (MySQL/MariaDB).
-    `token_cache`: see `orbit.store.token_cache`.
+    submit is its own transaction; `submit_lanes` groups commit at once (MySQL/MariaDB).
     `on_accepted(queue_id)` is called once a submit committed a new task that was not leased
-    in its own transaction (the execution service's dispatcher wakes for that queue);
-    `handoff` leases accepted tasks inside a submit group's transaction (eager dispatch)."""
+    in its own transaction (the engine's dispatcher wakes for that queue); `handoff` leases
+    accepted tasks inside a submit group's transaction (eager dispatch)."""
 
     def __init__(
         self,
         db: Database,
         *,
         group_commit: bool = True,
-        token_cache: TokenCache | None = None,
         submit_lanes: int = DEFAULT_LANES,
         on_accepted: Callable[[str], None] | None = None,
         handoff: Handoff | None = None,
     ) -> None:
         self.db = db
+        self.on_accepted = on_accepted or _ignore
         self.groups = (
             SubmitGroups(
                 db,
                 self._submit_alone,
                 submit_lanes,
                 handoff=handoff,
-                on_accepted=lambda queue_id: self.on_accepted(queue_id),
+                on_accepted=self.on_accepted,
             )
             if group_commit
             else None
         )
-        self.tokens = TokenCache(DEFAULT_TTL_MS / 1000) if token_cache is None else token_cache
-        self.on_accepted = on_accepted or _ignore
-
-    async def authenticate(self, secret: str) -> Principal:
-        secret_sha256 = hash_secret(secret)
-        record = self.tokens.get(secret_sha256, time.monotonic())
-        if record is None:
-            record = await self.db.retrying(lambda: self._load_token(secret_sha256))
-        return authenticate(record, datetime.now(UTC))  # expiry: against now, every time
-
-    async def _load_token(self, secret_sha256: str) -> TokenRecord | None:
-        loaded = time.monotonic()
-        async with self.db.single_read() as conn:
-            record = await tenancy.load_token(conn, secret_sha256)
-        self.tokens.put(secret_sha256, record, loaded)
-        return record
 
     async def submit(
         self, principal: Principal, request: SubmitRequest, key: str, request_id: str
@@ -137,36 +98,6 @@ class Operations:
             return Receipt(201, False, receipt.receipt_text)
 
         return await self._with_replay(once, scope, digest)
-
-    async def get(self, principal: Principal, task_id: str) -> Task:
-        principal.require(Permission.READ)
-
-        async def once() -> Task:
-            async with self.db.single_read() as conn:
-                return await visible_task(conn, principal, task_id)
-
-        return await self.db.retrying(once)
-
-    async def list(
-        self,
-        principal: Principal,
-        queue_id: str,
-        state: TaskState | None,
-        after: Position | None,
-        limit: int,
-    ) -> Page:
-        principal.require(Permission.READ)
-        principal.require_queue(queue_id)
-
-        async def once() -> Page:
-            async with self.db.single_read() as conn:
-                rows = await tasks.page(conn, queue_id, state, after, limit + 1)
-            if len(rows) <= limit:
-                return Page(rows, None)
-            last = rows[limit - 1]
-            return Page(rows[:limit], Position(queue_id, state, last.created_at, last.id))
-
-        return await self.db.retrying(once)
 
     async def _with_replay(
         self, once: Callable[[], Awaitable[Receipt]], scope: Scope, digest: Digest

@@ -39,7 +39,7 @@ from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal, tasks
 from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.task_writes import Change, TaskWrite, Written, write_task
+from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, write_task
 
 _EVENT = {
     CancelMode.NOW: "CANCELLED",

@@ -12,19 +12,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.canonical import Digest
-from agentcall.orbit.domain.errors import NotFound, Unavailable
+from agentcall.orbit.domain.errors import StateConflict, Unavailable
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
-from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.task import Task, task_view
 from agentcall.orbit.domain.tokens import Principal
-from agentcall.orbit.store import idempotency, journal, tasks
+from agentcall.orbit.store import execution, idempotency, journal
 from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.tasks import visible_task
 
 T = TypeVar("T")
 
@@ -109,9 +110,17 @@ def _replay(stored: StoredReceipt, digest: Digest) -> Written:
     return Written(200, True, stored.receipt_text)
 
 
-async def visible_task(conn: AsyncConnection, principal: Principal, task_id: str) -> Task:
-    task = await tasks.load_task(conn, task_id)
-    if task is None:
-        raise NotFound("task not found")
-    principal.require_visible(task.namespace_id, task.queue_id)
-    return task
+async def move_task(
+    task: Task,
+    done: Task,
+    values: dict[str, Any],
+    kind: str,
+    now: datetime,
+    detail: dict[str, JsonValue],
+    conn: AsyncConnection,
+) -> None:
+    """The task from (its state, its revision) to `values` (revision + 1) and its `kind`
+    event; StateConflict if it changed meanwhile."""
+    if not await execution.update_task(conn, task.id, task.state, task.revision, values):
+        raise StateConflict("the task changed concurrently; GET it and decide again")
+    await journal.append_event(conn, done, kind, task.state, now, detail)
