@@ -1,198 +1,272 @@
-"""When the dispatcher runs a round and which queues it asks (orbit.execution.hub over
-orbit.domain.dispatch, worker-protocol.md §5 "Push and notify"): a freed slot wakes it only if
-its connection may have left work waiting — its last fill was full, or a queue of it was not
-asked — never after a round in which every queue of it came back short (that would be an empty
-lease transaction per finished task). A submit's notify asks only its queue; a notify naming no
-queue and the periodic full round ask every queue."""
+"""When the dispatcher runs a round and which queues it asks (agentcall.orbit.execution.hub
+over agentcall.orbit.domain.dispatch, worker-protocol.md §5 "Push and notify"): a freed slot
+wakes it only if its connection may have left work waiting — its last fill was full, or a
+queue of it was not asked — never after a round in which every queue of it came back short
+(that would be an empty lease transaction per finished task). A submit's notify asks only its
+queue; a notify naming no queue and the periodic full round ask every queue.
+
+The hub runs as in the server (`start`): its dispatcher leases through the product's kernel
+from tasks submitted to the in-memory store twin (agentcall.orbit.store.memory); a test sees
+only what the hub does in public (the lease asks it makes, the leases its links hold, the
+messages they are sent), never its private state."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pytest
 
-from agentcall.orbit.domain.dispatch import EVERY, Hinted
-from agentcall.orbit.execution.acks import Grant, Peer
+from agentcall.orbit.domain.idempotency import Scope
+from agentcall.orbit.domain.leasing import HandlerKey
+from agentcall.orbit.domain.strictjson import read_json
+from agentcall.orbit.domain.submit import OPERATION, parse_submit, submit_digest
+from agentcall.orbit.domain.tokens import ALL_PERMISSIONS, Principal, authenticate
+from agentcall.orbit.execution.acks import Peer
 from agentcall.orbit.execution.batch import Batcher, Kind
 from agentcall.orbit.execution.hub import Hub, Link
-from agentcall.orbit.execution.kernel import LEASE, Kernel, LeaseAsk
+from agentcall.orbit.execution.kernel import LEASE, Kernel, KernelSettings, handlers
 from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.protocol.messages import WorkerIdentity
+from agentcall.orbit.store.group_plan import PendingSubmit
+from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
+from agentcall.orbit.store.ports import AttemptTransaction
 
 pytestmark = pytest.mark.unit
 
+T = TypeVar("T")
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HANDLER = HandlerKey("demo.work", "v1")
 
-_LEASED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+def _bind(tx: Any) -> AttemptTransaction:
+    assert isinstance(tx, MemoryWrites)
+    return tx
+
+
+class TwinBatcher:
+    """The batcher's entry points (`run`, `submit`) over the twin: every call is one
+    transaction of the twin, applied by the kernel's own handlers; lease asks are recorded as
+    (queue, size)."""
+
+    def __init__(self, store: MemoryStore, kernel: Kernel) -> None:
+        self.store = store
+        self.handlers = {handler.kind: handler for handler in handlers(kernel)}
+        self.asked: list[tuple[str, int]] = []
+
+    async def run(self, step: Callable[[Any, datetime], Awaitable[T]]) -> T:
+        async with self.store.transaction() as (tx, now):
+            return await step(tx, now)
+
+    async def submit(self, kind: Kind[Any, T], item: Any) -> T:
+        if kind is LEASE:
+            self.asked.append((item.queue_id, item.size))
+        async with self.store.transaction() as (tx, now):
+            (outcome,) = await self.handlers[kind].apply(tx, now, [item])
+        return cast(T, outcome)
 
 
 @dataclass
-class _Grant:
-    attempt_id: str
-    # what the hub observes of a grant (lease wait, the attempt's task and handler)
-    task: Any = field(
-        default_factory=lambda: SimpleNamespace(id="t" * 32, handler="h", available_at=_LEASED_AT)
-    )
-    leased_at: datetime = _LEASED_AT
+class World:
+    hub: Hub
+    batcher: TwinBatcher
+    store: MemoryStore
+    principal: Principal
+    queues: dict[str, str]  # name -> queue id
+    sent: list[dict[str, Any]] = field(default_factory=list)
 
-    def message(self) -> dict[str, Any]:
-        return {"type": "lease", "attempt_id": self.attempt_id}
+    def asked(self) -> list[tuple[str, int]]:
+        """The lease asks so far, by queue name."""
+        names = {queue_id: name for name, queue_id in self.queues.items()}
+        return [(names[queue_id], size) for queue_id, size in self.batcher.asked]
 
+    async def stock(self, name: str, count: int) -> None:
+        """`count` tasks submitted to queue `name`."""
+        for _ in range(count):
+            body = {
+                "queue_id": self.queues[name],
+                "handler": HANDLER.handler,
+                "handler_version": HANDLER.handler_version,
+                "payload_version": "v1",
+                "payload": {},
+            }
+            request = parse_submit(read_json(json.dumps(body).encode()))
+            key = f"k{len(self.store.state.tasks)}"
+            scope = Scope(self.principal.namespace_id, OPERATION, "", key)
+            item = PendingSubmit(self.principal, request, scope, submit_digest(request), "r")
+            await self.store.submit(item)
 
-@dataclass
-class _Batcher:
-    """Leases from per-queue stocks, like the kernel: at most what is asked."""
+    def link(
+        self, names: tuple[str, ...], capacity: int, held: frozenset[str] = frozenset()
+    ) -> Link:
+        """A worker connection serving these queues, added to the hub."""
+        worker = WorkerIdentity("w", "i" * 32, "sdk", "host", 1)
+        queue_ids = tuple(self.queues[name] for name in names)
+        peer = Peer(
+            f"c{len(self.hub.links)}",
+            self.principal.token_id,
+            self.principal.namespace_id,
+            frozenset(queue_ids),
+            worker,
+        )
 
-    stock: dict[str, int]
-    asked: list[tuple[str, int]] = field(default_factory=list)
-    made: int = 0
+        async def send(message: dict[str, Any]) -> None:
+            self.sent.append(message)
 
-    async def submit(self, kind: Kind[LeaseAsk, list[Grant]], ask: LeaseAsk) -> list[_Grant]:
-        assert kind is LEASE
-        self.asked.append((ask.queue_id, ask.size))
-        count = min(ask.size, self.stock.get(ask.queue_id, 0))
-        self.stock[ask.queue_id] = self.stock.get(ask.queue_id, 0) - count
-        grants = [_Grant(f"a{self.made + i}") for i in range(count)]
-        self.made += count
-        return grants
-
-
-def _hub(stock: dict[str, int]) -> tuple[Hub, _Batcher]:
-    fake = _Batcher(stock)
-    hub = Hub(cast(Batcher, fake), cast(Kernel, None), cast(Upkeep, None), tick_s=1, sweep_s=1)
-    return hub, fake
-
-
-def _link(hub: Hub, queues: tuple[str, ...], capacity: int) -> Link:
-    worker = WorkerIdentity("w", "i" * 32, "sdk", "host", 1)
-    peer = Peer(f"c{len(hub.links)}", "t", "n", frozenset(queues), worker)
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    link = Link(peer, frozenset(), queues, capacity, send)
-    hub.add(link, set())
-    return link
-
-
-async def _round(hub: Hub, hinted: Hinted = EVERY) -> bool:
-    hub._wake.clear()
-    return await hub.dispatch_round(hinted)
+        link = Link(peer, frozenset({HANDLER}), queue_ids, capacity, send)
+        self.hub.add(link, set(held))
+        return link
 
 
-async def _notified_round(hub: Hub) -> bool:
-    """The round `_dispatch_forever` runs after a wake: the hints since the last round."""
-    hub._wake.clear()
-    return await hub.dispatch_round(hub._take_hints())
+async def _world(stock: dict[str, int], tick_s: float = 3600) -> World:
+    store = MemoryStore(ManualClock(T0))
+    first = await store.init("ns", "unused", "secret-0")
+    queues = {name: await store.add_queue(first.namespace_id, name) for name in stock}
+    token = await store.add_token(first.namespace_id, "secret-1", ALL_PERMISSIONS, queues.values())
+    settings = KernelSettings()
+    kernel = Kernel(settings, _bind)
+    batcher = TwinBatcher(store, kernel)
+    hub = Hub(cast(Batcher, batcher), kernel, Upkeep(settings, _bind), tick_s=tick_s, sweep_s=3600)
+    world = World(hub, batcher, store, authenticate(token, T0), queues)
+    for name, count in stock.items():
+        await world.stock(name, count)
+    return world
+
+
+async def _settled() -> None:
+    """Let the dispatcher finish what a wake started: the twin does no I/O, so a round takes
+    a few turns of the event loop (no clock involved)."""
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+@contextlib.asynccontextmanager
+async def _running(world: World) -> AsyncIterator[None]:
+    """The hub's loops started; the first full round over."""
+    world.hub.start()
+    try:
+        await _settled()
+        yield
+    finally:
+        await world.hub.stop()
 
 
 async def test_a_slot_freed_after_a_short_fill_does_not_wake() -> None:
-    hub, fake = _hub({"q1": 1, "q2": 0})
-    link = _link(hub, ("q1", "q2"), 4)
-    assert await _round(hub) is False  # 1 of 2 from q1, 0 of 2 from q2: both drained
-    assert link.in_flight == {"a0"} and not link.saturated
-    hub.ended("a0")
-    assert not hub._wake.is_set(), "an empty lease round would run for a freed slot"
-    hub.notify()  # a submit: always a round
-    assert hub._wake.is_set()
+    world = await _world({"q1": 1, "q2": 0})
+    link = world.link(("q1", "q2"), 4)
+    async with _running(world):
+        assert world.asked() == [("q1", 2), ("q2", 2)]  # both drained: no round again
+        (attempt_id,) = link.in_flight
+        assert not link.saturated
+        world.hub.ended(attempt_id)
+        await _settled()
+        assert len(world.asked()) == 2, "an empty lease round would run for a freed slot"
+        world.hub.notify()  # a submit: always a round
+        await _settled()
+        assert len(world.asked()) > 2
 
 
 async def test_a_slot_freed_after_a_full_fill_wakes() -> None:
-    hub, fake = _hub({"q1": 10})
-    link = _link(hub, ("q1",), 2)
-    assert await _round(hub) is False  # got all 2 asked (more may wait), but no slot is left
-    assert link.saturated and link.free == 0
-    hub.ended("a0")
-    assert hub._wake.is_set()
-    await _notified_round(hub)
-    assert fake.asked[-1] == ("q1", 1) and link.in_flight == {"a1", "a2"}
+    world = await _world({"q1": 10})
+    link = world.link(("q1",), 2)
+    async with _running(world):
+        assert world.asked() == [("q1", 2)]  # got all 2 asked (more may wait), no slot left
+        assert link.saturated and link.free == 0
+        first = sorted(link.in_flight)[0]
+        world.hub.ended(first)
+        await _settled()
+        assert world.asked()[-1] == ("q1", 1) and len(link.in_flight) == 2
+        assert first not in link.in_flight
 
 
 async def test_a_link_with_no_free_slot_in_the_round_stays_saturated() -> None:
-    hub, _ = _hub({"q1": 0})
-    busy = _link(hub, ("q1",), 1)
-    busy.in_flight.add("held")
-    hub.owner["held"] = busy.peer.connection_id
-    idle = _link(hub, ("q1",), 1)
-    await _round(hub)
-    assert not idle.saturated and busy.saturated
-    hub.ended("held")
-    assert hub._wake.is_set()
+    world = await _world({"q1": 0})
+    busy = world.link(("q1",), 1, held=frozenset({"held"}))
+    idle = world.link(("q1",), 1)
+    async with _running(world):
+        assert world.asked() == [("q1", 1)]  # only the idle link was asked
+        assert not idle.saturated and busy.saturated
+        world.hub.ended("held")
+        await _settled()
+        assert world.asked() == [("q1", 1), ("q1", 1)]
 
 
-async def test_a_queue_left_out_of_the_share_keeps_the_link_saturated() -> None:
-    """One free slot over two queues asks only one of them: the other may hold work."""
-    hub, fake = _hub({"q1": 0, "q2": 5})
-    link = _link(hub, ("q1", "q2"), 2)
-    link.in_flight.add("held")
-    hub.owner["held"] = link.peer.connection_id
-    await _round(hub)
-    assert fake.asked == [("q1", 1)] and link.saturated
-    hub.ended("held")
-    assert hub._wake.is_set()
+async def test_a_queue_left_out_of_the_share_is_asked_next() -> None:
+    """One free slot over two queues asks only one of them; the other may hold work, so the
+    dispatcher asks it in the round right after, and the full link stays saturated."""
+    world = await _world({"q1": 0, "q2": 5})
+    link = world.link(("q1", "q2"), 2, held=frozenset({"held"}))
+    async with _running(world):
+        assert world.asked() == [("q1", 1), ("q2", 1)]
+        assert len(link.in_flight) == 2 and link.saturated
+        world.hub.ended("held")
+        await _settled()
+        assert len(world.asked()) == 3 and len(link.in_flight) == 2
 
 
 async def test_a_submit_asks_only_its_queue() -> None:
     """An idle server runs one lease query per submit, not one per queue of every link."""
-    hub, fake = _hub({"q1": 0, "q2": 0, "q3": 0})
-    drained = _link(hub, ("q1", "q2"), 8)
-    other = _link(hub, ("q3",), 8)
-    await _round(hub)  # the first round asks everything and finds it empty
-    assert not drained.saturated and not other.saturated
-    fake.asked.clear()
-    fake.stock["q2"] = 1
-    hub.notify("q2")
-    assert await _notified_round(hub) is False
-    assert fake.asked == [("q2", 8)] and drained.in_flight == {"a0"}
-    hub.ended("a0")  # its fill was short: the freed slot needs no round
-    assert not hub._wake.is_set()
+    world = await _world({"q1": 0, "q2": 0, "q3": 0})
+    drained = world.link(("q1", "q2"), 8)
+    other = world.link(("q3",), 8)
+    async with _running(world):  # the first round asks everything and finds it empty
+        assert sorted(world.asked()) == [("q1", 4), ("q2", 4), ("q3", 8)]
+        assert not drained.saturated and not other.saturated
+        world.batcher.asked.clear()
+        await world.stock("q2", 1)
+        world.hub.notify(world.queues["q2"])
+        await _settled()
+        assert world.asked() == [("q2", 8)] and len(drained.in_flight) == 1
+        world.hub.ended(next(iter(drained.in_flight)))  # its fill was short: no round
+        await _settled()
+        assert world.asked() == [("q2", 8)]
 
 
 async def test_a_hinted_queue_of_a_full_link_waits_for_its_free_slot() -> None:
-    hub, fake = _hub({"q1": 0})
-    link = _link(hub, ("q1",), 1)
-    await _round(hub)
-    link.in_flight.add("held")
-    hub.owner["held"] = link.peer.connection_id
-    fake.stock["q1"] = 1
-    hub.notify("q1")
-    await _notified_round(hub)
-    assert fake.asked == [("q1", 1)], "a link without a free slot was asked"
-    assert link.saturated
-    hub.ended("held")
-    assert hub._wake.is_set()
-    await _notified_round(hub)
-    assert fake.asked[-1] == ("q1", 1) and link.in_flight == {"a0"}
+    world = await _world({"q1": 0})
+    link = world.link(("q1",), 1)
+    async with _running(world):
+        assert world.asked() == [("q1", 1)]
+        world.hub.add(link, {"held"})  # the worker now holds its only slot
+        await world.stock("q1", 1)
+        world.hub.notify(world.queues["q1"])
+        await _settled()
+        assert world.asked() == [("q1", 1)], "a link without a free slot was asked"
+        assert link.saturated
+        world.hub.ended("held")
+        await _settled()
+        assert world.asked() == [("q1", 1), ("q1", 1)] and len(link.in_flight) == 1
+        assert [message["type"] for message in world.sent] == ["lease"]
 
 
 async def test_a_notify_naming_no_queue_asks_every_queue() -> None:
-    hub, fake = _hub({"q1": 0, "q2": 0})
-    _link(hub, ("q1", "q2"), 2)
-    await _round(hub)
-    fake.asked.clear()
-    hub.notify()
-    await _notified_round(hub)
-    assert sorted(fake.asked) == [("q1", 1), ("q2", 1)]
+    world = await _world({"q1": 0, "q2": 0})
+    world.link(("q1", "q2"), 2)
+    async with _running(world):
+        world.batcher.asked.clear()
+        world.hub.notify()
+        await _settled()
+        assert sorted(world.asked()) == [("q1", 1), ("q2", 1)]
 
 
 async def test_a_full_round_runs_every_tick_even_while_wakes_keep_coming() -> None:
     """Work no notify names (ready by time, submitted to another process) is found within a
     tick although submits to another queue wake the dispatcher all the time."""
-    fake = _Batcher({"busy": 0, "quiet": 0})
-    hub = Hub(cast(Batcher, fake), cast(Kernel, None), cast(Upkeep, None), tick_s=0.05, sweep_s=1)
-    _link(hub, ("busy", "quiet"), 4)
-    loop = asyncio.create_task(hub._dispatch_forever())
+    world = await _world({"busy": 0, "quiet": 0}, tick_s=0.05)
+    world.link(("busy", "quiet"), 4)
+    world.hub.start()
     try:
         for _ in range(40):  # 0.2 s of wakes every 5 ms, all naming "busy"
-            hub.notify("busy")
+            world.hub.notify(world.queues["busy"])
             await asyncio.sleep(0.005)
     finally:
-        loop.cancel()
-    quiet = [ask for ask in fake.asked if ask[0] == "quiet"]
-    busy = [ask for ask in fake.asked if ask[0] == "busy"]
+        await world.hub.stop()
+    quiet = [ask for ask in world.asked() if ask[0] == "quiet"]
+    busy = [ask for ask in world.asked() if ask[0] == "busy"]
     assert len(busy) >= 10, busy
     assert 2 <= len(quiet) <= 6, f"full rounds in 0.2 s at a 0.05 s tick: {len(quiet)}"

@@ -270,6 +270,7 @@ async def test_when_the_hub_offers_a_slot_or_takes_it_back(
     )
     link = _link(capacity, in_flight, offered)
     link.pending = pending
-    hub._maybe_offer(link)
+    hub.add(link, {"ending"})  # an attempt of this link ends: the hub reconsiders its slot
+    hub.ended("ending")
     await asyncio.sleep(0.01)
     assert desk.calls == calls
