@@ -62,15 +62,15 @@ def saas(workdir: Path) -> Iterator[MockSaas]:
 
 
 @pytest.fixture(scope="session")
-def cell(workdir: Path) -> Iterator[Cell]:
+def sim_cell(workdir: Path) -> Iterator[Cell]:
     process = Cell(workdir, SCRIPT).start()
     yield process
     process.proc.stop()
 
 
 @pytest.fixture
-def scenario(saas: MockSaas, cell: Cell, workdir: Path) -> Iterator[Scenario]:
-    s = Scenario(saas, cell, workdir)
+def scenario(saas: MockSaas, sim_cell: Cell, workdir: Path) -> Iterator[Scenario]:
+    s = Scenario(saas, sim_cell, workdir)
     yield s
     if s.proc is not None and s.proc.alive:
         s.stop()

@@ -42,15 +42,15 @@ SCRIPT = {
 
 
 @pytest.fixture
-def cell(tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
+def sim_cell(tmp_path: Path, saas: MockSaas) -> Iterator[Cell]:
     process = Cell(tmp_path, SCRIPT, ["--upload-expiry-skew-s", "0"]).start()
     yield process
     process.proc.stop()
 
 
 @pytest.fixture
-def relay(cell: Cell) -> Iterator[TcpProxy]:
-    proxy = TcpProxy.for_url(cell.url).start()
+def relay(sim_cell: Cell) -> Iterator[TcpProxy]:
+    proxy = TcpProxy.for_url(sim_cell.url).start()
     yield proxy
     proxy.close()
 
@@ -75,9 +75,9 @@ def cell_uploads(cell: Cell) -> dict[str, float]:
 
 
 def test_a_grant_is_renewed_only_on_request_also_after_a_sigkill_d_note_7(
-    saas: MockSaas, cell: Cell, relay: TcpProxy, workdir: Path, s3_client: Any
+    saas: MockSaas, sim_cell: Cell, relay: TcpProxy, workdir: Path, s3_client: Any
 ) -> None:
-    s = Scenario(saas, cell, workdir)
+    s = Scenario(saas, sim_cell, workdir)
     s.sip()
     s.task("task-renew", ring_timeout_ms=5000)
     s.quota()
@@ -85,7 +85,7 @@ def test_a_grant_is_renewed_only_on_request_also_after_a_sigkill_d_note_7(
         f"it-renew-{uuid.uuid4().hex[:8]}",
         deadline_s="60",
         DISPATCHER_UPLOAD_AUTHORIZATION_S=str(GRANT_S),
-        DISPATCHER_CELL_URL=relay.url(cell.url),
+        DISPATCHER_CELL_URL=relay.url(sim_cell.url),
     )
     relay.refuse = is_upload  # the grant cannot reach the cell
     try:
@@ -95,7 +95,7 @@ def test_a_grant_is_renewed_only_on_request_also_after_a_sigkill_d_note_7(
         time.sleep(GRANT_S + 1.5)  # the grant is dead now; the D still holds it
         counts = loop_counts(s)
         assert counts["authorized"] == 1 and "loop_renewed_on_request" not in counts, counts
-        assert cell_uploads(cell) == {}, "no upload request reached the cell"
+        assert cell_uploads(sim_cell) == {}, "no upload request reached the cell"
 
         s.kill()  # mid-upload: the grant issued, the cell's answer never came
         relay.refuse = None
@@ -116,7 +116,7 @@ def test_a_grant_is_renewed_only_on_request_also_after_a_sigkill_d_note_7(
     body = s3_client.get_object(Bucket=rec["bucket"], Key=rec["object_key"])["Body"].read()
     assert hashlib.sha256(body).hexdigest() == rec["checksum_sha256"]
     # One PUT: the dead grant was refused by the cell itself, the renewal uploaded.
-    assert cell_uploads(cell) == {"expired": 1.0, "uploaded": 1.0}
+    assert cell_uploads(sim_cell) == {"expired": 1.0, "uploaded": 1.0}
     with sqlite3.connect(s.env()["DISPATCHER_STATE_DB"]) as db:
         (authorizations,) = db.execute("SELECT authorizations FROM recordings").fetchone()
     assert authorizations == 2  # the first grant and the one renewal the cell asked for
