@@ -15,10 +15,11 @@ REFRESH_S = 3.0
 
 async def _refresh_forever(base: str, token: str, queue_id: str, counts: list[int]) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-        signed = await http.post("/ui/signin", data={"token": token})
+        form = (await http.get("/ui/signin")).text  # sets the form's pre-session cookie
+        csrf = form.split('name="csrf" value="', 1)[-1].split('"', 1)[0]
+        signed = await http.post("/ui/signin", data={"token": token, "csrf": csrf})
         if signed.status_code != 303:
             raise SystemExit(f"console sign-in failed: {signed.status_code}")
-        http.cookies = signed.cookies
         fragment = {"X-Orbit-Fragment": "1"}
         while True:
             for path in ("/ui", f"/ui/queues/{queue_id}"):
