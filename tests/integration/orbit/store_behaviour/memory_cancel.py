@@ -1,7 +1,7 @@
 """Cancel (O-CAN-1) over the in-memory twin: `agentcall.orbit.usecases.cancel` and
-`agentcall.orbit.usecases.task_writes` written over `MemoryWrites`, the operator-write statements the
-typed port does not have yet. The same decisions (`plan_cancel`, `apply_cancel`) and the
-same receipt rules (`check_replay`) as the SQL path."""
+`agentcall.orbit.usecases.task_writes` written over `MemoryWrites`, the operator-write
+statements the typed port does not have yet. The same decisions (`plan_cancel`,
+`apply_cancel`) and the same receipt rules (`check_replay`) as the SQL path."""
 
 from __future__ import annotations
 
