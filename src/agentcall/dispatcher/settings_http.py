@@ -15,6 +15,15 @@ _NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*")
 MAX_TIMEOUT_S = 600
 
 
+class HostNames(tuple[str, ...]):
+    """Host names, shown as the setting is written (``d1.example.net,10.0.0.5``)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return ",".join(self) or "-"
+
+
 @dataclass(frozen=True, kw_only=True)
 class HttpEdgeSettings:
     # A request's line and headers must arrive within this of its first byte: else 408.
@@ -23,28 +32,33 @@ class HttpEdgeSettings:
     http_idle_timeout_s: int = 5  # a keep-alive connection without a request is closed
     http_max_connections: int = 100  # beyond: the oldest idle or slow one out, else 503
     # Host names answered besides loopback and the bound address (DNS rebinding guard).
-    http_allowed_hosts: tuple[str, ...] = ()
+    http_allowed_hosts: HostNames = HostNames()
+
+
+def _number(raw: str, kind: Callable[[str], float], low: float, high: float, what: str) -> Any:
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise ValueError(f"must be {what}, not {raw!r}")
+    return value
 
 
 def _timeout(raw: str) -> float:
-    value = float(raw)
-    if not 0 < value <= MAX_TIMEOUT_S:
-        raise ValueError(f"must be a number of seconds > 0 and <= {MAX_TIMEOUT_S}")
-    return value
+    what = f"a number of seconds > 0 and <= {MAX_TIMEOUT_S}"
+    value = _number(raw, float, 0, MAX_TIMEOUT_S, what)
+    if value == 0:
+        raise ValueError(f"must be {what}, not {raw!r}")
+    return float(value)
 
 
 def _whole_seconds(raw: str) -> int:
-    value = int(raw)
-    if not 1 <= value <= MAX_TIMEOUT_S:
-        raise ValueError(f"must be a whole number of seconds 1..{MAX_TIMEOUT_S}")
-    return value
+    return int(_number(raw, int, 1, MAX_TIMEOUT_S, f"a whole number of seconds 1..{MAX_TIMEOUT_S}"))
 
 
 def _connections(raw: str) -> int:
-    value = int(raw)
-    if not 1 <= value <= 65_535:
-        raise ValueError("must be an integer 1..65535")
-    return value
+    return int(_number(raw, int, 1, 65_535, "an integer 1..65535"))
 
 
 def _host(entry: str) -> str:
@@ -61,9 +75,9 @@ def _host(entry: str) -> str:
     return name
 
 
-def _hosts(raw: str) -> tuple[str, ...]:
+def _hosts(raw: str) -> HostNames:
     entries = [entry for entry in raw.split(",") if entry.strip()]
-    return tuple(dict.fromkeys(_host(entry) for entry in entries))
+    return HostNames(dict.fromkeys(_host(entry) for entry in entries))
 
 
 HTTP_EDGE_PARSERS: dict[str, Callable[[str], Any]] = {

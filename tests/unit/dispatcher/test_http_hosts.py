@@ -151,10 +151,12 @@ def test_the_http_edge_settings_default_to_the_documented_figures() -> None:
     assert "DISPATCHER_HTTP_MAX_CONNECTIONS" in describe(s)
 
 
-def test_allowed_hosts_are_read_normalised() -> None:
+def test_allowed_hosts_are_read_normalised_and_shown_as_written() -> None:
     raw = " D1.Example.NET., 10.0.0.5,[FE80::1],d1.example.net "
     s = load_settings({**ENV, "DISPATCHER_HTTP_ALLOWED_HOSTS": raw})
     assert s.http_allowed_hosts == ("d1.example.net", "10.0.0.5", "fe80::1")
+    shown = [line for line in describe(s).splitlines() if "ALLOWED_HOSTS" in line]
+    assert shown == [f"{'DISPATCHER_HTTP_ALLOWED_HOSTS':<34} = d1.example.net,10.0.0.5,fe80::1"]
 
 
 @pytest.mark.parametrize(
@@ -163,11 +165,11 @@ def test_allowed_hosts_are_read_normalised() -> None:
         ("DISPATCHER_HTTP_HEADER_TIMEOUT_S", "0", "> 0 and <= 600"),
         ("DISPATCHER_HTTP_HEADER_TIMEOUT_S", "nan", "> 0 and <= 600"),
         ("DISPATCHER_HTTP_BODY_TIMEOUT_S", "601", "> 0 and <= 600"),
-        ("DISPATCHER_HTTP_BODY_TIMEOUT_S", "soon", "DISPATCHER_HTTP_BODY_TIMEOUT_S"),
+        ("DISPATCHER_HTTP_BODY_TIMEOUT_S", "soon", "> 0 and <= 600, not 'soon'"),
         ("DISPATCHER_HTTP_IDLE_TIMEOUT_S", "0", "1..600"),
-        ("DISPATCHER_HTTP_IDLE_TIMEOUT_S", "2.5", "DISPATCHER_HTTP_IDLE_TIMEOUT_S"),
+        ("DISPATCHER_HTTP_IDLE_TIMEOUT_S", "2.5", "1..600, not '2.5'"),
         ("DISPATCHER_HTTP_MAX_CONNECTIONS", "0", "1..65535"),
-        ("DISPATCHER_HTTP_MAX_CONNECTIONS", "many", "DISPATCHER_HTTP_MAX_CONNECTIONS"),
+        ("DISPATCHER_HTTP_MAX_CONNECTIONS", "many", "1..65535, not 'many'"),
         ("DISPATCHER_HTTP_ALLOWED_HOSTS", "http://d1.example.net", "not a host name"),
         ("DISPATCHER_HTTP_ALLOWED_HOSTS", "d1.example.net:9470", "without scheme, port"),
         ("DISPATCHER_HTTP_ALLOWED_HOSTS", "*.example.net", "'*.example.net'"),
