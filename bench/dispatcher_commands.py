@@ -238,6 +238,9 @@ class Stack:
             "DISPATCHER_LOG_FORMAT": "json",
             "DISPATCHER_PREFETCH": "256",
         }
+        if not Path(env["DISPATCHER_STATE_DB"]).exists():  # first start: create the state file
+            init = [str(BIN / "dispatcher"), "init-state"]
+            subprocess.run(init, env={**os.environ, **env}, check=True, capture_output=True)
         self.spawn(f"dispatcher{tag}", [str(BIN / "dispatcher"), "run"], env)
         wait(lambda: self.http.get(self.status).json()["admission"]["open"], 60, "admission")
         tasks = lambda: self.http.get(self.status).json()["tasks"]  # noqa: E731

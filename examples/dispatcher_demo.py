@@ -194,6 +194,8 @@ class Demo:
             "DISPATCHER_RECORDING_DEADLINE_S": "30",
             "DISPATCHER_RECORDING_SWEEP_S": "0.5",
         }
+        init = [str(BIN / "dispatcher"), "init-state"]  # the first start creates the state file
+        subprocess.run(init, env=env, check=True, capture_output=True)
         proc = Process(
             "dispatcher", [str(BIN / "dispatcher"), "run"], self.work / "dispatcher.log", env
         )

@@ -84,8 +84,9 @@ DISPATCHER: Table = {
     "readiness": set(),
     "domain": {"errors"},
     "contracts": {"errors"},
-    "settings": {"errors", "settings_http"},
+    "settings": {"errors", "settings_http", "settings_values"},
     "settings_http": set(),
+    "settings_values": set(),
     "store": {"domain", "errors"},
     "cell": {"domain", "errors"},
     "mq": {"store"} | _D_BASE,
@@ -104,7 +105,7 @@ DISPATCHER: Table = {
     | {"finalize"}
     | _D_EDGES
     | _D_BASE,
-    "cli": {"service", "settings", "cell", "logs"},
+    "cli": {"service", "settings", "cell", "logs", "store"},
 }
 
 # top to bottom; a part may import the parts of the layers below its own.

@@ -1,4 +1,4 @@
-"""``dispatcher`` command line: ``run``, ``status``, ``check-config``."""
+"""``dispatcher`` command line: ``run``, ``init-state``, ``status``, ``check-config``."""
 
 from __future__ import annotations
 
@@ -80,6 +80,35 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
         return None
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return factory
+
+
+@main.command("init-state")
+@CONFIG
+@click.option(
+    "--restore",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Put this copy of the state (rescued by a D that lost its file, or a backup) back"
+    " at DISPATCHER_STATE_DB instead of creating an empty one.",
+)
+def init_state(config: Path | None, restore: Path | None) -> None:
+    """Create the state file of a dispatcher's first start (DISPATCHER_STATE_DB), or
+    restore a lost one with --restore; ``dispatcher run`` never creates it itself."""
+    settings = _load(config)
+    from agentcall.dispatcher.store.db import StoreError
+    from agentcall.dispatcher.store.state import init_state as create
+    from agentcall.dispatcher.store.state import restore_state
+
+    path, did = settings.state_db, settings.dispatcher_id
+    try:
+        if restore is None:
+            asyncio.run(create(path, did))
+        else:
+            asyncio.run(restore_state(path, restore, did))
+    except StoreError as exc:
+        click.echo(f"dispatcher: {exc}", err=True)
+        raise SystemExit(2) from None
+    done = f"restored from {restore}" if restore else "created"
+    click.echo(f"state database {path} {done} for dispatcher {did}")
 
 
 @main.command("check-config")

@@ -2,7 +2,8 @@
 
 A D is ready when it can take new calls: the broker is reachable, it holds a SIP snapshot
 verified against the cell it drives (D-NOTE-2, D-NOTE-9), discovery has caught up since
-start or since its last error (D-DISC-6, D-DISC-9) and the cell answers. Each condition
+start or since its last error (D-DISC-6, D-DISC-9), the cell answers and its state file is
+still the one it opened. Each condition
 that fails is one cause ``{"cause", "detail"}``; ``GET /readyz`` answers 503 with them,
 and ``/status`` carries the same verdict as ``readiness``. Liveness is another matter
 (``GET /healthz``): a D that is not ready is still running and recovers on its own.
@@ -20,6 +21,7 @@ BROKER = "broker_unreachable"
 SIP = "sip_snapshot_unverified"
 DISCOVERY = "discovery_not_caught_up"
 CELL = "cell_unreachable"
+STATE = "state_file_lost"
 
 SIP_GATES = ("sip", "saas.sip", "cell_identity")  # admission gate parts about the snapshot
 
@@ -57,11 +59,19 @@ def _cell(s: Snapshot) -> str | None:
     return f"the cell does not answer: {error}" if error else "the cell has not answered yet"
 
 
+def _state_file(s: Snapshot) -> str | None:
+    """The state file was deleted, renamed or replaced under the D: it takes nothing more
+    and stops (docs/dispatcher.md, the state file)."""
+    state = s.get("state_file") or {}
+    return None if state.get("intact", True) else str(state.get("problem"))
+
+
 CHECKS: tuple[tuple[str, Check], ...] = (
     (BROKER, _broker),
     (SIP, _sip),
     (DISCOVERY, _discovery),
     (CELL, _cell),
+    (STATE, _state_file),
 )
 
 

@@ -290,6 +290,7 @@ class Dispatcher:
             "control": self.control.run,
             "saas_reads": self._saas_reads,
             "cell_identity": self.cell_gate.run,
+            "state_file": self.db.watch,  # a lost state file stops the D (store.guard)
             **self.extra_loops,
         }
 
@@ -351,14 +352,17 @@ class Dispatcher:
             control=self.control.status(),
             outages=self.outages.status(),
             cell=self.cell_gate.status(),
+            state_file=self.db.lost,
         )
 
 
 async def serve(settings: Settings, cell_factory: Callable[[], CellPort]) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or a loop failure (exit 1); exit 2 at once when
-    the state database cannot be opened, e.g. another D holds it (D-NOTE-8)."""
+    """Run until SIGTERM/SIGINT (exit 0) or a loop failure, a lost state file included (exit
+    1); exit 2 at once when the state database is missing, foreign, locked or unwritable."""
     try:
-        db = await Database.open(settings.state_db)
+        db = await Database.open(
+            settings.state_db, dispatcher_id=settings.dispatcher_id, create=False
+        )
     except StoreError as exc:
         log(LOG, logging.ERROR, "dispatcher.refused", error=str(exc))
         print(f"dispatcher: {exc}", file=sys.stderr, flush=True)
@@ -368,15 +372,15 @@ async def serve(settings: Settings, cell_factory: Callable[[], CellPort]) -> int
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, main.cancel)
+    code = 1
     try:
         await main
     except asyncio.CancelledError:
         code = 0
     except BaseException as exc:  # a loop failed: already logged with its name
-        log(LOG, logging.ERROR, "dispatcher.failed", error=repr(exc))
-        code = 1
-    else:
-        code = 1
+        lost = db.lost  # the state file: nothing acknowledged after the loss (store.guard)
+        event = "state.lost" if lost else "dispatcher.failed"
+        log(LOG, logging.ERROR, event, error=lost or repr(exc))
     finally:
         await db.close()
     log(LOG, logging.INFO, "dispatcher.stopped", exit_code=code)

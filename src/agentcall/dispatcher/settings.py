@@ -23,6 +23,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agentcall.dispatcher.errors import DispatcherError
 from agentcall.dispatcher.settings_http import HTTP_EDGE_PARSERS, HttpEdgeSettings
+from agentcall.dispatcher.settings_values import port as _port
+from agentcall.dispatcher.settings_values import token_problem
+from agentcall.dispatcher.settings_values import url as _url
 
 ENV_PREFIX = "DISPATCHER_"
 
@@ -111,27 +114,10 @@ def _uuid4(raw: str) -> str:
     return raw
 
 
-def _url(*schemes: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        parts = urlsplit(raw)
-        if parts.scheme not in schemes or not parts.netloc:
-            raise ValueError(f"must be a URL with scheme {'/'.join(schemes)} and a host")
-        return raw.rstrip("/") if parts.scheme.startswith("http") else raw
-
-    return parse
-
-
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if not value > 0:
         raise ValueError("must be a number > 0")
-    return value
-
-
-def _port(raw: str) -> int:
-    value = int(raw)
-    if not 0 <= value <= 65535:
-        raise ValueError("must be an integer port 0..65535 (0 = any free port)")
     return value
 
 
@@ -166,8 +152,9 @@ def _key_prefix(raw: str) -> str:
 
 
 def _token(raw: str) -> Secret:
-    if len(raw) < 16 or not raw.isprintable() or " " in raw:
-        raise ValueError("must be at least 16 printable characters without spaces")
+    problem = token_problem(raw)
+    if problem is not None:
+        raise ValueError(f"{problem} (e.g. openssl rand -hex 24)")
     return Secret(raw)
 
 

@@ -107,6 +107,7 @@ class Components:
     control: ControlStatus
     outages: OutagesStatus | None = None
     cell: CellGateStatus | None = None
+    state_file: str | None = None  # why the state file is lost (store.guard), if it is
 
 
 def _admission_state(gate: GateStatus, barrier: Barrier, status: TaskStatus) -> str:
@@ -237,4 +238,5 @@ def _body(facts: StoreFacts, c: Components) -> dict[str, Any]:
         "control": c.control,
         "last_errors": _errors(c),
         "handled_errors": dict(HANDLED),
+        "state_file": {"intact": c.state_file is None, "problem": c.state_file},
     }

@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tests.support.ports import free_port
 from tests.support.services import amqp_url, s3_settings
+from tests.support.waiting import wait_for
 
 BIN = Path(sys.executable).parent
 CELL_ID = "cell-mock"  # the cell_id of mocksaas's default SIP artifact
@@ -33,24 +33,6 @@ FAST = {
     "DISPATCHER_LOG_FORMAT": "json",
     "DISPATCHER_GRACE_S": "3",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns a truthy value; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last={last!r}")
 
 
 class Proc:
@@ -304,12 +286,30 @@ class Scenario:
         }
 
     def start(self, wait_open: bool = True, **overrides: str) -> Scenario:
+        """Start ``dispatcher run``; the first start of the scenario creates its state file
+        with ``dispatcher init-state`` as an operator does (a restart never does)."""
         log = self.workdir / f"d-{self.d[:8]}.log"
-        self.proc = Proc([str(BIN / "dispatcher"), "run"], log, self.env(**overrides)).start()
+        env = self.env(**overrides)
+        if self.proc is None and not Path(env["DISPATCHER_STATE_DB"]).exists():
+            self.init_state(env)
+        self.proc = Proc([str(BIN / "dispatcher"), "run"], log, env).start()
         wait_for(self._listening, 40, "dispatcher /status")
         if wait_open:
             wait_for(lambda: self.status()["admission"]["open"], 20, "admission open")
         return self
+
+    def init_state(self, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        """``dispatcher init-state [args]``; fails the test unless it succeeds."""
+        done = self.init_state_run(env, *args)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    def init_state_run(
+        self, env: Mapping[str, str], *args: str
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [str(BIN / "dispatcher"), "init-state", *args]
+        full = {**os.environ, **env}
+        return subprocess.run(argv, env=full, capture_output=True, text=True, timeout=60)
 
     def _listening(self) -> bool:
         assert self.proc is not None

@@ -298,6 +298,7 @@ def test_the_dispatcher_places_calls_from_the_wheel(
         }
         checked = run([str(bin_dir / "dispatcher"), "check-config"], cwd=site, env=d_env).stdout
         assert dispatcher_id in checked and "wheel-secret" not in checked
+        run([str(bin_dir / "dispatcher"), "init-state"], cwd=site, env=d_env)
         d = processes.start("dispatcher", [str(bin_dir / "dispatcher"), "run"], site, d_env)
         status = f"http://127.0.0.1:{d_port}/status"
         wait_for(lambda: d.alive() and _admission_open(status), 60, "admission to open")

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentcall.dispatcher.readiness import BROKER, CELL, CHECKS, DISCOVERY, SIP, readiness
+from agentcall.dispatcher.readiness import BROKER, CELL, CHECKS, DISCOVERY, SIP, STATE, readiness
 from agentcall.dispatcher.web.app import build_app
 
 pytestmark = pytest.mark.unit
@@ -20,6 +20,7 @@ READY: dict[str, Any] = {
     "amqp": {"connected": True},
     "calls": {"cell_boot_id": "boot-1", "cell_reachable": True},
     "last_errors": [],
+    "state_file": {"intact": True, "problem": None},
 }
 
 
@@ -67,6 +68,12 @@ CASES = [
     ),
     ("cell away", changed(calls__cell_reachable=False), [CELL], ["cell"]),
     (
+        "the state file was deleted under the D",
+        changed(state_file__intact=False, state_file__problem="the state file was deleted"),
+        [STATE],
+        ["deleted"],
+    ),
+    (
         "a closed task barrier is not a readiness matter",
         changed(admission__why_closed={"discovery.page": "x"}, admission__open=False),
         [],
@@ -90,6 +97,7 @@ def test_all_causes_at_once_in_a_fixed_order() -> None:
     s = changed(amqp__connected=False, discovery__caught_up=False, calls__cell_reachable=False)
     s["admission"]["why_closed"] = {"sip": "no verified SIP snapshot yet"}
     s["last_errors"] = [{"source": "amqp", "error": "connection refused"}]
+    s["state_file"] = {"intact": False, "problem": "the state file was replaced"}
     causes = readiness(s)["causes"]
     assert [c["cause"] for c in causes] == [name for name, _ in CHECKS]
     assert causes[0]["detail"] == "no AMQP connection: connection refused"
