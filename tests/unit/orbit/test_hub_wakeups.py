@@ -14,125 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncIterator
 
 import pytest
 
-from agentcall.orbit.domain.idempotency import Scope
-from agentcall.orbit.domain.leasing import HandlerKey
-from agentcall.orbit.domain.strictjson import read_json
-from agentcall.orbit.domain.submit import OPERATION, parse_submit, submit_digest
-from agentcall.orbit.domain.tokens import ALL_PERMISSIONS, Principal, authenticate
-from agentcall.orbit.execution.acks import Peer
-from agentcall.orbit.execution.batch import Batcher, Kind
-from agentcall.orbit.execution.hub import Hub, Link
-from agentcall.orbit.execution.kernel import LEASE, Kernel, KernelSettings, handlers
-from agentcall.orbit.execution.upkeep import Upkeep
-from agentcall.orbit.protocol.messages import WorkerIdentity
-from agentcall.orbit.store.group_plan import PendingSubmit
-from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
-from agentcall.orbit.store.ports import AttemptTransaction
+from tests.support.orbit_twin import TwinOrbit, twin_orbit
 
 pytestmark = pytest.mark.unit
 
-T = TypeVar("T")
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-HANDLER = HandlerKey("demo.work", "v1")
 
-
-def _bind(tx: Any) -> AttemptTransaction:
-    assert isinstance(tx, MemoryWrites)
-    return tx
-
-
-class TwinBatcher:
-    """The batcher's entry points (`run`, `submit`) over the twin: every call is one
-    transaction of the twin, applied by the kernel's own handlers; lease asks are recorded as
-    (queue, size)."""
-
-    def __init__(self, store: MemoryStore, kernel: Kernel) -> None:
-        self.store = store
-        self.handlers = {handler.kind: handler for handler in handlers(kernel)}
-        self.asked: list[tuple[str, int]] = []
-
-    async def run(self, step: Callable[[Any, datetime], Awaitable[T]]) -> T:
-        async with self.store.transaction() as (tx, now):
-            return await step(tx, now)
-
-    async def submit(self, kind: Kind[Any, T], item: Any) -> T:
-        if kind is LEASE:
-            self.asked.append((item.queue_id, item.size))
-        async with self.store.transaction() as (tx, now):
-            (outcome,) = await self.handlers[kind].apply(tx, now, [item])
-        return cast(T, outcome)
-
-
-@dataclass
-class World:
-    hub: Hub
-    batcher: TwinBatcher
-    store: MemoryStore
-    principal: Principal
-    queues: dict[str, str]  # name -> queue id
-    sent: list[dict[str, Any]] = field(default_factory=list)
-
-    def asked(self) -> list[tuple[str, int]]:
-        """The lease asks so far, by queue name."""
-        names = {queue_id: name for name, queue_id in self.queues.items()}
-        return [(names[queue_id], size) for queue_id, size in self.batcher.asked]
-
-    async def stock(self, name: str, count: int) -> None:
-        """`count` tasks submitted to queue `name`."""
-        for _ in range(count):
-            body = {
-                "queue_id": self.queues[name],
-                "handler": HANDLER.handler,
-                "handler_version": HANDLER.handler_version,
-                "payload_version": "v1",
-                "payload": {},
-            }
-            request = parse_submit(read_json(json.dumps(body).encode()))
-            key = f"k{len(self.store.state.tasks)}"
-            scope = Scope(self.principal.namespace_id, OPERATION, "", key)
-            item = PendingSubmit(self.principal, request, scope, submit_digest(request), "r")
-            await self.store.submit(item)
-
-    def link(
-        self, names: tuple[str, ...], capacity: int, held: frozenset[str] = frozenset()
-    ) -> Link:
-        """A worker connection serving these queues, added to the hub."""
-        worker = WorkerIdentity("w", "i" * 32, "sdk", "host", 1)
-        queue_ids = tuple(self.queues[name] for name in names)
-        peer = Peer(
-            f"c{len(self.hub.links)}",
-            self.principal.token_id,
-            self.principal.namespace_id,
-            frozenset(queue_ids),
-            worker,
-        )
-
-        async def send(message: dict[str, Any]) -> None:
-            self.sent.append(message)
-
-        link = Link(peer, frozenset({HANDLER}), queue_ids, capacity, send)
-        self.hub.add(link, set(held))
-        return link
-
-
-async def _world(stock: dict[str, int], tick_s: float = 3600) -> World:
-    store = MemoryStore(ManualClock(T0))
-    first = await store.init("ns", "unused", "secret-0")
-    queues = {name: await store.add_queue(first.namespace_id, name) for name in stock}
-    token = await store.add_token(first.namespace_id, "secret-1", ALL_PERMISSIONS, queues.values())
-    settings = KernelSettings()
-    kernel = Kernel(settings, _bind)
-    batcher = TwinBatcher(store, kernel)
-    hub = Hub(cast(Batcher, batcher), kernel, Upkeep(settings, _bind), tick_s=tick_s, sweep_s=3600)
-    world = World(hub, batcher, store, authenticate(token, T0), queues)
+async def _world(stock: dict[str, int], tick_s: float = 3600) -> TwinOrbit:
+    world = await twin_orbit(tuple(stock), tick_s=tick_s)
     for name, count in stock.items():
         await world.stock(name, count)
     return world
@@ -146,7 +38,7 @@ async def _settled() -> None:
 
 
 @contextlib.asynccontextmanager
-async def _running(world: World) -> AsyncIterator[None]:
+async def _running(world: TwinOrbit) -> AsyncIterator[None]:
     """The hub's loops started; the first full round over."""
     world.hub.start()
     try:
