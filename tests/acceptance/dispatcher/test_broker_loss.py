@@ -18,9 +18,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.acceptance.dispatcher.broker import originate_log
-from tests.acceptance.dispatcher.harness import Scenario, wait_for
+from tests.acceptance.dispatcher.harness import Scenario
 from tests.support.services import amqp_url
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

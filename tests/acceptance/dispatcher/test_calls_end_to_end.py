@@ -14,7 +14,8 @@ from tests.acceptance.dispatcher.broker import (
     result_binding,
     take_dead_letters,
 )
-from tests.acceptance.dispatcher.harness import BIN, Scenario, execute_body, unique, wait_for
+from tests.acceptance.dispatcher.harness import BIN, Scenario, execute_body, unique
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

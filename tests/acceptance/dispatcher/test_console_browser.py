@@ -22,9 +22,10 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from agentcall.dispatcher.console.pages import PANEL_REFRESH_MS, REFRESH_MS
 from tests.acceptance.chromium import headless_chromium
-from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, wait_for
+from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario
 from tests.support.services import amqp_url
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.browser, pytest.mark.rabbitmq]
 ROOT = Path(__file__).resolve().parents[3]

@@ -22,7 +22,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.acceptance.chromium import headless_chromium
-from tests.acceptance.dispatcher.harness import Scenario, wait_for
+from tests.acceptance.dispatcher.harness import Scenario
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.browser, pytest.mark.rabbitmq]
 SECRET = "transcript-only-for-the-operator-5f1c"

@@ -16,13 +16,8 @@ import httpx
 import pytest
 
 from tests.acceptance.dispatcher.broker import message_count, originate_log, take_dead_letters
-from tests.acceptance.dispatcher.harness import (
-    BIN,
-    Scenario,
-    execute_body,
-    unique,
-    wait_for,
-)
+from tests.acceptance.dispatcher.harness import BIN, Scenario, execute_body, unique
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 from tests.acceptance.dispatcher.broker import originate_log
-from tests.acceptance.dispatcher.harness import Cell, Scenario, s3_env, wait_for
+from tests.acceptance.dispatcher.harness import Cell, Scenario, s3_env
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from tests.acceptance.dispatcher.broker import message_count
-from tests.acceptance.dispatcher.harness import Scenario, wait_for
+from tests.acceptance.dispatcher.harness import Scenario
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

@@ -23,9 +23,10 @@ from tests.acceptance.dispatcher.broker import (
     message_count,
     take_dead_letters,
 )
-from tests.acceptance.dispatcher.harness import Scenario, unique, wait_for
+from tests.acceptance.dispatcher.harness import Scenario, unique
 from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
 from tests.support.hostile import hostile_bodies
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

@@ -17,10 +17,11 @@ import httpx
 import pytest
 
 from agentcall.dispatcher.readiness import BROKER, CELL, DISCOVERY, SIP
-from tests.acceptance.dispatcher.harness import Scenario, wait_for
+from tests.acceptance.dispatcher.harness import Scenario
 from tests.support import metric_names
 from tests.support.services import amqp_url
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

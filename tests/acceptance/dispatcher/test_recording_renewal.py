@@ -22,8 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env, wait_for
+from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

@@ -26,18 +26,11 @@ from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.media import g711
 from agentcall.mocksaas.domain.sip import SipOptions, build_sip_snapshot
 from agentcall.mocksaas.domain.task_config import AgentMode, default_agent_config
-from tests.acceptance.dispatcher.harness import (
-    BIN,
-    CELL_ID,
-    MockSaas,
-    Proc,
-    Scenario,
-    free_port,
-    s3_env,
-    wait_for,
-)
+from tests.acceptance.dispatcher.harness import BIN, CELL_ID, MockSaas, Proc, Scenario, s3_env
+from tests.support.ports import free_port
 from tests.support.services import s3_settings
 from tests.support.sipp.peer import SippPeer
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 

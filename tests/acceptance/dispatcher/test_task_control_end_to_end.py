@@ -17,15 +17,9 @@ import aio_pika
 import pytest
 
 from tests.acceptance.dispatcher.broker import message_count, originate_log
-from tests.acceptance.dispatcher.harness import (
-    Cell,
-    MockSaas,
-    Scenario,
-    execute_body,
-    unique,
-    wait_for,
-)
+from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, execute_body, unique
 from tests.support.services import amqp_url
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 

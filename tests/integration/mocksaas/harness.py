@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +15,10 @@ from typing import Any
 
 import httpx
 
+from tests.support.ports import free_port
 from tests.support.services import amqp_url
 
 CONTRACT = "/internal/v1/dispatcher"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def mocksaas_command() -> list[str]:
@@ -187,13 +181,3 @@ def stop_applied(
             "task_state": "stopped",
         },
     }
-
-
-def wait_for(predicate: Any, timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")

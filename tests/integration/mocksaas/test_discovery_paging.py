@@ -11,7 +11,8 @@ from aio_pika.abc import AbstractRobustConnection
 
 from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import publish_result
-from tests.integration.mocksaas.harness import Dispatcher, stop_applied, wait_for
+from tests.integration.mocksaas.harness import Dispatcher, stop_applied
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 CONTRACTS = Contracts(find_contracts_dir())

@@ -10,7 +10,8 @@ import pytest
 from aio_pika.abc import AbstractRobustConnection
 
 from tests.integration.mocksaas.amqp_helpers import message_count, publish_result
-from tests.integration.mocksaas.harness import Server, stop_applied, wait_for
+from tests.integration.mocksaas.harness import Server, stop_applied
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 

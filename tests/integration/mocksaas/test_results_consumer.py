@@ -12,7 +12,8 @@ from aio_pika.abc import AbstractRobustConnection
 
 from agentcall.mocksaas.contracts import find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import publish_result
-from tests.integration.mocksaas.harness import Dispatcher, wait_for
+from tests.integration.mocksaas.harness import Dispatcher
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 VALID = find_contracts_dir() / "examples" / "valid"

@@ -19,9 +19,10 @@ from agentcall.mocksaas.contracts import Contracts, find_contracts_dir
 from agentcall.mocksaas.domain.results import check_result, facts_of
 from agentcall.mocksaas.store import results
 from tests.integration.mocksaas.amqp_helpers import publish_result
-from tests.integration.mocksaas.harness import Dispatcher, wait_for
+from tests.integration.mocksaas.harness import Dispatcher
 from tests.support.fuzzing import FUZZ, FUZZ_EXAMPLES
 from tests.support.hostile import hostile_bodies, mutated
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 D = "c046b893-8628-4589-ae50-619d049248a6"

@@ -15,7 +15,8 @@ from aio_pika.abc import AbstractRobustConnection
 
 from agentcall.mocksaas.contracts import find_contracts_dir
 from tests.integration.mocksaas.amqp_helpers import message_count, publish_result
-from tests.integration.mocksaas.harness import Dispatcher, stop_applied, wait_for
+from tests.integration.mocksaas.harness import Dispatcher, stop_applied
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 TOPOLOGY = json.loads((find_contracts_dir() / "mq-topology.json").read_text())
