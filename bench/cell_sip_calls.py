@@ -48,11 +48,11 @@ from agentcall.cell.agent.providers import ASRProvider, ProviderRegistry  # noqa
 from agentcall.cell.agent.providers_espeak import EspeakTTS  # noqa: E402
 from agentcall.cell.agent.providers_sphinx import PocketsphinxASR  # noqa: E402
 from agentcall.cell.audio.vad import make_vad  # noqa: E402
+from agentcall.cell.domain.model import AmdAction  # noqa: E402
 from agentcall.cell.media import g711  # noqa: E402
 from agentcall.cell.media.hearing import VoiceOptions  # noqa: E402
 from agentcall.cell.media.session import MediaClock  # noqa: E402
 from agentcall.cell.media.voice import AgentSink, VoiceAgent  # noqa: E402
-from agentcall.cell.model import AmdAction  # noqa: E402
 from agentcall.cell.sip.transport import SipEndpoint  # noqa: E402
 from agentcall.cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers  # noqa: E402
 

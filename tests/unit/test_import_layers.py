@@ -17,18 +17,19 @@ The Dispatcher, top to bottom:
 The cell, each layer importing only the layers below it:
 
     cli
-    → server                    HTTP/WebSocket API
-    → service                   the cell: admission, calls, events, recordings
-    → live, uploads, sim, sip   the call drivers (simulated, SIP) and recording uploads
+    → server                    HTTP/WebSocket API and its bounded edge
+    → runtime                   the running cell: admission, live calls, uploads
+    → sim, sip                  the call drivers (simulated, SIP)
     → media                     RTP, jitter buffer, the voice agent on a live call
-    → driver → calls → plan     the driver interface, the call table, the call plan
+    → calls                     the plan, the call record, the driver seam
     → agent                     agent config, providers, opt-out, the simulated conversation
     → recording                 WAV files and the recording store
-    → fields, approved, originate_log   field readers; the approved SIP configuration the
-                                cell carries; the record of dialled calls
-    → errors, model, events, audio, metrics   (the shared base)
+    → state                     the originate log and the approved SIP configuration
+    → domain, audio, telemetry  (the shared base: vocabulary, errors, events, field
+                                readers; audio processing; metrics)
 
-  `client` (the Dispatcher's client) depends on the wire only, on nothing else of the cell.
+  `client` (the Dispatcher's client) depends on the wire only: of the cell, it imports the
+  wire's vocabulary (`domain.model`: call states, answering-machine actions) and nothing else.
 
 The Mock SaaS, each layer importing only the layers below it:
 
@@ -113,18 +114,16 @@ CELL: Table = stacked(
     [
         {"cli"},
         {"server"},
-        {"service"},
-        {"live", "uploads", "sim", "sip"},
+        {"runtime"},
+        {"sim", "sip"},
         {"media"},
-        {"driver"},
         {"calls"},
-        {"plan"},
         {"agent"},
         {"recording"},
-        {"fields", "approved", "originate_log"},
-        {"", "errors", "model", "events", "audio", "metrics"},
+        {"state"},
+        {"", "domain", "audio", "telemetry"},
     ],
-    client=set(),
+    client={"domain"},  # its vocabulary only (tests/unit/cell/test_client.py)
 )
 
 # top to bottom; a part may import the parts of the layers below its own.
@@ -217,10 +216,10 @@ def test_the_cell_package_is_reached_only_through_its_client() -> None:
 
 
 def test_the_cell_table_is_strict() -> None:
-    assert CELL["agent"] >= {"recording", "errors"}
+    assert CELL["agent"] >= {"recording", "domain"}
     assert "media" not in CELL["agent"]
     assert "sip" not in CELL["media"]
-    assert CELL["errors"] == set() and CELL["client"] == set()
+    assert CELL["domain"] == set() and CELL["client"] == {"domain"}
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ import uvicorn
 from agentcall import logs
 from agentcall.cell import __version__
 from agentcall.cell.agent.mock import mock_registry
-from agentcall.cell.errors import CellConfigError, CellError, StateLostError
+from agentcall.cell.domain.errors import CellConfigError, CellError, StateLostError
+from agentcall.cell.runtime.service import CellConfig, CellService
+from agentcall.cell.runtime.uploads import EXPIRY_SKEW_S
 from agentcall.cell.server.app import build_app
 from agentcall.cell.server.edge import HttpLimits, bounded_protocol
-from agentcall.cell.service import CellConfig, CellService
 from agentcall.cell.sim.driver import SimDriver
 from agentcall.cell.sim.script import Script, load_script
-from agentcall.cell.uploads import EXPIRY_SKEW_S
 
 log = logging.getLogger("cell.cli")
 STATE_LOST_EXIT = 3  # the originate log is lost: the cell stopped so as not to dial twice

@@ -15,6 +15,7 @@ import pytest
 
 from agentcall.cell.client import CellClient, EventType
 from agentcall.dispatcher.cell.adapter import CellAdapter
+from agentcall.dispatcher.cell.port import CellPlan, CellTrunk
 from tests.integration.cell.helpers import Watch, serve_sip
 from tests.integration.cell.test_sip_voice_agent import GREETING, alaw_file, silence, speech
 from tests.support.agent_configs import FULL_AI
@@ -36,24 +37,24 @@ async def test_the_plans_amd_wins_over_the_cells_default(tmp_path: Path) -> None
     agent = copy.deepcopy(FULL_AI)
     agent["conversation"]["silence_timeout_ms"] = 20_000
     call_id = f"amd-{uuid.uuid4().hex[:10]}"
-    body = {  # what the D's calls.plan.cell_plan makes of an execution pinned with "hangup"
-        "call_id": call_id,
-        "trunk": {
-            "trunk_id": "trunk-sipp",
-            "dial_prefix": "",
-            "server_host": "127.0.0.1",
-            "server_port": peer.port,
-            "transport": "udp",
-            "auth_mode": "none",
-        },
-        "caller_id": "BD00000000",
-        "callee": "15003164745",
-        "ring_timeout_ms": 5000,
-        "max_duration_ms": 30_000,
-        "agent": agent,
-        "tags": {"task_id": "task-amd"},
-        "amd": "hangup",
-    }
+    body = CellPlan(  # what the D's calls.plan.cell_plan makes of an execution pinned so
+        call_id=call_id,
+        trunk=CellTrunk(
+            trunk_id="trunk-sipp",
+            dial_prefix="",
+            server_host="127.0.0.1",
+            server_port=peer.port,
+            transport="udp",
+            auth_mode="none",
+        ),
+        caller_id="BD00000000",
+        callee="15003164745",
+        ring_timeout_ms=5000,
+        max_duration_ms=30_000,
+        agent=agent,
+        tags={"task_id": "task-amd"},
+        amd="hangup",
+    )
     try:
         with serve_sip(tmp_path, {"CELL_AMD": "leave_message"}) as url:
             async with CellClient(url) as cell:

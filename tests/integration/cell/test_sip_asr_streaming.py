@@ -17,10 +17,10 @@ from agentcall.cell.agent.mock import MockLLM, MockTTS
 from agentcall.cell.agent.providers import ProviderRegistry
 from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
+from agentcall.cell.domain.model import Turn
 from agentcall.cell.media import g711
 from agentcall.cell.media.rtp import PCM_BYTES_PER_FRAME
 from agentcall.cell.media.voice import AgentSink, VoiceAgent, frames_of
-from agentcall.cell.model import Turn
 from tests.support.agent_configs import ASR_ONLY
 
 pytestmark = pytest.mark.integration

@@ -30,12 +30,12 @@ import pytest
 from agentcall.cell.agent.config import TTSConfig
 from agentcall.cell.agent.mock import mock_registry
 from agentcall.cell.agent.providers_espeak import EspeakTTS
-from agentcall.cell.calls import Ending
+from agentcall.cell.calls.plan import CallPlan, parse_plan
+from agentcall.cell.calls.record import Ending
+from agentcall.cell.domain.model import AmdAction, ReasonCode, Role, Turn
 from agentcall.cell.media import g711
 from agentcall.cell.media.hearing import VoiceOptions
 from agentcall.cell.media.rtp import RtpPacket, parse_rtp, serialize_rtp
-from agentcall.cell.model import AmdAction, ReasonCode, Role, Turn
-from agentcall.cell.plan import CallPlan, parse_plan
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sip.driver import SipDriver
 from agentcall.cell.sip.ua import SipTimers

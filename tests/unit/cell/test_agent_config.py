@@ -9,7 +9,7 @@ import pytest
 from agentcall.cell.agent.config import AgentMode, parse_agent_config
 from agentcall.cell.agent.mock import mock_registry
 from agentcall.cell.agent.providers import ProviderRegistry
-from agentcall.cell.errors import InvalidPlanError, UnknownProviderError
+from agentcall.cell.domain.errors import InvalidPlanError, UnknownProviderError
 from tests.support.agent_configs import ASR_ONLY, FULL_AI, asr_only, full_ai
 
 

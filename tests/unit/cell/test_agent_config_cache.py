@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from agentcall.cell.agent.config import AgentConfigCache, parse_agent_config
-from agentcall.cell.errors import InvalidPlanError
-from agentcall.cell.plan import canonical_json, parse_plan, plan_digest
+from agentcall.cell.calls.plan import canonical_json, parse_plan, plan_digest
+from agentcall.cell.domain.errors import InvalidPlanError
 from tests.support.agent_configs import ASR_ONLY, FULL_AI, full_ai
 
 from .plans import plan_body

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from agentcall.cell import client
-from agentcall.cell.errors import InvalidPlanError
+from agentcall.cell.calls.plan import parse_plan
+from agentcall.cell.domain.errors import InvalidPlanError
+from agentcall.cell.domain.model import AmdAction
 from agentcall.cell.media.hearing import amd_for_call
-from agentcall.cell.model import AmdAction
-from agentcall.cell.plan import parse_plan
 
 from .plans import plan_body
 

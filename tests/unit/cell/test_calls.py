@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agentcall.cell import calls
-from agentcall.cell.calls import CallRecord, Ending, RecordingRef
-from agentcall.cell.errors import IllegalTransitionError
-from agentcall.cell.model import CallState, EndCause, Outcome, Role, Turn
-from agentcall.cell.plan import parse_plan
+from agentcall.cell.calls import record as calls
+from agentcall.cell.calls.plan import parse_plan
+from agentcall.cell.calls.record import CallRecord, Ending, RecordingRef
+from agentcall.cell.domain.errors import IllegalTransitionError
+from agentcall.cell.domain.model import CallState, EndCause, Outcome, Role, Turn
 
 from .plans import plan_body
 

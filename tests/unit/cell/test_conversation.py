@@ -20,7 +20,7 @@ from agentcall.cell.agent.conversation import (
 from agentcall.cell.agent.mock import mock_registry, speech_ms
 from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.audio.synth import peak
-from agentcall.cell.model import Role
+from agentcall.cell.domain.model import Role
 from tests.support.agent_configs import asr_only, full_ai
 
 TURNS = (CalleeTurn("Hello?"), CalleeTurn("Tell me more."))

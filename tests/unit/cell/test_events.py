@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agentcall.cell.events import EventLog, EventType, iso
+from agentcall.cell.domain.events import EventLog, EventType, iso
 
 AT = datetime(2026, 9, 21, 8, 0, tzinfo=UTC)
 

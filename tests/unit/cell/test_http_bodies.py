@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from starlette.requests import Request
 
-from agentcall.cell.errors import InvalidRequestError
+from agentcall.cell.domain.errors import InvalidRequestError
 from agentcall.cell.server.http import read_json
 
 BAD = [

@@ -8,7 +8,7 @@ from array import array
 
 import pytest
 
-from agentcall.cell.errors import SipParseError
+from agentcall.cell.domain.errors import SipParseError
 from agentcall.cell.media import g711
 from agentcall.cell.media.rtp import RtpPacket, SendState, parse_rtp, serialize_rtp
 

@@ -11,8 +11,8 @@ from typing import Any
 from agentcall.cell.agent.config import ASRConfig, parse_agent_config
 from agentcall.cell.agent.mock import MockLLM, MockTTS
 from agentcall.cell.agent.providers import ProviderRegistry, Transcription, Utterance
+from agentcall.cell.domain.model import Role, Turn
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
-from agentcall.cell.model import Role, Turn
 from tests.support.agent_configs import FULL_AI
 
 VOICED = array("h", [6000, -6000] * 80).tobytes()

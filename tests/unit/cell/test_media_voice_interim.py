@@ -13,9 +13,9 @@ import pytest
 from agentcall.cell.agent.config import ASRConfig, parse_agent_config
 from agentcall.cell.agent.mock import MockASR, MockLLM, MockRecognizer, MockTTS
 from agentcall.cell.agent.providers import ProviderRegistry, Recognizer
+from agentcall.cell.domain.model import Role, Turn
 from agentcall.cell.media import turns
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
-from agentcall.cell.model import Role, Turn
 from tests.support.agent_configs import FULL_AI
 from tests.unit.cell.test_media_voice import ticks
 

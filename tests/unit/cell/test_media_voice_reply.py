@@ -16,9 +16,9 @@ import pytest
 from agentcall.cell.agent.config import ASRConfig, LLMConfig, parse_agent_config
 from agentcall.cell.agent.mock import MockTTS
 from agentcall.cell.agent.providers import ChatMessage, ProviderRegistry, Transcription, Utterance
+from agentcall.cell.domain.model import AmdAction, Role, Turn
 from agentcall.cell.media.hearing import VoiceOptions
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
-from agentcall.cell.model import AmdAction, Role, Turn
 from tests.support.agent_configs import FULL_AI
 from tests.support.audio_signals import sines
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcall.cell.errors import StateLostError
-from agentcall.cell.originate_log import OriginateLog, may_create, read_entries, used_before
+from agentcall.cell.domain.errors import StateLostError
+from agentcall.cell.state.originate_log import OriginateLog, may_create, read_entries, used_before
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agentcall.cell.errors import InvalidPlanError
-from agentcall.cell.plan import parse_plan
+from agentcall.cell.calls.plan import parse_plan
+from agentcall.cell.domain.errors import InvalidPlanError
 
 from .plans import plan_body
 

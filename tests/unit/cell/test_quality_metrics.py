@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcall.cell.metrics import CellMetrics
+from agentcall.cell.telemetry.metrics import CellMetrics
 from tests.support import metric_names
 
 pytestmark = pytest.mark.unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcall.cell.model import EndCause, Outcome
+from agentcall.cell.domain.model import EndCause, Outcome
 from agentcall.cell.sim.ringing import SetupResult, setup
 from agentcall.cell.sim.script import Behaviour
 

@@ -10,8 +10,8 @@ import pytest
 
 from agentcall.cell.agent.conversation import CalleeTurn
 from agentcall.cell.agent.optout import DEFAULT_OPT_OUT_PHRASES
-from agentcall.cell.errors import ScriptError
-from agentcall.cell.model import Outcome
+from agentcall.cell.domain.errors import ScriptError
+from agentcall.cell.domain.model import Outcome
 from agentcall.cell.sim.script import DEFAULT_BEHAVIOUR, load_script, parse_script
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "cell-script.json"

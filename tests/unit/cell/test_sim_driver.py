@@ -10,9 +10,9 @@ import pytest
 
 from agentcall.cell.agent.conversation import ConversationPlan, EndReason
 from agentcall.cell.agent.mock import mock_registry
-from agentcall.cell.calls import Ending
-from agentcall.cell.model import EndCause, Outcome, ReasonCode, Turn
-from agentcall.cell.plan import CallPlan, parse_plan
+from agentcall.cell.calls.plan import CallPlan, parse_plan
+from agentcall.cell.calls.record import Ending
+from agentcall.cell.domain.model import EndCause, Outcome, ReasonCode, Turn
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sim.driver import AUDIO_STEP_MS, SimDriver, steps
 from agentcall.cell.sim.script import parse_script

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from agentcall.cell.errors import IllegalCallTransitionError
-from agentcall.cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
+from agentcall.cell.domain.errors import IllegalCallTransitionError
+from agentcall.cell.sip.dialog import Action, DialogState, Event, EventKind, Phase, step
 from agentcall.cell.sip.outcome import CallEnd, CallOutcome, CancelCause
 
 A = Action
 K = EventKind
-INV = CallState()
-RING = CallState(phase=Phase.RINGING, ringing_reported=True)
-PROC = CallState(phase=Phase.PROCEEDING)
-CONF = CallState(phase=Phase.CONFIRMED, ringing_reported=True)
+INV = DialogState()
+RING = DialogState(phase=Phase.RINGING, ringing_reported=True)
+PROC = DialogState(phase=Phase.PROCEEDING)
+CONF = DialogState(phase=Phase.CONFIRMED, ringing_reported=True)
 
 
 def ev(kind: EventKind, status: int | None = None) -> Event:
@@ -42,14 +42,14 @@ CASES = [
     ),
     (
         "second 401 fails",
-        CallState(auth_attempts=1),
+        DialogState(auth_attempts=1),
         ev(K.FAILURE, 401),
         Phase.ENDED,
         (A.REPORT_ENDED,),
     ),
     (
         "401 while cancelling ends",
-        CallState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
+        DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
         ev(K.FAILURE, 401),
         Phase.ENDED,
         (A.REPORT_ENDED,),
@@ -59,7 +59,7 @@ CASES = [
     ("ring timeout before 1xx waits", INV, ev(K.RING_TIMEOUT), Phase.INVITING, ()),
     (
         "pending cancel sent on 1xx",
-        CallState(cancel_cause=CancelCause.RING_TIMEOUT),
+        DialogState(cancel_cause=CancelCause.RING_TIMEOUT),
         ev(K.PROVISIONAL, 100),
         Phase.CANCELLING,
         (A.SEND_CANCEL,),
@@ -67,14 +67,14 @@ CASES = [
     ("hangup while ringing cancels", RING, ev(K.HANGUP), Phase.CANCELLING, (A.SEND_CANCEL,)),
     (
         "answered while cancelling: ack+bye",
-        CallState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
+        DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
         ev(K.SUCCESS, 200),
         Phase.TERMINATING,
         (A.SEND_ACK, A.SEND_BYE),
     ),
     (
         "second cancel trigger ignored",
-        CallState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
+        DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
         ev(K.HANGUP),
         Phase.CANCELLING,
         (),
@@ -95,21 +95,21 @@ CASES = [
     ("late 180 ignored", CONF, ev(K.PROVISIONAL, 180), Phase.CONFIRMED, ()),
     (
         "bye answered",
-        CallState(phase=Phase.TERMINATING),
+        DialogState(phase=Phase.TERMINATING),
         ev(K.BYE_DONE),
         Phase.ENDED,
         (A.REPORT_ENDED,),
     ),
     (
         "crossing byes",
-        CallState(phase=Phase.TERMINATING),
+        DialogState(phase=Phase.TERMINATING),
         ev(K.REMOTE_BYE),
         Phase.ENDED,
         (A.ANSWER_BYE, A.REPORT_ENDED),
     ),
     (
         "bye retransmission after end",
-        CallState(phase=Phase.ENDED),
+        DialogState(phase=Phase.ENDED),
         ev(K.REMOTE_BYE),
         Phase.ENDED,
         (A.ANSWER_BYE,),
@@ -123,7 +123,7 @@ CASES = [
     ids=[c[0] for c in CASES],
 )
 def test_transitions(
-    state: CallState, event: Event, phase: Phase, actions: tuple[Action, ...]
+    state: DialogState, event: Event, phase: Phase, actions: tuple[Action, ...]
 ) -> None:
     result = step(state, event)
     assert result.state.phase is phase
@@ -135,13 +135,13 @@ END_CASES = [
     ("decline", RING, ev(K.FAILURE, 603), CallEnd(CallOutcome.REJECTED, "sip_603", "rejected")),
     (
         "487 after ring timeout",
-        CallState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
+        DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
         ev(K.FAILURE, 487),
         CallEnd(CallOutcome.NO_ANSWER, "ring_timeout", "no_answer"),
     ),
     (
         "487 after hangup",
-        CallState(phase=Phase.CANCELLING, cancel_cause=CancelCause.HANGUP_REQUESTED),
+        DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.HANGUP_REQUESTED),
         ev(K.FAILURE, 487),
         CallEnd(CallOutcome.FAILED, "hangup_requested", "hangup_requested"),
     ),
@@ -159,7 +159,7 @@ END_CASES = [
 @pytest.mark.parametrize(
     ("state", "event", "end"), [c[1:] for c in END_CASES], ids=[c[0] for c in END_CASES]
 )
-def test_final_outcome(state: CallState, event: Event, end: CallEnd) -> None:
+def test_final_outcome(state: DialogState, event: Event, end: CallEnd) -> None:
     assert step(state, event).state.end == end
 
 
@@ -179,6 +179,6 @@ def test_max_duration_end_is_kept_through_bye() -> None:
         (CONF, ev(K.INVITE_TIMEOUT)),
     ],
 )
-def test_illegal_events_raise(state: CallState, event: Event) -> None:
+def test_illegal_events_raise(state: DialogState, event: Event) -> None:
     with pytest.raises(IllegalCallTransitionError):
         step(state, event)

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from agentcall.cell.errors import SipAuthError
+from agentcall.cell.domain.errors import SipAuthError
 from agentcall.cell.sip.digest import (
     Challenge,
     Credentials,

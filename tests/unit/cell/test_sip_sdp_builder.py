@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcall.cell.errors import SipParseError
+from agentcall.cell.domain.errors import SipParseError
 from agentcall.cell.sip.builder import (
     Leg,
     dialog_from_success,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentcall.cell.errors import SipConfigError
-from agentcall.cell.model import EndCause, Outcome
-from agentcall.cell.plan import TrunkSpec
+from agentcall.cell.calls.plan import TrunkSpec
+from agentcall.cell.domain.errors import SipConfigError
+from agentcall.cell.domain.model import EndCause, Outcome
 from agentcall.cell.sip.digest import Credentials
 from agentcall.cell.sip.driver import ending_for
 from agentcall.cell.sip.outcome import CallEnd, CallOutcome

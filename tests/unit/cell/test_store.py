@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from agentcall.cell.audio.synth import tone_speech
-from agentcall.cell.errors import RecordingNotFoundError, UploadNotAllowedError
-from agentcall.cell.originate_log import OriginateLog, read_entries
+from agentcall.cell.domain.errors import RecordingNotFoundError, UploadNotAllowedError
 from agentcall.cell.recording.store import RecordingStore, UploadState, UploadStatus
+from agentcall.cell.state.originate_log import OriginateLog, read_entries
 
 
 def _recorded(store: RecordingStore, call_id: str, ms: int = 500, finish: bool = True) -> None:

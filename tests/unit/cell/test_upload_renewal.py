@@ -9,7 +9,7 @@ import pytest
 
 from agentcall.cell.client import UploadResult as ClientResult
 from agentcall.cell.recording.store import UploadState, UploadStatus
-from agentcall.cell.uploads import UploadResult, expired_before_put
+from agentcall.cell.runtime.uploads import UploadResult, expired_before_put
 
 NOW = datetime(2026, 3, 2, tzinfo=UTC)
 STARTED = UploadState("upload-1", UploadStatus.STARTED, "2026-03-02T00:00:00Z")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from agentcall.cell.recording.store import UploadStatus
-from agentcall.cell.uploads import classify, locally_expired, presigned_expiry
+from agentcall.cell.runtime.uploads import classify, locally_expired, presigned_expiry
 
 EXPIRED_BODY = (
     b"<?xml version='1.0'?><Error><Code>AccessDenied</Code>"

@@ -8,13 +8,13 @@ import pytest
 
 from agentcall.cell.agent.providers_errors import ProviderError
 from agentcall.cell.agent.providers_openai import sse_delta
-from agentcall.cell.errors import CellConfigError
+from agentcall.cell.domain.errors import CellConfigError
+from agentcall.cell.domain.model import AmdAction
 from agentcall.cell.media import turns
 from agentcall.cell.media.quality import call_quality, percentile
 from agentcall.cell.media.session import MediaReport
-from agentcall.cell.metrics import CellMetrics
-from agentcall.cell.model import AmdAction
 from agentcall.cell.sip.setup import voice_options
+from agentcall.cell.telemetry.metrics import CellMetrics
 
 
 def test_defaults() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentcall.cell.model import AmdAction
-from agentcall.cell.plan import parse_plan
+from agentcall.cell.calls.plan import parse_plan
+from agentcall.cell.domain.model import AmdAction
 from agentcall.dispatcher.calls.plan import cell_plan
 from agentcall.dispatcher.cell.adapter import to_plan
 from agentcall.dispatcher.domain.admission import Accept, Plan, decide

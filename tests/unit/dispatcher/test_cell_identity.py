@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agentcall.cell.approved import ApprovedConfig
-from agentcall.cell.approved import applied_config_digest as cell_digest
+from agentcall.cell.state.approved import ApprovedConfig
+from agentcall.cell.state.approved import applied_config_digest as cell_digest
 from agentcall.dispatcher.discovery.cellgate import NAME, CellGate
 from agentcall.dispatcher.discovery.gate import Gate
 from agentcall.dispatcher.domain.identity import CellIdentity, identity_problem

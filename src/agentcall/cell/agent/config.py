@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agentcall.cell.errors import InvalidPlanError
-from agentcall.cell.fields import Reader
+from agentcall.cell.domain.errors import InvalidPlanError
+from agentcall.cell.domain.fields import Reader
 
 MAX_MS = 24 * 3600 * 1000
 

@@ -16,7 +16,7 @@ from agentcall.cell.agent.config import AgentConfig, AgentMode
 from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.agent.providers import ChatMessage, ProviderRegistry, Utterance
 from agentcall.cell.audio.synth import SAMPLE_RATE_HZ, noise_speech
-from agentcall.cell.model import Role, Turn
+from agentcall.cell.domain.model import Role, Turn
 
 GAP_MS = 300  # pause between one speaker and the next
 HANGUP_AFTER_MS = 1000  # callee hangs up this long after its last turn (no talk_ms)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
 from agentcall.cell.agent.config import AgentConfig, ASRConfig, LLMConfig, TTSConfig
-from agentcall.cell.errors import UnknownProviderError
+from agentcall.cell.domain.errors import UnknownProviderError
 
 P = TypeVar("P")
 

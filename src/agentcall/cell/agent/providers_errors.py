@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from agentcall.cell.errors import CellError
+from agentcall.cell.domain.errors import CellError
 
 
 class ProviderError(CellError):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from agentcall.cell.agent.providers import Recognizer
 from agentcall.cell.agent.providers_errors import ProviderTimeoutError
-from agentcall.cell.metrics import count_handled
+from agentcall.cell.telemetry.metrics import count_handled
 
 log = logging.getLogger("cell.asr")
 

@@ -1,6 +1,8 @@
 """The public client of the cell: the only module the Dispatcher imports from ``cell``.
 
-It depends on the wire API only (httpx + websockets), never on cell internals.
+It depends on the wire API only (httpx + websockets), never on cell internals: of the
+cell it imports only the wire's vocabulary (``agentcall.cell.domain.model``), so a call
+state or an answering-machine action is one type on both sides of the wire.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from agentcall.cell.client._errors import (
     CallNotEndedError,
     CallNotFoundError,
     CellBusyError,
+    CellClientError,
     CellDrainingError,
-    CellError,
     CellProtocolError,
     CellRequestError,
     CellUnavailableError,
@@ -24,9 +26,7 @@ from agentcall.cell.client._errors import (
 )
 from agentcall.cell.client._events import EventStream
 from agentcall.cell.client._models import (
-    AmdAction,
     CallInfo,
-    CallState,
     CellInfo,
     Event,
     EventType,
@@ -38,6 +38,7 @@ from agentcall.cell.client._models import (
     UploadResult,
     UploadTarget,
 )
+from agentcall.cell.domain.model import AmdAction, CallState
 
 __all__ = [
     "AlreadyDialledError",
@@ -50,8 +51,8 @@ __all__ = [
     "CallState",
     "CellBusyError",
     "CellClient",
+    "CellClientError",
     "CellDrainingError",
-    "CellError",
     "CellInfo",
     "CellProtocolError",
     "CellRequestError",

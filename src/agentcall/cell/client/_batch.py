@@ -9,7 +9,7 @@ from typing import Any
 from agentcall.cell.client._errors import (
     BY_CODE,
     UNAVAILABLE_BY_CODE,
-    CellError,
+    CellClientError,
     CellProtocolError,
     CellRequestError,
     CellUnavailableError,
@@ -20,7 +20,7 @@ MAX_ITEMS = 256  # the cell's limit per batch request
 MAX_BYTES = 900_000  # below the cell's 1 MiB body limit
 
 
-def error_of(status: int, body: Mapping[str, Any], reason: str) -> CellError:
+def error_of(status: int, body: Mapping[str, Any], reason: str) -> CellClientError:
     """The client error for a status and an ``{"code", "message", "field"?}`` body."""
     code = str(body.get("code") or f"http_{status}")
     message = str(body.get("message") or reason)
@@ -56,7 +56,7 @@ def results(answer: Any, count: int) -> list[Mapping[str, Any]]:
     return items
 
 
-def item_error(item: Mapping[str, Any]) -> CellError | None:
+def item_error(item: Mapping[str, Any]) -> CellClientError | None:
     error = item.get("error")
     if error is None:
         return None
@@ -66,7 +66,7 @@ def item_error(item: Mapping[str, Any]) -> CellError | None:
     return error_of(status, error, f"HTTP {status}")
 
 
-def originated(item: Mapping[str, Any]) -> CallInfo | CellError:
+def originated(item: Mapping[str, Any]) -> CallInfo | CellClientError:
     error = item_error(item)
     if error is not None:
         return error

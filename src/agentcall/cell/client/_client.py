@@ -9,17 +9,17 @@ from typing import Any
 import httpx
 
 from agentcall.cell.client import _batch
-from agentcall.cell.client._errors import CellError, CellProtocolError, CellUnavailableError
+from agentcall.cell.client._errors import CellClientError, CellProtocolError, CellUnavailableError
 from agentcall.cell.client._events import EventStream
 from agentcall.cell.client._models import (
     CallInfo,
-    CallState,
     CellInfo,
     Orphan,
     Plan,
     UploadResult,
     UploadTarget,
 )
+from agentcall.cell.domain.model import CallState
 
 
 def _error(response: httpx.Response) -> Exception:
@@ -92,7 +92,7 @@ class CellClient:
         a call_id dialled before raises :class:`AlreadyDialledError`."""
         return CallInfo.from_json(await self._json("POST", "/v1/calls", json=plan.to_json()))
 
-    async def originate_many(self, plans: Sequence[Plan]) -> list[CallInfo | CellError]:
+    async def originate_many(self, plans: Sequence[Plan]) -> list[CallInfo | CellClientError]:
         """Dial many plans in as few requests as possible (``POST /v1/calls/batch``).
 
         One entry per plan, in order: the call, or the error :meth:`originate` would have
@@ -100,24 +100,24 @@ class CellClient:
         its error to each of its plans — for those it is unknown whether they were dialled;
         repeating them is safe, as with :meth:`originate`. Never raises.
         """
-        out: list[CallInfo | CellError] = []
+        out: list[CallInfo | CellClientError] = []
         for count, body in _batch.chunks("plans", [p.to_json() for p in plans]):
             try:
                 answer = await self._json("POST", "/v1/calls/batch", content=body, headers=_JSON)
                 out.extend(_batch.originated(item) for item in _batch.results(answer, count))
-            except CellError as exc:
+            except CellClientError as exc:
                 out.extend([exc] * count)
         return out
 
-    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]:
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellClientError | None]:
         """Acknowledge many calls (``POST /v1/calls/ack``): ``None`` per call acknowledged,
         else the error :meth:`ack` would have raised for it. Never raises."""
-        out: list[CellError | None] = []
+        out: list[CellClientError | None] = []
         for count, body in _batch.chunks("call_ids", list(call_ids)):
             try:
                 answer = await self._json("POST", "/v1/calls/ack", content=body, headers=_JSON)
                 out.extend(_batch.item_error(item) for item in _batch.results(answer, count))
-            except CellError as exc:
+            except CellClientError as exc:
                 out.extend([exc] * count)
         return out
 

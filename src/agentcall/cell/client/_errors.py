@@ -2,7 +2,7 @@
 
 ::
 
-    CellError
+    CellClientError                the root: every error this client raises
     ├── CellUnavailableError       cannot reach the cell, timeout, or 503: retry later
     │   ├── CellBusyError          the cell runs --max-calls calls
     │   └── CellDrainingError      the cell is shutting down
@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 
-class CellError(Exception):
+class CellClientError(Exception):
     """Base of every error of the cell client."""
 
     def __init__(self, message: str) -> None:
@@ -29,7 +29,7 @@ class CellError(Exception):
         self.message = message
 
 
-class CellUnavailableError(CellError):
+class CellUnavailableError(CellClientError):
     """The cell cannot be reached or is overloaded; retry later. An originate that hit
     this may or may not have been dialled: repeat it with the same plan (idempotent)."""
 
@@ -42,11 +42,11 @@ class CellDrainingError(CellUnavailableError):
     """The cell is shutting down; retry after it restarted (new boot id)."""
 
 
-class CellProtocolError(CellError):
+class CellProtocolError(CellClientError):
     """The cell answered something this client does not understand; check versions."""
 
 
-class CellRequestError(CellError):
+class CellRequestError(CellClientError):
     """The cell refused the request; ``status``, ``code`` and ``field`` say why."""
 
     def __init__(self, message: str, *, status: int, code: str, field: str | None) -> None:

@@ -9,21 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from agentcall.cell.client._errors import CellProtocolError
-
-
-class CallState(StrEnum):
-    DIALING = "dialing"
-    RINGING = "ringing"
-    ANSWERED = "answered"
-    ENDED = "ended"
-
-
-class AmdAction(StrEnum):
-    """A call's answering-machine handling (the plan's ``amd``; absent: the cell's default)."""
-
-    OFF = "off"  # no detection
-    HANGUP = "hangup"  # hang up on a machine at once
-    LEAVE_MESSAGE = "leave_message"  # leave the opening line after the beep
+from agentcall.cell.domain.model import AmdAction, CallState  # the wire's vocabulary
 
 
 class EventType(StrEnum):

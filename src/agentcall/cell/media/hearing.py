@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from agentcall.cell.audio import tones
 from agentcall.cell.audio.amd import AmdParams, AmdState, Verdict, amd_step
 from agentcall.cell.audio.vad import EnergyVAD, VoiceDetector
-from agentcall.cell.model import AmdAction
+from agentcall.cell.domain.model import AmdAction
 
 END_OF_UTTERANCE_MS = 600
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from agentcall.cell.errors import SipParseError
+from agentcall.cell.domain.errors import SipParseError
 from agentcall.cell.media import g711
 from agentcall.cell.media.dtmf import EventReader
 from agentcall.cell.media.jitter import JitterBuffer, ReceiveStats, on_packet

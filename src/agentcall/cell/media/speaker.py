@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from agentcall.cell.agent.config import AgentConfig, AgentMode
 from agentcall.cell.agent.providers import ProviderRegistry
 from agentcall.cell.audio.resample import resample
-from agentcall.cell.errors import CellError
+from agentcall.cell.domain.errors import CellError
 from agentcall.cell.media.rtp import FRAME_MS, PCM_BYTES_PER_FRAME
 
 log = logging.getLogger("cell.voice")

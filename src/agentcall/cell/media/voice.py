@@ -40,12 +40,12 @@ from agentcall.cell.agent.providers import (
 from agentcall.cell.agent.streaming import UtteranceStream
 from agentcall.cell.audio.amd import Verdict
 from agentcall.cell.audio.vad import EnergyVAD, VoiceDetector
-from agentcall.cell.errors import CellError
+from agentcall.cell.domain.errors import CellError
+from agentcall.cell.domain.model import AmdAction, Role, Turn
 from agentcall.cell.media import turns
 from agentcall.cell.media.hearing import Hearing, VoiceOptions
 from agentcall.cell.media.rtp import FRAME_MS, PCM_BYTES_PER_FRAME
 from agentcall.cell.media.speaker import ReplyTiming, Speaker, frames_of
-from agentcall.cell.model import AmdAction, Role, Turn
 
 __all__ = ["AgentSink", "VoiceAgent", "frames_of"]
 

@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from agentcall.cell.errors import RecordingNotFoundError, UploadNotAllowedError
+from agentcall.cell.domain.errors import RecordingNotFoundError, UploadNotAllowedError
 from agentcall.cell.recording.wav import WavInfo, WavWriter, repair_wav
 
 

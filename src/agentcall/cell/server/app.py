@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 
-from agentcall.cell.errors import CellError
+from agentcall.cell.domain.errors import CellError
+from agentcall.cell.runtime.service import CellService
 from agentcall.cell.server import batch, routes, stream
 from agentcall.cell.server.http import handle_cell_error, handle_unexpected
-from agentcall.cell.service import CellService
 
 
 def build_app(service: CellService) -> Starlette:

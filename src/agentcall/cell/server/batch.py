@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentcall.cell.errors import CellError, InvalidRequestError, wire_error
+from agentcall.cell.domain.errors import CellError, InvalidRequestError, wire_error
+from agentcall.cell.runtime.service import CellService
 from agentcall.cell.server.http import read_json
-from agentcall.cell.service import CellService
 
 log = logging.getLogger("cell.http")
 MAX_BATCH = 256

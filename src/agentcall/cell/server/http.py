@@ -9,8 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from agentcall.cell.errors import CellError, InvalidRequestError, wire_error
-from agentcall.cell.metrics import count_handled
+from agentcall.cell.domain.errors import CellError, InvalidRequestError, wire_error
+from agentcall.cell.telemetry.metrics import count_handled
 
 log = logging.getLogger("cell.http")
 MAX_BODY_BYTES = 1 << 20

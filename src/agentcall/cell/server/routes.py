@@ -8,12 +8,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentcall.cell.errors import InvalidPlanError, InvalidRequestError
-from agentcall.cell.model import CallState
-from agentcall.cell.plan import parse_upload_target
+from agentcall.cell.calls.plan import parse_upload_target
+from agentcall.cell.domain.errors import InvalidPlanError, InvalidRequestError
+from agentcall.cell.domain.model import CallState
 from agentcall.cell.recording.store import RecordingMeta
+from agentcall.cell.runtime.service import CellService
 from agentcall.cell.server.http import read_json
-from agentcall.cell.service import CellService
 
 
 def _service(request: Request) -> CellService:

@@ -16,7 +16,7 @@ import contextlib
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentcall.cell.service import CellService
+from agentcall.cell.runtime.service import CellService
 
 HEARTBEAT_S = 10.0
 

@@ -17,9 +17,9 @@ from agentcall.cell.agent.conversation import (
 )
 from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.agent.providers import ProviderRegistry
-from agentcall.cell.calls import Ending
-from agentcall.cell.driver import CallControl
-from agentcall.cell.model import EndCause, Outcome, ReasonCode
+from agentcall.cell.calls.driver import CallControl
+from agentcall.cell.calls.record import Ending
+from agentcall.cell.domain.model import EndCause, Outcome, ReasonCode
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sim.clock import SimClock
 from agentcall.cell.sim.ringing import setup

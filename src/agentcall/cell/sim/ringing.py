@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentcall.cell.model import EndCause, Outcome, ReasonCode
+from agentcall.cell.domain.model import EndCause, Outcome, ReasonCode
 from agentcall.cell.sim.script import Behaviour
 
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from agentcall.cell.agent.conversation import CalleeTurn
 from agentcall.cell.agent.optout import DEFAULT_OPT_OUT_PHRASES
-from agentcall.cell.errors import ScriptError
-from agentcall.cell.fields import Reader
-from agentcall.cell.model import Outcome
+from agentcall.cell.domain.errors import ScriptError
+from agentcall.cell.domain.fields import Reader
+from agentcall.cell.domain.model import Outcome
 
 MAX_MS = 24 * 3600 * 1000
 RULE_FIELDS = frozenset(

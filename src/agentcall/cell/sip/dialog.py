@@ -1,6 +1,6 @@
 """The state machine of one outgoing call (RFC 3261 §13, §15, §9), pure.
 
-``step(call, event)`` returns the next :class:`CallState` and the actions the UA
+``step(call, event)`` returns the next :class:`DialogState` and the actions the UA
 must carry out, in order. Timers and the network feed events in; nothing here
 does I/O or reads a clock. Events that a state cannot accept from the UA itself
 raise :class:`IllegalCallTransitionError`; stray network messages (a late 1xx, a
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from agentcall.cell.errors import IllegalCallTransitionError
+from agentcall.cell.domain.errors import IllegalCallTransitionError
 from agentcall.cell.sip.outcome import (
     CallEnd,
     CancelCause,
-    EndCause,
+    HangupReason,
     outcome_for_answered,
     outcome_for_final,
     outcome_for_timeout,
@@ -73,7 +73,7 @@ class Event:
 
 
 @dataclass(frozen=True)
-class CallState:
+class DialogState:
     phase: Phase = Phase.INVITING
     cancel_cause: CancelCause | None = None
     auth_attempts: int = 0
@@ -83,7 +83,7 @@ class CallState:
 
 @dataclass(frozen=True)
 class Step:
-    state: CallState
+    state: DialogState
     actions: tuple[Action, ...] = ()
 
 
@@ -91,11 +91,11 @@ MAX_AUTH_ATTEMPTS = 1
 AUTH_STATUSES = frozenset({401, 407})
 RINGING_STATUSES = frozenset({180, 183})
 _END_CAUSE = {
-    EventKind.MAX_DURATION: EndCause.MAX_DURATION,
-    EventKind.HANGUP: EndCause.HANGUP_REQUESTED,
-    EventKind.AGENT_DONE: EndCause.AGENT_ENDED,
-    EventKind.RTP_TIMEOUT: EndCause.RTP_TIMEOUT,
-    EventKind.MEDIA_FAILED: EndCause.MEDIA_FAILED,
+    EventKind.MAX_DURATION: HangupReason.MAX_DURATION,
+    EventKind.HANGUP: HangupReason.HANGUP_REQUESTED,
+    EventKind.AGENT_DONE: HangupReason.AGENT_ENDED,
+    EventKind.RTP_TIMEOUT: HangupReason.RTP_TIMEOUT,
+    EventKind.MEDIA_FAILED: HangupReason.MEDIA_FAILED,
 }
 _CANCEL_CAUSE = {
     EventKind.RING_TIMEOUT: CancelCause.RING_TIMEOUT,
@@ -103,15 +103,15 @@ _CANCEL_CAUSE = {
 }
 
 
-def _illegal(call: CallState, event: Event) -> Step:
+def _illegal(call: DialogState, event: Event) -> Step:
     raise IllegalCallTransitionError(f"event {event.kind} is illegal in phase {call.phase}")
 
 
-def _ended(call: CallState, end: CallEnd, *before: Action) -> Step:
+def _ended(call: DialogState, end: CallEnd, *before: Action) -> Step:
     return Step(replace(call, phase=Phase.ENDED, end=end), (*before, Action.REPORT_ENDED))
 
 
-def _provisional(call: CallState, event: Event) -> Step:
+def _provisional(call: DialogState, event: Event) -> Step:
     status = event.status or 100
     ringing = status in RINGING_STATUSES
     actions: list[Action] = []
@@ -127,7 +127,7 @@ def _provisional(call: CallState, event: Event) -> Step:
     return Step(replace(call, phase=phase, ringing_reported=reported), tuple(actions))
 
 
-def _success_early(call: CallState, event: Event) -> Step:
+def _success_early(call: DialogState, event: Event) -> Step:
     if call.cancel_cause is not None:  # answered while we were giving up: ACK, then BYE
         end = outcome_for_timeout(call.cancel_cause)
         state = replace(call, phase=Phase.TERMINATING, end=end)
@@ -136,7 +136,7 @@ def _success_early(call: CallState, event: Event) -> Step:
     return Step(replace(call, phase=Phase.CONFIRMED), actions)
 
 
-def _failure_early(call: CallState, event: Event) -> Step:
+def _failure_early(call: DialogState, event: Event) -> Step:
     status = event.status or 500
     can_auth = call.cancel_cause is None and call.auth_attempts < MAX_AUTH_ATTEMPTS
     if status in AUTH_STATUSES and can_auth:  # a new INVITE transaction starts afresh
@@ -145,7 +145,7 @@ def _failure_early(call: CallState, event: Event) -> Step:
     return _ended(call, outcome_for_final(status, call.cancel_cause))
 
 
-def _cancel(call: CallState, event: Event) -> Step:
+def _cancel(call: DialogState, event: Event) -> Step:
     if call.cancel_cause is not None:  # already giving up: keep the first cause
         return Step(call)
     cause = _CANCEL_CAUSE[event.kind]
@@ -154,7 +154,7 @@ def _cancel(call: CallState, event: Event) -> Step:
     return Step(replace(call, phase=Phase.CANCELLING, cancel_cause=cause), (Action.SEND_CANCEL,))
 
 
-def _early(call: CallState, event: Event) -> Step:
+def _early(call: DialogState, event: Event) -> Step:
     """INVITING, PROCEEDING, RINGING and CANCELLING: no dialog confirmed yet."""
     kind = event.kind
     if kind is EventKind.PROVISIONAL:
@@ -174,12 +174,12 @@ def _early(call: CallState, event: Event) -> Step:
     return _illegal(call, event)
 
 
-def _confirmed(call: CallState, event: Event) -> Step:
+def _confirmed(call: DialogState, event: Event) -> Step:
     kind = event.kind
     if kind is EventKind.SUCCESS:  # retransmitted 2xx: our ACK was lost
         return Step(call, (Action.SEND_ACK,))
     if kind is EventKind.REMOTE_BYE:
-        end = outcome_for_answered(EndCause.REMOTE_BYE)
+        end = outcome_for_answered(HangupReason.REMOTE_BYE)
         return _ended(call, end, Action.ANSWER_BYE, Action.STOP_MEDIA)
     if kind in _END_CAUSE:
         state = replace(call, phase=Phase.TERMINATING, end=outcome_for_answered(_END_CAUSE[kind]))
@@ -189,8 +189,8 @@ def _confirmed(call: CallState, event: Event) -> Step:
     return _illegal(call, event)
 
 
-def _terminating(call: CallState, event: Event) -> Step:
-    end = call.end or outcome_for_answered(EndCause.HANGUP_REQUESTED)
+def _terminating(call: DialogState, event: Event) -> Step:
+    end = call.end or outcome_for_answered(HangupReason.HANGUP_REQUESTED)
     if event.kind is EventKind.BYE_DONE:
         return _ended(call, end)
     if event.kind is EventKind.REMOTE_BYE:  # BYEs crossed
@@ -200,7 +200,7 @@ def _terminating(call: CallState, event: Event) -> Step:
     return Step(call)  # timers and late responses no longer matter
 
 
-def _ended_phase(call: CallState, event: Event) -> Step:
+def _ended_phase(call: DialogState, event: Event) -> Step:
     if event.kind is EventKind.REMOTE_BYE:
         return Step(call, (Action.ANSWER_BYE,))
     if event.kind is EventKind.SUCCESS:
@@ -208,7 +208,7 @@ def _ended_phase(call: CallState, event: Event) -> Step:
     return Step(call)
 
 
-_HANDLERS: dict[Phase, Callable[[CallState, Event], Step]] = {
+_HANDLERS: dict[Phase, Callable[[DialogState, Event], Step]] = {
     Phase.INVITING: _early,
     Phase.PROCEEDING: _early,
     Phase.RINGING: _early,
@@ -219,7 +219,7 @@ _HANDLERS: dict[Phase, Callable[[CallState, Event], Step]] = {
 }
 
 
-def step(call: CallState, event: Event) -> Step:
+def step(call: DialogState, event: Event) -> Step:
     """Apply ``event`` to ``call``; raises IllegalCallTransitionError when forbidden."""
     if event.kind in (EventKind.BYE_DONE,) and call.phase is not Phase.TERMINATING:
         if call.phase is Phase.ENDED:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from agentcall.cell.errors import SipAuthError
+from agentcall.cell.domain.errors import SipAuthError
 
 _HASHES = {"MD5": "md5", "SHA-256": "sha256"}
 

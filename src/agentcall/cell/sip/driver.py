@@ -1,7 +1,7 @@
 """``cell serve --mode sip``: each call of the cell is a real SIP call to its trunk.
 
-The same :class:`agentcall.cell.driver.CallDriver` seam as the simulated mode: the cell
-gives a :class:`~agentcall.cell.driver.CallControl`, the driver reports ringing, answered,
+The same :class:`agentcall.cell.calls.driver.CallDriver` seam as the simulated mode: the cell
+gives a :class:`~agentcall.cell.calls.driver.CallControl`, the driver reports ringing, answered,
 transcript turns, opt-out and exactly one ``ended``, and writes the recording
 through ``open_recording()``.
 """
@@ -17,14 +17,14 @@ from typing import Any
 from agentcall.cell.agent.optout import OptOutDetector
 from agentcall.cell.agent.providers import ProviderRegistry
 from agentcall.cell.audio.vad import make_vad
-from agentcall.cell.calls import Ending
-from agentcall.cell.driver import CallControl
-from agentcall.cell.errors import SipError
+from agentcall.cell.calls.driver import CallControl
+from agentcall.cell.calls.record import Ending
+from agentcall.cell.domain.errors import SipError
+from agentcall.cell.domain.model import EndCause, Outcome, ReasonCode
 from agentcall.cell.media.hearing import VoiceOptions, amd_for_call
 from agentcall.cell.media.quality import call_quality
 from agentcall.cell.media.session import MediaClock
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
-from agentcall.cell.model import EndCause, Outcome, ReasonCode
 from agentcall.cell.sip.digest import Credentials
 from agentcall.cell.sip.outcome import CallEnd, CallOutcome
 from agentcall.cell.sip.transport import SipEndpoint

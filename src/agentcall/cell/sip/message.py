@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from agentcall.cell.errors import SipParseError
+from agentcall.cell.domain.errors import SipParseError
 
 MAX_MESSAGE_BYTES = 65_535
 

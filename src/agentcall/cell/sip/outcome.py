@@ -34,7 +34,7 @@ class CancelCause(StrEnum):
     HANGUP_REQUESTED = "hangup_requested"
 
 
-class EndCause(StrEnum):
+class HangupReason(StrEnum):
     """Why an answered call ended."""
 
     REMOTE_BYE = "remote_hangup"
@@ -80,7 +80,7 @@ def outcome_for_timeout(cancel_cause: CancelCause | None) -> CallEnd:
     return CallEnd(CallOutcome.FAILED, "sip_timeout", "failed")
 
 
-def outcome_for_answered(cause: EndCause) -> CallEnd:
+def outcome_for_answered(cause: HangupReason) -> CallEnd:
     return CallEnd(CallOutcome.ANSWERED, None, cause.value)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentcall.cell.errors import SipParseError
+from agentcall.cell.domain.errors import SipParseError
 
 PCMA_PAYLOAD_TYPE = 8
 TELEPHONE_EVENT_PAYLOAD_TYPE = 101

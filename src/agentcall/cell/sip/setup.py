@@ -31,9 +31,9 @@ from agentcall.cell.agent.providers import ASRProvider, LLMProvider, ProviderReg
 from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.agent.providers_openai import OpenAIChatLLM, OpenAISettings
 from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
-from agentcall.cell.errors import CellConfigError, SipConfigError
+from agentcall.cell.domain.errors import CellConfigError, SipConfigError
+from agentcall.cell.domain.model import AmdAction
 from agentcall.cell.media.hearing import END_OF_UTTERANCE_MS, VoiceOptions
-from agentcall.cell.model import AmdAction
 from agentcall.cell.sip.driver import SipDriver
 from agentcall.cell.sip.trunk import load_credentials
 

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentcall.cell.errors import SipError, SipParseError, SipTransportError
+from agentcall.cell.domain.errors import SipError, SipParseError, SipTransportError
 from agentcall.cell.sip.message import SipMessage, parse_message, serialize, split_stream
 
 log = logging.getLogger("cell.sip.transport")

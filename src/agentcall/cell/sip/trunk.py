@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcall.cell.errors import SipConfigError
-from agentcall.cell.plan import TrunkSpec
+from agentcall.cell.calls.plan import TrunkSpec
+from agentcall.cell.domain.errors import SipConfigError
 from agentcall.cell.sip.digest import Credentials
 
 TRANSPORTS = frozenset({"udp", "tcp"})

@@ -15,12 +15,12 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentcall.cell.errors import IllegalCallTransitionError, SipAuthError, SipError
+from agentcall.cell.domain.errors import IllegalCallTransitionError, SipAuthError, SipError
 from agentcall.cell.media.recording import CallRecorder
 from agentcall.cell.media.session import CallAudio, MediaClock, MediaReport, MediaSession
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sip import builder
-from agentcall.cell.sip.dialog import Action, CallState, Event, EventKind, Phase, step
+from agentcall.cell.sip.dialog import Action, DialogState, Event, EventKind, Phase, step
 from agentcall.cell.sip.digest import Credentials, authorization, parse_challenge
 from agentcall.cell.sip.message import SipMessage, SipRequest, SipResponse
 from agentcall.cell.sip.outcome import CallEnd, outcome_for_error
@@ -102,7 +102,7 @@ class SipCall:
         self.endpoint = endpoint
         self.timers = timers or SipTimers()
         self.observer = observer
-        self.state = CallState()
+        self.state = DialogState()
         self.addr: Address = (plan.server_host, plan.server_port)
         self.req = _Requests()
         self._events: asyncio.Queue[Event] = asyncio.Queue()
@@ -269,7 +269,7 @@ class SipCall:
     def _fail(self, exc: SipError) -> None:
         log.warning("call %s failed: %s", self.plan.call_id, exc)
         if self.state.phase is not Phase.ENDED:
-            self.state = CallState(phase=Phase.ENDED, end=outcome_for_error(exc.reason_code))
+            self.state = DialogState(phase=Phase.ENDED, end=outcome_for_error(exc.reason_code))
 
     async def _cleanup(self) -> None:
         for key in list(self.req.retransmits):

@@ -25,8 +25,8 @@ from agentcall.cell.client import (
     CallNotFoundError,
     CellBusyError,
     CellClient,
+    CellClientError,
     CellDrainingError,
-    CellError,
     CellRequestError,
     Event,
     EventType,
@@ -54,14 +54,14 @@ from agentcall.dispatcher.domain.identity import CellIdentity
 from agentcall.dispatcher.domain.recording import Media
 from agentcall.dispatcher.domain.results import TranscriptSegment
 
-# Besides CellError, what a cell that dies mid-request can surface through the client's
+# Besides CellClientError, what a cell that dies mid-request can surface through the client's
 # HTTP stack: transport errors, and anyio's AttributeError on a socket already closed
 # ("'NoneType' object has no attribute 'getpeername'"). All mean: the cell did not answer.
-UNANSWERED = (CellError, httpx.HTTPError, OSError, AttributeError)
+UNANSWERED = (CellClientError, httpx.HTTPError, OSError, AttributeError)
 
 
 def _why(exc: Exception) -> str:
-    return exc.message if isinstance(exc, CellError) else f"{type(exc).__name__}: {exc}"
+    return exc.message if isinstance(exc, CellClientError) else f"{type(exc).__name__}: {exc}"
 
 
 def _now() -> datetime:
@@ -246,7 +246,7 @@ def originate_error(exc: Exception) -> port.CellError:
     return CellUnavailable(f"originate: {_why(exc)}")
 
 
-def _ack_error(answer: CellError | None) -> port.CellError | None:
+def _ack_error(answer: CellClientError | None) -> port.CellError | None:
     if answer is None or isinstance(answer, CallNotFoundError):
         return None  # acknowledged, or forgotten already
     return CellUnavailable(f"ack: {_why(answer)}")
@@ -283,10 +283,11 @@ class CellAdapter:
     async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | port.CellError]:
         try:
             answers = await self._limited(self._client.originate_many([to_plan(p) for p in plans]))
-        except UNANSWERED as exc:  # the client never raises CellError here; the stack may
+        except UNANSWERED as exc:  # the client never raises CellClientError here; the stack may
             return [originate_error(exc)] * len(plans)
         return [
-            originate_error(a) if isinstance(a, CellError) else to_cell_call(a) for a in answers
+            originate_error(a) if isinstance(a, CellClientError) else to_cell_call(a)
+            for a in answers
         ]
 
     async def ack_many(self, call_ids: Sequence[str]) -> list[port.CellError | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentcall.cell.errors import CellError, InvalidRequestError
+from agentcall.cell.domain.errors import CellError, InvalidRequestError
 
 JsonObject = Mapping[str, Any]
 

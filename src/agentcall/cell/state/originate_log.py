@@ -3,7 +3,7 @@
 It is append-only and survives restarts; at start-up the cell reads it back so that
 no call_id is ever dialled twice, whatever the boot. Appends made at the same time
 share one write and one fsync (group commit, off the event loop). Tests and operators read it
-to prove that nothing was dialled twice (``agentcall.cell.originate_log.read_entries``).
+to prove that nothing was dialled twice (``agentcall.cell.state.originate_log.read_entries``).
 
 The never-twice guarantee rests on this one file, so the cell guards it:
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcall.cell.errors import StateLostError
+from agentcall.cell.domain.errors import StateLostError
 
 FILE_NAME = "originate.log"
 # what a cell leaves in its data dir once it has run there (the log is created beside them)

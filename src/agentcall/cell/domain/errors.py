@@ -1,7 +1,6 @@
-"""Errors of the cell process: two rooted trees, each class says how to fix it.
+"""Errors of the cell process: one tree rooted at ``CellError``, each class says how to fix it.
 
-``CellError`` is what a request or the process can fail with; each class maps to one wire
-error::
+What a request or the process can fail with maps to one wire error each::
 
     CellError                              (500 internal_error)
     ├── InvalidRequestError                (400 invalid_request)  — names the field
@@ -26,11 +25,12 @@ error::
 ``WIRE_ERRORS`` is the one table from class to HTTP status and code, looked up along the
 class hierarchy.
 
-``SipError`` is what a real call can fail with in the SIP user agent or its media (RTP);
-each class carries the reason code of the ``failed`` call it becomes
-(:func:`agentcall.cell.sip.outcome.outcome_for_error`), none ever escapes a call task::
+``SipError``, also a ``CellError``, is what a real call can fail with in the SIP user
+agent or its media (RTP); each class carries the reason code of the ``failed`` call it
+becomes (:func:`agentcall.cell.sip.outcome.outcome_for_error`), none ever escapes a call
+task (one that did would answer 500 internal_error)::
 
-    SipError                         root: unexpected failure in the SIP stack
+    SipError                         unexpected failure in the SIP stack
     ├── SipParseError                a peer sent a malformed SIP message, SDP body or RTP packet
     ├── SipAuthError                 a 401/407 challenge that cannot be answered
     ├── SipConfigError               the trunk configuration is not usable for a real call
@@ -154,7 +154,7 @@ def wire_error(exc: CellError) -> tuple[int, str]:
     return WIRE_ERRORS[CellError]
 
 
-class SipError(Exception):
+class SipError(CellError):
     """Unexpected failure in the SIP stack; read the cell log (call_id) for the cause."""
 
     reason_code = "sip_error"

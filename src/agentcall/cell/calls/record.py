@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from agentcall.cell.errors import IllegalTransitionError
-from agentcall.cell.events import iso
-from agentcall.cell.model import CallState, EndCause, Outcome, Turn
-from agentcall.cell.plan import CallPlan
+from agentcall.cell.calls.plan import CallPlan
+from agentcall.cell.domain.errors import IllegalTransitionError
+from agentcall.cell.domain.events import iso
+from agentcall.cell.domain.model import CallState, EndCause, Outcome, Turn
 
 ALLOWED: dict[CallState, frozenset[CallState]] = {
     CallState.DIALING: frozenset({CallState.RINGING, CallState.ANSWERED, CallState.ENDED}),

@@ -1,7 +1,7 @@
 """A call in progress: the :class:`CallControl` the cell hands to its driver.
 
 Each report updates the call record through the pure transitions of
-``agentcall.cell.calls`` and emits the matching event, in that order, so the event stream
+``agentcall.cell.calls.record`` and emits the matching event, in that order, so the event stream
 and ``GET /v1/calls/{id}`` never disagree.
 """
 
@@ -13,15 +13,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from agentcall.cell import calls
-from agentcall.cell.calls import CallRecord, Ending, RecordingRef
-from agentcall.cell.driver import CallDriver
-from agentcall.cell.events import EventType, iso
-from agentcall.cell.metrics import CellMetrics, count_handled
-from agentcall.cell.model import CallState, EndCause, Outcome, ReasonCode, Turn
-from agentcall.cell.plan import CallPlan
+from agentcall.cell.calls import record as calls
+from agentcall.cell.calls.driver import CallDriver
+from agentcall.cell.calls.plan import CallPlan
+from agentcall.cell.calls.record import CallRecord, Ending, RecordingRef
+from agentcall.cell.domain.events import EventType, iso
+from agentcall.cell.domain.model import CallState, EndCause, Outcome, ReasonCode, Turn
 from agentcall.cell.recording.store import RecordingStore
 from agentcall.cell.recording.wav import WavWriter
+from agentcall.cell.telemetry.metrics import CellMetrics, count_handled
 
 log = logging.getLogger("cell.call")
 

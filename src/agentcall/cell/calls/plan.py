@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcall.cell.agent.config import AgentConfig, AgentConfigCache
-from agentcall.cell.errors import InvalidPlanError
-from agentcall.cell.fields import Reader
-from agentcall.cell.model import AmdAction
+from agentcall.cell.domain.errors import InvalidPlanError
+from agentcall.cell.domain.fields import Reader
+from agentcall.cell.domain.model import AmdAction
 
 CALL_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.:-]{0,127}")
 PRINTABLE = re.compile(r"[\x21-\x7e]{1,64}")  # raw caller id / callee: printable, no spaces

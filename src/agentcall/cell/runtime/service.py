@@ -7,7 +7,7 @@ sip) only places calls. Guarantees kept here:
   driver starts, and it is read back at start-up (``already_dialled`` afterwards);
 - the same call_id with the same plan returns the existing call (idempotent);
 - ended calls are kept until acknowledged; acknowledging prunes their events;
-- a recording is PUT at most once (see ``agentcall.cell.uploads``).
+- a recording is PUT at most once (see ``agentcall.cell.runtime.uploads``).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import httpx
 
 from agentcall.cell import __version__
 from agentcall.cell.agent.providers import ProviderRegistry
-from agentcall.cell.approved import ApprovedConfig
-from agentcall.cell.calls import CallRecord
-from agentcall.cell.driver import CallDriver
-from agentcall.cell.errors import (
+from agentcall.cell.calls.driver import CallDriver
+from agentcall.cell.calls.plan import CallPlan, UploadTarget, parse_plan
+from agentcall.cell.calls.record import CallRecord
+from agentcall.cell.domain.errors import (
     CallAlreadyDialledError,
     CallIdConflictError,
     CallNotEndedError,
@@ -42,14 +42,14 @@ from agentcall.cell.errors import (
     StateLostError,
     wire_error,
 )
-from agentcall.cell.events import CellEvent, EventLog, EventType, iso
-from agentcall.cell.live import LiveCall
-from agentcall.cell.metrics import CellMetrics
-from agentcall.cell.model import CallState, ReasonCode
-from agentcall.cell.originate_log import FILE_NAME, OriginateLog, may_create, used_before
-from agentcall.cell.plan import CallPlan, UploadTarget, parse_plan
+from agentcall.cell.domain.events import CellEvent, EventLog, EventType, iso
+from agentcall.cell.domain.model import CallState, ReasonCode
 from agentcall.cell.recording.store import RecordingMeta, RecordingStore, UploadStatus
-from agentcall.cell.uploads import EXPIRY_SKEW_S, UploadResult, upload_recording
+from agentcall.cell.runtime.live import LiveCall
+from agentcall.cell.runtime.uploads import EXPIRY_SKEW_S, UploadResult, upload_recording
+from agentcall.cell.state.approved import ApprovedConfig
+from agentcall.cell.state.originate_log import FILE_NAME, OriginateLog, may_create, used_before
+from agentcall.cell.telemetry.metrics import CellMetrics
 
 log = logging.getLogger("cell.service")
 SETTLED = (UploadStatus.UPLOADED, UploadStatus.FAILED)

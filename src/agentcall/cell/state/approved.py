@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcall.cell.errors import InvalidRequestError
+from agentcall.cell.domain.errors import InvalidRequestError
 
 FILE_NAME = "sip-config.json"
 

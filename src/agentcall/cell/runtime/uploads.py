@@ -23,8 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from agentcall.cell.events import iso
-from agentcall.cell.plan import UploadTarget
+from agentcall.cell.calls.plan import UploadTarget
+from agentcall.cell.domain.events import iso
 from agentcall.cell.recording.store import RecordingStore, UploadState, UploadStatus
 
 ERROR_EXPIRED = "upload_authorization_expired"

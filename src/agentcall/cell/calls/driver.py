@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from agentcall.cell.calls import Ending
-from agentcall.cell.model import ReasonCode, Turn
-from agentcall.cell.plan import CallPlan
+from agentcall.cell.calls.plan import CallPlan
+from agentcall.cell.calls.record import Ending
+from agentcall.cell.domain.model import ReasonCode, Turn
 from agentcall.cell.recording.wav import WavWriter
 
 

@@ -1,0 +1,1 @@
+"""The cell's Prometheus metrics."""
