@@ -19,24 +19,10 @@ from agentcall.dispatcher.mq.publisher import OutboxRelay
 from agentcall.dispatcher.store import outbox
 from agentcall.dispatcher.store.db import Database
 from tests.support.services import amqp_url
+from tests.support.telemetry import RecordedTelemetry
 
 pytestmark = [pytest.mark.integration, pytest.mark.rabbitmq]
 NOW = datetime(2026, 9, 21, tzinfo=UTC)
-
-
-class Recorded:
-    """The telemetry port, keeping what the relay reports."""
-
-    def __init__(self) -> None:
-        self.results: list[tuple[str, str, str]] = []
-
-    def call_result(self, outcome: str, reason: str, recording: str) -> None:
-        self.results.append((outcome, reason, recording))
-
-    def admission_latency(self, seconds: float) -> None: ...
-    def accepted(self, received: object) -> None: ...
-    def originated(self, execution_id: str, dialled: bool) -> None: ...
-    def saas_read_failed(self, resource: str, status: str) -> None: ...
 
 
 def call_result(outcome: str, reason: str | None, recording: str) -> dict[str, object]:
@@ -67,7 +53,7 @@ async def test_confirmed_call_results_are_counted_once_by_outcome_and_recording(
     channel = await connection.channel()
     await channel.declare_exchange(RESULT_EXCHANGE, "topic", durable=True)
     queue = await channel.declare_queue(f"it.telemetry.{uuid.uuid4()}", auto_delete=True)
-    telemetry = Recorded()
+    telemetry = RecordedTelemetry()
     link = AmqpLink(amqp_url(), retry_s=0.1)
     relay = OutboxRelay(db, link, batch=100, retry_s=0.1, clock=lambda: NOW, telemetry=telemetry)
     await enqueue(

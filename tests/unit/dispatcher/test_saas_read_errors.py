@@ -8,18 +8,11 @@ import pytest
 
 from agentcall.dispatcher.saas.client import SaasClient, SaasError
 from agentcall.dispatcher.settings import Secret
+from tests.support.telemetry import RecordedTelemetry
 
 from .test_saas_client import D_ID, error
 
 pytestmark = pytest.mark.unit
-
-
-class Recorded:
-    def __init__(self) -> None:
-        self.failed: list[tuple[str, str]] = []
-
-    def saas_read_failed(self, resource: str, status: str) -> None:
-        self.failed.append((resource, status))
 
 
 def answer(status: int) -> httpx.MockTransport:
@@ -47,7 +40,7 @@ def answer(status: int) -> httpx.MockTransport:
 async def test_each_failed_read_is_reported_once(
     status: int, resource: str, reported: list[tuple[str, str]]
 ) -> None:
-    telemetry = Recorded()
+    telemetry = RecordedTelemetry()
     saas = SaasClient(
         "http://saas.invalid", D_ID, Secret("s"), 1.0, transport=answer(status), telemetry=telemetry
     )  # type: ignore[arg-type]
