@@ -27,6 +27,7 @@ from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
+from agentcall.orbit.execution.kernel import KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport
 from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome, WorkerIdentity
 from agentcall.orbit.store.receipts import Receipt
@@ -34,6 +35,8 @@ from agentcall.orbit.usecases.operations import Page
 from agentcall.orbit.usecases.task_writes import Written
 
 HANDLER = HandlerKey("demo.work", "v1")
+# the server's defaults, which the suite's times are written against
+SETTINGS = KernelSettings(lease_ttl_ms=15_000, reconnect_grace_ms=5_000)
 WORKER = WorkerIdentity("behaviour", "b" * 32, "test", "localhost", 1)
 
 

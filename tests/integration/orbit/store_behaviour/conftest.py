@@ -8,14 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from agentcall.orbit.execution.kernel import KernelSettings
 from agentcall.orbit.store.db import Database
-from tests.integration.orbit.store_behaviour.backends import Backend
+from tests.integration.orbit.store_behaviour.backends import SETTINGS, Backend
 from tests.integration.orbit.store_behaviour.memory_backend import MemoryBackend
 from tests.integration.orbit.store_behaviour.sql_backend import SqlBackend
 from tests.support.orbit_databases import fresh_url
 
-SETTINGS = KernelSettings(lease_ttl_ms=15_000, reconnect_grace_ms=5_000)
 BACKENDS = ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb), "memory"]
 
 

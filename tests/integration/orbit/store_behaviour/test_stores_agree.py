@@ -17,6 +17,7 @@ from agentcall.orbit.execution.acks import Ack
 from agentcall.orbit.protocol.messages import ResultOutcome
 from agentcall.orbit.store.db import Database
 from tests.integration.orbit.store_behaviour.backends import (
+    SETTINGS,
     Backend,
     new_key,
     ref_of,
@@ -24,7 +25,6 @@ from tests.integration.orbit.store_behaviour.backends import (
     submit_body,
     worker_peer,
 )
-from tests.integration.orbit.store_behaviour.conftest import SETTINGS
 from tests.integration.orbit.store_behaviour.memory_backend import MemoryBackend
 from tests.integration.orbit.store_behaviour.sql_backend import SqlBackend
 
