@@ -16,7 +16,7 @@ Every error the dispatcher package raises on purpose derives from
     │   ├── SaasUnavailable      network, timeout, 5xx: retry, fail closed meanwhile
     │   ├── SaasRefused          401/403/404/400 with the contract's error code
     │   └── SaasInvalid          a 200 body breaking its schema or an identity check
-    ├── CellError                (dispatcher.cell.port) a cell request failed
+    ├── CellPortError            (dispatcher.cell.port) a cell request failed
     │   ├── CellRejected         refused: nothing was dialled
     │   └── CellUnavailable      no answer: whether it dialled is unknown
     │       └── CallIdTaken      the call_id was dialled before or belongs to another plan

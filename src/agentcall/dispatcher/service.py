@@ -19,7 +19,7 @@ from typing import Any
 
 from agentcall.dispatcher.admission.service import AdmissionService
 from agentcall.dispatcher.calls.service import CallSupervisor
-from agentcall.dispatcher.cell.port import CellError, CellPort
+from agentcall.dispatcher.cell.port import CellPort, CellPortError
 from agentcall.dispatcher.console.pages import Console, console_routes
 from agentcall.dispatcher.control.plane import ControlPlane
 from agentcall.dispatcher.discovery.cellgate import CellGate
@@ -229,7 +229,7 @@ class Dispatcher:
     async def _cell_identity(self) -> CellIdentity | None:
         try:
             return await self.cell.identity()
-        except CellError as exc:
+        except CellPortError as exc:
             self.errors.add("cell.identity", str(exc))
             return None
 

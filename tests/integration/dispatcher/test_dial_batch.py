@@ -25,9 +25,9 @@ from agentcall.dispatcher.cell.port import (
     BatchingCell,
     CallIdTaken,
     CellCall,
-    CellError,
     CellEvent,
     CellPlan,
+    CellPortError,
     CellRejected,
     CellUnavailable,
 )
@@ -44,7 +44,7 @@ from .test_crash_reconciler import NOW, cell_call
 pytestmark = [pytest.mark.integration]
 
 
-def by_suffix(plan: CellPlan) -> CellCall | CellError:
+def by_suffix(plan: CellPlan) -> CellCall | CellPortError:
     """Answers per call_id suffix: ``-busy`` refused, ``-lost`` unanswered, ``-taken``."""
     call_id = plan.call_id
     if call_id.endswith("-busy"):

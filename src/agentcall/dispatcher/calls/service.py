@@ -34,8 +34,8 @@ from agentcall.dispatcher.cell.port import (
     BatchingCell,
     CallIdTaken,
     CellCall,
-    CellError,
     CellPort,
+    CellPortError,
     CellRejected,
 )
 from agentcall.dispatcher.domain.states import ExecutionState as S
@@ -179,7 +179,7 @@ class CallSupervisor:
                 return self.boot_id
             try:
                 boot = await self._cell.boot_id()
-            except CellError as exc:
+            except CellPortError as exc:
                 self.last_error = str(exc)
                 await asyncio.sleep(self._retry)
                 continue
@@ -192,7 +192,7 @@ class CallSupervisor:
         async with self._limit:
             try:
                 await self._cell.originate(body)
-            except CellError as exc:
+            except CellPortError as exc:
                 self._telemetry.originated(execution.execution_id, False)
                 await self._settle(execution, exc)
             else:
@@ -213,7 +213,7 @@ class CallSupervisor:
             else:
                 await self._settle(execution, answer)
 
-    async def _settle(self, execution: Execution, exc: CellError) -> None:
+    async def _settle(self, execution: Execution, exc: CellPortError) -> None:
         """A refused originate ends failed; an unanswered one makes the execution unknown."""
         if isinstance(exc, CellRejected):
             self.counts["originate_refused"] += 1
@@ -240,7 +240,7 @@ class CallSupervisor:
                 self.boot_id = boot
                 await self._reconcile()
                 await self._consume()
-            except CellError as exc:
+            except CellPortError as exc:
                 self.last_error = str(exc)
                 log(LOG, logging.WARNING, "calls.cell_unreachable", error=str(exc))
                 await asyncio.sleep(self._retry)
@@ -287,7 +287,7 @@ class CallSupervisor:
     async def _ack(self, call_id: str) -> None:
         try:
             await self._cell.ack(call_id)
-        except CellError as exc:
+        except CellPortError as exc:
             log(LOG, logging.DEBUG, "calls.ack_failed", call_id=call_id, error=str(exc))
 
     async def _sweep(self) -> None:
@@ -298,7 +298,7 @@ class CallSupervisor:
             if self.boot_id is not None and any(p.state is S.UNKNOWN for p in rows):
                 try:
                     await self._reconcile(only_unknown=True)
-                except CellError as exc:
+                except CellPortError as exc:
                     self.last_error = str(exc)
 
     async def _watch(self) -> None:
@@ -307,7 +307,7 @@ class CallSupervisor:
             await asyncio.sleep(self._watch_s)
             try:
                 boot = await self._cell.boot_id()
-            except CellError as exc:
+            except CellPortError as exc:
                 if not self._cell_down:
                     self._cell_down = True
                     self.last_error = str(exc)
@@ -318,7 +318,7 @@ class CallSupervisor:
                 self._cell_down = False
                 try:
                     await self._reconcile()
-                except CellError as exc:
+                except CellPortError as exc:
                     self.last_error = str(exc)
             elif boot != self.boot_id:
                 self._cell_down = False  # the event stream reports the restart

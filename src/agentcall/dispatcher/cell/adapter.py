@@ -232,7 +232,7 @@ def to_plan(plan: CellPlan) -> Plan:
     )
 
 
-def originate_error(exc: Exception) -> port.CellError:
+def originate_error(exc: Exception) -> port.CellPortError:
     """The port's outcome of a failed originate (see :mod:`.port`)."""
     if isinstance(exc, CellBusyError | CellDrainingError):
         code = "busy" if isinstance(exc, CellBusyError) else "draining"
@@ -246,7 +246,7 @@ def originate_error(exc: Exception) -> port.CellError:
     return CellUnavailable(f"originate: {_why(exc)}")
 
 
-def _ack_error(answer: CellClientError | None) -> port.CellError | None:
+def _ack_error(answer: CellClientError | None) -> port.CellPortError | None:
     if answer is None or isinstance(answer, CallNotFoundError):
         return None  # acknowledged, or forgotten already
     return CellUnavailable(f"ack: {_why(answer)}")
@@ -280,7 +280,9 @@ class CellAdapter:
         except UNANSWERED as exc:
             raise originate_error(exc) from exc
 
-    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | port.CellError]:
+    async def originate_many(
+        self, plans: Sequence[CellPlan]
+    ) -> list[CellCall | port.CellPortError]:
         try:
             answers = await self._limited(self._client.originate_many([to_plan(p) for p in plans]))
         except UNANSWERED as exc:  # the client never raises CellClientError here; the stack may
@@ -290,7 +292,7 @@ class CellAdapter:
             for a in answers
         ]
 
-    async def ack_many(self, call_ids: Sequence[str]) -> list[port.CellError | None]:
+    async def ack_many(self, call_ids: Sequence[str]) -> list[port.CellPortError | None]:
         try:
             answers = await self._limited(self._client.ack_many(call_ids))
         except UNANSWERED as exc:

@@ -4,7 +4,7 @@
 A test states what the cell knows — its boot ids (``boots``, one taken per ``boot_id()``
 call, the last one kept), its ``calls``, ``orphan_list`` and ``event_list`` — and how it
 answers: ``answer`` decides each originate (a :class:`CellCall`, or the
-:class:`CellError` it raises), ``upload`` each recording PUT request, and a hang-up of a
+:class:`CellPortError` it raises), ``upload`` each recording PUT request, and a hang-up of a
 call in ``gone`` is refused as ``not_found``. Everything the D asked is recorded:
 ``originated``, ``sent`` (batches), ``acked``, ``hung``, ``requests`` (upload ids, the
 last URL in ``last_url``), ``deleted`` (orphans) and ``puts`` (PUTs done through
@@ -22,16 +22,16 @@ import httpx
 
 from agentcall.dispatcher.cell.port import (
     CellCall,
-    CellError,
     CellEvent,
     CellOrphan,
     CellPlan,
+    CellPortError,
     CellRejected,
     CellUpload,
 )
 from agentcall.dispatcher.domain.identity import CellIdentity
 
-Answer = Callable[[CellPlan], CellCall | CellError]
+Answer = Callable[[CellPlan], CellCall | CellPortError]
 Upload = Callable[["FakeCell", str, str, dict[str, str]], Awaitable[CellUpload]]
 
 
@@ -59,7 +59,7 @@ class FakeCell:
     async def boot_id(self) -> str:
         return self.boots.pop(0) if len(self.boots) > 1 else self.boots[0]
 
-    def _answer(self, plan: CellPlan) -> CellCall | CellError:
+    def _answer(self, plan: CellPlan) -> CellCall | CellPortError:
         if self.answer is None:
             raise AssertionError("this cell takes no originate (nothing may be dialled)")
         return self.answer(plan)
@@ -67,7 +67,7 @@ class FakeCell:
     async def originate(self, plan: CellPlan) -> CellCall:
         self.originated.append(plan.call_id)
         result = self._answer(plan)
-        if isinstance(result, CellError):
+        if isinstance(result, CellPortError):
             raise result
         return result
 
@@ -122,10 +122,10 @@ class FakeCell:
 class FakeBatchingCell(FakeCell):
     """A :class:`FakeCell` that also originates and acknowledges in batches."""
 
-    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | CellError]:
+    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | CellPortError]:
         self.sent.append([p.call_id for p in plans])
         return [self._answer(p) for p in plans]
 
-    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]:
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellPortError | None]:
         self.acked.extend(call_ids)
         return [None] * len(call_ids)

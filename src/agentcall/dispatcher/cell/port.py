@@ -7,7 +7,7 @@ whose ``detail`` is read from the wire once, in the adapter (:class:`CallEnded`,
 recording's :class:`Media`, or the :class:`CellUpload` report). Errors crossing the port:
 
     DispatcherError
-    └── CellError
+    └── CellPortError
         ├── CellRejected     the cell refused the request (bad plan, busy): definitive,
         │                    nothing was dialled
         └── CellUnavailable  no answer (connection refused, timeout): it is unknown
@@ -30,11 +30,11 @@ from agentcall.dispatcher.domain.results import TranscriptSegment
 from agentcall.dispatcher.errors import DispatcherError
 
 
-class CellError(DispatcherError):
+class CellPortError(DispatcherError):
     """A cell request failed. Fix: check DISPATCHER_CELL_URL and the cell's logs."""
 
 
-class CellRejected(CellError):
+class CellRejected(CellPortError):
     """The cell refused the request; the execution ends as failed with the code given."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -42,7 +42,7 @@ class CellRejected(CellError):
         super().__init__(f"{code}: {message}")
 
 
-class CellUnavailable(CellError):
+class CellUnavailable(CellPortError):
     """The cell did not answer; the execution becomes unknown until reconciled."""
 
 
@@ -215,11 +215,11 @@ class BatchingCell(Protocol):
     """Optional: a cell port that originates and acknowledges many calls per request.
 
     Each item gets what the single call would have given: a :class:`CellCall` or the
-    :class:`CellError` the single call would have raised (``originate_many``), ``None``
+    :class:`CellPortError` the single call would have raised (``originate_many``), ``None``
     or that error (``ack_many``); a request that fails as a whole gives its error to
     every item. Never raises.
     """
 
-    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | CellError]: ...
+    async def originate_many(self, plans: Sequence[CellPlan]) -> list[CellCall | CellPortError]: ...
 
-    async def ack_many(self, call_ids: Sequence[str]) -> list[CellError | None]: ...
+    async def ack_many(self, call_ids: Sequence[str]) -> list[CellPortError | None]: ...

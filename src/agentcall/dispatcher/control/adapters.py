@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from agentcall.dispatcher.cell.port import CellError, CellPort
+from agentcall.dispatcher.cell.port import CellPort, CellPortError
 from agentcall.dispatcher.domain.control import ReadFailure
 from agentcall.dispatcher.domain.model import TaskConfig
 from agentcall.dispatcher.logs import log
@@ -91,5 +91,5 @@ class CellActiveCalls:
     async def _hangup(self, task_id: str, call_id: str) -> None:
         try:
             await self._cell.hangup(call_id)
-        except CellError as exc:  # already ended or cell away: the supervisor resolves it
+        except CellPortError as exc:  # already ended or cell away: the supervisor resolves it
             log(LOG, logging.INFO, "control.hangup_skipped", task_id=task_id, error=str(exc))

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from agentcall.dispatcher.cell.port import CellError, CellPort, CellRejected
+from agentcall.dispatcher.cell.port import CellPort, CellPortError, CellRejected
 from agentcall.dispatcher.domain import recording as model
 from agentcall.dispatcher.domain.recording import (
     ErrorCode,
@@ -185,7 +185,7 @@ class RecordingService:
                 else:
                     await self._close(rec)
             self._not_before.pop(rec.call_id, None)
-        except (CellError, StorageUnavailable) as exc:
+        except (CellPortError, StorageUnavailable) as exc:
             self.last_error = str(exc)
             self._not_before[rec.call_id] = time.monotonic() + self._retry_s
             log(LOG, logging.WARNING, "recording.retry", call_id=rec.call_id, error=str(exc))
@@ -280,7 +280,7 @@ class RecordingService:
             await self._cell.ack(rec.call_id)
             if rec.source is model.Source.ORPHAN or rec.state is S.UNAVAILABLE:
                 await self._cell.delete_orphan(rec.call_id)
-        except CellError as exc:  # the next reconciliation acknowledges it again
+        except CellPortError as exc:  # the next reconciliation acknowledges it again
             log(LOG, logging.DEBUG, "recording.release_failed", call_id=rec.call_id, error=str(exc))
 
 
