@@ -1,4 +1,4 @@
-"""Small fakes behind the task-control ports (``dispatcher.control.ports``).
+"""Small fakes behind the task-control ports (``agentcall.dispatcher.control.ports``).
 
 Every fake appends to one shared ``events`` list so tests can assert the order of
 effects (barrier persisted → read → consumer → hangup → drain → receipt).
