@@ -118,7 +118,7 @@ class MemoryStore:
     async def transaction(self) -> AsyncIterator[tuple[MemoryWrites, datetime]]:
         async with self._lock:
             working = self.state.copy()
-            yield MemoryWrites(working, self.clock), self._now()
+            yield MemoryWrites(working, self._now), self._now()
             self.state = working  # reached only when the block raised nothing
 
     def _now(self) -> datetime:

@@ -42,7 +42,7 @@ async def cancel_on_twin(
     scope = Scope(principal.namespace_id, OPERATION, task_id, key)
     digest = cancel_digest(request)
     async with store.transaction() as (tx, now):
-        task = await store.load_task(task_id)
+        task = tx.state.tasks.get(task_id)  # as this transaction sees it
         if task is None:
             raise NotFound("task not found")
         principal.require_visible(task.namespace_id, task.queue_id)
