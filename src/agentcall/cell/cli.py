@@ -307,6 +307,7 @@ def _run(service: CellService, sock: socket.socket, halt: Halt, limits: HttpLimi
         timeout_keep_alive=limits.keep_alive_s,  # type: ignore[arg-type]
         ws_ping_interval=20,
         ws_ping_timeout=20,
+        ws_max_size=65_536,  # the event stream's client sends nothing but control frames
     )
     halt.server = uvicorn.Server(config)
     # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal: exit 0 then.

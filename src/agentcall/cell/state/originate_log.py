@@ -10,7 +10,7 @@ The never-twice guarantee rests on this one file, so the cell guards it:
 - at start, a missing log is refused when the data dir shows that a cell ran there before
   (:func:`may_create`), unless the operator says this is a first start;
 - while running, the file at the path must stay the one the cell opened (same device and
-  inode): :meth:`OriginateLog.check` runs before every write and once a second, and a log
+  inode): :meth:`OriginateLog.check` runs before and after every write and once a second, and a log
   deleted, renamed or replaced raises :class:`StateLostError`: nothing more is dialled.
 """
 
@@ -107,6 +107,7 @@ class OriginateLog:
         self.check()
         self._file.write(data)
         self._sync()
+        self.check()  # replaced while writing: the entry may be in the lost file only
 
     async def append(self, entry: Mapping[str, Any]) -> None:
         """Return once ``entry`` is durably on disk (raises ``OSError`` if it is not, and
