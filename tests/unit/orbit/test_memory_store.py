@@ -32,7 +32,7 @@ from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
-from agentcall.orbit.store.ports import AttemptTransaction, LiveAttempt
+from agentcall.orbit.store.ports import AttemptTransaction, LiveAttempt, TaskStore
 from agentcall.orbit.store.sql import ConcurrentChange
 
 pytestmark = pytest.mark.unit
@@ -374,3 +374,25 @@ async def test_an_offer_is_withdrawn_once_and_never_after_a_claim() -> None:
         assert await tx.withdraw_offer(mine) is False
         assert await tx.withdraw_offer(claimed) is False
         assert await tx.withdraw_offer("unknown") is False
+
+
+# ---------------------------------------------------------------------- the port, whole
+def _missing(port: type, twin: type) -> set[str]:
+    """Operations of the port that the twin does not have."""
+    wanted = {name for name in vars(port) if not name.startswith("_")}
+    return {name for name in wanted if not callable(getattr(twin, name, None))}
+
+
+@pytest.mark.parametrize(
+    ("port", "twin"), [(TaskStore, MemoryStore), (AttemptTransaction, MemoryWrites)]
+)
+def test_the_twin_has_every_operation_of_the_port(port: type, twin: type) -> None:
+    """When the port grows, the twin grows with it (mypy checks the signatures too)."""
+    assert _missing(port, twin) == set()
+
+
+def test_the_port_check_finds_a_missing_operation() -> None:
+    class Partial:
+        async def load_task(self, task_id: str) -> None: ...
+
+    assert _missing(TaskStore, Partial) == {"transaction", "submit", "page", "load_token"}
