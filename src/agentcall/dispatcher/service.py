@@ -251,14 +251,6 @@ class Dispatcher:
 
     async def _http(self) -> None:
         s = self.settings
-        app = build_app(
-            self.snapshot,
-            lambda: self.failed is None,
-            lambda request, exc: handled(LOG, "http", exc, path=request.url.path),
-            registry=self.telemetry.render,
-            routes=console_routes(self._console()),
-            allowed=allowed_hosts(s.http_host, s.http_allowed_hosts),
-        )
         limits = EdgeLimits(
             s.http_header_timeout_s,
             s.http_body_timeout_s,
@@ -266,6 +258,15 @@ class Dispatcher:
             s.http_max_connections,
         )
         edge = edge_for(limits, lambda level, event, facts: log(LOG, level, event, **facts))
+        app = build_app(
+            self.snapshot,
+            lambda: self.failed is None,
+            lambda request, exc: handled(LOG, "http", exc, path=request.url.path),
+            registry=self.telemetry.render,
+            routes=console_routes(self._console()),
+            allowed=allowed_hosts(s.http_host, s.http_allowed_hosts),
+            edge=edge,
+        )
         await serve_http(app, s.http_host, s.http_port, edge, self._listening)
 
     def _listening(self, port: int) -> None:

@@ -83,5 +83,12 @@ async def test_300_trickling_connections_are_cut_in_time_and_readyz_keeps_answer
     assert probed and all(ok and seconds < 1.5 for _, seconds, ok in probed), probed
     assert {status for status, _, _ in probed} == {200}, probed
     assert httpx.get(s.status_url, timeout=5).status_code == 200
+    metrics = httpx.get(s.status_url.replace("/status", "/metrics"), timeout=5).text
+    refused = [
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("dispatcher_http_refused_connections_total{")
+    ]
+    assert sum(refused) == 300, refused
     events = [json.loads(line).get("msg") for line in s.log().splitlines() if '"msg"' in line]
     assert events.count("http.edge_refusing") == 1, "one line for the burst"

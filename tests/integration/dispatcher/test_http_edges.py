@@ -26,6 +26,7 @@ import pytest
 from agentcall.dispatcher.web import edge as edge_module
 from agentcall.dispatcher.web.app import build_app
 from agentcall.dispatcher.web.edge import Edge, EdgeLimits
+from agentcall.dispatcher.web.metrics import render_edge
 from agentcall.dispatcher.web.server import edge_for, serve
 
 pytestmark = pytest.mark.integration
@@ -215,11 +216,16 @@ async def test_when_every_connection_runs_a_request_a_new_one_gets_503_retry_aft
         answers = [await asyncio.wait_for(reader.read(200), 5) for reader, _ in busy]
         for _, writer in busy:
             writer.close()
+        await asyncio.sleep(0.2)
+        metrics = render_edge(served.edge).decode()
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
     assert "connection limit" in refused.text and refused_in < 1.0
     assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers)
     assert served.events() == ["http.edge_refusing"]
     assert served.reports[0][1] == {"reason": "limit", "open": 3, "limit": 3}
+    assert 'dispatcher_http_refused_connections_total{reason="limit"} 1.0' in metrics
+    assert "dispatcher_http_connection_limit 3.0" in metrics
+    assert "dispatcher_http_connections 0.0" in metrics
 
 
 async def test_the_limit_is_lowered_under_a_small_open_file_limit() -> None:

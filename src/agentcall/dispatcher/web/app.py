@@ -20,8 +20,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from agentcall.dispatcher.web.edge import Edge
 from agentcall.dispatcher.web.hosts import LOOPBACK_NAMES, HostGuard
-from agentcall.dispatcher.web.metrics import render
+from agentcall.dispatcher.web.metrics import render, render_edge
 
 Snapshot = Callable[[], Awaitable[dict[str, Any]]]
 OnError = Callable[[Request, Exception], None]
@@ -42,17 +43,21 @@ def build_app(
     routes: Sequence[BaseRoute] = (),
     registry: Callable[[], bytes] = _no_registry,
     allowed: frozenset[str] = LOOPBACK_NAMES,
+    edge: Edge | None = None,
 ) -> Starlette:
     """The HTTP app; ``routes`` are mounted beside the built-in ones (the console's);
     ``registry`` renders the process's own metrics, served after the snapshot's;
     ``allowed`` are the ``Host`` names answered
-    (:func:`agentcall.dispatcher.web.hosts.allowed_hosts`)."""
+    (:func:`agentcall.dispatcher.web.hosts.allowed_hosts`); ``edge``, the port's
+    connections, adds their figures to ``/metrics``."""
 
     async def status(request: Request) -> Response:
         return JSONResponse(await snapshot())
 
     async def metrics(request: Request) -> Response:
         body = render(await snapshot()) + registry()
+        if edge is not None:
+            body += render_edge(edge)
         return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def healthz(request: Request) -> Response:

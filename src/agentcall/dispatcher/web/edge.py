@@ -19,7 +19,8 @@ a full port never leaves the D without descriptors for its database, broker and 
 
 Refusals and cuts are reported once per burst, not per connection: ``report`` gets
 ``http.edge_refusing`` at the first one, and ``http.edge_quiet`` with the counts by reason
-once ``QUIET_S`` pass without any.
+once ``QUIET_S`` pass without any; :attr:`Edge.totals` counts them since start (``GET
+/metrics``: ``dispatcher_http_refused_connections_total{reason}``).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Edge:
     open: dict[BoundedProtocol, None] = field(default_factory=dict)
     lingering: int = 0
     burst: dict[str, int] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
     last_refusal: float = 0.0
     _quiet_check: asyncio.TimerHandle | None = None
 
@@ -88,6 +90,7 @@ class Edge:
             )
             self._quiet_check = loop.call_later(QUIET_S, self._check_quiet, loop)
         self.burst[reason] = self.burst.get(reason, 0) + 1
+        self.totals[reason] = self.totals.get(reason, 0) + 1
         self.last_refusal = loop.time()
 
     def _check_quiet(self, loop: asyncio.AbstractEventLoop) -> None:

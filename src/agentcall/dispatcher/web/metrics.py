@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from agentcall.dispatcher.domain.recording import RecordingState
 from agentcall.dispatcher.readiness import CHECKS
+from agentcall.dispatcher.web.edge import Edge
 
 
 class _SnapshotCollector(Collector):
@@ -169,6 +170,36 @@ def _labelled_gauge(
     for key, value in values.items():
         family.add_metric([key], float(value))
     return family
+
+
+class _EdgeCollector(Collector):
+    def __init__(self, edge: Edge) -> None:
+        self._edge = edge
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        edge = self._edge
+        yield _gauge(
+            "dispatcher_http_connections", "open connections to the HTTP port", len(edge.open)
+        )
+        yield _gauge(
+            "dispatcher_http_connection_limit",
+            "most connections kept open (DISPATCHER_HTTP_MAX_CONNECTIONS, under the file limit)",
+            edge.max_connections,
+        )
+        yield _labelled_counter(
+            "dispatcher_http_refused_connections",
+            "connections answered and closed by the port's bounds: headers or body too slow,"
+            " headers too large, pushed out or refused at the connection limit",
+            "reason",
+            edge.totals,
+        )
+
+
+def render_edge(edge: Edge) -> bytes:
+    """The HTTP port's own figures (:class:`agentcall.dispatcher.web.edge.Edge`)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_EdgeCollector(edge))
+    return generate_latest(registry)
 
 
 def render(snapshot: Mapping[str, Any]) -> bytes:
