@@ -151,15 +151,28 @@ ORBIT: Table = {
     "execution": {"store", "domain", "protocol"},
     # the operations the API, the console, the CLI and the worker socket call
     "usecases": {"execution", "store", "domain", "protocol"},
-    "api": {"console", "usecases", "execution", "store", "domain", "protocol", "settings"},
-    # the console at /ui: an HTTP edge beside the API (which mounts it), reading through
-    # execution's inspection and the store, acting through execution's use cases
-    "console": {"usecases", "execution", "store", "domain"},
+    # the HTTP and WebSocket edges: through the use cases and the engine, never the store
+    "api": {"console", "usecases", "execution", "domain", "protocol"},
+    # the console at /ui: an HTTP edge beside the API, reading through execution's
+    # inspection and the use cases, acting through the use cases
+    "console": {"usecases", "execution", "domain"},
+    # the one place the server is built: settings -> store -> engine -> use cases -> app
+    "assembly": {"api", "console", "usecases", "execution", "store", "domain", "settings"},
     "sdk": {"protocol", "domain"},
     # the server's ServerSettings: read from the environment where the server is assembled
-    # (cli, api.factory) and passed down as values, so only those two parts import it
+    # (cli, assembly) and passed down as values, so only those two parts import it
     "settings": {"domain"},
-    "cli": {"api", "usecases", "execution", "store", "domain", "protocol", "sdk", "settings"},
+    "cli": {
+        "assembly",
+        "api",
+        "usecases",
+        "execution",
+        "store",
+        "domain",
+        "protocol",
+        "sdk",
+        "settings",
+    },
 }
 
 

@@ -26,8 +26,8 @@ import uvicorn
 from starlette.testclient import TestClient
 
 from agentcall.orbit.api import control_routes
-from agentcall.orbit.api.app import create_app
 from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
+from agentcall.orbit.assembly.server import create_app
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade

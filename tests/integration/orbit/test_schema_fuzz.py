@@ -51,7 +51,8 @@ from schemathesis.config._checks import NegativeDataRejectionConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance, unsupported_method
 from sqlalchemy import event
 
-from agentcall.orbit.api.app import create_app, openapi_text
+from agentcall.orbit.api.app import openapi_text
+from agentcall.orbit.assembly.server import create_app
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import upgrade

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from agentcall.orbit.api.app import YOUNG_GC_THRESHOLD, create_app
+from agentcall.orbit.assembly.server import YOUNG_GC_THRESHOLD, create_app
 from agentcall.orbit.store.db import Database
 from tests.support.orbit_databases import fresh_url
 

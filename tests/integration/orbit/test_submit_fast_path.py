@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from agentcall.orbit.api.app import OrbitApp, create_app
+from agentcall.orbit.api.app import OrbitApp
 from agentcall.orbit.api.http import MAX_BODY_BYTES
+from agentcall.orbit.assembly.server import create_app
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.connector import HotConnection

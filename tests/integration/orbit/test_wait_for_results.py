@@ -22,8 +22,8 @@ import pytest
 import uvicorn
 from sqlalchemy import event
 
-from agentcall.orbit.api.app import create_app
 from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
+from agentcall.orbit.assembly.server import create_app
 from agentcall.orbit.sdk.client import AsyncClient
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database

@@ -18,8 +18,8 @@ READS_THE_ENVIRONMENT = {"agentcall.orbit.settings", "agentcall.orbit.sdk.settin
 ENVIRONMENT = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 # the assembly: the functions that build the server's components and join them
 ASSEMBLY = {
-    "api/app.py": ("create_app",),
-    "api/execution_service.py": ("ExecutionService.__init__", "_CrossProcess.__init__"),
+    "assembly/server.py": ("create_app",),
+    "assembly/engine.py": ("ExecutionService.__init__", "_CrossProcess.__init__"),
 }
 
 pytestmark = pytest.mark.unit

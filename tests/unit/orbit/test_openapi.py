@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from starlette.routing import Route
 
-from agentcall.orbit.api.app import create_app, openapi_text
+from agentcall.orbit.api.app import openapi_text
 from agentcall.orbit.api.errors import ERROR_CODES, ERROR_TABLE, INTERNAL
 from agentcall.orbit.api.transport import HEADER_TIMEOUT_S, MAX_HEADER_BYTES
+from agentcall.orbit.assembly.server import create_app
 from agentcall.orbit.domain.jsonvalue import JsonNumber
 from agentcall.orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
 from agentcall.orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -20,8 +17,8 @@ from agentcall.orbit.api.routes import DEFAULT_LIMIT, MAX_LIMIT, Context
 from agentcall.orbit.domain.errors import InvalidArgument, NotFound
 from agentcall.orbit.domain.ids import is_id, task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
-from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.store import attempts
+from agentcall.orbit.domain.tokens import Permission
+from agentcall.orbit.usecases import history
 
 PAGE_PARAMS = frozenset({"limit", "cursor"})
 NO_PARAMS: frozenset[str] = frozenset()
@@ -35,12 +32,7 @@ async def list_attempts(request: Request, ctx: Context) -> Response:
     cursor = params.get("cursor")
     after = 0 if cursor is None else decode_cursor(cursor, task_id)
 
-    async def once() -> list[Any]:
-        async with ctx.ops.db.read() as conn:
-            await _visible(conn, principal, task_id)
-            return await attempts.attempt_page(conn, task_id, after, limit + 1)
-
-    rows = await ctx.ops.db.retrying(once)
+    rows = await history.attempt_page(ctx.ops, principal, task_id, after, limit + 1)
     data: dict[str, JsonValue] = {"items": [attempt_view(row) for row in rows[:limit]]}
     if len(rows) > limit:
         data["next_cursor"] = encode_cursor(task_id, rows[limit - 1].number)
@@ -55,25 +47,10 @@ async def get_attempt(request: Request, ctx: Context) -> Response:
     if not is_id(attempt_id):
         raise NotFound("attempt not found")
 
-    async def once() -> dict[str, JsonValue]:
-        async with ctx.ops.db.read() as conn:
-            await _visible(conn, principal, task_id)
-            row = await attempts.attempt(conn, task_id, attempt_id)
-            if row is None:
-                raise NotFound("attempt not found")
-            items = await attempts.evidence(conn, attempt_id)
-            view = attempt_view(row)
-            view["evidence"] = [evidence_view(item) for item in items]
-            return view
-
-    return envelope(ctx.request_id, 200, data=await ctx.ops.db.retrying(once))
-
-
-async def _visible(conn: AsyncConnection, principal: Principal, task_id: str) -> None:
-    row = await attempts.task_scope(conn, task_id)
-    if row is None:
-        raise NotFound("task not found")
-    principal.require_visible(row.namespace_id, row.queue_id)
+    row, items = await history.attempt_with_evidence(ctx.ops, principal, task_id, attempt_id)
+    view = attempt_view(row)
+    view["evidence"] = [evidence_view(item) for item in items]
+    return envelope(ctx.request_id, 200, data=view)
 
 
 def _limit(text: str | None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentcall.orbit.domain import errors as e
-from agentcall.orbit.store.db import is_database_failure
+from agentcall.orbit.usecases.failures import is_database_failure
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,6 @@ from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.task import task_view
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.execution.inspection import MAX_WAIT_MS, Inspection
-from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.migrate import require_current
 
 log = logging.getLogger("orbit.api")
 WAIT_PARAMS = frozenset({"wait_ms"})
@@ -81,16 +79,17 @@ def parse_wait_ms(text: str | None) -> int:
 
 
 def readiness(
-    db: Database, on_failure: Callable[[], None]
+    check: Callable[[], Awaitable[None]], on_failure: Callable[[], None]
 ) -> Callable[[Request], Awaitable[Response]]:
-    """`GET /readyz`: 200 when the database answers and is at the schema this program needs,
-    else 503 with the reason; each check has a short timeout and uses a fresh pool checkout,
-    so it turns 200 again when the database is back, without a restart."""
+    """`GET /readyz`: 200 when the database answers and is at the schema this program needs
+    (`check`: `orbit.store.migrate.require_current` on the server's database), else 503 with
+    the reason; each check has a short timeout and uses a fresh pool checkout, so it turns 200
+    again when the database is back, without a restart."""
 
     async def ready(request: Request) -> Response:
         try:
             async with asyncio.timeout(READY_TIMEOUT_S):
-                await require_current(db)
+                await check()
         except TimeoutError:
             return _not_ready(f"the database did not answer within {READY_TIMEOUT_S:g} s")
         except OrbitError as exc:

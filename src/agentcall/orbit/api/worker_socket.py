@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentcall.orbit.api.socket_edge import (
@@ -30,10 +29,8 @@ from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.domain.worker_errors import ProtocolError
-from agentcall.orbit.execution import steps
 from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.execution.hub import Hub, Link
-from agentcall.orbit.execution.kernel import FINISH, START
 from agentcall.orbit.execution.token_watch import TokenWatch, Watched
 from agentcall.orbit.protocol.frames import read_frame
 from agentcall.orbit.protocol.framing import BATCH_PROTOCOL, FrameWriter
@@ -50,8 +47,12 @@ from agentcall.orbit.protocol.messages import (
     parse_message,
     parse_value,
 )
-from agentcall.orbit.store.db import is_database_failure
+from agentcall.orbit.usecases import heartbeat, lease
+from agentcall.orbit.usecases.failures import is_database_failure
+from agentcall.orbit.usecases.finish import finish, record_evidence
 from agentcall.orbit.usecases.operations import Operations
+from agentcall.orbit.usecases.requeue import requeue
+from agentcall.orbit.usecases.start import start
 
 log = logging.getLogger("orbit.workers")
 HELLO_TIMEOUT = 10.0
@@ -137,7 +138,7 @@ class _Session:
             frozenset(hello.queues),
             hello.worker,
         )
-        statuses, now = await self.hub.batcher.run(partial(self._rebind, peer, hello))
+        statuses, now = await heartbeat.rebind(self.hub, peer, hello.attempts)
         link = Link(
             peer,
             hello.handlers,
@@ -149,7 +150,7 @@ class _Session:
         self.link = link
         held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}
         await self.send(self._hello_ok(peer, statuses, now))
-        self.hub.add(link, held)
+        lease.open_link(self.hub, link, held)
         self._watch(link)
         log.info(
             "worker connected",
@@ -164,8 +165,7 @@ class _Session:
         finally:
             if self.endpoint.watch is not None:
                 self.endpoint.watch.remove(peer.connection_id)
-            self.hub.remove(link)
-            await self.hub.disconnect(peer.connection_id)
+            await lease.close_link(self.hub, link)
             log.info("worker disconnected", extra={"connection_id": peer.connection_id})
 
     def _watch(self, link: Link) -> None:
@@ -198,14 +198,6 @@ class _Session:
         if outside:
             raise Close(4403, close_reason(f"queue {outside[0]} is outside the token's scope"))
         return hello
-
-    async def _rebind(
-        self, peer: Peer, hello: Hello, conn: AsyncConnection, now: datetime
-    ) -> tuple[list[dict[str, JsonValue]], datetime]:
-        if not hello.attempts:
-            return [], now
-        upkeep = self.hub.upkeep
-        return await upkeep.heartbeat(conn, now, peer, hello.attempts, rebind=True), now
 
     def _hello_ok(
         self, peer: Peer, statuses: list[dict[str, JsonValue]], now: datetime
@@ -298,8 +290,7 @@ class _Session:
             return await self._heartbeat(message)
         if isinstance(message, Flow):
             assert self.link is not None
-            self.link.capacity = message.capacity
-            self.hub.notify()
+            lease.set_credit(self.hub, self.link, message.capacity)
             return Ack(True, {"capacity": message.capacity}).body(message.msg_id)
         ack = await self._step(message)
         if ack.ended:
@@ -310,19 +301,15 @@ class _Session:
         return ack.body(message.msg_id)
 
     async def _step(self, message: Started | Result | Release | Evidence) -> Ack:
-        kernel, peer, batcher = self.kernel, self._peer(), self.hub.batcher
+        hub, peer = self.hub, self._peer()
         try:
             if isinstance(message, Started):
-                ack: Ack = await batcher.submit(START, (peer, message.ref))
-            elif isinstance(message, Result):
-                ack = await batcher.submit(FINISH, (peer, message))
-            elif isinstance(message, Release):
-                step = partial(steps.call, kernel.release, peer, message)
-                ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
-            else:
-                step = partial(steps.call_evidence, kernel.evidence, peer, message)
-                ack = await batcher.run(partial(steps.guard, step, message.ref.attempt_id))
-            return ack
+                return await start(hub, peer, message.ref)
+            if isinstance(message, Result):
+                return await finish(hub, peer, message)
+            if isinstance(message, Release):
+                return await requeue(hub, peer, message)
+            return await record_evidence(hub, peer, message)
         except Exception as exc:
             return _failed(exc, type(message).__name__)
 
@@ -330,14 +317,10 @@ class _Session:
         peer = self._peer()
         if self.link is not None:
             self.link.seen_at = datetime.now(UTC)
-        step = partial(steps.heartbeat, self.hub.upkeep.heartbeat, peer, message)
         try:
-            statuses = await self.hub.batcher.run(step)
+            statuses = await heartbeat.heartbeat(self.hub, peer, message)
         except Exception as exc:
             return _failed(exc, "Heartbeat").body(message.msg_id)
-        for status in statuses:
-            if status["status"] == "lost":
-                self.hub.ended(str(status["attempt_id"]))
         return Ack(True, {"attempts": list(statuses)}).body(message.msg_id)
 
     async def _invalid(self, msg_id: str | None, problem: str) -> None:

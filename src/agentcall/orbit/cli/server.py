@@ -15,8 +15,8 @@ import click
 import uvicorn
 
 from agentcall import logs
-from agentcall.orbit.api.app import create_app
 from agentcall.orbit.api.transport import CoalescingHttpToolsProtocol
+from agentcall.orbit.assembly.server import create_app, open_database
 from agentcall.orbit.cli.common import (
     URL_HELP,
     database_option,
@@ -149,17 +149,15 @@ def serve(config_file: Path | None, **options: Any) -> None:
         ws_max_size=1_048_576,  # a worker frame is at most 1 MiB (worker-protocol.md §2)
     )
     if settings.workers == 1:
-        app = create_app(
-            Database.open(settings.database_url, pool_size=settings.pool_size), settings
-        )
+        app = create_app(open_database(settings), settings)
         server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options))
         server.run(sockets=[sock])  # the app starts (and says ready) on the bound socket
         if not server.started:
             sys.exit(1)
         return
     sock.close()  # uvicorn binds it again, once, and shares it with its processes
-    export(settings)  # each process builds its app from these (orbit.api.factory)
-    factory = "agentcall.orbit.api.factory:from_environment"
+    export(settings)  # each process builds its app from these (orbit.assembly.server)
+    factory = "agentcall.orbit.assembly.server:from_environment"
     uvicorn.run(factory, factory=True, workers=settings.workers, **uvicorn_options)
 
 

@@ -1,24 +1,22 @@
-"""Wiring of the execution side into the API process: the batcher, kernel, hub and its loops,
-the WebSocket and history routes, and the submit hook that wakes the dispatcher, built from
-the server's `ExecutionSettings`. `orbit.api.app.create_app` calls `ExecutionService` (one
-object, three calls: routes, start, stop) and hands its hooks (`on_accepted`, `handoff`) to
-`Operations`."""
+"""The engine of one server process: the batcher, kernel, hub and its loops, the WebSocket and
+history routes, and the submit hook that wakes the dispatcher, built from the server's
+`ExecutionSettings`. `orbit.assembly.server.create_app` calls `ExecutionService` (one object,
+three calls: routes, start, stop) and hands its hooks (`on_accepted`, `handoff`) to the use
+cases (`Operations`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
 
 from prometheus_client import CollectorRegistry, Counter
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from agentcall.orbit.api import attempt_routes as routes
+from agentcall.orbit.api.app import Wrap
 from agentcall.orbit.api.inspection_routes import InspectionRoutes, readiness
 from agentcall.orbit.api.observability import ExecutionMetrics, TaskGauges, inspection_failures
-from agentcall.orbit.api.routes import Context
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
 from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.domain.ids import new_id
@@ -36,11 +34,9 @@ from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.execution.worker_directory import WorkerDirectory
 from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.submit_group import Handoff
 from agentcall.orbit.usecases.operations import Operations
-
-Handler = Callable[[Request, Context], Awaitable[Response]]
-Wrap = Callable[[str, Handler], Callable[[Request], Awaitable[Response]]]
 
 
 class ExecutionService:
@@ -119,7 +115,11 @@ class ExecutionService:
             ),
             Route("/v1/queues", wrap("queues", self.inspection_routes.queues), methods=["GET"]),
             Route("/v1/workers", wrap("workers", self.inspection_routes.workers), methods=["GET"]),
-            Route("/readyz", readiness(self.db, self.gauges.failures.inc), methods=["GET"]),
+            Route(
+                "/readyz",
+                readiness(partial(require_current, self.db), self.gauges.failures.inc),
+                methods=["GET"],
+            ),
         ]
 
     async def start(self) -> None:
