@@ -76,9 +76,12 @@ async def test_a_lost_file_stops_every_write_and_leaves_a_rescued_copy(
     assert db.lost is not None and str(caught.value) == db.lost
     (copy,) = rescued(path)
     assert str(copy) in db.lost
-    assert notes(copy) == ["before"], "the copy holds what the D committed, not the refused write"
-    with pytest.raises(StateFileLost):  # and every write after it
+    # The write that found the loss committed to the lost file, its caller got the error:
+    # the copy holds every commit, whether or not anything was acknowledged on it.
+    assert notes(copy) == ["before", "after"]
+    with pytest.raises(StateFileLost):  # every write after it is refused before it runs
         await db.write_first(note, "later")
+    assert notes(copy) == ["before", "after"]
     assert await db.read(lambda conn: conn.execute("SELECT 1").fetchone()[0]) == 1
     await db.close()
 
@@ -155,7 +158,7 @@ async def test_init_state_refuses_an_existing_file_and_a_waiting_rescued_copy(
     await db.write(note, "kept")
     path.unlink()
     with pytest.raises(StateFileLost):
-        await db.write(note, "refused")
+        await db.write(note, "noticed")
     await db.close()
     (copy,) = rescued(path)
     with pytest.raises(StoreError, match="--restore"):
@@ -163,7 +166,7 @@ async def test_init_state_refuses_an_existing_file_and_a_waiting_rescued_copy(
     with pytest.raises(StoreError, match=f"belongs to dispatcher {D1}"):
         await restore_state(path, copy, D2)
     await restore_state(path, copy, D1)
-    assert notes(path) == ["kept"] and rescued(path) == []
+    assert notes(path) == ["kept", "noticed"] and rescued(path) == []
     again = await Database.open(path, dispatcher_id=D1, create=False)
     await again.close()
 
@@ -230,3 +233,34 @@ def test_init_state_then_run_finds_its_file(tmp_path: Path) -> None:
     assert f"state database {state} created for dispatcher" in created.stdout
     again = dispatcher(["init-state"], state)
     assert again.returncode == 2 and "exists already" in again.stderr
+
+
+async def test_the_assembled_d_reports_a_lost_file_as_not_ready(tmp_path: Path) -> None:
+    """``/status`` and ``/readyz`` of the whole assembly, from the moment the file is lost."""
+    from agentcall.dispatcher.cell.fake import FakeCell
+    from agentcall.dispatcher.readiness import STATE
+    from agentcall.dispatcher.service import Dispatcher
+    from agentcall.dispatcher.settings import load_settings
+
+    path = tmp_path / "d.sqlite"
+    env = {
+        "DISPATCHER_ID": D1,
+        "DISPATCHER_SECRET_KEY": "secret-key",
+        "DISPATCHER_SAAS_URL": "http://127.0.0.1:9",
+        "DISPATCHER_AMQP_URL": "amqp://user:broker-password@127.0.0.1:9/",
+        "DISPATCHER_STATE_DB": str(path),
+        "DISPATCHER_CELL_URL": "http://127.0.0.1:9",
+    }
+    db = await opened(path)
+    d = Dispatcher(load_settings(env), db, FakeCell())
+    before = await d.snapshot()
+    assert before["state_file"] == {"intact": True, "problem": None}
+    assert STATE not in [c["cause"] for c in before["readiness"]["causes"]]
+    path.unlink()
+    with pytest.raises(StateFileLost):
+        await asyncio.wait_for(db.watch(0.05), 5)
+    after = await d.snapshot()
+    assert after["state_file"]["intact"] is False
+    (cause,) = [c for c in after["readiness"]["causes"] if c["cause"] == STATE]
+    assert "cannot be found" in cause["detail"] and ".rescued-" in cause["detail"]
+    await db.close()

@@ -222,9 +222,10 @@ class Database:
     def _guarded(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kw: P.kwargs
     ) -> T:
-        """One transaction between two checks of the state file: nothing is written to a
-        file known lost, and a commit that landed in one raises before its caller acts."""
-        self.check()
+        """One transaction, then a check of the state file: nothing is written to a file
+        known lost, and a commit that landed in one raises before its caller acts on it."""
+        if self.lost is not None:
+            raise StateFileLost(self.lost)
         result = transact(self._require(), fn, *args, **kw)
         self.check()
         return result

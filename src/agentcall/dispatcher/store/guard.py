@@ -4,10 +4,10 @@ The never-twice guarantee (D-CMD-1) rests on that one file: its inbox dedupes re
 commands and its executions say what was dialled. A running D holds the file open, so a
 file deleted, renamed or replaced under it goes on taking writes that no later start will
 see. The guard keeps a descriptor of the file it opened with its device and inode, and
-compares them with what the path names now: one ``os.stat`` and one ``os.fstat`` per check,
-cheap enough for every write transaction (before it begins and after it commits, so that
-nothing is acknowledged on the strength of a commit to a lost file) and for a watch every
-second.
+compares them with what the path names now: one ``os.stat`` and one ``os.fstat`` per check
+(a few microseconds against the millisecond of a synchronous commit), after every write
+transaction commits (so that nothing is acknowledged or dialled on the strength of a commit
+to a lost file) and once a second by a watch.
 """
 
 from __future__ import annotations
