@@ -73,7 +73,7 @@ def test_only_loopback_names_are_answered_by_default(headers: list[bytes], expec
     [
         ("127.0.0.1", (), "localhost", "10.0.0.5"),
         ("10.0.0.5", (), "10.0.0.5", "d1.example.net"),  # the address the D is bound to
-        ("0.0.0.0", (), "localhost", "0.0.0.0"),  # a wildcard is no name
+        ("0.0.0.0", (), "0.0.0.0:9470", "10.0.0.5"),  # dispatcher status's default URL
         ("::", ("d1.example.net",), "d1.example.net", "d2.example.net"),
         ("0.0.0.0", ("fe80::1",), "[fe80::1]:9470", "[fe80::2]"),
     ],

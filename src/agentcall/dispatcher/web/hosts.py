@@ -4,8 +4,10 @@ A web page on another site can make a browser send requests to the D's loopback 
 pointing its own name at 127.0.0.1 (DNS rebinding); the browser then treats the D's answers
 as that site's own and lets the page read them. The request still names the foreign site in
 its ``Host`` header, so the D answers only names it knows: the loopback names (``localhost``,
-127.0.0.0/8, ``::1``), the address it is bound to when that is one address (not a wildcard),
-and the names of ``DISPATCHER_HTTP_ALLOWED_HOSTS``. The port in ``Host`` is not compared.
+127.0.0.0/8, ``::1``), the address it is bound to (``DISPATCHER_HTTP_HOST``, a wildcard
+such as ``0.0.0.0`` included: an address, unlike a name, cannot be pointed elsewhere by a
+page's DNS) and the names of ``DISPATCHER_HTTP_ALLOWED_HOSTS``. The port in ``Host`` is not
+compared.
 
 - no ``Host``, several, or one that is not a host name or address (with an optional port):
   400 ``bad_host``;
@@ -32,7 +34,6 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
 _NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*")
 _PORT = re.compile(r"[0-9]{1,5}")
-WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 Verdict = Literal["allowed", "bad_host", "misdirected"]
 FRAME_HEADERS = {"x-frame-options": "DENY", "x-content-type-options": "nosniff"}
 # for an answer without a policy of its own (JSON, text, assets): nothing runs, no framing
@@ -76,11 +77,11 @@ def host_of(header: str) -> str | None:
 
 
 def allowed_hosts(bind_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
-    """The names the port answers: loopback, the bound address when it is one address, and
-    ``extra`` (already validated by the settings)."""
+    """The names the port answers: loopback, the bound address (or name), and ``extra``
+    (already validated by the settings)."""
     names = set(LOOPBACK_NAMES)
     bound = normal_host(bind_host)
-    if bound is not None and bound not in WILDCARDS:
+    if bound is not None:
         names.add(bound)
     names.update(n for n in (normal_host(e) for e in extra) if n is not None)
     return frozenset(names)
