@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agentcall.orbit.domain.attempts import AttemptState, Outcome, TaskErrorCode, TaskFacts
+from agentcall.orbit.domain.attempts import (
+    AttemptState,
+    EndReason,
+    Outcome,
+    TaskErrorCode,
+    TaskFacts,
+)
 from agentcall.orbit.domain.evidence import WorkerError
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.states import TaskState
@@ -260,3 +266,56 @@ def error_json(error: WorkerError) -> dict[str, JsonValue]:
     if error.retryable is not None:
         body["retryable"] = error.retryable
     return body
+
+
+# ---------------------------------------------------------------------- operator writes
+def retried_task_row(done: Task, now: datetime) -> Row:
+    """A retried task's values: WAITING again at once, its attempt budget as decided, the last
+    outcome cleared."""
+    return {
+        "state": done.state.value,
+        "available_at": now,
+        "retry_max_attempts": done.retry.max_attempts,
+        "result": None,
+        "error_code": None,
+        "error_message": None,
+        "attempt_error": None,
+        "cancel_requested_at": None,
+        "completed_at": None,
+        "current_attempt_id": None,
+        "updated_at": now,
+    }
+
+
+def resolved_task_row(done: Task, now: datetime) -> Row:
+    """A resolved task's values: the operator's outcome, completed at `now`."""
+    return {
+        "state": done.state.value,
+        "result": done.result_text,
+        "error_code": done.error_code,
+        "error_message": done.error_message,
+        "attempt_error": None,
+        "completed_at": now,
+        "current_attempt_id": None,
+        "updated_at": now,
+    }
+
+
+def cancel_requested_row(now: datetime) -> Row:
+    """A live task's values once a cancel is requested (its worker is told)."""
+    return {"cancel_requested_at": now, "updated_at": now}
+
+
+def cancelled_lease_rows(done: Task, now: datetime) -> tuple[Row, Row]:
+    """A leased, not yet started attempt cancelled with its task: the attempt's values and
+    the task's (besides `cancel_requested_row`)."""
+    attempt = {
+        "state": AttemptState.CANCELLED.value,
+        "ended_at": now,
+        "end_reason": EndReason.CANCELLED.value,
+        "end_digest": EndReason.CANCELLED.value,
+        "task_state_after": done.state.value,
+        "task_revision_after": done.revision,
+    }
+    task = {"state": done.state.value, "completed_at": now, "current_attempt_id": None}
+    return attempt, task

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import partial
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agentcall.orbit.domain.attempts import AttemptState, EndReason
+from agentcall.orbit.domain.attempts import AttemptState
 from agentcall.orbit.domain.cancel import (
     OPERATION,
     CancelMode,
@@ -35,7 +34,11 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.domain.transitions import LiveAttempt
+from agentcall.orbit.domain.transitions import (
+    LiveAttempt,
+    cancel_requested_row,
+    cancelled_lease_rows,
+)
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store import journal, tasks
 from agentcall.orbit.store.db import Database
@@ -107,24 +110,12 @@ async def _cancel_live(
     detail: dict[str, JsonValue],
     conn: AsyncConnection,
 ) -> None:
-    values: dict[str, Any] = {"cancel_requested_at": now, "updated_at": now}
+    values = cancel_requested_row(now)
     if mode is CancelMode.END_LEASE:
-        ended = await store.update_attempt(
-            conn,
-            live.id,
-            AttemptState.LEASED,
-            {
-                "state": AttemptState.CANCELLED.value,
-                "ended_at": now,
-                "end_reason": EndReason.CANCELLED.value,
-                "end_digest": EndReason.CANCELLED.value,
-                "task_state_after": done.state.value,
-                "task_revision_after": done.revision,
-            },
-        )
-        if not ended:
+        attempt, task_values = cancelled_lease_rows(done, now)
+        if not await store.update_attempt(conn, live.id, AttemptState.LEASED, attempt):
             raise StateConflict("the attempt started concurrently; GET the task and decide again")
-        values.update(state=done.state.value, completed_at=now, current_attempt_id=None)
+        values.update(task_values)
     if not await store.update_task(conn, task.id, task.state, task.revision, values):
         raise StateConflict("the task changed concurrently; GET it and decide again")
     await journal.append_event(conn, done, _EVENT[mode], task.state, now, detail)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -26,7 +25,7 @@ from agentcall.orbit.domain.review import (
 )
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.domain.transitions import LiveAttempt
+from agentcall.orbit.domain.transitions import LiveAttempt, resolved_task_row
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.attempts import last_attempt_id
@@ -64,16 +63,7 @@ async def _plan_resolve(
         "expected_revision": str(task.revision),
         "evidence": [item.key for item in evidence],
     }
-    values: dict[str, Any] = {
-        "state": done.state.value,
-        "result": done.result_text,
-        "error_code": done.error_code,
-        "error_message": done.error_message,
-        "attempt_error": None,
-        "completed_at": now,
-        "current_attempt_id": None,
-        "updated_at": now,
-    }
+    values = resolved_task_row(done, now)
 
     async def write(conn: AsyncConnection) -> None:
         await move_task(task, done, values, "RESOLVED", now, detail, conn)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import partial
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -20,6 +19,7 @@ from agentcall.orbit.domain.review import (
 )
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
+from agentcall.orbit.domain.transitions import retried_task_row
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, move_task, write_task
 
@@ -47,17 +47,5 @@ async def _plan_retry(
         "expected_revision": str(task.revision),
         "max_attempts": done.retry.max_attempts,
     }
-    values: dict[str, Any] = {
-        "state": done.state.value,
-        "available_at": now,
-        "retry_max_attempts": done.retry.max_attempts,
-        "result": None,
-        "error_code": None,
-        "error_message": None,
-        "attempt_error": None,
-        "cancel_requested_at": None,
-        "completed_at": None,
-        "current_attempt_id": None,
-        "updated_at": now,
-    }
+    values = retried_task_row(done, now)
     return Change(done, partial(move_task, task, done, values, "RETRIED", now, detail))
