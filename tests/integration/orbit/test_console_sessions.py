@@ -325,3 +325,19 @@ async def test_a_binary_frame_closes_the_worker_socket_with_4400(
     )
     assert await _binary_close(server_url, tenant.token, None) == 4400  # as the first frame
     assert await _binary_close(server_url, tenant.token, hello) == 4400  # in the session
+
+
+async def test_a_refused_sign_in_writes_nothing_and_keeps_the_session(
+    browser: httpx.AsyncClient, db: Database, tenant: Tenant, server_url: str
+) -> None:
+    session_id = await sign_in(browser, tenant.token)
+    token_id, submit_only = await tenant.token_for([Permission.SUBMIT])
+    form = await browser.get("/ui/signin")
+    refused = await browser.post(
+        "/ui/signin", data={"token": submit_only, "csrf": page_csrf(form.text)}
+    )
+    assert refused.status_code == 403 and "tasks:read" in refused.text
+    async with db.read() as conn:
+        query = sa.select(sa.func.count()).where(console_sessions.c.token_id == token_id)
+        assert (await conn.execute(query)).scalar_one() == 0
+    assert await signed_in(server_url, session_id)  # not replaced by a refused sign-in

@@ -19,7 +19,7 @@ from agentcall.orbit.domain.sessions import (
     session_digest,
     verdict,
 )
-from agentcall.orbit.domain.tokens import Principal, authenticate
+from agentcall.orbit.domain.tokens import Permission, Principal, authenticate
 from agentcall.orbit.store import sessions
 from agentcall.orbit.store.db import Database
 
@@ -40,9 +40,11 @@ class ConsoleSessions:
         self._authenticate = authenticate  # a bearer secret -> its principal (the API's)
 
     async def sign_in(self, secret: str, replaces: str | None = None) -> SignedIn:
-        """A new session on the token `secret` (refused like an API request); the session
-        `replaces` (the browser's previous one) ends."""
+        """A new session on the token `secret` (refused like an API request, and without
+        tasks:read: the console only shows); the session `replaces` (the browser's
+        previous one) ends. Nothing is written for a refused token."""
         principal = await self._authenticate(secret)
+        principal.require(Permission.READ)
         session_id = new_session_id()
 
         async def once() -> timedelta:
