@@ -26,10 +26,18 @@ from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.submit import parse_submit
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.domain.worker_errors import ProtocolError
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
-from agentcall.orbit.execution.kernel import KernelSettings
+from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport
-from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome, WorkerIdentity
+from agentcall.orbit.protocol.messages import (
+    AttemptRef,
+    Release,
+    ReleaseReason,
+    Result,
+    ResultOutcome,
+    WorkerIdentity,
+)
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.usecases.operations import Page
 from agentcall.orbit.usecases.task_writes import Written
@@ -92,6 +100,10 @@ class Backend(Protocol):
     ) -> list[dict[str, JsonValue]]: ...
 
     async def finish(self, peer: Peer, result: Result) -> Ack: ...
+
+    async def release(self, peer: Peer, ref: AttemptRef, reason: ReleaseReason) -> Ack:
+        """The worker hands the attempt back (a refusal is an error ack)."""
+        ...
 
     async def disconnect(self, peer: Peer) -> None: ...
 
@@ -164,3 +176,13 @@ def result_of(
     ref = AttemptRef(grant.attempt_id, lease_token or grant.lease_token)
     text = result_text if outcome is ResultOutcome.SUCCEEDED else None
     return Result(new_key(), ref, outcome, text, error, ())
+
+
+async def released(
+    kernel: Kernel, conn: Any, now: datetime, peer: Peer, ref: AttemptRef, reason: ReleaseReason
+) -> Ack:
+    """`Kernel.release` as the worker socket runs it: a protocol refusal is an error ack."""
+    try:
+        return await kernel.release(conn, now, peer, Release(new_key(), ref, reason))
+    except ProtocolError as exc:
+        return Ack.refused(exc, ref.attempt_id)

@@ -26,14 +26,14 @@ from agentcall.orbit.domain.tokens import Permission, Principal, authenticate, g
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
-from agentcall.orbit.protocol.messages import AttemptRef, Result
+from agentcall.orbit.protocol.messages import AttemptRef, ReleaseReason, Result
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
 from agentcall.orbit.store.ports import AttemptTransaction
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.usecases.operations import Page
 from agentcall.orbit.usecases.task_writes import Written
-from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, request_of
+from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, released, request_of
 from tests.integration.orbit.store_behaviour.memory_cancel import cancel_on_twin
 
 T = TypeVar("T")
@@ -114,6 +114,9 @@ class MemoryBackend:
 
     async def finish(self, peer: Peer, result: Result) -> Ack:
         return await self._step(lambda tx, now: self.kernel.finish(tx, now, peer, result))
+
+    async def release(self, peer: Peer, ref: AttemptRef, reason: ReleaseReason) -> Ack:
+        return await self._step(lambda tx, now: released(self.kernel, tx, now, peer, ref, reason))
 
     async def disconnect(self, peer: Peer) -> None:
         connection_id = peer.connection_id

@@ -20,7 +20,7 @@ from agentcall.orbit.domain.tokens import Principal
 from agentcall.orbit.execution.acks import Ack, Grant, Peer
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
-from agentcall.orbit.protocol.messages import AttemptRef, Result
+from agentcall.orbit.protocol.messages import AttemptRef, ReleaseReason, Result
 from agentcall.orbit.store import inspect
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
@@ -28,7 +28,7 @@ from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.usecases.cancel import cancel_task
 from agentcall.orbit.usecases.operations import Operations, Page
 from agentcall.orbit.usecases.task_writes import Written
-from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, request_of
+from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, released, request_of
 
 T = TypeVar("T")
 SWEEP_LIMIT = 500
@@ -92,6 +92,11 @@ class SqlBackend:
 
     async def finish(self, peer: Peer, result: Result) -> Ack:
         return await self._step(lambda conn, now: self.kernel.finish(conn, now, peer, result))
+
+    async def release(self, peer: Peer, ref: AttemptRef, reason: ReleaseReason) -> Ack:
+        return await self._step(
+            lambda conn, now: released(self.kernel, conn, now, peer, ref, reason)
+        )
 
     async def disconnect(self, peer: Peer) -> None:
         connection_id = peer.connection_id
