@@ -17,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ExceptionHandler, Lifespan, Receive, Scope, Send
+from starlette.types import ASGIApp, ExceptionHandler, Lifespan, Receive, Scope, Send
 
 from agentcall.orbit.api import routes
 from agentcall.orbit.api.errors import INTERNAL, wire_error
@@ -73,16 +73,19 @@ SUBMIT_PATH = "/v1/tasks"
 
 
 class OrbitApp(Starlette):
-    """Starlette, with `POST /v1/tasks` (the hot path) served before Starlette's middleware
-    stack and router: the same endpoint as the route (the same `Request`, handler, error
-    envelope, metrics and access line), so the same response, without the per-request cost of
-    the two exception middlewares, route matching and wrapped `send` callables (`submit`;
-    None: served through the router like every other route). `state.inspection`: the engine's
-    waiters and counts, for tests and tools."""
+    """Starlette, whose `POST /v1/tasks` (the hot path) goes from the server straight to
+    Starlette's router: the same route matching, `Request` and endpoint as every route (its
+    wrapper answers every exception itself: error envelope, metrics, access line), without
+    the middleware stack in front of the router (the two exception middlewares and the
+    console's edge, which guards /ui only). Measured in process on a submit refused before
+    any database work (401; 25 interleaved rounds of 2,000, fastest round): 11 µs calling the
+    endpoint directly, 18 µs through the router, 19-45 µs (fastest-median) through the whole
+    stack. `submit`: that entry (None: served through the stack like every other route).
+    `state.inspection`: the engine's waiters and counts, for tests and tools."""
 
     def __init__(
         self,
-        submit: Callable[[Request], Awaitable[Response]] | None,
+        fast_submit: bool,
         inspection: Inspection,
         routes: Sequence[BaseRoute],
         exception_handlers: Mapping[Any, ExceptionHandler],
@@ -95,7 +98,8 @@ class OrbitApp(Starlette):
             lifespan=lifespan,
             middleware=middleware,
         )
-        self.submit = submit
+        self.submit: ASGIApp | None = self._routed if fast_submit else None
+        self._no_handlers: tuple[dict[Any, Any], dict[Any, Any]] = ({}, {})
         self.state.inspection = inspection
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -106,11 +110,15 @@ class OrbitApp(Starlette):
             and scope["method"] == "POST"
             and not scope.get("root_path")
         ):
-            scope["app"] = self
-            response = await self.submit(Request(scope, receive))
-            await response(scope, receive, send)
+            await self.submit(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    async def _routed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["app"] = self
+        # what Starlette's ExceptionMiddleware puts there for the routes' own handlers
+        scope["starlette.exception_handlers"] = self._no_handlers
+        await self.router(scope, receive, send)
 
 
 def endpoints(ops: Operations, metrics: Metrics, access_log: bool) -> Wrap:

@@ -86,7 +86,7 @@ def create_app(
     endpoint = endpoints(ops, metrics, settings.access_log)
     submit = endpoint("submit", routes.submit_task)
     app = OrbitApp(
-        submit if fast_submit else None,
+        fast_submit,
         execution.inspection,
         routes=[
             Route(SUBMIT_PATH, submit, methods=["POST"]),
