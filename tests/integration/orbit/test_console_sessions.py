@@ -12,8 +12,11 @@ import asyncio
 import hashlib
 import os
 import re
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -25,7 +28,9 @@ from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import console_sessions
-from tests.support.orbit_server import Tenant, serving
+from tests.support.orbit_server import Tenant, serve_command, serving, stop
+from tests.support.ports import free_port
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.integration]
 FOREIGN = "http://attacker.example:7470"
@@ -341,3 +346,50 @@ async def test_a_refused_sign_in_writes_nothing_and_keeps_the_session(
         query = sa.select(sa.func.count()).where(console_sessions.c.token_id == token_id)
         assert (await conn.execute(query)).scalar_one() == 0
     assert await signed_in(server_url, session_id)  # not replaced by a refused sign-in
+
+
+def _certificate(tmp_path: Path) -> tuple[Path, Path]:
+    cert, key = tmp_path / "orbit.crt", tmp_path / "orbit.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def _healthy(base: str, trust: ssl.SSLContext) -> bool:
+    try:
+        return httpx.get(f"{base}/healthz", verify=trust, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+async def test_cookies_are_secure_when_orbit_serves_https_itself(
+    db_url: str, tenant: Tenant, tmp_path: Path
+) -> None:
+    cert, key = _certificate(tmp_path)
+    port = free_port()
+    tls = ["--ssl-certfile", str(cert), "--ssl-keyfile", str(key), "--no-access-log"]
+    with (tmp_path / "serve.log").open("wb") as log:
+        process = subprocess.Popen(
+            serve_command(db_url, port, *tls), stdout=log, stderr=subprocess.STDOUT
+        )
+    base, trust = f"https://127.0.0.1:{port}", ssl.create_default_context(cafile=str(cert))
+    try:
+        await asyncio.to_thread(wait_for, lambda: _healthy(base, trust), 30, "orbit over https")
+        async with httpx.AsyncClient(base_url=base, verify=trust, timeout=30) as client:
+            form = await client.get("/ui/signin")
+            assert form.status_code == 200
+            assert all("secure" in c.lower() for c in _cookies(form))
+            data = {"token": tenant.token, "csrf": page_csrf(form.text)}
+            answer = await client.post("/ui/signin", data=data)
+            assert answer.status_code == 303, answer.text
+            session = [c for c in _cookies(answer) if c.startswith("orbit_session=")]
+            assert session and "secure" in session[0].lower()
+            assert (await client.get("/ui")).status_code == 200
+    finally:
+        stop(process)
