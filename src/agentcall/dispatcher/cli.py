@@ -54,6 +54,7 @@ def run(config: Path | None) -> None:
     Required: DISPATCHER_ID, DISPATCHER_SECRET_KEY (or DISPATCHER_SECRET_KEY_FILE),
     DISPATCHER_SAAS_URL, DISPATCHER_AMQP_URL, DISPATCHER_STATE_DB, DISPATCHER_CELL_URL.
     Status/metrics listen on DISPATCHER_HTTP_HOST (127.0.0.1) : DISPATCHER_HTTP_PORT (9470).
+    The state file must exist: create it once with dispatcher init-state.
     """
     settings = _load(config)
     configure(settings.log_format, settings.log_level)
@@ -92,7 +93,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 )
 def init_state(config: Path | None, restore: Path | None) -> None:
     """Create the state file of a dispatcher's first start (DISPATCHER_STATE_DB), or
-    restore a lost one with --restore; ``dispatcher run`` never creates it itself."""
+    restore a lost one with --restore; dispatcher run never creates it itself."""
     settings = _load(config)
     from agentcall.dispatcher.store.db import StoreError
     from agentcall.dispatcher.store.state import init_state as create
