@@ -8,24 +8,18 @@ IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothin
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from functools import partial
 
-import sqlalchemy as sa
-
-from agentcall.orbit.domain.canonical import Digest
-from agentcall.orbit.domain.errors import InvalidArgument, Unavailable
-from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
-from agentcall.orbit.domain.ids import new_id
-from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.idempotency import Scope
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
-from agentcall.orbit.domain.submit import SubmitRequest, plan_times, submit_digest
-from agentcall.orbit.domain.task import new_task, task_view
+from agentcall.orbit.domain.submit import SubmitRequest, submit_digest
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.store import idempotency, journal, tasks
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.submit_group import DEFAULT_LANES, Handoff, SubmitGroups
+from agentcall.orbit.store.submits import submit_alone
 
 
 class Submits:
@@ -45,11 +39,12 @@ class Submits:
         handoff: Handoff | None = None,
     ) -> None:
         self.db = db
+        self._alone = partial(submit_alone, db)
         self.on_accepted = on_accepted or _ignore
         self.groups = (
             SubmitGroups(
                 db,
-                self._submit_alone,
+                self._alone,
                 submit_lanes,
                 handoff=handoff,
                 on_accepted=self.on_accepted,
@@ -68,58 +63,10 @@ class Submits:
         item = PendingSubmit(principal, request, scope, submit_digest(request), request_id)
         if self.groups is not None:  # the group tells `on_accepted` right after its commit
             return await self.groups.submit(item)
-        receipt = await self._submit_alone(item)
+        receipt = await self._alone(item)
         if receipt.status == 201 and not receipt.leased:
             self.on_accepted(request.queue_id)
         return receipt
-
-    async def _submit_alone(self, item: PendingSubmit) -> Receipt:
-        """The single path: one transaction for this submit."""
-        principal, request, scope, digest = item.principal, item.request, item.scope, item.digest
-        request_id = item.request_id
-
-        async def once() -> Receipt:
-            async with self.db.write() as conn:
-                now = await self.db.now(conn)
-                try:
-                    times = plan_times(request, now)
-                except InvalidArgument:  # a replay is not validated against the clock again
-                    stored = await idempotency.find(conn, scope)
-                    if stored is None:
-                        raise
-                    return _replay(stored, digest)
-                task = new_task(new_id(), principal.namespace_id, request, times, now)
-                receipt = StoredReceipt(digest, 201, dumps(task_view(task)))
-                # first: a concurrent or earlier request with this key fails here -> replay
-                await idempotency.insert(conn, scope, digest, task.id, receipt, now)
-                await tasks.insert_task(conn, task)
-                await journal.append_event(conn, task, "ACCEPTED", None, now)
-                await journal.append_audit(conn, principal, SUBMIT, task, request_id, now)
-            return Receipt(201, False, receipt.receipt_text)
-
-        return await self._with_replay(once, scope, digest)
-
-    async def _with_replay(
-        self, once: Callable[[], Awaitable[Receipt]], scope: Scope, digest: Digest
-    ) -> Receipt:
-        async def attempt() -> Receipt:
-            try:
-                return await once()
-            except sa.exc.IntegrityError as exc:
-                if not self.db.is_duplicate(exc):
-                    raise
-            async with self.db.read() as conn:  # a concurrent request won the key
-                stored = await idempotency.find(conn, scope)
-            if stored is None:
-                raise Unavailable("concurrent request on the same key; retry with the same key")
-            return _replay(stored, digest)
-
-        return await self.db.retrying(attempt)
-
-
-def _replay(stored: StoredReceipt, digest: Digest) -> Receipt:
-    check_replay(stored, digest)
-    return Receipt(200, True, stored.receipt_text)
 
 
 def _ignore(queue_id: str) -> None:

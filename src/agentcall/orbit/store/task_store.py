@@ -1,0 +1,66 @@
+"""The SQL store's `TaskStore` (`orbit.store.ports`) on SQLite or MySQL/MariaDB: each operation
+its own transaction (a submit by group commit when `groups` is given), retried on transient
+failures; `transaction()` is one write transaction for the engine's `AttemptTransaction`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import datetime
+
+from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.task import Task, TaskSummary
+from agentcall.orbit.domain.tokens import TokenRecord
+from agentcall.orbit.store import tasks, tenancy
+from agentcall.orbit.store.db import Database
+from agentcall.orbit.store.group_plan import PendingSubmit
+from agentcall.orbit.store.ports import AttemptTransaction, TaskStore
+from agentcall.orbit.store.receipts import Receipt
+from agentcall.orbit.store.submit_group import SubmitGroups
+from agentcall.orbit.store.submits import submit_alone
+from agentcall.orbit.store.transactions import SqlAttempts
+
+
+class SqlTaskStore:
+    def __init__(self, db: Database, groups: SubmitGroups | None = None) -> None:
+        self.db = db
+        self.groups = groups
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[tuple[AttemptTransaction, datetime]]:
+        async with self.db.write() as conn:
+            yield SqlAttempts(conn), await self.db.now(conn)
+
+    async def submit(self, item: PendingSubmit) -> Receipt:
+        if self.groups is not None:
+            return await self.groups.submit(item)
+        return await submit_alone(self.db, item)
+
+    async def load_task(self, task_id: str) -> Task | None:
+        async def once() -> Task | None:
+            async with self.db.single_read() as conn:
+                return await tasks.load_task(conn, task_id)
+
+        return await self.db.retrying(once)
+
+    async def page(
+        self, queue_id: str, state: TaskState | None, after: Position | None, limit: int
+    ) -> list[TaskSummary]:
+        async def once() -> list[TaskSummary]:
+            async with self.db.single_read() as conn:
+                return await tasks.page(conn, queue_id, state, after, limit)
+
+        return await self.db.retrying(once)
+
+    async def load_token(self, secret_sha256: str) -> TokenRecord | None:
+        async def once() -> TokenRecord | None:
+            async with self.db.single_read() as conn:
+                return await tenancy.load_token(conn, secret_sha256)
+
+        return await self.db.retrying(once)
+
+
+def conforms(db: Database) -> TaskStore:
+    """`SqlTaskStore` is a `TaskStore` (mypy checks it here)."""
+    return SqlTaskStore(db)
