@@ -37,6 +37,7 @@ class TaskReader(Protocol):
 
     async def get(self, principal: Principal, task_id: str) -> Task: ...
 
+
 MAX_WAIT_MS = 60_000
 
 
