@@ -1,6 +1,6 @@
 """The server's settings: one frozen `ServerSettings`, read from the `ORBIT_*` environment
 variables where the server is assembled (`orbit serve`, the `uvicorn --factory` entry point in
-`orbit.api.factory`) and passed down from there as plain values. Nothing below this module
+`orbit.assembly.server`) and passed down from there as plain values. Nothing below this module
 reads the environment. A bad value stops the server with a message naming the variable.
 
 Each variable can also be written in a TOML file (`orbit serve --config FILE` or

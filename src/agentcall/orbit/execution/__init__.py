@@ -1,2 +1,3 @@
-"""The execution engine: leasing loops, the transaction kernel, transitions, upkeep, eager dispatch
-and batching. Imports the store and the domain, never the API."""
+"""The execution engine: leasing loops, the transaction kernel, upkeep, eager dispatch, hints
+and batching, over the store's typed interface (`orbit.store.ports`). The use cases that call
+it are `orbit.usecases`; it imports the store and the domain, never the use cases or the API."""
