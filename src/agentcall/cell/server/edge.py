@@ -12,7 +12,8 @@ read from the ``CELL_HTTP_*`` settings of ``cell serve``):
   connection is closed;
 - an idle keep-alive connection is closed after ``keep_alive_s`` (uvicorn's own timer);
 - at most ``max_connections`` connections are open at once (HTTP and WebSocket together):
-  one more is answered ``503`` with the reason and closed at once.
+  one more is answered ``503`` with the reason and closed at once (a burst of refusals is
+  logged once a second at most).
 
 A WebSocket (the event stream) is bounded by its pings from its upgrade on.
 """
@@ -42,8 +43,24 @@ class HttpLimits:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     keep_alive_s: float = 5.0
-    max_connections: int = 1000
+    max_connections: int = 256  # the D holds at most 32 requests and one event stream
     max_header_bytes: int = 32_768
+
+
+_refusals = {"said_at": -1e9, "since": 0}
+
+
+def _say_refused(now: float, limit: int) -> None:
+    """One log line per second at most for a burst of refused connections."""
+    _refusals["since"] += 1
+    if now - _refusals["said_at"] < 1.0:
+        return
+    log.warning(
+        "refused %d connection(s): %d are open, the limit (CELL_HTTP_MAX_CONNECTIONS)",
+        _refusals["since"],
+        limit,
+    )
+    _refusals["said_at"], _refusals["since"] = now, 0
 
 
 def bounded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
@@ -62,11 +79,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
         if len(self.connections) > self.limits.max_connections:
-            log.warning(
-                "connection refused: %d connections open, at most %d (CELL_HTTP_MAX_CONNECTIONS)",
-                len(self.connections) - 1,
-                self.limits.max_connections,
-            )
+            _say_refused(self.loop.time(), self.limits.max_connections)
             self._refuse(503, "too many connections to this cell; retry later")
             return
         self._arm(self.limits.header_timeout_s, self._headers_too_slow)
