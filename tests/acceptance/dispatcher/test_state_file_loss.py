@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from agentcall.dispatcher.store.db import rescued_copies
 from tests.acceptance.dispatcher.broker import originate_log
 from tests.acceptance.dispatcher.harness import BIN, Scenario, execute_body
 from tests.support.waiting import wait_for
@@ -83,9 +84,7 @@ def test_a_deleted_state_file_loses_no_result_and_dials_nothing_twice(scene: Sce
     for path in state_files(state):  # the operator's `rm d.sqlite*`, mid-campaign
         path.unlink(missing_ok=True)
     second = s.calls(TASK, callees=CALLEES[150:])  # published while the D loses its file
-    rescued = wait_for(
-        lambda: sorted(state.parent.glob(state.name + ".rescued-*")), 10, "the rescued copy"
-    )
+    rescued = wait_for(lambda: rescued_copies(state), 10, "the rescued copy")
     s.kill()  # SIGKILL (a no-op if it already stopped itself)
     assert s.proc is not None and s.proc.proc is not None
     assert s.proc.proc.returncode != 0

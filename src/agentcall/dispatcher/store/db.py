@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import os
 import sqlite3
 from collections import deque
 from collections.abc import Callable
@@ -243,16 +244,20 @@ class Database:
             raise StateFileLost(self.lost)
 
     def _rescue(self) -> Path | None:
-        """Copy the state the open connection still reads into ``<file>.rescued-<time>``."""
+        """Copy the state the open connection still reads into ``<file>.rescued-<time>``
+        (written under a hidden name first, so a copy with that name is always whole)."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         target = self.path.with_name(f"{self.path.name}.rescued-{stamp}")
+        partial = self.path.with_name(f".{self.path.name}.rescuing-{stamp}")
         try:
-            copy = sqlite3.connect(target)
+            copy = sqlite3.connect(partial)
             try:
                 self._require().backup(copy)
                 copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
             finally:
                 copy.close()
+            os.rename(partial, target)
+            _sync_directory(target.parent)
         except (sqlite3.Error, OSError):
             return None
         return target
@@ -295,6 +300,14 @@ def transact(
         raise
     conn.execute("COMMIT")
     return result
+
+
+def _sync_directory(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _claim(conn: sqlite3.Connection, path: Path, dispatcher_id: str) -> None:
