@@ -18,8 +18,8 @@ import pytest
 from agentcall.cell.agent.config import TTSConfig
 from agentcall.cell.agent.providers_espeak import EspeakTTS
 from agentcall.cell.agent.providers_sphinx import PocketsphinxASR
+from agentcall.cell.domain.model import Outcome
 from agentcall.cell.media.session import MediaClock
-from agentcall.cell.sip.outcome import CallOutcome
 from agentcall.cell.sip.transport import SipEndpoint
 from agentcall.cell.sip.ua import SipCall, SipCallPlan, SipTimers
 from tests.integration.cell.test_sip_ua_sipp import Collector, Events, peak
@@ -109,7 +109,7 @@ async def test_call_to_baresip(tmp_path: Path) -> None:
         await proc.wait()
         await endpoint.close()
         await clock.stop()
-    assert (report.end.outcome, report.end.cause) == (CallOutcome.ANSWERED, "remote_hangup")
+    assert (report.end.outcome, report.end.cause) == (Outcome.ANSWERED, "remote_hangup")
     assert events.seen[-1] == "answered"
     assert report.media is not None and report.media.received > 50
     assert report.media.lost == 0

@@ -18,11 +18,11 @@ import pytest
 
 from agentcall.cell.agent.config import TTSConfig
 from agentcall.cell.agent.providers_espeak import EspeakTTS
+from agentcall.cell.domain.model import Outcome
 from agentcall.cell.media import g711
 from agentcall.cell.media.session import MediaClock
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.sip.digest import Credentials
-from agentcall.cell.sip.outcome import CallOutcome
 from agentcall.cell.sip.transport import SipEndpoint
 from agentcall.cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers
 from tests.support.sipp.peer import SippPeer, require_sipp
@@ -134,7 +134,7 @@ async def test_answered_call_records_carrier_audio_and_handles_remote_bye(
     report, audio, events = await place(peer, tmp_path)
     result = await peer.wait()
     assert result.returncode == 0, result.errors or result.stderr
-    assert (report.end.outcome, report.end.cause) == (CallOutcome.ANSWERED, "remote_hangup")
+    assert (report.end.outcome, report.end.cause) == (Outcome.ANSWERED, "remote_hangup")
     assert events.seen == ["ringing", "answered"]
     assert report.media is not None and report.media.received > 50
     assert report.media.lost == 0 and report.media.late == 0
@@ -151,7 +151,7 @@ async def test_max_duration_sends_bye(tmp_path: Path, carrier_audio: Path) -> No
     report, _, _ = await place(peer, tmp_path, max_ms=1200)
     result = await peer.wait()
     assert result.returncode == 0, result.errors or result.stderr
-    assert (report.end.outcome, report.end.cause) == (CallOutcome.ANSWERED, "max_duration")
+    assert (report.end.outcome, report.end.cause) == (Outcome.ANSWERED, "max_duration")
     assert 1000 <= report.talk_ms <= 2000
 
 
@@ -164,20 +164,20 @@ async def test_rtp_timeout_ends_the_call(tmp_path: Path) -> None:
     report, _, _ = await place(peer, tmp_path, rtp_timeout_ms=800)
     result = await peer.wait()
     assert result.returncode == 0, result.errors or result.stderr
-    assert (report.end.outcome, report.end.cause) == (CallOutcome.ANSWERED, "rtp_timeout")
+    assert (report.end.outcome, report.end.cause) == (Outcome.ANSWERED, "rtp_timeout")
     assert report.talk_ms < 3000
 
 
 @pytest.mark.parametrize(
     ("scenario", "outcome", "reason", "seen"),
     [
-        ("busy.xml", CallOutcome.BUSY, "sip_486", []),
-        ("decline.xml", CallOutcome.REJECTED, "sip_603", ["ringing"]),
-        ("no_answer.xml", CallOutcome.NO_ANSWER, "ring_timeout", ["ringing"]),
+        ("busy.xml", Outcome.BUSY, "sip_486", []),
+        ("decline.xml", Outcome.REJECTED, "sip_603", ["ringing"]),
+        ("no_answer.xml", Outcome.NO_ANSWER, "ring_timeout", ["ringing"]),
     ],
 )
 async def test_unanswered_outcomes(
-    tmp_path: Path, scenario: str, outcome: CallOutcome, reason: str, seen: list[str]
+    tmp_path: Path, scenario: str, outcome: Outcome, reason: str, seen: list[str]
 ) -> None:
     """486 -> busy, 603 -> rejected, ring timeout -> CANCEL/487 -> no_answer; no recording."""
     peer = SippPeer(scenario, tmp_path, wait_ms=10_000)
@@ -200,7 +200,7 @@ async def test_digest_auth_on_401_then_answer(tmp_path: Path, carrier_audio: Pat
     report, _, _ = await place(peer, tmp_path, max_ms=800, credentials=creds)
     result = await peer.wait()
     assert result.returncode == 0, result.errors or result.stderr
-    assert report.end.outcome is CallOutcome.ANSWERED
+    assert report.end.outcome is Outcome.ANSWERED
 
 
 async def test_wrong_password_fails_with_the_carriers_status(
@@ -213,7 +213,7 @@ async def test_wrong_password_fails_with_the_carriers_status(
     await peer.start()
     report, _, _ = await place(peer, tmp_path, credentials=Credentials("trunkuser", "wrong"))
     await peer.kill()
-    assert (report.end.outcome, report.end.reason_code) == (CallOutcome.FAILED, "sip_403")
+    assert (report.end.outcome, report.end.reason_code) == (Outcome.FAILED, "sip_403")
 
 
 async def test_over_tcp(tmp_path: Path, carrier_audio: Path) -> None:
@@ -222,4 +222,4 @@ async def test_over_tcp(tmp_path: Path, carrier_audio: Path) -> None:
     report, audio, _ = await place(peer, tmp_path, max_ms=1000)
     result = await peer.wait()
     assert result.returncode == 0, result.errors or result.stderr
-    assert report.end.outcome is CallOutcome.ANSWERED and audio.frames > 20
+    assert report.end.outcome is Outcome.ANSWERED and audio.frames > 20

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agentcall.cell.domain.errors import IllegalCallTransitionError
+from agentcall.cell.domain.model import Outcome
 from agentcall.cell.sip.dialog import Action, DialogState, Event, EventKind, Phase, step
-from agentcall.cell.sip.outcome import CallEnd, CallOutcome, CancelCause
+from agentcall.cell.sip.outcome import CallEnd, CancelCause
 
 A = Action
 K = EventKind
@@ -131,28 +132,28 @@ def test_transitions(
 
 
 END_CASES = [
-    ("busy", RING, ev(K.FAILURE, 486), CallEnd(CallOutcome.BUSY, "sip_486", "busy")),
-    ("decline", RING, ev(K.FAILURE, 603), CallEnd(CallOutcome.REJECTED, "sip_603", "rejected")),
+    ("busy", RING, ev(K.FAILURE, 486), CallEnd(Outcome.BUSY, "sip_486", "busy")),
+    ("decline", RING, ev(K.FAILURE, 603), CallEnd(Outcome.REJECTED, "sip_603", "rejected")),
     (
         "487 after ring timeout",
         DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.RING_TIMEOUT),
         ev(K.FAILURE, 487),
-        CallEnd(CallOutcome.NO_ANSWER, "ring_timeout", "no_answer"),
+        CallEnd(Outcome.NO_ANSWER, "ring_timeout", "no_answer"),
     ),
     (
         "487 after hangup",
         DialogState(phase=Phase.CANCELLING, cancel_cause=CancelCause.HANGUP_REQUESTED),
         ev(K.FAILURE, 487),
-        CallEnd(CallOutcome.FAILED, "hangup_requested", "hangup_requested"),
+        CallEnd(Outcome.FAILED, "hangup_requested", "hangup_requested"),
     ),
-    ("503", PROC, ev(K.FAILURE, 503), CallEnd(CallOutcome.FAILED, "sip_503", "failed")),
+    ("503", PROC, ev(K.FAILURE, 503), CallEnd(Outcome.FAILED, "sip_503", "failed")),
     (
         "no answer at all",
         INV,
         ev(K.INVITE_TIMEOUT),
-        CallEnd(CallOutcome.FAILED, "sip_timeout", "failed"),
+        CallEnd(Outcome.FAILED, "sip_timeout", "failed"),
     ),
-    ("remote bye", CONF, ev(K.REMOTE_BYE), CallEnd(CallOutcome.ANSWERED, None, "remote_hangup")),
+    ("remote bye", CONF, ev(K.REMOTE_BYE), CallEnd(Outcome.ANSWERED, None, "remote_hangup")),
 ]
 
 
@@ -166,7 +167,7 @@ def test_final_outcome(state: DialogState, event: Event, end: CallEnd) -> None:
 def test_max_duration_end_is_kept_through_bye() -> None:
     terminating = step(CONF, ev(K.MAX_DURATION)).state
     ended = step(terminating, ev(K.BYE_DONE)).state
-    assert ended.end == CallEnd(CallOutcome.ANSWERED, None, "max_duration")
+    assert ended.end == CallEnd(Outcome.ANSWERED, None, "max_duration")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from agentcall.cell.domain.errors import SipConfigError
 from agentcall.cell.domain.model import EndCause, Outcome
 from agentcall.cell.sip.digest import Credentials
 from agentcall.cell.sip.driver import ending_for
-from agentcall.cell.sip.outcome import CallEnd, CallOutcome
+from agentcall.cell.sip.outcome import CallEnd
 from agentcall.cell.sip.setup import llm_settings, sip_registry
 from agentcall.cell.sip.trunk import load_credentials, resolve_target
 
@@ -73,7 +73,7 @@ def test_credentials_file(tmp_path: Path) -> None:
         load_credentials(path)
 
 
-A, N = CallOutcome.ANSWERED, CallOutcome.NO_ANSWER
+A, N = Outcome.ANSWERED, Outcome.NO_ANSWER
 
 
 @pytest.mark.parametrize(
@@ -116,13 +116,13 @@ A, N = CallOutcome.ANSWERED, CallOutcome.NO_ANSWER
             (Outcome.NO_ANSWER, "ring_timeout", EndCause.LIMIT),
         ),
         (
-            CallEnd(CallOutcome.BUSY, "sip_486", "busy"),
+            CallEnd(Outcome.BUSY, "sip_486", "busy"),
             None,
             "hangup_requested",
             (Outcome.BUSY, "sip_486", EndCause.CALLEE),
         ),
         (
-            CallEnd(CallOutcome.FAILED, "sip_503", "failed"),
+            CallEnd(Outcome.FAILED, "sip_503", "failed"),
             None,
             "hangup_requested",
             (Outcome.FAILED, "sip_503", EndCause.NETWORK),

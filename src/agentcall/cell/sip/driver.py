@@ -26,7 +26,7 @@ from agentcall.cell.media.quality import call_quality
 from agentcall.cell.media.session import MediaClock
 from agentcall.cell.media.voice import AgentSink, VoiceAgent
 from agentcall.cell.sip.digest import Credentials
-from agentcall.cell.sip.outcome import CallEnd, CallOutcome
+from agentcall.cell.sip.outcome import CallEnd
 from agentcall.cell.sip.transport import SipEndpoint
 from agentcall.cell.sip.trunk import resolve_target
 from agentcall.cell.sip.ua import CallReport, SipCall, SipCallPlan, SipTimers
@@ -52,8 +52,8 @@ def ending_for(
     end: CallEnd, report_ring_ms: int, talk_ms: int, agent_reason: str | None, hangup_reason: str
 ) -> Ending:
     """The cell's Ending of a SIP call (pure)."""
-    outcome = Outcome(end.outcome.value)
-    if end.outcome is not CallOutcome.ANSWERED:
+    outcome = end.outcome
+    if end.outcome is not Outcome.ANSWERED:
         cause = _UNANSWERED_CAUSE.get(end.cause, EndCause.NETWORK)
         reason = hangup_reason if end.cause == "hangup_requested" else end.reason_code
         return Ending(outcome, reason, cause, report_ring_ms, 0)

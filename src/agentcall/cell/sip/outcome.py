@@ -18,13 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-
-class CallOutcome(StrEnum):
-    ANSWERED = "answered"
-    NO_ANSWER = "no_answer"
-    BUSY = "busy"
-    REJECTED = "rejected"
-    FAILED = "failed"
+from agentcall.cell.domain.model import Outcome
 
 
 class CancelCause(StrEnum):
@@ -47,7 +41,7 @@ class HangupReason(StrEnum):
 
 @dataclass(frozen=True)
 class CallEnd:
-    outcome: CallOutcome
+    outcome: Outcome
     reason_code: str | None
     cause: str  # the ``ended`` event's cause
 
@@ -61,29 +55,29 @@ def outcome_for_final(status: int, cancel_cause: CancelCause | None) -> CallEnd:
     if not 300 <= status <= 699:
         raise ValueError(f"status {status} is not a final failure")
     if status in BUSY_STATUSES:
-        return CallEnd(CallOutcome.BUSY, f"sip_{status}", "busy")
+        return CallEnd(Outcome.BUSY, f"sip_{status}", "busy")
     if status == 603:
-        return CallEnd(CallOutcome.REJECTED, "sip_603", "rejected")
+        return CallEnd(Outcome.REJECTED, "sip_603", "rejected")
     if status in NO_ANSWER_STATUSES and cancel_cause is CancelCause.RING_TIMEOUT:
-        return CallEnd(CallOutcome.NO_ANSWER, "ring_timeout", "no_answer")
+        return CallEnd(Outcome.NO_ANSWER, "ring_timeout", "no_answer")
     if status == 487 and cancel_cause is CancelCause.HANGUP_REQUESTED:
-        return CallEnd(CallOutcome.FAILED, "hangup_requested", "hangup_requested")
-    return CallEnd(CallOutcome.FAILED, f"sip_{status}", "failed")
+        return CallEnd(Outcome.FAILED, "hangup_requested", "hangup_requested")
+    return CallEnd(Outcome.FAILED, f"sip_{status}", "failed")
 
 
 def outcome_for_timeout(cancel_cause: CancelCause | None) -> CallEnd:
     """The INVITE (or its CANCEL) got no final answer at all (Timer B)."""
     if cancel_cause is CancelCause.RING_TIMEOUT:
-        return CallEnd(CallOutcome.NO_ANSWER, "ring_timeout", "no_answer")
+        return CallEnd(Outcome.NO_ANSWER, "ring_timeout", "no_answer")
     if cancel_cause is CancelCause.HANGUP_REQUESTED:
-        return CallEnd(CallOutcome.FAILED, "hangup_requested", "hangup_requested")
-    return CallEnd(CallOutcome.FAILED, "sip_timeout", "failed")
+        return CallEnd(Outcome.FAILED, "hangup_requested", "hangup_requested")
+    return CallEnd(Outcome.FAILED, "sip_timeout", "failed")
 
 
 def outcome_for_answered(cause: HangupReason) -> CallEnd:
-    return CallEnd(CallOutcome.ANSWERED, None, cause.value)
+    return CallEnd(Outcome.ANSWERED, None, cause.value)
 
 
 def outcome_for_error(reason_code: str) -> CallEnd:
     """A local failure before the call was answered (transport, auth, SDP)."""
-    return CallEnd(CallOutcome.FAILED, reason_code, "failed")
+    return CallEnd(Outcome.FAILED, reason_code, "failed")
