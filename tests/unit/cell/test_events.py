@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agentcall.cell.domain.events import EventLog, EventType, iso
+from agentcall.cell.domain.events import EventLog, iso
+from agentcall.cell.domain.model import EventType
 
 AT = datetime(2026, 9, 21, 8, 0, tzinfo=UTC)
 

@@ -2,7 +2,7 @@
 
 It depends on the wire API only (httpx + websockets), never on cell internals: of the
 cell it imports only the wire's vocabulary (``agentcall.cell.domain.model``), so a call
-state or an answering-machine action is one type on both sides of the wire.
+state, an event type or an answering-machine action is one type on both sides of the wire.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from agentcall.cell.client._models import (
     CallInfo,
     CellInfo,
     Event,
-    EventType,
     Orphan,
     Plan,
     RecordingInfo,
@@ -38,7 +37,7 @@ from agentcall.cell.client._models import (
     UploadResult,
     UploadTarget,
 )
-from agentcall.cell.domain.model import AmdAction, CallState
+from agentcall.cell.domain.model import AmdAction, CallState, EventType
 
 __all__ = [
     "AlreadyDialledError",

@@ -20,7 +20,8 @@ import websockets
 from websockets.exceptions import WebSocketException
 
 from agentcall.cell.client._errors import CellProtocolError
-from agentcall.cell.client._models import Event, EventType
+from agentcall.cell.client._models import Event
+from agentcall.cell.domain.model import EventType
 
 RETRYABLE = (OSError, TimeoutError, WebSocketException, EOFError)
 

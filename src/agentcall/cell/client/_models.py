@@ -5,23 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from agentcall.cell.client._errors import CellProtocolError
-from agentcall.cell.domain.model import AmdAction, CallState  # the wire's vocabulary
-
-
-class EventType(StrEnum):
-    DIALING = "call.dialing"
-    RINGING = "call.ringing"
-    ANSWERED = "call.answered"
-    TRANSCRIPT = "call.transcript"
-    OPT_OUT = "call.opt_out"
-    ENDED = "call.ended"
-    RECORDING_READY = "call.recording_ready"
-    UPLOAD = "call.upload"
-    CELL_RESTARTED = "cell.restarted"  # made by the client: the boot id changed
+from agentcall.cell.domain.model import AmdAction, CallState
 
 
 def _time(value: Any) -> datetime | None:

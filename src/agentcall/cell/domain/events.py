@@ -11,19 +11,9 @@ import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
-
-class EventType(StrEnum):
-    DIALING = "call.dialing"
-    RINGING = "call.ringing"
-    ANSWERED = "call.answered"
-    TRANSCRIPT = "call.transcript"
-    OPT_OUT = "call.opt_out"
-    ENDED = "call.ended"
-    RECORDING_READY = "call.recording_ready"
-    UPLOAD = "call.upload"
+from agentcall.cell.domain.model import EventType
 
 
 def iso(at: datetime) -> str:

@@ -16,6 +16,20 @@ class CallState(StrEnum):
     ENDED = "ended"
 
 
+class EventType(StrEnum):
+    """The types of the event stream's events (``WS /v1/events``)."""
+
+    DIALING = "call.dialing"
+    RINGING = "call.ringing"
+    ANSWERED = "call.answered"
+    TRANSCRIPT = "call.transcript"
+    OPT_OUT = "call.opt_out"
+    ENDED = "call.ended"
+    RECORDING_READY = "call.recording_ready"
+    UPLOAD = "call.upload"
+    CELL_RESTARTED = "cell.restarted"  # never sent: the client makes it when the boot changed
+
+
 class Outcome(StrEnum):
     ANSWERED = "answered"
     NO_ANSWER = "no_answer"

@@ -17,8 +17,8 @@ from agentcall.cell.calls import record as calls
 from agentcall.cell.calls.driver import CallDriver
 from agentcall.cell.calls.plan import CallPlan
 from agentcall.cell.calls.record import CallRecord, Ending, RecordingRef
-from agentcall.cell.domain.events import EventType, iso
-from agentcall.cell.domain.model import CallState, EndCause, Outcome, ReasonCode, Turn
+from agentcall.cell.domain.events import iso
+from agentcall.cell.domain.model import CallState, EndCause, EventType, Outcome, ReasonCode, Turn
 from agentcall.cell.recording.store import RecordingStore
 from agentcall.cell.recording.wav import WavWriter
 from agentcall.cell.telemetry.metrics import CellMetrics, count_handled

@@ -42,8 +42,8 @@ from agentcall.cell.domain.errors import (
     StateLostError,
     wire_error,
 )
-from agentcall.cell.domain.events import CellEvent, EventLog, EventType, iso
-from agentcall.cell.domain.model import CallState, ReasonCode
+from agentcall.cell.domain.events import CellEvent, EventLog, iso
+from agentcall.cell.domain.model import CallState, EventType, ReasonCode
 from agentcall.cell.recording.store import RecordingMeta, RecordingStore, UploadStatus
 from agentcall.cell.runtime.live import LiveCall
 from agentcall.cell.runtime.uploads import EXPIRY_SKEW_S, UploadResult, upload_recording
