@@ -38,7 +38,7 @@ def test_public_surface_is_guarded() -> None:
     }
 
 
-WIRE_VOCABULARY = "agentcall.cell.domain.model"  # call states, AMD actions: one type each
+WIRE_VOCABULARY = "agentcall.cell.domain.model"  # call states, event types, AMD actions
 
 
 def _cell_imports(path: Path) -> list[str]:
