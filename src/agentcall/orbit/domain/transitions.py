@@ -1,7 +1,8 @@
 """The engine's transitions as values, and the pure row builders the store writes them with.
 
 A transition item (`LeaseWrite`, `StartWrite`, `EndWrite`) says what moves: which attempt and
-task, from the state they were read in, to what. The builders below turn one item into the
+task, from the state they were read in, to what (immutable named tuples: one is built per
+message on the hot path, at a tuple's cost). The builders below turn one item into the
 column values of its rows (attempt, task, event); the store's one batched writer per
 transition kind (`orbit.store.transactions`) applies them for a whole batch at once, and the
 in-memory twin applies the same values to its records. Nothing here reads a clock: `now` is
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentcall.orbit.domain.attempts import (
     AttemptState,
@@ -90,8 +91,7 @@ class EndFacts:
     end_digest: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Holder:
+class Holder(NamedTuple):
     """The connection a lease goes to and the worker behind it (kept on the attempt)."""
 
     connection_id: str
@@ -103,8 +103,7 @@ class Holder:
     worker_pid: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseWrite:
+class LeaseWrite(NamedTuple):
     """WAITING → LEASED of `task` (its revision as read): a new attempt `attempt_id` number
     `number` held by `holder`, whose lease token has the digest `token_sha256`."""
 
@@ -117,8 +116,7 @@ class LeaseWrite:
     attempt_deadline_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class StartWrite:
+class StartWrite(NamedTuple):
     """LEASED → RUNNING of `live` (attempt and task), its lease renewed to `lease_expires_at`;
     the task's attempt count grows by one."""
 
@@ -126,8 +124,7 @@ class StartWrite:
     lease_expires_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class EndWrite:
+class EndWrite(NamedTuple):
     """The end of attempt `live` (LEASED or RUNNING) as `outcome` decided it, with what the
     worker's message adds (`facts`): the attempt ends, the task moves to `outcome.task_state`
     (revision + 1) and one event records it."""
@@ -188,17 +185,31 @@ def lease_attempt_row(lease: LeaseWrite, now: datetime) -> Row:
 
 def lease_event_row(task: Task, attempt_id: str, now: datetime, event_id: str) -> Row:
     """The WAITING → LEASED event of a lease (revision + 1)."""
-    detail = f'{{"attempt_id":"{attempt_id}"}}'
-    moved = (TaskState.WAITING, TaskState.LEASED)
-    return event_row(task.id, task.revision + 1, "LEASED", *moved, detail, now, event_id)
+    return {
+        "id": event_id,
+        "task_id": task.id,
+        "revision": task.revision + 1,
+        "kind": "LEASED",
+        "from_state": TaskState.WAITING.value,
+        "to_state": TaskState.LEASED.value,
+        "detail": f'{{"attempt_id":"{attempt_id}"}}',
+        "created_at": now,
+    }
 
 
 def start_event_row(start: StartWrite, now: datetime, event_id: str) -> Row:
     """The LEASED → RUNNING event of a start (revision + 1)."""
     live = start.live
-    detail = f'{{"attempt_id":"{live.id}"}}'
-    moved = (TaskState.LEASED, TaskState.RUNNING)
-    return event_row(live.task_id, live.task_revision + 1, "STARTED", *moved, detail, now, event_id)
+    return {
+        "id": event_id,
+        "task_id": live.task_id,
+        "revision": live.task_revision + 1,
+        "kind": "STARTED",
+        "from_state": TaskState.LEASED.value,
+        "to_state": TaskState.RUNNING.value,
+        "detail": f'{{"attempt_id":"{live.id}"}}',
+        "created_at": now,
+    }
 
 
 def end_attempt_row(end: EndWrite) -> Row:
@@ -246,10 +257,16 @@ def end_event_row(end: EndWrite, now: datetime, event_id: str) -> Row:
     if outcome.error_code is not None:
         detail["error_code"] = outcome.error_code.value
     kind = END_EVENT_KIND[outcome.task_state]
-    moved = (live.task_state, outcome.task_state)
-    return event_row(
-        live.task_id, live.task_revision + 1, kind, *moved, dumps(detail), now, event_id
-    )
+    return {
+        "id": event_id,
+        "task_id": live.task_id,
+        "revision": live.task_revision + 1,
+        "kind": kind,
+        "from_state": live.task_state.value,
+        "to_state": outcome.task_state.value,
+        "detail": dumps(detail),
+        "created_at": now,
+    }
 
 
 def error_message(code: TaskErrorCode, error: WorkerError | None) -> str:

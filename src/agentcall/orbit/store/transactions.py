@@ -205,12 +205,19 @@ def start_writes(now: datetime, starts: Sequence[StartWrite]) -> list[Write]:
 def end_writes(now: datetime, ends: Sequence[EndWrite]) -> list[Write]:
     """One UPDATE of attempts per attempt state read, one of tasks per task state read (a
     batch of results: one each), one INSERT of all the events."""
-    by_attempt: dict[AttemptState, list[EndWrite]] = {}
-    by_task: dict[TaskState, list[EndWrite]] = {}
+    first = ends[0].live
+    alike = True  # a batch of results: every attempt and task RUNNING, one group
     for end in ends:
         check_transition(end.live.task_state, end.outcome.task_state)
-        by_attempt.setdefault(end.live.state, []).append(end)
-        by_task.setdefault(end.live.task_state, []).append(end)
+        alike = alike and end.live.state is first.state and end.live.task_state is first.task_state
+    by_attempt: dict[AttemptState, list[EndWrite]] = {}
+    by_task: dict[TaskState, list[EndWrite]] = {}
+    if alike:
+        by_attempt[first.state] = by_task[first.task_state] = list(ends)
+    else:
+        for end in ends:
+            by_attempt.setdefault(end.live.state, []).append(end)
+            by_task.setdefault(end.live.task_state, []).append(end)
     ended = {"ended_at": now}
     moved = {"revision": Increment(), "updated_at": now, "current_attempt_id": None}
     writes: list[Write] = [
