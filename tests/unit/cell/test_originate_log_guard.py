@@ -31,8 +31,9 @@ def test_a_missing_log_is_created_only_on_a_first_start(
     assert verdict is allowed
 
 
-@pytest.mark.parametrize("left", ["cell.lock", "cell.url", "sip-config.json"])
+@pytest.mark.parametrize("left", ["cell.lock", "cell.url", "sip-config.json", "recordings/c1.wav"])
 def test_what_an_earlier_cell_leaves_marks_the_data_dir_used(tmp_path: Path, left: str) -> None:
+    (tmp_path / "recordings").mkdir()  # made by every start, before the check
     assert not used_before(tmp_path)
     (tmp_path / left).write_text("")
     assert used_before(tmp_path)

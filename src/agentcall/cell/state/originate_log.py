@@ -31,8 +31,12 @@ EARLIER_RUN = ("cell.lock", "cell.url", "sip-config.json")
 
 
 def used_before(data_dir: Path) -> bool:
-    """Whether a cell has run in ``data_dir`` (read before this cell takes its lock)."""
-    return any((data_dir / name).exists() for name in EARLIER_RUN)
+    """Whether a cell has run in ``data_dir`` (read before this cell takes its lock): a file
+    a cell leaves there, or a recording."""
+    if any((data_dir / name).exists() for name in EARLIER_RUN):
+        return True
+    recordings = data_dir / "recordings"
+    return recordings.is_dir() and any(recordings.iterdir())
 
 
 def may_create(*, log_exists: bool, used_before: bool, first_start: bool) -> bool:
