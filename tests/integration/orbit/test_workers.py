@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentcall.orbit.domain.tokens import generate_secret
 from agentcall.orbit.store.db import Database
 from tests.support.orbit_databases import KINDS, fresh_url
 from tests.support.orbit_server import Tenant, execution_server
@@ -309,8 +310,10 @@ async def test_sigterm_finishes_short_work_and_hands_back_long_work(
 async def test_a_refused_worker_stops_with_a_message_naming_the_cause(
     tenant: Tenant, tmp_path: Path
 ) -> None:
-    """A bad token is not retried forever: the worker exits 3 and says what to fix."""
-    proc = WorkerProcess(tenant.base_url, "orb_wrong", [tenant.queue_id], tmp_path / "bad.log")
+    """A token the server refuses is not retried forever: the worker exits 3 and says what to
+    fix (a well-formed token the server does not know, so that the server is what refuses it)."""
+    unknown = generate_secret()
+    proc = WorkerProcess(tenant.base_url, unknown, [tenant.queue_id], tmp_path / "bad.log")
     with workers(proc):
         code = await asyncio.to_thread(proc.wait, 30)
         output = proc.log()
