@@ -34,6 +34,22 @@ def location(url: str, cwd: Path | None = None) -> str:
     )
 
 
+def missing_sqlite_file(url: str, cwd: Path | None = None) -> Path | None:
+    """The file a SQLite `url` names when it does not exist; None for an existing file, an
+    in-memory database, another database or a URL that does not parse (explained later)."""
+    try:
+        parsed = make_url(url)
+    except (sa.exc.ArgumentError, ValueError):
+        return None
+    path = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or path in ("", ":memory:"):
+        return None
+    if path.startswith("file:") or parsed.query.get("mode") == "memory":
+        return None  # an SQLite URI: its meaning is SQLite's own
+    resolved = Path(path) if Path(path).is_absolute() else (cwd or Path.cwd()) / path
+    return None if resolved.exists() else resolved
+
+
 def _sqlite_location(path: str, cwd: Path | None) -> str:
     if not path or path == ":memory:":
         return "an in-memory SQLite database"

@@ -25,7 +25,7 @@ from agentcall.orbit.cli.common import (
     json_option,
     with_database,
 )
-from agentcall.orbit.cli.database import location
+from agentcall.orbit.cli.database import location, missing_sqlite_file
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.settings import (
     DEFAULT_HOST,
@@ -118,6 +118,7 @@ def serve(config_file: Path | None, **options: Any) -> None:
     defaults. The server logs "orbit api ready" only once its socket listens."""
     settings = _settings(config_file, options)
     logs.configure(fmt=settings.log_format, logger="orbit")
+    _require_existing_file(settings.database_url)
     dialect, shared = with_database(settings.database_url, _checked)
     if settings.workers > 1 and not shared:
         fail("--workers / ORBIT_WORKERS: SQLite runs with one server process")
@@ -174,6 +175,16 @@ def _settings(config_file: Path | None, options: dict[str, Any]) -> ServerSettin
         if name in given:
             given[name] = str(given[name])
     return replace(base, **given)
+
+
+def _require_existing_file(url: str) -> None:
+    """`orbit serve` never creates a SQLite file (`orbit migrate` does): a mistyped path or a
+    moved volume would otherwise start on an empty database."""
+    if missing_sqlite_file(url) is not None:
+        fail(
+            f"{location(url)} does not exist; `orbit serve` never creates a database: "
+            "create it with `orbit migrate --database URL`, or fix the path"
+        )
 
 
 def _check_tls(settings: ServerSettings) -> None:
