@@ -1,10 +1,13 @@
-"""``cell`` command line: ``cell serve`` runs one cell process."""
+"""``cell serve``: one cell process (its options, the start-up checks, the server)."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
+import os
+import shutil
 import signal
 import socket
 from collections.abc import Callable
@@ -16,8 +19,8 @@ import click
 import uvicorn
 
 from agentcall import logs
-from agentcall.cell import __version__
 from agentcall.cell.agent.mock import mock_registry
+from agentcall.cell.cli.startup import refusals
 from agentcall.cell.domain.errors import CellConfigError, CellError, StateLostError
 from agentcall.cell.runtime.service import CellConfig, CellService
 from agentcall.cell.runtime.uploads import EXPIRY_SKEW_S
@@ -29,12 +32,6 @@ from agentcall.cell.sim.script import Script, load_script
 log = logging.getLogger("cell.cli")
 STATE_LOST_EXIT = 3  # the originate log is lost: the cell stopped so as not to dial twice
 DEFAULT_LIMITS = HttpLimits()
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cell")
-def main() -> None:
-    """The telephony cell the Dispatcher drives (see docs/cell.md)."""
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -132,7 +129,7 @@ def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-@main.command()
+@click.command()
 @click.option(
     "--mode",
     type=click.Choice(["sim", "sip"]),
@@ -247,8 +244,12 @@ def serve(
     log_format: str,
     **http: Any,
 ) -> None:
-    """Run a cell: HTTP + WebSocket API for the Dispatcher (sim or sip mode)."""
+    """Run a cell: HTTP + WebSocket API for the Dispatcher (sim or sip mode).
+
+    Refuses to start on a placeholder value of the example environment (CHANGE-ME) and, in
+    sip mode, without the speech programs its providers run (espeak-ng, pocketsphinx)."""
     logs.configure(log_format, log_level)
+    _refuse_placeholders_and_missing_tools(mode, cell_id)
     try:
         script = load_script(script_path) if script_path else Script()
     except CellConfigError as exc:
@@ -275,6 +276,17 @@ def serve(
     )
     limits = HttpLimits(**{name.removeprefix("http_"): value for name, value in http.items()})
     _run(service, sock, halt, limits)
+
+
+def _refuse_placeholders_and_missing_tools(mode: str, cell_id: str | None) -> None:
+    problems = refusals(mode, cell_id, os.environ, shutil.which, _module_found)
+    if problems:
+        click.echo(f"cell: error: {'; '.join(problems)}", err=True)
+        raise SystemExit(2)
+
+
+def _module_found(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
 
 
 def _open_state(service: CellService) -> None:
@@ -319,7 +331,3 @@ def _run(service: CellService, sock: socket.socket, halt: Halt, limits: HttpLimi
         raise click.UsageError(exc.message) from None
     if service.state_lost is not None:
         raise SystemExit(STATE_LOST_EXIT)
-
-
-if __name__ == "__main__":
-    main()
