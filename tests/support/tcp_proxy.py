@@ -6,6 +6,8 @@ instead, then :meth:`TcpProxy.cut` drops every relayed connection and refuses ne
 :meth:`TcpProxy.drop` drops the relayed connections but keeps accepting (a link reset).
 :attr:`TcpProxy.refuse`, when set, drops a connection whose client sends a chunk it matches
 (e.g. one HTTP route of a server while the others still pass).
+:attr:`TcpProxy.delay_s`, when above 0, holds every relayed chunk that long (a slow link: a
+handshake that outlasts the client's timeout).
 The relay runs its own event loop in a daemon thread, so synchronous and asynchronous
 tests use it alike.
 """
@@ -33,6 +35,7 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self.refuse: Callable[[bytes], bool] | None = None
+        self.delay_s = 0.0
 
     @classmethod
     def for_url(cls, url: str) -> TcpProxy:
@@ -120,6 +123,8 @@ class TcpProxy:
                 if client is not None and self.refuse is not None and self.refuse(data):
                     client.transport.abort()
                     break
+                if self.delay_s > 0:
+                    await asyncio.sleep(self.delay_s)
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):

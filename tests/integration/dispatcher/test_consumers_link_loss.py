@@ -19,6 +19,7 @@ from typing import Any
 import aio_pika
 import pytest
 
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.mq.consumers import Delivery, TaskConsumers
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import task_queue
@@ -48,7 +49,7 @@ async def rig() -> AsyncIterator[Rig]:
     channel = await direct.channel()
     queue = await channel.declare_queue(task_queue(dispatcher_id, "t1"))
     proxy = TcpProxy.for_url(amqp_url()).start()
-    link = AmqpLink(proxy.url(amqp_url()), retry_s=0.1)
+    link = AmqpLink(proxy.url(amqp_url()), policy=ReconnectPolicy(0.05, 0.1))
     delivered: list[Delivery] = []
     consumers = TaskConsumers(link, dispatcher_id, 10, delivered.append)
     link.on_down(consumers.on_link_down)

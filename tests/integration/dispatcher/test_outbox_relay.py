@@ -12,6 +12,7 @@ import aio_pika
 import aiormq
 import pytest
 
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.mq.confirms import Outgoing, publish_round
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import RESULT_EXCHANGE
@@ -64,7 +65,7 @@ async def test_delivered_only_when_routable_then_republished_identically_d_mq_4(
     route = f"d.{uuid.uuid4()}.out"
     channel = await broker.channel()
     queue = await channel.declare_queue(f"it.relay.{uuid.uuid4()}", auto_delete=True)
-    link = AmqpLink(amqp_url(), retry_s=0.1)
+    link = AmqpLink(amqp_url(), policy=ReconnectPolicy(0.05, 0.1))
     relay = OutboxRelay(db, link, batch=100, retry_s=0.1, clock=lambda: NOW)
     await enqueue(db, route, "e-1", {"n": 1})
     await enqueue(db, route, "e-big", {"blob": "x" * 8_388_608})  # D-ID-3: never published

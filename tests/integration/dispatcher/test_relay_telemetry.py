@@ -13,6 +13,7 @@ from pathlib import Path
 import aio_pika
 import pytest
 
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import RESULT_EXCHANGE
 from agentcall.dispatcher.mq.publisher import OutboxRelay
@@ -54,7 +55,7 @@ async def test_confirmed_call_results_are_counted_once_by_outcome_and_recording(
     await channel.declare_exchange(RESULT_EXCHANGE, "topic", durable=True)
     queue = await channel.declare_queue(f"it.telemetry.{uuid.uuid4()}", auto_delete=True)
     telemetry = RecordedTelemetry()
-    link = AmqpLink(amqp_url(), retry_s=0.1)
+    link = AmqpLink(amqp_url(), policy=ReconnectPolicy(0.05, 0.1))
     relay = OutboxRelay(db, link, batch=100, retry_s=0.1, clock=lambda: NOW, telemetry=telemetry)
     await enqueue(
         db,

@@ -4,19 +4,22 @@ Deliveries are handled one at a time in delivery order: each is persisted (closi
 admission for pause/stop) before it is ACKed (D-MQ-4), and invalid ones are
 dead-lettered (D-MQ-5). Controls keep flowing before the start-up gate opens (D-DISC-6).
 If handling fails (e.g. the database), the channel is closed so the broker requeues the
-delivery in place, and consumption restarts after a back-off.
+delivery in place, and consumption restarts after the D's reconnect delay
+(``domain/reconnect.py``: capped, jittered, counted from zero once the queue is consumed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Awaitable, Callable
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
 from agentcall.dispatcher.control.service import ControlSettle
+from agentcall.dispatcher.domain.reconnect import AMQP_LINK, ReconnectPolicy
 from agentcall.dispatcher.logs import handled, log
 from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 
@@ -37,13 +40,15 @@ class ControlQueueConsumer:
         handle: Handler,
         *,
         prefetch: int = 16,
-        retry_s: float = 1.0,
+        policy: ReconnectPolicy = AMQP_LINK,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self._channels = channels
         self.queue = control_queue_name(dispatcher_id)
         self._handle = handle
         self._prefetch = prefetch
-        self._retry = retry_s
+        self._policy, self._jitter = policy, jitter
+        self.failures = 0  # failed starts in a row; 0 once the queue was consumed
         self.state = "starting"
         self.last_error: str | None = None
 
@@ -58,9 +63,10 @@ class ControlQueueConsumer:
                 raise_if_cancelling(exc)
                 handled(LOG, "control.consumer", exc, queue=self.queue)
                 self._failed("handler", exc)
-            await asyncio.sleep(self._retry)
+            await asyncio.sleep(self._policy.delay(self.failures, self._jitter()))
 
     def _failed(self, where: str, exc: BaseException) -> None:
+        self.failures += 1
         self.state = "retrying"
         self.last_error = f"{where}: {type(exc).__name__}: {exc}"[:300]
         log(LOG, logging.WARNING, "control.consumer.retry", error=self.last_error)
@@ -71,6 +77,7 @@ class ControlQueueConsumer:
             await channel.set_qos(prefetch_count=self._prefetch)
             queue = await channel.declare_queue(self.queue, passive=True)
             self.state = "consuming"
+            self.failures = 0
             async with queue.iterator() as messages:
                 async for message in messages:
                     await self._one(message)

@@ -1,19 +1,23 @@
 """Per-task serial lanes (D-CTL-1): one task's work strictly in order, tasks in parallel.
 
 ``submit(task_id, name, work)`` appends ``work`` (an async callable) to the task's lane.
-A lane runs its items one after the other; a failing item is retried after a back-off
-and never skipped, so a later control of the same task never overtakes an earlier one.
-Lanes of different tasks run concurrently. A lane's worker ends when its queue is empty.
+A lane runs its items one after the other; a failing item is retried after the D's
+reconnect policy's delay (``domain/reconnect.py``: from ``retry_s``, capped at
+``retry_max_s``, jittered) and never skipped, so a later control of the same task never
+overtakes an earlier one. Lanes of different tasks run concurrently. A lane's worker ends
+when its queue is empty.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.logs import handled
 from agentcall.dispatcher.mq.cancel import raise_if_cancelling
 
@@ -38,9 +42,15 @@ class _Lane:
 
 
 class TaskLanes:
-    def __init__(self, *, retry_s: float = 0.5, retry_max_s: float = 15.0) -> None:
-        self._retry = retry_s
-        self._retry_max = retry_max_s
+    def __init__(
+        self,
+        *,
+        retry_s: float = 0.5,
+        retry_max_s: float = 15.0,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self._policy = ReconnectPolicy(base_s=retry_s, cap_s=retry_max_s)
+        self._jitter = jitter
         self._lanes: dict[str, _Lane] = {}
         self._closed = False
 
@@ -69,7 +79,6 @@ class TaskLanes:
             del self._lanes[task_id]
 
     async def _until_done(self, task_id: str, lane: _Lane, item: _Item) -> None:
-        delay = self._retry
         while True:
             try:
                 await item.work()
@@ -79,6 +88,7 @@ class TaskLanes:
                 raise_if_cancelling(exc)
                 lane.failures += 1
                 lane.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                delay = self._policy.delay(lane.failures, self._jitter())
                 handled(
                     LOG,
                     "control.lane",
@@ -87,10 +97,9 @@ class TaskLanes:
                     logging.WARNING,
                     task_id=task_id,
                     work=item.name,
-                    retry_s=delay,
+                    retry_s=round(delay, 3),
                 )
             await asyncio.sleep(delay)
-            delay = min(delay * 2, self._retry_max)
 
     def snapshot(self) -> dict[str, dict[str, object]]:
         """Per busy lane: what runs now, how much waits, the last error (for /status)."""

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
+
 
 class Read(StrEnum):
     SIP = "sip"
@@ -55,13 +57,9 @@ def transient(status: int | None, code: str) -> bool:
 
 
 def backoff(attempt: int, base_s: float, cap_s: float, jitter: float) -> float:
-    """Seconds before retry ``attempt`` (1 = the first retry): ``base * 2**(attempt-1)``
-    capped at ``cap``, then "equal jitter" — between half and all of it (``jitter`` is a
-    random number in [0, 1)), so D processes that failed together do not retry together."""
-    if attempt < 1 or base_s <= 0 or cap_s <= 0:
-        raise ValueError("attempt >= 1 and positive base and cap")
-    ceiling = min(cap_s, base_s * float(2 ** min(attempt - 1, 62)))
-    return ceiling / 2 + ceiling / 2 * min(max(jitter, 0.0), 1.0)
+    """Seconds before retry ``attempt`` (1 = the first retry): the D's reconnect policy
+    (``domain/reconnect.py``: capped exponential, equal jitter) with the SaaS retry bounds."""
+    return ReconnectPolicy(base_s, cap_s).delay(attempt, jitter)
 
 
 def blocking(outages: frozenset[ReadKey], task_id: str, tenant_id: str) -> ReadKey | None:

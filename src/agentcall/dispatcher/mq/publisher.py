@@ -5,7 +5,9 @@ Every pending row is published to ``agent-call.saas.v3`` with routing key
 confirms; ``message_id`` is the event_id. A row becomes ``delivered`` only on a positive
 confirm with no mandatory return (D-MQ-4). A nack, a return (e.g. the SaaS result queue
 does not exist yet), a timeout or a lost connection leaves it ``pending``; it is
-republished later with the same event_id and the same bytes. Rows blocked as too large
+republished later with the same event_id and the same bytes, after the D's reconnect
+policy's delay for the failed rounds in a row (``domain/reconnect.py``, capped at
+``retry_s``). Rows blocked as too large
 are never read here (D-ID-3).
 
 A round is published on the confirm channel's aiormq layer in one write
@@ -21,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 import aiormq
 
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.logs import log
 from agentcall.dispatcher.mq.confirms import Outgoing, publish_round
 from agentcall.dispatcher.mq.link import AmqpLink
@@ -71,12 +75,16 @@ class OutboxRelay:
         retry_s: float,
         clock: Callable[[], datetime],
         telemetry: Telemetry = NO_TELEMETRY,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self._db = db
         self._link = link
         self._telemetry = telemetry
         self._batch = batch
-        self._retry = retry_s
+        self._retry = retry_s  # the idle poll, and the longest pause after failed rounds
+        self._policy = ReconnectPolicy(base_s=retry_s / 8, cap_s=retry_s)
+        self._jitter = jitter
+        self._failed_rounds = 0  # rounds in a row with an unconfirmed publish
         self._clock = clock
         self._wake = asyncio.Event()
         self.published = 0
@@ -98,8 +106,9 @@ class OutboxRelay:
                 await self._idle(self._retry)
                 continue
             failed = await self._publish_all(rows)
+            self._failed_rounds = self._failed_rounds + 1 if failed else 0
             if failed:
-                await asyncio.sleep(self._retry)
+                await asyncio.sleep(self._policy.delay(self._failed_rounds, self._jitter()))
 
     async def _idle(self, timeout: float) -> None:
         try:
