@@ -1,6 +1,6 @@
 """The worker's side of acknowledgements: every state-changing message waits in the outbox until
 its `ack` arrives, and is resent in order after a reconnect (worker-protocol.md §3.11). Also the
-reconnect backoff and the endpoint URL."""
+reconnect policy (:class:`ReconnectPolicy`, pure), the server rotation and the endpoint URL."""
 
 from __future__ import annotations
 
@@ -84,9 +84,34 @@ class Outbox:
             log.debug("send on a dropped link; resent after the reconnection: %r", exc)
 
 
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    """The worker's one reconnect policy (pure): exponential backoff with full jitter, capped.
+
+    Both retry loops of the worker use it: a session that ended without a welcome (refused,
+    cut, or a handshake that timed out; :func:`next_server` gives the round, 0 again after a
+    welcomed session) and a request the server answered ``UNAVAILABLE``. ``jitter`` is a
+    random number in [0, 1): the delay is uniform in [0, min(cap, base * 2^round)], so
+    workers that lost one server together do not all come back at once."""
+
+    base_s: float = 0.1
+    cap_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not (self.base_s > 0 and self.cap_s > 0):
+            raise ValueError("a reconnect policy needs a positive base_s and cap_s")
+
+    def delay(self, round_: int, jitter: float) -> float:
+        """Seconds to wait before try ``round_`` + 1 (``round_`` 0: the first retry)."""
+        if round_ < 0:
+            raise ValueError("the backoff round counts from 0")
+        ceiling = min(self.cap_s, self.base_s * float(2 ** min(round_, 62)))
+        return ceiling * min(max(jitter, 0.0), 1.0)
+
+
 def backoff_delay(attempt: int, *, base: float = 0.1, cap: float = 10.0) -> float:
-    """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^attempt)]."""
-    return random.uniform(0, min(cap, base * (2 ** min(attempt, 30))))
+    """:class:`ReconnectPolicy`'s delay with a fresh random jitter."""
+    return ReconnectPolicy(base, cap).delay(attempt, random.random())
 
 
 def next_server(count: int, index: int, failures: int) -> tuple[int, int]:

@@ -1,5 +1,6 @@
 """The worker process: connects, serves leases with its registry, heartbeats, reconnects with
-backoff and shuts down gracefully (worker-protocol.md §7).
+its one reconnect policy (`link.ReconnectPolicy`: full jitter, capped at `max_backoff`, reset
+by a welcomed session) and shuts down gracefully (worker-protocol.md §7).
 
     worker = Worker(registry, WorkerConfig(url=..., token=..., queues=[...], concurrency=8))
     await worker.run()        # until SIGTERM/SIGINT (or worker.stop()) and a graceful drain
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import secrets
 import signal
 import socket
@@ -22,7 +24,7 @@ from agentcall.orbit.sdk.worker.execution import AttemptRun, Phase, invoke, run_
 from agentcall.orbit.sdk.worker.link import (
     LinkDown,
     Outbox,
-    backoff_delay,
+    ReconnectPolicy,
     endpoint,
     next_server,
     split_urls,
@@ -58,6 +60,7 @@ class Worker:
         self.config = config
         self.instance_id = secrets.token_hex(16)
         self.outbox = Outbox()
+        self._reconnect = ReconnectPolicy(cap_s=config.max_backoff)
         self.runs: dict[str, AttemptRun] = {}
         self.stopping = False
         self._closing = asyncio.Event()
@@ -145,7 +148,7 @@ class Worker:
                 self.outbox.disconnected()
             failures = 0 if session.welcomed else failures + 1
             index, backoff = next_server(len(urls), index, failures)
-            await asyncio.sleep(backoff_delay(backoff, cap=self.config.max_backoff))
+            await asyncio.sleep(self._reconnect.delay(backoff, random.random()))
 
     def hello(self) -> dict[str, JsonValue]:
         handlers: list[JsonValue] = [
@@ -273,7 +276,7 @@ class Worker:
             if (ack.get("error") or {}).get("code") != "UNAVAILABLE":
                 return ack
             tries += 1
-            await asyncio.sleep(backoff_delay(tries, cap=self.config.max_backoff))
+            await asyncio.sleep(self._reconnect.delay(tries, random.random()))
 
     async def _flow(self, capacity: int) -> None:
         try:
