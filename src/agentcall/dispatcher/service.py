@@ -38,6 +38,7 @@ from agentcall.dispatcher.mq.link import AmqpLink
 from agentcall.dispatcher.mq.names import result_routing_key
 from agentcall.dispatcher.mq.publisher import OutboxRelay
 from agentcall.dispatcher.recording.service import from_settings as recordings_from_settings
+from agentcall.dispatcher.recording.storage import S3Store, StorageConfig
 from agentcall.dispatcher.saas.cache import ConfigCache
 from agentcall.dispatcher.saas.client import SaasClient, SaasError
 from agentcall.dispatcher.saas.outage import CacheRetry, SaasOutages
@@ -275,8 +276,14 @@ class Dispatcher:
 
     def _console(self) -> Console:
         token = self.settings.console_token
+        storage = StorageConfig.from_settings(self.settings)
         return Console(
-            self.snapshot, self.settings.state_db, token.reveal() if token else None, self.clock
+            self.snapshot,
+            self.settings.state_db,
+            token.reveal() if token else None,
+            self.clock,
+            live_calls=self.cell.list_calls,
+            links=S3Store(storage, threads=2) if storage else None,
         )
 
     def loops(self) -> dict[str, Loop]:

@@ -142,6 +142,22 @@ class S3Store:
     async def presign_put(self, key: str, expires_s: int) -> str:
         return await self._run(self._presign, key, expires_s)
 
+    def _presign_get(self, key: str, expires_s: int) -> str:
+        try:
+            url: str = self._s3.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self._config.bucket, "Key": key},
+                ExpiresIn=expires_s,
+            )
+        except (NoCredentialsError, BotoCoreError, ClientError) as exc:
+            raise AuthorizationFailed(f"cannot presign a GET: {type(exc).__name__}") from exc
+        return url
+
+    async def presign_get(self, key: str, expires_s: int) -> str:
+        """A URL that allows reading ``key`` for ``expires_s`` seconds (the console's
+        recording link: made on request, never stored)."""
+        return await self._run(self._presign_get, key, expires_s)
+
     def _probe(self, key: str) -> ObjectFacts | Missing:
         bucket = self._config.bucket
         try:

@@ -163,3 +163,66 @@ def plumbing_facts(conn: sqlite3.Connection) -> dict[str, Any]:
     """When the discovery cursor last moved."""
     moved = conn.execute("SELECT updated_at FROM discovery WHERE id = 1").fetchone()
     return {"cursor_moved_at": _time(moved[0]) if moved else None}
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A call holding capacity now: accepted, dialing, ringing, in call or unknown."""
+
+    call_id: str
+    task_id: str
+    state: str
+    callee: str
+    accepted_at: datetime
+    dial_started_at: datetime | None
+
+
+LIVE_LIMIT = 200
+_LIVE = (
+    "SELECT call_id, task_id, state, json_extract(snapshot_json, '$.callee'), accepted_at,"
+    " dial_started_at FROM executions WHERE state IN ({marks})"
+    " ORDER BY accepted_at, call_id LIMIT ?"
+)
+
+
+def live_calls(conn: sqlite3.Connection, limit: int = LIVE_LIMIT) -> list[Live]:
+    """The oldest ``limit`` calls holding capacity (D-CMD-4), oldest first."""
+    sql = _LIVE.format(marks=",".join("?" * len(HOLDING)))
+    return [
+        Live(call_id, task_id, state, str(callee or ""), _time(accepted) or _EPOCH, _time(dialed))
+        for call_id, task_id, state, callee, accepted, dialed in conn.execute(
+            sql, (*HOLDING, limit)
+        )
+    ]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TASK_OUTCOMES = (
+    "SELECT task_id, json_extract(end_json, '$.outcome'), count(*),"
+    " sum(max(0.0, julianday(json_extract(end_json, '$.ended_at'))"
+    "  - julianday(json_extract(end_json, '$.started_at'))) * 86400)"
+    " FROM executions WHERE state = 'finalized' AND ended_at >= ? GROUP BY 1, 2"
+)
+
+
+def task_outcomes(conn: sqlite3.Connection, since: datetime) -> list[tuple[str, str, int, float]]:
+    """(task_id, outcome, how many, their summed duration in seconds) of the calls
+    finalized with an end since ``since``."""
+    return [
+        (task_id, str(outcome), count, float(seconds or 0.0))
+        for task_id, outcome, count, seconds in conn.execute(
+            _TASK_OUTCOMES, (since.isoformat(timespec="microseconds"),)
+        )
+    ]
+
+
+_RECORDING = (
+    "SELECT object_key FROM recordings WHERE call_id = ? AND state = 'uploaded'"
+    " AND object_key IS NOT NULL"
+)
+
+
+def uploaded_recording(conn: sqlite3.Connection, call_id: str) -> str | None:
+    """The object key of the call's recording once it is uploaded and verified."""
+    row = conn.execute(_RECORDING, (call_id,)).fetchone()
+    return str(row[0]) if row else None
