@@ -32,6 +32,7 @@ FIELDS = {
     "host",
     "pid",
     "queues",
+    "queue_names",
     "handlers",
     "slots",
     "in_flight",
@@ -70,6 +71,7 @@ async def test_one_server_lists_its_workers(db_url: str, db: Database, tmp_path:
                 found = await _listed(http, base, tenant)
                 assert set(found) == {"solo"} and set(found["solo"]) == FIELDS
                 assert found["solo"]["queues"] == [tenant.queue_id]
+                assert found["solo"]["queue_names"] == ["main"]
                 assert found["solo"]["slots"] == 4 and found["solo"]["pid"] == proc.pid
             await _until_listed(http, base, tenant, "no worker", lambda f: not f)
 

@@ -160,22 +160,24 @@ class Actions:
     async def _run(
         self, session: Session, action: str, task_id: str, form: dict[str, str], key: str
     ) -> None:
-        principal, db, request_id = session.principal, self.pages.ops.db, new_id()
+        principal, store, request_id = session.principal, self.pages.ops.store, new_id()
         revision, reason = form.get("revision", ""), form.get("reason", "")
         body: dict[str, JsonValue] = {"expected_revision": revision, "reason": reason}
         if action == "cancel":
             principal.require(Permission.CANCEL)
-            written = await cancel_task(db, principal, task_id, parse_cancel(body), key, request_id)
+            written = await cancel_task(
+                store, principal, task_id, parse_cancel(body), key, request_id
+            )
             if written.tell_worker is not None:
                 self.hooks.tell_cancel(written.tell_worker)
         elif action == "retry":
             principal.require(Permission.REVIEW)
-            await retry_task(db, principal, task_id, parse_retry(body), key, request_id)
+            await retry_task(store, principal, task_id, parse_retry(body), key, request_id)
             self.hooks.notify()
         elif action == "resolve":
             principal.require(Permission.REVIEW)
             request = parse_resolve(_resolution(body, form))
-            await resolve_task(db, principal, task_id, request, key, request_id)
+            await resolve_task(store, principal, task_id, request, key, request_id)
         else:
             raise InvalidArgument("the action must be cancel, retry or resolve", "action")
         self.hooks.changed(task_id)

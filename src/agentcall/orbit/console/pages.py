@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from agentcall.orbit.console import reads
+from agentcall.orbit.console import reads, times
 from agentcall.orbit.console.chart import Chart
 from agentcall.orbit.console.headers import HEADERS
 from agentcall.orbit.console.session import (
@@ -43,7 +43,6 @@ from agentcall.orbit.domain.errors import (
 )
 from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
 from agentcall.orbit.domain.states import TaskState
-from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
@@ -67,19 +66,11 @@ class Session:
 
 
 def environment() -> Environment:
+    """Times read relative to now, with the absolute time on hover (`orbit.console.times`)."""
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
-    env.filters["when"] = lambda value: "" if value is None else format_time(value)
-    env.filters["age"] = _age
+    env.filters["when"] = lambda value: times.moment(value, datetime.now(UTC))
+    env.filters["age"] = lambda value: times.age(value, datetime.now(UTC))
     return env
-
-
-def _age(value: datetime | None) -> str:
-    if value is None:
-        return ""
-    seconds = max(0, int((datetime.now(UTC) - value) / timedelta(seconds=1)))
-    if seconds < 120:
-        return f"{seconds} s"
-    return f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
 
 
 class Pages:
@@ -226,11 +217,13 @@ class Pages:
         detail = await reads.task_detail(self.ops, session.principal, task_id)
         task = detail.task
         live = task.state in LIVE
+        names = {q.id: q.name for q in await self.inspection.queues(session.principal)}
         return self.render(
             request,
             "task.html",
             session=session,
             task=task,
+            queue_name=names.get(task.queue_id, ""),
             detail=detail,
             payload=reads.pretty(task.payload_text),
             result=reads.pretty(task.result_text),

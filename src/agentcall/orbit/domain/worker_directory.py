@@ -41,6 +41,21 @@ class WorkerRecord:
     last_heartbeat_at: datetime
 
 
+IDLE_STEP_S = 5  # an idle connection's heartbeat moves in steps of this (rows stay put between)
+
+
+def heartbeat_at(seen_at: datetime, holds_attempts: bool, now: datetime) -> datetime:
+    """The last heartbeat a worker connection shows. While it holds attempts: its last lease
+    heartbeat (`seen_at`). While idle it sends none (heartbeats are about leases,
+    worker-protocol.md §3.5), yet it is alive: the connection is open, and WebSocket
+    ping/pong closes one whose peer stops answering. So an idle connection shows `now`,
+    rounded down to IDLE_STEP_S (never before `seen_at`), and does not look dead."""
+    if holds_attempts:
+        return seen_at
+    step = int(now.timestamp()) // IDLE_STEP_S * IDLE_STEP_S
+    return max(seen_at, datetime.fromtimestamp(step, now.tzinfo))
+
+
 @dataclass(frozen=True, slots=True)
 class Changes:
     """What one round writes: the rows of `delete` (connection ids) go, then `write` is

@@ -1,5 +1,7 @@
 """What the inspection API, the console and the metrics see: the token's queues with counts per
-state and the age of their oldest WAITING task, the namespace's connected workers (this
+state, the age of their oldest WAITING task, how long their oldest ready task has been
+available (a WAITING task whose `available_at` has come) and how many WAITING tasks are
+scheduled for later, the namespace's connected workers with their queues' names (this
 process's as they are now, the other server processes' as they last recorded them:
 `orbit.execution.worker_directory`), and waiting for a task to settle
 (`orbit.execution.waiters`).
@@ -47,6 +49,25 @@ class Snapshot:
     counts: dict[str, dict[str, int]]  # queue_id -> state -> count
     oldest: dict[str, datetime]  # queue_id -> created_at of its oldest WAITING task
     names: dict[str, str]  # queue_id -> name
+    availability: dict[str, inspect.Availability] = field(default_factory=dict)
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))  # when it was taken
+
+    def oldest_ready(self, queue_id: str) -> datetime | None:
+        """Since when the queue's oldest ready task has been available, at `at`."""
+        return ready_since(self.availability.get(queue_id), self.at)
+
+    def scheduled(self, queue_id: str) -> int:
+        """The queue's WAITING tasks that become available only after `at`."""
+        found = self.availability.get(queue_id)
+        return 0 if found is None else found.scheduled
+
+
+def ready_since(found: inspect.Availability | None, now: datetime) -> datetime | None:
+    """The earliest `available_at` of a queue's WAITING tasks when it has come (that task is
+    ready: leasing may hand it out), else None (nothing waits, or all of it is scheduled)."""
+    if found is None or found.first_available_at > now:
+        return None
+    return found.first_available_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +77,32 @@ class QueueView:
     counts: dict[str, int]
     oldest_waiting_at: datetime | None
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    oldest_ready_at: datetime | None = None  # the oldest ready task's available_at
+    scheduled: int = 0  # WAITING tasks available only later
+
+    @property
+    def ready(self) -> int:
+        """WAITING tasks available now."""
+        return max(0, self.counts.get(TaskState.WAITING.value, 0) - self.scheduled)
+
+    def age_ms(self, since: datetime | None) -> int | None:
+        if since is None:
+            return None
+        return max(timedelta(0), self.at - since) // timedelta(milliseconds=1)
 
     def view(self) -> dict[str, JsonValue]:
         counts: dict[str, JsonValue] = {
             state.value: self.counts.get(state.value, 0) for state in TaskState
         }
         data: dict[str, JsonValue] = {"id": self.id, "name": self.name, "counts": counts}
-        if self.oldest_waiting_at is not None:
-            data["oldest_waiting_at"] = format_time(self.oldest_waiting_at)
-            age = max(timedelta(0), self.at - self.oldest_waiting_at)
-            data["oldest_waiting_age_ms"] = age // timedelta(milliseconds=1)
+        data["ready"], data["scheduled"] = self.ready, self.scheduled
+        for key, since in (
+            ("oldest_waiting", self.oldest_waiting_at),
+            ("oldest_ready", self.oldest_ready_at),
+        ):
+            age = self.age_ms(since)
+            if since is not None and age is not None:
+                data[f"{key}_at"], data[f"{key}_age_ms"] = format_time(since), age
         return data
 
 
@@ -107,9 +144,12 @@ class Inspection:
         queues when a reader asks for them."""
         async with self.db.single_read() as conn:
             counts, oldest = await inspect.state_counts(conn)
+            now = datetime.now(UTC)
+            waiting = sorted(oldest)  # the queues with WAITING tasks
+            availability = await inspect.availability(conn, waiting, now)
             if self._snapshot is None:
                 self._queue_names.update(await inspect.all_queues(conn))
-        return Snapshot(time.monotonic(), counts, oldest, self._queue_names)
+        return Snapshot(time.monotonic(), counts, oldest, self._queue_names, availability, now)
 
     async def queues(self, principal: Principal) -> list[QueueView]:
         """The token's queues, by name."""
@@ -118,12 +158,16 @@ class Inspection:
         missing = [queue_id for queue_id in principal.queue_ids if queue_id not in snap.names]
         if missing:  # created since the snapshot: its name now, its counts at the next one
             snap.names.update(await self.db.retrying(lambda: self._names(missing)))
+        now = datetime.now(UTC)
         views = [
             QueueView(
                 queue_id,
                 snap.names.get(queue_id, ""),
                 snap.counts.get(queue_id, {}),
                 snap.oldest.get(queue_id),
+                now,
+                snap.oldest_ready(queue_id),
+                snap.scheduled(queue_id),
             )
             for queue_id in principal.queue_ids
         ]
@@ -141,7 +185,13 @@ class Inspection:
         records = local(self.hub)
         if self.directory is not None:
             records += await self.directory.others(principal.namespace_id)
-        return listing(records, principal.namespace_id, principal.queue_ids)
+        views = listing(records, principal.namespace_id, principal.queue_ids)
+        names = {view.id: view.name for view in await self.queues(principal)}
+        for view in views:
+            shown = view["queues"]
+            assert isinstance(shown, list)
+            view["queue_names"] = [names.get(str(queue_id), "") for queue_id in shown]
+        return views
 
     # ------------------------------------------------------------------ waiting
     async def wait(

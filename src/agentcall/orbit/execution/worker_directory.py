@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import socket
 import time
+from datetime import UTC, datetime
 
 from agentcall.orbit.domain.peers import EXPIRE_S
-from agentcall.orbit.domain.worker_directory import WorkerRecord, changes
+from agentcall.orbit.domain.worker_directory import WorkerRecord, changes, heartbeat_at
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.links import Link
 from agentcall.orbit.store import server_workers
@@ -23,8 +24,10 @@ CACHE_S = 1.0  # the other processes' rows change once a round (about a second) 
 MAX_CACHED = 1024  # namespaces
 
 
-def record_of(link: Link, server: str = SERVER) -> WorkerRecord:
+def record_of(link: Link, server: str = SERVER, now: datetime | None = None) -> WorkerRecord:
+    """`now`: the time an idle link shows as its last heartbeat (`heartbeat_at`)."""
     peer, worker = link.peer, link.peer.worker
+    held = link.held
     return WorkerRecord(
         peer.connection_id,
         peer.namespace_id,
@@ -37,15 +40,16 @@ def record_of(link: Link, server: str = SERVER) -> WorkerRecord:
         tuple(link.queue_order),
         tuple(sorted(link.handlers)),
         link.capacity,
-        link.held,  # an offered slot is still free
+        held,  # an offered slot is still free
         link.connected_at,
-        link.seen_at,
+        heartbeat_at(link.seen_at, held > 0, now or datetime.now(UTC)),
     )
 
 
 def local(hub: Hub) -> list[WorkerRecord]:
     """The workers connected to this process, as they are now."""
-    return [record_of(link) for link in hub.links.values()]
+    now = datetime.now(UTC)
+    return [record_of(link, now=now) for link in hub.links.values()]
 
 
 class WorkerDirectory:

@@ -1,5 +1,6 @@
 """Read-only queries behind the inspection API, the console, the metrics and the readiness
-check: per-state counts (one grouped query), the oldest WAITING task per queue, completions
+check: per-state counts (one grouped query), the oldest WAITING task per queue, when the
+WAITING tasks of each queue become available and how many only later, completions
 per minute, which of some tasks have settled, a task's events, a filtered keyset page,
 queue names and tokens. None of them takes a lock or runs on the submit or lease paths."""
 
@@ -59,6 +60,36 @@ async def state_counts(
         if state == TaskState.WAITING.value and first is not None:
             waiting[queue_id] = first  # min() keeps the column type: aware UTC
     return counts, waiting
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """A queue's WAITING tasks as leasing sees them: the earliest `available_at` among them
+    (ready when it is not after now) and how many are available only after now."""
+
+    first_available_at: datetime
+    scheduled: int
+
+
+async def availability(
+    conn: AsyncConnection, queue_ids: Sequence[str], now: datetime
+) -> dict[str, Availability]:
+    """{queue_id: Availability} of the queues with WAITING tasks, in one grouped query over
+    the leasing index (queue_id, state, available_at, id): one range of WAITING entries per
+    queue, no row read."""
+    if not queue_ids:
+        return {}
+    later = sa.func.sum(sa.case((c.available_at > now, 1), else_=0))
+    query = (
+        sa.select(c.queue_id, sa.func.min(c.available_at), later)
+        .where(c.queue_id.in_(list(queue_ids)), c.state == TaskState.WAITING.value)
+        .group_by(c.queue_id)
+    )
+    return {
+        queue_id: Availability(first, int(scheduled or 0))
+        for queue_id, first, scheduled in await conn.execute(query)
+        if first is not None
+    }
 
 
 async def completions(
