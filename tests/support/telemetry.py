@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 
 class RecordedTelemetry:
     """Keeps what the components report: latencies, accepted executions, originates, failed
     SaaS reads (``failed``: resource, status) and confirmed call results (``results``:
-    outcome, reason, recording)."""
+    outcome, reason, recording; ``result_tasks``: their task ids) and decided commands
+    (``decisions``: task id, decision)."""
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
@@ -17,6 +18,8 @@ class RecordedTelemetry:
         self.originates: list[tuple[str, bool]] = []
         self.failed: list[tuple[str, str]] = []
         self.results: list[tuple[str, str, str]] = []
+        self.result_tasks: list[str] = []
+        self.decisions: list[tuple[str, str]] = []
 
     def admission_latency(self, seconds: float) -> None:
         self.latencies.append(seconds)
@@ -30,5 +33,9 @@ class RecordedTelemetry:
     def saas_read_failed(self, resource: str, status: str) -> None:
         self.failed.append((resource, status))
 
-    def call_result(self, outcome: str, reason: str, recording: str) -> None:
+    def commands_decided(self, decisions: Sequence[tuple[str, str]]) -> None:
+        self.decisions.extend(decisions)
+
+    def call_result(self, outcome: str, reason: str, recording: str, task_id: str) -> None:
         self.results.append((outcome, reason, recording))
+        self.result_tasks.append(task_id)

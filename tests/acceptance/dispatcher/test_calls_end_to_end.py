@@ -61,7 +61,7 @@ def test_accepted_calls_get_one_command_and_one_call_result_d_cmd_3_d_res_1(
     assert scenario.secret not in json.dumps(status)
     base = scenario.status_url.removesuffix("/status")
     metrics = httpx.get(f"{base}/metrics", timeout=5).text
-    assert 'dispatcher_outbox_events{state="delivered"} 6.0' in metrics
+    assert "dispatcher_outbox_delivered_total 6.0" in metrics
     assert "dispatcher_admission_open 1.0" in metrics
     assert httpx.get(f"{base}/healthz", timeout=5).json() == {"status": "ok"}
     shown = subprocess.run(

@@ -65,9 +65,9 @@ def test_waiting_commands_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_calls_recordings_and_saas_errors_are_counted_by_label() -> None:
     t = PrometheusTelemetry()
-    t.call_result("answered", "none", "uploaded")
-    t.call_result("busy", "busy", "not_created")
-    t.call_result("busy", "busy", "not_created")
+    t.call_result("answered", "none", "uploaded", "t1")
+    t.call_result("busy", "busy", "not_created", "t2")
+    t.call_result("busy", "busy", "not_created", "t2")
     t.saas_read_failed("sip", "503")
     t.saas_read_failed("discovery", "timeout")
     t.render()  # a scrape changes nothing
@@ -82,7 +82,7 @@ def test_calls_recordings_and_saas_errors_are_counted_by_label() -> None:
 
 def test_the_registry_follows_the_naming_rules() -> None:
     t = PrometheusTelemetry()
-    t.call_result("answered", "none", "uploaded")
+    t.call_result("answered", "none", "uploaded", "t1")
     t.saas_read_failed("sip", "503")
     assert metric_names.violations(t.render().decode(), ("dispatcher_",)) == []
 
@@ -92,4 +92,4 @@ def test_no_telemetry_reports_nothing() -> None:
     NO_TELEMETRY.accepted({"x": 1.0})
     NO_TELEMETRY.originated("x", True)
     NO_TELEMETRY.saas_read_failed("sip", "503")
-    NO_TELEMETRY.call_result("answered", "none", "uploaded")
+    NO_TELEMETRY.call_result("answered", "none", "uploaded", "t1")

@@ -143,6 +143,9 @@ class AdmissionService:
         self._observe(live, items, outcome, done)
         for decision, reason in outcome.decisions:
             self.counts[f"{decision}:{reason}"] += 1
+        tasks = [item.command.task_id for item in items if isinstance(item, Valid)]
+        decided = zip(tasks, (d for d, _ in outcome.decisions), strict=False)
+        self._telemetry.commands_decided(list(decided))
         self.counts["dead_lettered"] += outcome.settles.count(Settle.DEAD_LETTER)
         await _settle(live, outcome.settles)
         self._on_outbox()

@@ -154,9 +154,10 @@ class OutboxRelay:
                 payload = json.loads(row.body)["payload"]
                 outcome, reason = payload["outcome"], payload["reason_code"] or "none"
                 recording = payload["recording"]["status"]
+                task_id = str(payload.get("task_id") or "")
             except (ValueError, KeyError, TypeError):
                 continue
-            self._telemetry.call_result(outcome, reason, recording)
+            self._telemetry.call_result(outcome, reason, recording, task_id)
 
     async def _publish(self, channel: aiormq.Channel, rows: list[OutboxRow]) -> list[str | None]:
         """Per row None when confirmed and not returned, else a short error text."""

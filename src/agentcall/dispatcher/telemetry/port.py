@@ -8,7 +8,7 @@ component, so a component built alone (tests, tools) reports nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 
@@ -26,9 +26,12 @@ class Telemetry(Protocol):
         """A SaaS read failed: ``status`` is the HTTP status, or ``timeout`` /
         ``transport_error`` when none came back."""
 
-    def call_result(self, outcome: str, reason: str, recording: str) -> None:
-        """A call.result the broker confirmed: the call's outcome, reason and the final
-        status of its recording."""
+    def commands_decided(self, decisions: Sequence[tuple[str, str]]) -> None:
+        """A batch of call.execute commands decided: ``(task_id, decision)`` of each."""
+
+    def call_result(self, outcome: str, reason: str, recording: str, task_id: str) -> None:
+        """A call.result the broker confirmed: the call's outcome, reason, the final
+        status of its recording and the task (campaign) it belongs to."""
 
 
 class NoTelemetry:
@@ -46,7 +49,10 @@ class NoTelemetry:
     def saas_read_failed(self, resource: str, status: str) -> None:
         pass
 
-    def call_result(self, outcome: str, reason: str, recording: str) -> None:
+    def commands_decided(self, decisions: Sequence[tuple[str, str]]) -> None:
+        pass
+
+    def call_result(self, outcome: str, reason: str, recording: str, task_id: str) -> None:
         pass
 
 

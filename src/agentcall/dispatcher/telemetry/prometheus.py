@@ -4,16 +4,20 @@
 One registry per process, built once at assembly and kept (never rebuilt per scrape);
 ``GET /metrics`` renders it after the gauges taken from the status snapshot
 (:mod:`dispatcher.web.metrics`). Every name follows the Prometheus conventions: base units
-(``_seconds``), ``_total`` on counters, the ``dispatcher_`` prefix.
+(``_seconds``), ``_total`` on counters, the ``dispatcher_`` prefix. The per-task counters
+label at most :data:`~dispatcher.telemetry.labels.TASK_LIMIT` tasks, then ``_other``
+(:mod:`dispatcher.telemetry.labels`).
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from agentcall.dispatcher.telemetry.labels import TASK_LIMIT, FirstSeen
 
 ADMISSION_BUCKETS = (
     0.0005,
@@ -33,16 +37,20 @@ ADMISSION_BUCKETS = (
 )
 DIAL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 WAITING_DIAL_LIMIT = 100_000  # accepted executions remembered until their originate
+CHILDREN_LIMIT = 10_000  # label combinations of call_result kept resolved
 
 
 class PrometheusTelemetry:
     """A :class:`~dispatcher.telemetry.port.Telemetry` that keeps Prometheus metrics."""
 
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, monotonic: Callable[[], float] = time.monotonic, task_limit: int = TASK_LIMIT
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._monotonic = monotonic
         self._waiting: OrderedDict[str, float] = OrderedDict()
-        self._children: dict[tuple[str, str, str], tuple[Counter, Counter]] = {}
+        self._children: dict[tuple[str, str, str, str], tuple[Counter, ...]] = {}
+        self._task = FirstSeen(task_limit)
         r = self.registry
         self._admission = Histogram(
             "dispatcher_admission_latency_seconds",
@@ -75,6 +83,19 @@ class PrometheusTelemetry:
             ["status"],
             registry=r,
         )
+        self._task_calls = Counter(
+            "dispatcher_task_calls_total",
+            "calls by task (the first tasks seen, then _other) and outcome, counted when the "
+            "broker confirms their call.result",
+            ["task", "outcome"],
+            registry=r,
+        )
+        self._task_commands = Counter(
+            "dispatcher_task_commands_total",
+            "call.execute decisions by task (the first tasks seen, then _other) and decision",
+            ["task", "decision"],
+            registry=r,
+        )
 
     def admission_latency(self, seconds: float) -> None:
         self._admission.observe(max(0.0, seconds))
@@ -93,12 +114,21 @@ class PrometheusTelemetry:
     def saas_read_failed(self, resource: str, status: str) -> None:
         self._saas.labels(resource, status).inc()
 
-    def call_result(self, outcome: str, reason: str, recording: str) -> None:
-        key = (outcome, reason, recording)
+    def commands_decided(self, decisions: Sequence[tuple[str, str]]) -> None:
+        for task_id, decision in decisions:
+            self._task_commands.labels(self._task(task_id), decision).inc()
+
+    def call_result(self, outcome: str, reason: str, recording: str, task_id: str) -> None:
+        key = (outcome, reason, recording, task_id)
         children = self._children.get(key)
         if children is None:  # labels() costs more than inc(): once per combination
-            children = (self._calls.labels(outcome, reason), self._recordings.labels(recording))
-            self._children[key] = children
+            children = (
+                self._calls.labels(outcome, reason),
+                self._recordings.labels(recording),
+                self._task_calls.labels(self._task(task_id), outcome),
+            )
+            if len(self._children) < CHILDREN_LIMIT:  # task ids are many: the cache is bounded
+                self._children[key] = children
         for child in children:
             child.inc()
 

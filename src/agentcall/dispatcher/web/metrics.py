@@ -14,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from agentcall.dispatcher.domain.recording import RecordingState
+from agentcall.dispatcher.domain.states import ExecutionState, OutboxState
 from agentcall.dispatcher.readiness import CHECKS
 from agentcall.dispatcher.web.edge import Edge
 
@@ -27,12 +28,7 @@ class _SnapshotCollector(Collector):
         yield _gauge(
             "dispatcher_admission_open", "1 when new admission is open", s["admission"]["open"]
         )
-        yield _labelled_gauge(
-            "dispatcher_outbox_events", "outbox rows by state", "state", s["outbox"]
-        )
-        yield _labelled_gauge(
-            "dispatcher_executions", "executions by state", "state", s["executions"]
-        )
+        yield from _stored(s)
         yield _labelled_gauge(
             "dispatcher_recordings",
             "recordings by state, and unavailable ones by error code (unavailable:<code>)",
@@ -75,6 +71,28 @@ class _SnapshotCollector(Collector):
         for where, count in (s.get("handled_errors") or {}).items():
             survived.add_metric([where], count)
         yield survived
+
+
+def _stored(s: Mapping[str, Any]) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """Outbox rows and executions by state: the states left again as gauges, the one never
+    left (delivered, finalized) as a counter, since rows are kept and it only grows."""
+    outbox, executions = dict(s["outbox"]), dict(s["executions"])
+    yield _counter(
+        "dispatcher_outbox_delivered",
+        "outbox rows the broker confirmed (rows are kept: this only grows)",
+        outbox.pop(OutboxState.DELIVERED.value, 0),
+    )
+    yield _labelled_gauge(
+        "dispatcher_outbox_events", "outbox rows not delivered, by state", "state", outbox
+    )
+    yield _counter(
+        "dispatcher_executions_finalized",
+        "executions whose call.result is stored (a state never left: this only grows)",
+        executions.pop(ExecutionState.FINALIZED.value, 0),
+    )
+    yield _labelled_gauge(
+        "dispatcher_executions", "executions by state, but finalized", "state", executions
+    )
 
 
 def _edges(s: Mapping[str, Any]) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
