@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson
@@ -43,8 +44,18 @@ def from_exception(exc: BaseException, recovery_safety: str) -> dict[str, JsonVa
         error: dict[str, JsonValue] = {"code": exc.code, "message": _clip(exc.message)}
         return {"outcome": "needs_review", "error": error}
     # An unexpected exception is retryable only when re-running is declared safe.
-    text = f"{type(exc).__name__}: {exc}"
-    return failed("handler_exception", text, retryable=recovery_safety == "IDEMPOTENT")
+    return failed("handler_exception", describe(exc), retryable=recovery_safety == "IDEMPOTENT")
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message`, then as much of the end of its traceback (the innermost frames) as
+    fits the protocol's message limit: the console shows it on the attempt."""
+    head = f"{type(exc).__name__}: {exc}"
+    if exc.__traceback__ is None or len(head) >= MAX_MESSAGE_CHARS - 1:
+        return head
+    trace = "".join(traceback.format_exception(exc)).rstrip("\n")
+    room = MAX_MESSAGE_CHARS - len(head) - 1
+    return f"{head}\n{trace if len(trace) <= room else '…' + trace[-(room - 1) :]}"
 
 
 def _clip(message: str) -> str:
