@@ -37,6 +37,7 @@ from agentcall.cell.client._models import (
     UploadResult,
     UploadTarget,
 )
+from agentcall.cell.client._reconnect import ReconnectPolicy
 from agentcall.cell.domain.model import AmdAction, CallState, EventType
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidPlanError",
     "Orphan",
     "Plan",
+    "ReconnectPolicy",
     "RecordingInfo",
     "RecordingNotFoundError",
     "TranscriptTurn",

@@ -19,6 +19,7 @@ from agentcall.cell.client._models import (
     UploadResult,
     UploadTarget,
 )
+from agentcall.cell.client._reconnect import STREAM, Backoff
 from agentcall.cell.domain.model import CallState
 
 
@@ -38,7 +39,9 @@ _JSON = {"content-type": "application/json"}
 class CellClient:
     """Async client of one cell. Use as ``async with CellClient(url) as cell: ...``.
 
-    ``timeout_s`` bounds every HTTP request except uploads (``upload_timeout_s``).
+    ``timeout_s`` bounds every HTTP request except uploads (``upload_timeout_s``);
+    ``reconnect`` is the event stream's reconnect policy (``_reconnect.py``; any object with
+    its ``delay(failures, jitter)``, e.g. the embedding service's own policy).
     """
 
     def __init__(
@@ -48,8 +51,10 @@ class CellClient:
         timeout_s: float = 10.0,
         upload_timeout_s: float = 180.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        reconnect: Backoff = STREAM,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._reconnect = reconnect
         self._upload_timeout = upload_timeout_s
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=timeout_s, transport=transport
@@ -169,4 +174,6 @@ class CellClient:
         the stream yields a ``cell.restarted`` event and starts the new boot from 1.
         """
         ws_base = "ws" + self.base_url[len("http") :]
-        return EventStream(f"{ws_base}/v1/events", after=after, boot_id=boot_id)
+        return EventStream(
+            f"{ws_base}/v1/events", after=after, boot_id=boot_id, policy=self._reconnect
+        )

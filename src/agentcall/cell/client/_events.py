@@ -1,7 +1,8 @@
 """The event stream as an async iterator that resumes and reconnects by itself.
 
 It remembers the boot id and the last sequence number it yielded; after a lost
-connection it reconnects (with backoff) asking for ``after=<last seq>``, so no
+connection it reconnects (after the reconnect policy's delay, ``_reconnect.py``: capped,
+jittered, reset by every hello) asking for ``after=<last seq>``, so no
 event is lost or repeated. When the cell restarted in between (new boot id), it
 yields one synthetic ``cell.restarted`` event (seq 0, data: previous_boot_id,
 boot_id) and continues from the first event of the new boot.
@@ -12,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator
+import random
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,6 +23,7 @@ from websockets.exceptions import WebSocketException
 
 from agentcall.cell.client._errors import CellProtocolError
 from agentcall.cell.client._models import Event
+from agentcall.cell.client._reconnect import STREAM, Backoff
 from agentcall.cell.domain.model import EventType
 
 RETRYABLE = (OSError, TimeoutError, WebSocketException, EOFError)
@@ -33,8 +36,8 @@ class EventStream:
         *,
         after: int = 0,
         boot_id: str | None = None,
-        min_backoff_s: float = 0.1,
-        max_backoff_s: float = 5.0,
+        policy: Backoff = STREAM,
+        jitter: Callable[[], float] = random.random,
         open_timeout_s: float = 10.0,
     ) -> None:
         self._ws_url = ws_url
@@ -42,7 +45,8 @@ class EventStream:
         self.boot_id = boot_id
         self.connected = False
         self.reconnects = 0
-        self._min, self._max, self._open_timeout = min_backoff_s, max_backoff_s, open_timeout_s
+        self.failures = 0  # lost or refused connections in a row; 0 once one said hello
+        self._policy, self._jitter, self._open_timeout = policy, jitter, open_timeout_s
         self._gen = self._run()
 
     def __aiter__(self) -> EventStream:
@@ -61,7 +65,6 @@ class EventStream:
         return f"{self._ws_url}?{urlencode(query)}"
 
     async def _run(self) -> AsyncGenerator[Event, None]:
-        backoff = self._min
         while True:
             try:
                 # aclosing: closing this generator closes the connection's at once (an async
@@ -69,14 +72,13 @@ class EventStream:
                 # turn, after the socket may already be gone)
                 async with contextlib.aclosing(self._connection()) as events:
                     async for event in events:
-                        backoff = self._min
                         yield event
             except RETRYABLE:
                 pass
             self.connected = False
             self.reconnects += 1
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, self._max)
+            self.failures += 1
+            await asyncio.sleep(self._policy.delay(self.failures, self._jitter()))
 
     async def _connection(self) -> AsyncGenerator[Event, None]:
         # No per-message deflate: the stream is local and compressing every frame cost more
@@ -87,7 +89,7 @@ class EventStream:
             hello = _message(await ws.recv())
             if hello.get("type") != "hello" or not isinstance(hello.get("boot_id"), str):
                 raise CellProtocolError("the event stream did not start with hello")
-            self.connected = True
+            self.connected, self.failures = True, 0
             restarted = self._hello(hello["boot_id"])
             if restarted is not None:
                 yield restarted
