@@ -51,6 +51,7 @@ from agentcall.dispatcher.cell.port import (
     EventDetail,
 )
 from agentcall.dispatcher.domain.identity import CellIdentity
+from agentcall.dispatcher.domain.reconnect import CELL_EVENTS
 from agentcall.dispatcher.domain.recording import Media
 from agentcall.dispatcher.domain.results import TranscriptSegment
 
@@ -259,7 +260,7 @@ class CellAdapter:
     """CellPort over HTTP + WebSocket (``cell.client.CellClient``)."""
 
     def __init__(self, base_url: str, timeout_s: float = 10.0, max_inflight: int = 32) -> None:
-        self._client = CellClient(base_url, timeout_s=timeout_s)
+        self._client = CellClient(base_url, timeout_s=timeout_s, reconnect=CELL_EVENTS)
         # Bounded in-flight requests: a queue of thousands of requests inside the HTTP
         # connection pool costs quadratic time; waiting here is cheap and not a timeout.
         self._limit = asyncio.Semaphore(max_inflight)

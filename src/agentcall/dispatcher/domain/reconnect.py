@@ -2,8 +2,9 @@
 before it tries again. Pure.
 
 Every retry loop of the D uses it — the AMQP link (a lost or refused broker connection), the
-control-queue consumer, the outbox relay after a publish that was not confirmed, and the SaaS
-reads held by an outage (D-NOTE-2). A loop counts its failures in a row, asks
+control-queue consumer, the outbox relay after a publish that was not confirmed, the control
+lanes, the SaaS reads held by an outage (D-NOTE-2) and the cell's event stream (the cell
+client takes it as its ``reconnect`` policy). A loop counts its failures in a row, asks
 :meth:`ReconnectPolicy.delay` for the wait before the next try, and counts from zero again
 after one success (a link that came up and is lost later waits the shortest delay)::
 
@@ -42,3 +43,6 @@ class ReconnectPolicy:
 AMQP_LINK = ReconnectPolicy(base_s=0.2, cap_s=5.0)
 """The broker connection and the control-queue consumer: a broker back after a restart is
 found within 5 s; a broker that stays down is tried every 2.5-5 s."""
+
+CELL_EVENTS = ReconnectPolicy(base_s=0.1, cap_s=5.0)
+"""The cell's event stream: a cell back after a restart is read again within 5 s."""
