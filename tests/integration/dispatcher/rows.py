@@ -21,7 +21,7 @@ def accept_execution(
     now: datetime,
 ) -> None:
     """`plan`'s command recorded as accepted in the inbox, with its execution inserted, as
-    admission leaves them (with the test's own ids instead of random ones)."""
+    admission leaves them (with the test's own ids instead of the derived ones)."""
     inbox.record(
         conn,
         command_id=plan.command_id,

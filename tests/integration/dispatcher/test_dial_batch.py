@@ -2,8 +2,8 @@
 
 Every execution is marked ``dialing`` (durably) before its round is sent; each item's
 answer is settled as a single originate's would be — dialled, refused (failed with one
-call.result), unanswered (unknown, never redialled) — and nothing is ever sent twice,
-not even when the same executions are submitted again.
+call.result), unanswered (unknown, never redialled), dialled before (adopted) — and
+nothing is ever sent twice, not even when the same executions are submitted again.
 """
 
 from __future__ import annotations
@@ -115,9 +115,12 @@ async def test_batch_originate_settles_each_item_and_never_redials(db: Database)
     states = {e: (await db.read(executions.get, e)).state for e in ok + special}
     assert {states[e] for e in ok} == {S.DIALING}
     assert states["exec-a-busy"] is S.FINALIZED
-    assert states["exec-b-lost"] is S.UNKNOWN and states["exec-c-taken"] is S.UNKNOWN
+    assert states["exec-b-lost"] is S.UNKNOWN
+    # dialled before and no longer held by the cell: failed once, never dialled again
+    assert states["exec-c-taken"] is S.FINALIZED
     rows = [r for r in await db.read(outbox.pending, 500) if r.event_type == "call.result"]
-    assert [json.loads(r.body)["payload"]["reason_code"] for r in rows] == ["cell_busy"]
+    reasons = sorted(json.loads(r.body)["payload"]["reason_code"] for r in rows)
+    assert reasons == ["cell_already_dialled", "cell_busy"]
     assert supervisor.counts["originated"] == len(ok)
     # The same executions submitted again (e.g. a restart's re-scan): nothing is re-sent.
     await _dial(db, cell, ok + special, len(ok) + len(special))

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from agentcall.dispatcher.domain import callids
 from agentcall.dispatcher.domain.admission import (
     Accept,
     Reject,
@@ -219,14 +219,15 @@ def _decide(
 
 
 def _accept(conn: sqlite3.Connection, command: ExecuteCommand, result: Accept, inp: Inputs) -> str:
-    execution_id = str(uuid.uuid4())
-    event_id = str(uuid.uuid4())
+    # derived, not drawn: a command re-admitted after a lost state asks for the same call
+    execution_id = callids.execution_id(inp.dispatcher_id, command.task_id, command.command_id)
+    event_id = callids.command_result_event_id(inp.dispatcher_id, command.command_id)
     _record(conn, command, InboxDecision.ACCEPTED, None, execution_id, event_id, inp.now)
     executions.insert(
         conn,
         execution_id=execution_id,
         call_id=execution_id,
-        call_result_event_id=str(uuid.uuid4()),
+        call_result_event_id=callids.call_result_event_id(execution_id),
         plan=result.plan,
         now=inp.now,
     )
@@ -251,7 +252,7 @@ def _accept(conn: sqlite3.Connection, command: ExecuteCommand, result: Accept, i
 def _reject(
     conn: sqlite3.Connection, command: ExecuteCommand, reason: RejectReason, inp: Inputs
 ) -> None:
-    event_id = str(uuid.uuid4())
+    event_id = callids.command_result_event_id(inp.dispatcher_id, command.command_id)
     _record(conn, command, InboxDecision.REJECTED, reason.value, None, event_id, inp.now)
     body = execute_result(
         event_id=event_id,

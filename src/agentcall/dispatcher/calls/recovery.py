@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agentcall.dispatcher.calls import transaction
-from agentcall.dispatcher.calls.verdicts import Finish, Hold, Verdict, judge, orphan_recording
+from agentcall.dispatcher.calls.verdicts import (
+    Finish,
+    Hold,
+    Verdict,
+    adopt,
+    judge,
+    orphan_recording,
+)
 from agentcall.dispatcher.cell.port import CellCall, CellOrphan, CellPort
 from agentcall.dispatcher.domain.states import ExecutionState as S
 from agentcall.dispatcher.finalize.result import Finalizer
@@ -91,6 +98,18 @@ class Reconciler:
         to_ack = await self._db.read(executions.finalized_among, ended) if ended else []
         held = sum(isinstance(v, Hold) for _, v in judged)
         return Round(len(rows), finalized, held, to_ack)
+
+    async def adopt(self, answers: Mapping[str, CellCall | None]) -> list[str]:
+        """Executions whose call ids the cell dialled before (call_id → the cell's call
+        now, None: it holds none): apply :func:`adopt` to each; returns the call_ids
+        finalized now."""
+        rows = [p for p in await self._db.read(executions.pending_rows) if p.call_id in answers]
+        now = self._clock()
+        judged = [(p, adopt(p, answers[p.call_id], now)) for p in rows]
+        finalized: list[str] = await self._db.write(
+            transaction.apply_verdicts, judged, now, self._finalizer
+        )
+        return finalized
 
     async def _orphan_files(
         self, known: Mapping[str, CellCall], orphans: dict[str, CellOrphan], now: datetime

@@ -4,7 +4,10 @@
   *before* the originate is sent, so a crash can never lead to a second dial: after a
   restart anything between "originate sent" and "ended known" is ``unknown`` and is only
   resolved by asking the cell (ARCHITECTURE crash rule). A refused originate ends the
-  execution as ``failed``; an unanswered one makes it ``unknown`` (occupancy kept).
+  execution as ``failed``; an unanswered one makes it ``unknown`` (occupancy kept). A
+  call id the cell dialled before (the call ids are derived from the command, so a command
+  admitted again after the D's state was lost asks for the same one) is never dialled
+  again: the cell's call is adopted (:func:`.verdicts.adopt`).
 * **Events** — the cell's ordered stream is applied in batches, one transaction each,
   together with the stream position ``(boot_id, seq)``, so a restarted D resumes after the
   last applied event of the same boot. ``call.ended`` ends the execution (occupancy
@@ -191,13 +194,10 @@ class CallSupervisor:
         body = cell_plan(execution.execution_id, execution.call_id, execution.plan)
         async with self._limit:
             try:
-                await self._cell.originate(body)
+                answer: CellCall | CellPortError = await self._cell.originate(body)
             except CellPortError as exc:
-                self._telemetry.originated(execution.execution_id, False)
-                await self._settle(execution, exc)
-            else:
-                self._telemetry.originated(execution.execution_id, True)
-                self.counts["originated"] += 1
+                answer = exc
+            await self._answered(execution, answer)
 
     async def _originate_batch(self, cell: BatchingCell, marked: list[Execution]) -> None:
         """One request for the batch; each answer is settled as a single originate's."""
@@ -207,23 +207,52 @@ class CallSupervisor:
         async with self._limit:
             answers = await cell.originate_many(bodies)
         for execution, answer in zip(marked, answers, strict=True):
-            self._telemetry.originated(execution.execution_id, isinstance(answer, CellCall))
-            if isinstance(answer, CellCall):
-                self.counts["originated"] += 1
-            else:
-                await self._settle(execution, answer)
+            await self._answered(execution, answer)
+
+    async def _answered(self, execution: Execution, answer: CellCall | CellPortError) -> None:
+        self._telemetry.originated(execution.execution_id, isinstance(answer, CellCall))
+        if isinstance(answer, CellCall):
+            self.counts["originated"] += 1
+            if answer.state == "ended":  # the cell's call of an earlier admission
+                await self._adopt(execution, answer)
+        else:
+            await self._settle(execution, answer)
 
     async def _settle(self, execution: Execution, exc: CellPortError) -> None:
-        """A refused originate ends failed; an unanswered one makes the execution unknown."""
+        """A refused originate ends failed; an unanswered one makes the execution unknown;
+        a call id the cell dialled before is adopted (never dialled again)."""
+        if isinstance(exc, CallIdTaken):
+            self.counts["originate_taken"] += 1
+            await self._adopt(execution, None)
+            return
         if isinstance(exc, CellRejected):
             self.counts["originate_refused"] += 1
             await self._fail(execution, f"cell_{exc.code}")
             return
         self.counts["originate_unknown"] += 1
         self.last_error = str(exc)
-        if not isinstance(exc, CallIdTaken):
-            self._dial_paused = True  # no more dialing until the cell answers
+        self._dial_paused = True  # no more dialing until the cell answers
         await self._db.write(executions.move, execution.execution_id, S.UNKNOWN, self._clock())
+
+    async def _adopt(self, execution: Execution, call: CellCall | None) -> None:
+        """The cell dialled this call id before (the command was admitted again after the
+        D's state was lost): its call is this execution's — followed, or finalized with
+        its outcome. Unknown (occupancy kept) until the cell is asked; if it cannot be
+        asked now, the unknown sweep reconciles it later."""
+        await self._db.write(executions.move, execution.execution_id, S.UNKNOWN, self._clock())
+        try:
+            if call is None:
+                call = await self._cell.get_call(execution.call_id)
+            finalized = await self._recovery.adopt({execution.call_id: call})
+        except CellPortError as exc:
+            self.last_error = str(exc)
+            return
+        self.counts["adopted"] += 1
+        if finalized:
+            self.counts["finalized"] += len(finalized)
+            self._on_outbox()
+            if call is not None:
+                await self._ack_all(finalized)
 
     async def _fail(self, execution: Execution, reason: str) -> None:
         now = self._clock()

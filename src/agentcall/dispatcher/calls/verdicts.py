@@ -5,6 +5,12 @@
 * **Cell restart** (a new boot id) — the old boot's calls are gone: finalized once as
   ``failed`` / ``cell_restarted``; a recording the dead cell left on disk (an orphan,
   possibly partial) is uploaded like any other.
+* **Dialled before** (the cell refused the call id as ``already_dialled`` /
+  ``call_id_conflict``, or answered the originate with a call that had already ended: the
+  command was admitted again after the D's state was lost) — :func:`adopt`: the cell's
+  call is this execution's (followed, or finalized with its real outcome); a call the cell
+  no longer holds is finalized once as ``failed`` / ``cell_already_dialled``. Never a
+  second dial.
 * **Same boot, call unknown to the cell** — once the originate can no longer be in flight
   (``grace_s`` after the dial started) it is finalized as ``failed`` /
   ``cell_has_no_call``; before that it stays ``unknown``.
@@ -26,6 +32,7 @@ from agentcall.dispatcher.store.executions import Pending
 _CELL_STATES = {"dialing": S.DIALING, "ringing": S.RINGING, "answered": S.IN_CALL}
 LOST_RESTARTED = "cell_restarted"
 LOST_NO_CALL = "cell_has_no_call"
+LOST_ALREADY_DIALLED = "cell_already_dialled"
 
 
 @dataclass(frozen=True)
@@ -94,3 +101,15 @@ def judge(
     if started is None or now - started < timedelta(seconds=grace_s):
         return Hold("the originate may still be in flight")
     return _lost(p, LOST_NO_CALL, orphan, now)
+
+
+def adopt(p: Pending, call: CellCall | None, now: datetime) -> Verdict:
+    """The cell dialled ``p``'s call id before: take its call, never dial again (pure).
+
+    ``call`` is what the cell holds under that id now (None: nothing any more — it was
+    acknowledged, or lost with a cell restart, so its outcome is not known here)."""
+    if call is None:
+        return _lost(p, LOST_ALREADY_DIALLED, None, now)
+    if call.state == "ended":
+        return Finish(ending_from_call(call, now))
+    return Follow(_CELL_STATES.get(call.state, S.DIALING), call.boot_id)
