@@ -62,8 +62,11 @@ def run(config: Path | None) -> None:
         from agentcall.dispatcher.cell.adapter import CellAdapter
         from agentcall.dispatcher.service import serve
     except ModuleNotFoundError as exc:  # installed without the Dispatcher's dependencies
+        if exc.name is None or exc.name.startswith("agentcall"):
+            raise
         click.echo(
-            f"dispatcher: {exc}: install the extra with pip install 'agentcall[dispatcher]'",
+            f"dispatcher run: the 'dispatcher' extra is not installed ({exc}): "
+            "pip install 'agentcall[dispatcher]'",
             err=True,
         )
         raise SystemExit(2) from None

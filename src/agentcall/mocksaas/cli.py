@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from agentcall.mocksaas.cli_admin import admin
 from agentcall.mocksaas.domain.discovery import MAX_PAGE_SIZE
 from agentcall.mocksaas.errors import MockSaasError
 from agentcall.mocksaas.settings import DEFAULT_AMQP_URL, Settings
+
+EXTRA = "mocksaas"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,6 +100,8 @@ def serve(
     every known dispatcher; consumes their result queues.
     """
     logs.configure(log_format, quiet=("aiormq", "aio_pika", "uvicorn.access"))
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # see serve_async
+    _require_extra()
     try:
         settings = Settings(
             http_host, http_port, amqp_url, db_path, discovery_page_size, contracts_dir
@@ -116,6 +121,25 @@ async def serve_async(settings: Settings) -> int:
     from agentcall.mocksaas.server import serve as run
 
     return await run(settings)
+
+
+def missing_extra_line(command: str, missing: ModuleNotFoundError) -> str:
+    """The line every command of the distribution prints without its extra."""
+    return (
+        f"{command}: the '{EXTRA}' extra is not installed ({missing}): "
+        f"pip install 'agentcall[{EXTRA}]'"
+    )
+
+
+def _require_extra() -> None:
+    """The server's modules import, or one line says which extra to install."""
+    try:
+        importlib.import_module("agentcall.mocksaas.server")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.startswith("agentcall"):
+            raise
+        click.echo(missing_extra_line("mocksaas serve", exc), err=True)
+        sys.exit(2)
 
 
 main.add_command(admin)

@@ -1,14 +1,17 @@
-"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `task` (alias `tasks`),
+"""The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks` (alias `task`),
 `worker`, `idempotency`.
 
-Operator commands (`migrate`, `init`, `queue`, `token`, `idempotency`) talk to the database given by
-`--database` / ORBIT_DATABASE_URL; `tasks` talks to the API at ORBIT_URL with ORBIT_TOKEN.
+Operator commands (`migrate`, `init`, `queue create`, `token`, `idempotency`) talk to the database
+given by `--database` / ORBIT_DATABASE_URL; the client commands (`tasks`, `queue list`,
+`worker list`) talk to the API at ORBIT_URL with ORBIT_TOKEN and need only the base install.
 
 Subcommands are imported on first use (`LazyGroup`): `orbit worker` then starts without loading
 the server, SQLAlchemy and Alembic (about 2 s less on a busy 2-core machine), while `orbit --help`
 imports them all to show their summaries. `COMMANDS` is the single list of commands; a unit
-test resolves every entry. Installed without the server's dependencies (`pip install agentcall`,
-the SDK only), a server command says which extra to install instead of failing on an import.
+test resolves every entry; `ALIASES` names the same command again (not listed in the help).
+Installed without the server's dependencies (`pip install agentcall`, the SDK only), a server
+command says in one line which extra to install instead of failing on an import
+(`orbit.cli.extras`).
 """
 
 from __future__ import annotations
@@ -17,17 +20,19 @@ import importlib
 
 import click
 
+from agentcall.orbit.cli.extras import is_missing_dependency, not_installed
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("agentcall.orbit.cli.server", "serve"),
     "migrate": ("agentcall.orbit.cli.server", "migrate"),
     "init": ("agentcall.orbit.cli.admin", "init"),
     "queue": ("agentcall.orbit.cli.inspect_commands", "queue"),  # with list
     "token": ("agentcall.orbit.cli.inspect_commands", "token"),  # with list
-    "task": ("agentcall.orbit.cli.inspect_commands", "task"),
-    "tasks": ("agentcall.orbit.cli.inspect_commands", "tasks"),  # the same commands as task
+    "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # the whole group
     "worker": ("agentcall.orbit.cli.workers", "worker"),  # run one, or list
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
 }
+ALIASES = {"task": "tasks"}
 
 
 class LazyGroup(click.Group):
@@ -37,39 +42,20 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
+        target = COMMANDS.get(ALIASES.get(cmd_name, cmd_name))
         if target is None:
             return None
         module, attribute = target
         try:
             loaded = importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            if exc.name is None or exc.name.startswith("agentcall"):
+            if not is_missing_dependency(exc):
                 raise
-            return _not_installed(cmd_name, exc)
+            return not_installed(cmd_name, exc)
         command = getattr(loaded, attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{module}.{attribute} is not a click command")
         return command
-
-
-def _not_installed(name: str, missing: ModuleNotFoundError) -> click.Command:
-    """A stand-in for a command whose dependencies are not installed: listed in the help,
-    and when run, it says what to install."""
-    extra = "pip install 'agentcall[orbit]'"
-
-    def refuse() -> None:
-        raise click.ClickException(
-            f"orbit {name} needs the server's dependencies ({missing}): {extra}"
-        )
-
-    return click.Command(
-        name,
-        callback=refuse,
-        add_help_option=False,
-        short_help=f"(not installed: {extra})",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-    )
 
 
 @click.group(

@@ -1,6 +1,10 @@
-"""Operator commands: `orbit init`, `orbit queue create`, `orbit token create|revoke`."""
+"""Operator commands: `orbit init`, `orbit queue create`, `orbit token create|revoke`. The
+database modules are imported when a command runs: the `queue` and `token` groups also hold
+client commands (`orbit.cli.inspect_commands`) that work from the base install."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,9 +16,18 @@ from agentcall.orbit.cli.common import (
     with_database,
 )
 from agentcall.orbit.domain.tokens import Permission
-from agentcall.orbit.store.admin import Admin
+
+if TYPE_CHECKING:
+    from agentcall.orbit.store.admin import Admin
+    from agentcall.orbit.store.db import Database
 
 PERMISSIONS = click.Choice([p.value for p in Permission])
+
+
+def _admin(db: Database) -> Admin:
+    from agentcall.orbit.store.admin import Admin
+
+    return Admin(db)
 
 
 @click.command()
@@ -32,7 +45,7 @@ PERMISSIONS = click.Choice([p.value for p in Permission])
 def init(database: str, namespace: str, queue: str, as_json: bool, as_env: bool) -> None:
     """Create a namespace, a queue and a token with every permission on that queue.
     The token is shown once; only its hash is stored."""
-    made = with_database(database, lambda db: Admin(db).init(namespace, queue))
+    made = with_database(database, lambda db: _admin(db).init(namespace, queue))
     if as_env:
         click.echo(
             f"export ORBIT_TOKEN={made.token} ORBIT_QUEUE_ID={made.queue_id} "
@@ -59,7 +72,7 @@ def queue() -> None:
 @json_option
 def queue_create(database: str, namespace_id: str, name: str, as_json: bool) -> None:
     """Create a queue in a namespace."""
-    queue_id = with_database(database, lambda db: Admin(db).create_queue(namespace_id, name))
+    queue_id = with_database(database, lambda db: _admin(db).create_queue(namespace_id, name))
     emit({"queue_id": queue_id}, as_json, f"queue_id {queue_id}")
 
 
@@ -100,7 +113,7 @@ def token_create(
     expiry = parse_expiry(expires_at)
     granted = [Permission(p) for p in permissions]
     issued = with_database(
-        database, lambda db: Admin(db).create_token(namespace_id, granted, queue_ids, expiry)
+        database, lambda db: _admin(db).create_token(namespace_id, granted, queue_ids, expiry)
     )
     emit(
         {"token_id": issued.token_id, "token": issued.token},
@@ -115,5 +128,5 @@ def token_create(
 @json_option
 def token_revoke(database: str, token_id: str, as_json: bool) -> None:
     """Revoke a token at once; requests with it then get 401."""
-    with_database(database, lambda db: Admin(db).revoke_token(token_id))
+    with_database(database, lambda db: _admin(db).revoke_token(token_id))
     emit({"token_id": token_id, "revoked": True}, as_json, f"token {token_id} revoked")

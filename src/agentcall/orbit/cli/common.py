@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from agentcall.orbit.cli.extras import is_missing_dependency, refuse_missing_extra
 from agentcall.orbit.domain.errors import NotMigrated, OrbitError, SetupError
 from agentcall.orbit.domain.times import parse_time
 from agentcall.orbit.settings import ENV_CONFIG, ENV_DATABASE, database_url
@@ -67,9 +68,16 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
 def with_database(url: str, action: Callable[[Database], Coroutine[Any, Any, T]]) -> T:
     """Run `action` on the database of `url`; a database that cannot be used (unparsable URL,
     wrong password, unreachable server, missing database) is one line naming the problem and
-    exit status 1 (`orbit.cli.database`)."""
-    from agentcall.orbit.cli.database import explain, location
-    from agentcall.orbit.store.db import Database
+    exit status 1 (`orbit.cli.database`). Installed without the `orbit` extra, the command
+    says so in one line (`orbit.cli.extras`)."""
+    try:
+        from agentcall.orbit.cli.database import explain, location
+        from agentcall.orbit.store.db import Database
+    except ModuleNotFoundError as exc:
+        if not is_missing_dependency(exc):
+            raise
+        context = click.get_current_context(silent=True)
+        refuse_missing_extra(context.command_path if context else "orbit", exc)
 
     async def go() -> T:
         db = Database.open(url)

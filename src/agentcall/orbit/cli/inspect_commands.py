@@ -1,25 +1,23 @@
-"""`orbit queue list` (through the API), `orbit token list` (operator, on the database) and
-the `orbit task` group: `list | show | wait | cancel | retry | resolve` (and `submit`, `get`,
-`batch`), the same commands as `orbit tasks`, which stays as an alias. Each prints a readable
-table, or JSON with `--json`."""
+"""`orbit queue list` (through the API: it works from the base install) and `orbit token list`
+(operator, on the database). Each prints a readable table, or JSON with `--json`. The database
+modules are imported only when a database command runs (`orbit.cli.common.with_database`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentcall.orbit.cli.admin import queue, token
 from agentcall.orbit.cli.common import database_option, json_option, with_database
 from agentcall.orbit.cli.table import table
-from agentcall.orbit.cli.task_control import tasks
-from agentcall.orbit.cli.tasks import _call, _echo_json, _task_json, connection
+from agentcall.orbit.cli.tasks import _call, _echo_json, connection
 from agentcall.orbit.domain.times import format_time
-from agentcall.orbit.sdk.client import SETTLED_STATES
-from agentcall.orbit.store import inspect
-from agentcall.orbit.store.db import Database
 
-__all__ = ["queue", "task", "tasks", "token"]
+if TYPE_CHECKING:
+    from agentcall.orbit.store.db import Database
+
+__all__ = ["queue", "token"]
 STATES = ("WAITING", "LEASED", "RUNNING", "NEEDS_REVIEW", "SUCCEEDED", "FAILED", "CANCELLED")
 
 
@@ -68,6 +66,8 @@ def token_list(database: str, namespace_id: str | None, as_json: bool) -> None:
     """Tokens with their permissions, queues, expiry and revocation (never a secret)."""
 
     async def load(db: Database) -> list[dict[str, Any]]:
+        from agentcall.orbit.store import inspect
+
         async with db.read() as conn:
             return await inspect.token_rows(conn, namespace_id)
 
@@ -95,37 +95,3 @@ def token_list(database: str, namespace_id: str | None, as_json: bool) -> None:
             ],
         )
     )
-
-
-@tasks.command("wait")
-@connection
-@click.argument("task_id")
-@click.option(
-    "--timeout",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(0, 86_400),
-    help="Seconds to wait for the task to settle.",
-)
-@json_option
-def wait(url: str | None, token: str | None, task_id: str, timeout: float, as_json: bool) -> None:
-    """Wait until the task is SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW (exit 0), or the
-    timeout runs out (exit 2); prints the task."""
-    found = _call(url, token, lambda c: c.wait(task_id, timeout=timeout))
-    if as_json:
-        _echo_json(_task_json(found))
-    else:
-        click.echo(f"task {found.id} {found.state} revision {found.revision}")
-    if found.state not in SETTLED_STATES:
-        raise SystemExit(2)
-
-
-@click.group()
-def task() -> None:
-    """Tasks through the API (ORBIT_URL, ORBIT_TOKEN): list, show, wait, cancel, retry,
-    resolve, submit, batch. `orbit tasks` is the same group."""
-
-
-for _name, _command in sorted(tasks.commands.items()):
-    task.add_command(_command, _name)
-task.add_command(tasks.commands["get"], "show")

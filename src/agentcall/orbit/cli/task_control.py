@@ -1,9 +1,12 @@
-"""`orbit tasks retry|resolve|batch` (docs/orbit/task-control.md): the task control operations
-of the SDK on the command line. They join the `tasks` group of `orbit.cli.tasks`;
-`orbit.cli.COMMANDS` points `tasks` here so that the group is complete when it is used."""
+"""`orbit tasks retry|resolve|batch|wait` (docs/orbit/task-control.md): the task control
+operations of the SDK on the command line, and `show` (the same command as `get`).
+They join the `tasks` group of `orbit.cli.tasks`; `orbit.cli.COMMANDS` points `tasks` (and its
+alias `task`) here so that the group is complete when it is used. Only HTTP: these commands
+work from the base install."""
 
 from __future__ import annotations
 
+import copy
 import sys
 from typing import Any
 
@@ -21,6 +24,7 @@ from agentcall.orbit.cli.tasks import (
     tasks,
 )
 from agentcall.orbit.sdk.client import (
+    SETTLED_STATES,
     ResolveTaskRequest,
     RetryPolicy,
     RetryTaskRequest,
@@ -170,3 +174,31 @@ def _submit_request(body: Any, index: int) -> SubmitTaskRequest:
         return SubmitTaskRequest(**fields)
     except TypeError as exc:
         raise click.BadParameter(str(exc), param_hint=where) from None
+
+
+@tasks.command("wait")
+@connection
+@click.argument("task_id")
+@click.option(
+    "--timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, 86_400),
+    help="Seconds to wait for the task to settle.",
+)
+@json_option
+def wait(url: str | None, token: str | None, task_id: str, timeout: float, as_json: bool) -> None:
+    """Wait until the task is SUCCEEDED, FAILED, CANCELLED or NEEDS_REVIEW (exit 0), or the
+    timeout runs out (exit 2); prints the task."""
+    found = _call(url, token, lambda c: c.wait(task_id, timeout=timeout))
+    if as_json:
+        _echo_json(_task_json(found))
+    else:
+        click.echo(f"task {found.id} {found.state} revision {found.revision}")
+    if found.state not in SETTLED_STATES:
+        raise SystemExit(2)
+
+
+_show_command = copy.copy(tasks.commands["get"])  # `orbit tasks show ID`: the same as `get`
+_show_command.short_help = "Show one task with its payload (the same as get)."
+tasks.add_command(_show_command, "show")

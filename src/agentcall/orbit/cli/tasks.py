@@ -40,6 +40,8 @@ def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> 
             return action(client)
     except (OrbitClientError, OrbitError) as exc:
         fail(str(exc))
+    except ValueError as exc:  # an argument the SDK refuses before any request, e.g. an id
+        fail(str(exc))
 
 
 def _plain(value: Any) -> Any:
@@ -93,8 +95,8 @@ def _time(value: str | None, name: str) -> datetime | None:
 
 @click.group()
 def tasks() -> None:
-    """Submit, read, list, cancel, retry, resolve and batch-submit tasks through the API
-    (ORBIT_URL, ORBIT_TOKEN)."""
+    """Submit, read, list, wait for, cancel, retry, resolve and batch-submit tasks through
+    the API (ORBIT_URL, ORBIT_TOKEN). `orbit task` is the same group."""
 
 
 @tasks.command("submit")

@@ -12,6 +12,8 @@ import click
 from agentcall.orbit.cli.table import table
 from agentcall.orbit.sdk.worker.cli import worker as run_worker
 
+HELP = ("-h", "--help")
+
 
 class WorkerGroup(click.Group):
     """A group whose only subcommand is `list`; other arguments go to the worker command."""
@@ -25,7 +27,12 @@ class WorkerGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         if "orbit.worker.args" in ctx.meta:
             args = ctx.meta["orbit.worker.args"]
-            with run_worker.make_context("worker", args, parent=ctx) as sub:
+            if any(arg in HELP for arg in args):  # this group's help: the worker's, and list
+                click.echo(ctx.get_help(), color=ctx.color)
+                ctx.exit()
+            # the worker command runs in this group's place: its usage and errors say
+            # `orbit worker`, as typed
+            with run_worker.make_context(ctx.info_name, args, parent=ctx.parent) as sub:
                 return run_worker.invoke(sub)
         return super().invoke(ctx)
 
