@@ -32,7 +32,12 @@ from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.protocol.messages import WorkerIdentity
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
-from agentcall.orbit.store.ports import AttemptTransaction, LiveAttempt, TaskStore
+from agentcall.orbit.store.ports import (
+    AttemptTransaction,
+    LiveAttempt,
+    OperatorTransaction,
+    TaskStore,
+)
 from agentcall.orbit.store.sql import ConcurrentChange
 
 pytestmark = pytest.mark.unit
@@ -384,7 +389,12 @@ def _missing(port: type, twin: type) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("port", "twin"), [(TaskStore, MemoryStore), (AttemptTransaction, MemoryWrites)]
+    ("port", "twin"),
+    [
+        (TaskStore, MemoryStore),
+        (AttemptTransaction, MemoryWrites),
+        (OperatorTransaction, MemoryWrites),
+    ],
 )
 def test_the_twin_has_every_operation_of_the_port(port: type, twin: type) -> None:
     """When the port grows, the twin grows with it (mypy checks the signatures too)."""
@@ -395,4 +405,10 @@ def test_the_port_check_finds_a_missing_operation() -> None:
     class Partial:
         async def load_task(self, task_id: str) -> None: ...
 
-    assert _missing(TaskStore, Partial) == {"transaction", "submit", "page", "load_token"}
+    assert _missing(TaskStore, Partial) == {
+        "transaction",
+        "submit",
+        "operator_write",
+        "page",
+        "load_token",
+    }

@@ -44,7 +44,7 @@ class ControlRoutes:
         principal = await ctx.principal(request, Permission.CANCEL)
         task_id, body, key = await _write_request(request)
         cancel = parse_cancel(body)
-        written = await cancel_task(ctx.ops.db, principal, task_id, cancel, key, ctx.request_id)
+        written = await cancel_task(ctx.ops.store, principal, task_id, cancel, key, ctx.request_id)
         if written.tell_worker is not None:
             self.tell_cancel(written.tell_worker)
         self.changed(task_id)
@@ -54,7 +54,7 @@ class ControlRoutes:
         principal = await ctx.principal(request, Permission.REVIEW)
         task_id, body, key = await _write_request(request)
         retry = parse_retry(body)
-        written = await retry_task(ctx.ops.db, principal, task_id, retry, key, ctx.request_id)
+        written = await retry_task(ctx.ops.store, principal, task_id, retry, key, ctx.request_id)
         if not written.deduplicated:
             self.wake()
         return _receipt(ctx, written)
@@ -63,7 +63,8 @@ class ControlRoutes:
         principal = await ctx.principal(request, Permission.REVIEW)
         task_id, body, key = await _write_request(request)
         resolve = parse_resolve(body)
-        written = await resolve_task(ctx.ops.db, principal, task_id, resolve, key, ctx.request_id)
+        store = ctx.ops.store
+        written = await resolve_task(store, principal, task_id, resolve, key, ctx.request_id)
         self.changed(task_id)
         return _receipt(ctx, written)
 

@@ -10,6 +10,7 @@ the database time of the caller's transaction."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -286,47 +287,68 @@ def error_json(error: WorkerError) -> dict[str, JsonValue]:
 
 
 # ---------------------------------------------------------------------- operator writes
-def retried_task_row(done: Task, now: datetime) -> Row:
-    """A retried task's values: WAITING again at once, its attempt budget as decided, the last
-    outcome cleared."""
+class OperatorMove(enum.Enum):
+    """What an operator's write on one task does (each one conditional on the task's state
+    and revision as read, revision + 1), and the kind of its event."""
+
+    CANCEL_WAITING = "cancel_waiting"  # WAITING → CANCELLED at once
+    CANCEL_LEASE = "cancel_lease"  # LEASED → CANCELLED, its unstarted attempt with it
+    REQUEST_CANCEL = "request_cancel"  # RUNNING: cancel_requested_at, the worker is told
+    RETRY = "retry"  # FAILED or NEEDS_REVIEW → WAITING
+    RESOLVE = "resolve"  # NEEDS_REVIEW → SUCCEEDED or FAILED
+
+    @property
+    def event_kind(self) -> str:
+        return _OPERATOR_EVENT_KIND[self]
+
+
+_OPERATOR_EVENT_KIND = {
+    OperatorMove.CANCEL_WAITING: "CANCELLED",
+    OperatorMove.CANCEL_LEASE: "CANCELLED",
+    OperatorMove.REQUEST_CANCEL: "CANCEL_REQUESTED",
+    OperatorMove.RETRY: "RETRIED",
+    OperatorMove.RESOLVE: "RESOLVED",
+}
+
+
+def operator_task_row(move: OperatorMove, done: Task, now: datetime) -> Row:
+    """The task's values after an operator's `move` to `done`, besides its revision (the
+    decisions of `orbit.domain.cancel` and `orbit.domain.review` checked the move)."""
+    if move is OperatorMove.RETRY:
+        return {
+            "state": done.state.value,
+            "available_at": now,
+            "retry_max_attempts": done.retry.max_attempts,
+            "result": None,
+            "error_code": None,
+            "error_message": None,
+            "attempt_error": None,
+            "cancel_requested_at": None,
+            "completed_at": None,
+            "current_attempt_id": None,
+            "updated_at": now,
+        }
+    if move is OperatorMove.RESOLVE:
+        return {
+            "state": done.state.value,
+            "result": done.result_text,
+            "error_code": done.error_code,
+            "error_message": done.error_message,
+            "attempt_error": None,
+            "completed_at": now,
+            "current_attempt_id": None,
+            "updated_at": now,
+        }
+    row: Row = {"cancel_requested_at": now, "updated_at": now}
+    if move is not OperatorMove.REQUEST_CANCEL:
+        row.update(state=done.state.value, completed_at=now, current_attempt_id=None)
+    return row
+
+
+def cancelled_attempt_row(done: Task, now: datetime) -> Row:
+    """A leased, not yet started attempt cancelled with its task (`OperatorMove.CANCEL_LEASE`):
+    the attempt's values."""
     return {
-        "state": done.state.value,
-        "available_at": now,
-        "retry_max_attempts": done.retry.max_attempts,
-        "result": None,
-        "error_code": None,
-        "error_message": None,
-        "attempt_error": None,
-        "cancel_requested_at": None,
-        "completed_at": None,
-        "current_attempt_id": None,
-        "updated_at": now,
-    }
-
-
-def resolved_task_row(done: Task, now: datetime) -> Row:
-    """A resolved task's values: the operator's outcome, completed at `now`."""
-    return {
-        "state": done.state.value,
-        "result": done.result_text,
-        "error_code": done.error_code,
-        "error_message": done.error_message,
-        "attempt_error": None,
-        "completed_at": now,
-        "current_attempt_id": None,
-        "updated_at": now,
-    }
-
-
-def cancel_requested_row(now: datetime) -> Row:
-    """A live task's values once a cancel is requested (its worker is told)."""
-    return {"cancel_requested_at": now, "updated_at": now}
-
-
-def cancelled_lease_rows(done: Task, now: datetime) -> tuple[Row, Row]:
-    """A leased, not yet started attempt cancelled with its task: the attempt's values and
-    the task's (besides `cancel_requested_row`)."""
-    attempt = {
         "state": AttemptState.CANCELLED.value,
         "ended_at": now,
         "end_reason": EndReason.CANCELLED.value,
@@ -334,5 +356,3 @@ def cancelled_lease_rows(done: Task, now: datetime) -> tuple[Row, Row]:
         "task_state_after": done.state.value,
         "task_revision_after": done.revision,
     }
-    task = {"state": done.state.value, "completed_at": now, "current_attempt_id": None}
-    return attempt, task

@@ -10,8 +10,8 @@ from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.transitions import LiveAttempt
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
 from agentcall.orbit.store.connector import HotConnection, execute, fetch, write_all
-from agentcall.orbit.store.sql import Insert
-from agentcall.orbit.store.tables import task_attempt_evidence
+from agentcall.orbit.store.sql import Increment, Insert, Update, Write
+from agentcall.orbit.store.tables import task_attempt_evidence, task_attempts
 
 
 async def check_evidence(
@@ -39,6 +39,20 @@ async def insert_evidence(
 ) -> None:
     if not items:
         return
+    await write_all(conn, [evidence_rows(live, items, now)])
+    await execute(conn, "count_evidence", {"added": len(items), "attempt_id": live.id})
+
+
+def evidence_writes(live: LiveAttempt, items: Sequence[EvidenceItem], now: datetime) -> list[Write]:
+    """`insert_evidence` as writes to send with others: the rows and the attempt's count."""
+    if not items:
+        return []
+    count = {"evidence_count": Increment(len(items))}
+    return [evidence_rows(live, items, now), Update(task_attempts, [{"id": live.id}], static=count)]
+
+
+def evidence_rows(live: LiveAttempt, items: Sequence[EvidenceItem], now: datetime) -> Insert:
+    """The items in order after the attempt's `evidence_count` existing ones."""
     rows = [
         {
             "id": new_id(),
@@ -58,5 +72,4 @@ async def insert_evidence(
         }
         for index, item in enumerate(items)
     ]
-    await write_all(conn, [Insert(task_attempt_evidence, rows)])
-    await execute(conn, "count_evidence", {"added": len(rows), "attempt_id": live.id})
+    return Insert(task_attempt_evidence, rows)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.canonical import Digest
+from agentcall.orbit.domain.errors import Unavailable
 from agentcall.orbit.domain.idempotency import RETENTION, Scope, StoredReceipt
 from agentcall.orbit.store.connector import HotConnection, fetch, write_all
 from agentcall.orbit.store.db import Database
@@ -17,6 +18,7 @@ from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import idempotency_records
 
 c = idempotency_records.c
+T = TypeVar("T")
 
 
 _FIND = sa.select(c.digest_alg, c.digest, c.status_code, c.receipt).where(
@@ -122,3 +124,27 @@ def receipt_rows(records: Sequence[tuple[Scope, str, StoredReceipt]], now: datet
         idempotency_records,
         [_row(scope, receipt.digest, task_id, receipt, now) for scope, task_id, receipt in records],
     )
+
+
+async def replaying(
+    db: Database,
+    once: Callable[[], Awaitable[T]],
+    scope: Scope,
+    replay: Callable[[StoredReceipt], T],
+) -> T:
+    """Run `once` (one transaction, retried on transient failures); when a concurrent request
+    with the same key won the idempotency record, answer `replay` of its stored receipt."""
+
+    async def attempt() -> T:
+        try:
+            return await once()
+        except sa.exc.IntegrityError as exc:
+            if not db.is_duplicate(exc):
+                raise
+        async with db.read() as conn:  # a concurrent request won the key
+            stored = await find(conn, scope)
+        if stored is None:
+            raise Unavailable("concurrent request on the same key; retry with the same key")
+        return replay(stored)
+
+    return await db.retrying(attempt)

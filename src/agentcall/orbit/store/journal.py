@@ -37,9 +37,10 @@ def _event_row(
     }
 
 
-def _audit_row(
+def audit_row(
     principal: Principal, action: str, task: Task, request_id: str | None, now: datetime
 ) -> dict[str, Any]:
+    """One audit line: who did what to which task, no business payload."""
     return {
         "id": new_id(),
         "namespace_id": principal.namespace_id,
@@ -73,7 +74,7 @@ async def append_audit(
     request_id: str | None,
     now: datetime,
 ) -> None:
-    row = _audit_row(principal, action, task, request_id, now)
+    row = audit_row(principal, action, task, request_id, now)
     await write_all(conn, [Insert(audit_log, [row])])
 
 
@@ -84,7 +85,7 @@ def acceptance_rows(
     INSERT per table (`connector.insert_all`)."""
     events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
     audits = [
-        _audit_row(principal, action, task, request_id, now)
+        audit_row(principal, action, task, request_id, now)
         for principal, task, request_id in accepted
     ]
     return Insert(task_events, events), Insert(audit_log, audits)

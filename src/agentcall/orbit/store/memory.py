@@ -17,19 +17,22 @@ It keeps the semantics that make such a test mean something:
 - lease tokens are stored as digests only (the engine checks them with
   `agentcall.orbit.domain.lease_tokens`), and eligibility is the pure rule the SQL mirrors.
 
-Beyond the port, `MemoryWrites` has the statements of the operator writes (cancel, retry,
-resolve: receipts, conditional task update, event, audit) and of the WAITING sweep, and the
-store has tenancy (`init`, `add_queue`, `add_token`) and reads for tests (`events`, `attempt`).
+Its transaction (`MemoryWrites`) is both the engine's `AttemptTransaction` and the operator
+writes' `OperatorTransaction` (cancel, retry, resolve: the receipt, the conditional task and
+attempt updates from the same row builders as the SQL store, the event, the audit line and the
+evidence, all or nothing). Beyond the port, the store has tenancy (`init`, `add_queue`,
+`add_token`) and reads for tests (`events`, `attempt`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
+from agentcall.orbit.domain.attempts import AttemptState
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.errors import InvalidArgument
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
@@ -40,13 +43,23 @@ from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.submit import plan_times
 from agentcall.orbit.domain.task import Task, TaskSummary, new_task, summarize, task_view
 from agentcall.orbit.domain.tokens import ALL_PERMISSIONS, Permission, TokenRecord, hash_secret
+from agentcall.orbit.domain.transitions import (
+    LiveAttempt,
+    OperatorMove,
+    cancelled_attempt_row,
+    event_row,
+    operator_task_row,
+)
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.memory_attempts import MemoryTransaction
 from agentcall.orbit.store.memory_state import MemoryState, Offer, Row, StoredRecord
+from agentcall.orbit.store.ports import OperatorTransaction, OperatorWrite
 from agentcall.orbit.store.receipts import Receipt
 
 if TYPE_CHECKING:
     from agentcall.orbit.store.ports import TaskStore
+
+T = TypeVar("T")
 
 __all__ = ["ManualClock", "MemoryStore", "MemoryWrites"]
 
@@ -73,8 +86,8 @@ class ManualClock:
 
 
 class MemoryWrites(MemoryTransaction):
-    """The twin's transaction: the engine's port, and the statements of the operator writes
-    and the WAITING sweep (`store.idempotency`, `store.execution`, `store.journal`)."""
+    """The twin's transaction: the engine's port, the operator writes' port, and the
+    statements of a submit (receipt, event, audit line)."""
 
     async def find_receipt(self, scope: Scope) -> StoredReceipt | None:
         record = self.state.receipts.get(scope)
@@ -88,21 +101,47 @@ class MemoryWrites(MemoryTransaction):
             raise KeyError(f"idempotency key {scope.key!r} is taken")
         self.state.receipts[scope] = StoredRecord(receipt, task_id, now)
 
-    async def update_task(
-        self, task_id: str, state: TaskState, revision: int, values: dict[str, Any]
-    ) -> bool:
-        """From (state, revision) to `values` with revision + 1; False when it moved."""
-        task = self.state.tasks.get(task_id)
-        if task is None or task.state is not state or task.revision != revision:
-            return False
-        self.state.move_task(task_id, state, revision, {**values, "revision": revision + 1})
-        return True
-
     async def append_event(self, row: Row) -> None:
         self.state.add_event(row)
 
     async def append_audit(self, row: Row) -> None:
         self.state.audits.append(dict(row))
+
+    # ------------------------------------------------------------------ operator writes
+    async def load_task(self, task_id: str) -> Task | None:
+        return self.state.tasks.get(task_id)
+
+    async def clock_and_receipt(self, scope: Scope) -> tuple[datetime, StoredReceipt | None]:
+        return self.clock(), await self.find_receipt(scope)
+
+    async def last_attempt(self, task_id: str) -> LiveAttempt | None:
+        mine = [row for row in self.state.attempts.values() if row["task_id"] == task_id]
+        if not mine:
+            return None
+        return self._live(max(mine, key=lambda row: int(row["number"])))
+
+    async def apply_operator_write(self, now: datetime, write: OperatorWrite) -> None:
+        """In the SQL store's order; a failure anywhere rolls the transaction back whole."""
+        task, done = write.task, write.done
+        await self.insert_receipt(write.scope, task.id, write.receipt, now)
+        if write.move is OperatorMove.CANCEL_LEASE:
+            assert write.attempt is not None  # OperatorWrite checks it
+            ended = cancelled_attempt_row(done, now)
+            self.state.move_attempt(write.attempt.id, AttemptState.LEASED, ended)
+        values = {**operator_task_row(write.move, done, now), "revision": done.revision}
+        self.state.move_task(task.id, task.state, task.revision, values)
+        kind, detail = write.move.event_kind, dumps(dict(write.detail))
+        moved = (task.state, done.state)
+        await self.append_event(
+            event_row(task.id, done.revision, kind, *moved, detail, now, new_id())
+        )
+        principal = write.principal
+        await self.append_audit(
+            audit_row(principal.token_id, write.action, done, write.request_id, now)
+        )
+        if write.evidence:
+            assert write.attempt is not None
+            await self.insert_evidence(write.attempt, write.evidence, now)
 
 
 class MemoryStore:
@@ -120,6 +159,20 @@ class MemoryStore:
             working = self.state.copy()
             yield MemoryWrites(working, self._now), self._now()
             self.state = working  # reached only when the block raised nothing
+
+    async def operator_write(
+        self,
+        scope: Scope,
+        step: Callable[[OperatorTransaction], Awaitable[T]],
+        replay: Callable[[StoredReceipt], T],
+    ) -> T:
+        """Transactions run one at a time, so a concurrent request with the same key never
+        gets past its receipt check: `replay` is for the port's SQL stores."""
+        async with self._lock:
+            working = self.state.copy()
+            answer = await step(MemoryWrites(working, self._now))
+            self.state = working  # reached only when the step raised nothing
+        return answer
 
     def _now(self) -> datetime:
         now = self.clock()

@@ -110,6 +110,9 @@ def apply_task_values(task: Task, values: Row) -> Task:
     for column, value in values.items():
         if column in ("id", "lease_count"):
             continue
+        if column == "retry_max_attempts":  # a column of the task's retry policy
+            changes["retry"] = replace(changes.get("retry", task.retry), max_attempts=value)
+            continue
         name = _TASK_FIELD.get(column, column)
         if name not in _TASK_FIELDS:
             raise KeyError(f"tasks have no column {column!r}")

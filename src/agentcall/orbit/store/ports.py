@@ -12,29 +12,36 @@ values of `orbit.domain.transitions`, re-exported here. Every transition item ca
 task on its state), so a row changed since the read raises `ConcurrentChange` and the caller's
 transaction is rolled back whole.
 
+The operator writes on one task (cancel, retry, resolve) run through `TaskStore.operator_write`:
+one transaction of an `OperatorTransaction`, whose reads feed the use case's pure decision and
+whose one writer (`apply_operator_write`) takes the typed `OperatorWrite` it decided on.
+
 Times are the database clock read once per transaction (`now`), never the process clock."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from agentcall.orbit.domain.attempts import AttemptState, TaskErrorCode
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.evidence import EvidenceItem
+from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
+from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.leasing import HandlerKey
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task, TaskSummary
-from agentcall.orbit.domain.tokens import TokenRecord
+from agentcall.orbit.domain.tokens import Principal, TokenRecord
 from agentcall.orbit.domain.transitions import (
     EndFacts,
     EndWrite,
     Holder,
     LeaseWrite,
     LiveAttempt,
+    OperatorMove,
     StartWrite,
 )
 from agentcall.orbit.store.group_plan import PendingSubmit
@@ -51,12 +58,17 @@ __all__ = [
     "Leasable",
     "LeaseWrite",
     "LiveAttempt",
+    "OperatorMove",
+    "OperatorTransaction",
+    "OperatorWrite",
     "PendingSubmit",
     "Receipt",
     "StartWrite",
     "TaskStore",
     "WaitingPastDeadline",
 ]
+
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------------- values read
@@ -96,6 +108,34 @@ class WaitingPastDeadline:
     deadline_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class OperatorWrite:
+    """An operator's decided write on one task, applied whole or not at all: the first
+    receipt of the request's key (`scope`), the task from (`task.state`, `task.revision`) as
+    read to `done` (revision + 1) as `move` says, its event (`move.event_kind`, `detail`),
+    and the audit line of `principal`'s `action`. `attempt`: for `CANCEL_LEASE` the LEASED
+    attempt that ends CANCELLED with its task, for a resolution with `evidence` the task's
+    last attempt, which the items (checked by `check_evidence`) are recorded on."""
+
+    move: OperatorMove
+    task: Task
+    done: Task
+    detail: Mapping[str, JsonValue]
+    scope: Scope
+    receipt: StoredReceipt
+    principal: Principal
+    action: str
+    request_id: str
+    attempt: LiveAttempt | None = None
+    evidence: tuple[EvidenceItem, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.done.id != self.task.id or self.done.revision != self.task.revision + 1:
+            raise ValueError("an operator write moves its task to the next revision")
+        if self.attempt is None and (self.move is OperatorMove.CANCEL_LEASE or self.evidence):
+            raise ValueError(f"{self.move.name} with evidence or a lease needs its attempt")
+
+
 # ---------------------------------------------------------------------- operations
 class AttemptTransaction(Protocol):
     """The engine's operations inside one write transaction (the batcher's). All checks of a
@@ -105,8 +145,9 @@ class AttemptTransaction(Protocol):
         self, queue_id: str, handlers: Iterable[HandlerKey], now: datetime, limit: int
     ) -> list[Leasable]:
         """Up to `limit` WAITING tasks of `queue_id` with one of `handlers`, available at
-        `now` and within their deadlines, oldest-ready first (then oldest created), locked for
-        this transaction (SKIP LOCKED: rows another transaction holds are passed over)."""
+        `now` and within their deadlines, oldest-ready first (by `available_at`, then by id),
+        locked for this transaction (SKIP LOCKED: rows another transaction holds are passed
+        over)."""
         ...
 
     async def clocked_lease_candidates(
@@ -199,12 +240,49 @@ class AttemptTransaction(Protocol):
         ...
 
 
+class OperatorTransaction(Protocol):
+    """The reads and the one writer of an operator write on one task (cancel, retry,
+    resolve), inside the transaction of `TaskStore.operator_write`."""
+
+    async def load_task(self, task_id: str) -> Task | None:
+        """The task as this transaction sees it, or None when there is no such task."""
+        ...
+
+    async def clock_and_receipt(self, scope: Scope) -> tuple[datetime, StoredReceipt | None]:
+        """The database clock (read once per transaction) and the receipt stored for the
+        request's key, if any (on MySQL/MariaDB in one statement)."""
+        ...
+
+    async def load_attempts(self, attempt_ids: Sequence[str]) -> dict[str, LiveAttempt]:
+        """The attempts named that exist, with their task's facts, locked (as
+        `AttemptTransaction.load_attempts`: a cancel and a worker's result serialise)."""
+        ...
+
+    async def last_attempt(self, task_id: str) -> LiveAttempt | None:
+        """The task's attempt with the highest number, locked; None when it had none."""
+        ...
+
+    async def check_evidence(
+        self, live: LiveAttempt, items: Sequence[EvidenceItem]
+    ) -> list[EvidenceItem]:
+        """The items not stored yet for the attempt (as `AttemptTransaction.check_evidence`:
+        `EvidenceConflict`, `EvidenceLimit`)."""
+        ...
+
+    async def apply_operator_write(self, now: datetime, write: OperatorWrite) -> None:
+        """The whole write: the receipt first (a key taken meanwhile raises the store's
+        duplicate error, which `TaskStore.operator_write` answers with the winner's
+        receipt), the attempt's end for `CANCEL_LEASE` (conditional on LEASED), the task
+        update conditional on its state and revision as read, the event, the audit line and
+        the evidence. Raises `ConcurrentChange` when the task or attempt moved since it was
+        read, before writing its event; the transaction then rolls back whole. On
+        MySQL/MariaDB two round trips: the conditional statements, then the others."""
+        ...
+
+
 class TaskStore(Protocol):
     """The operations of the use cases, each its own transaction (or a group's: submits
-    arriving together may share one commit), and the engine's transactions.
-
-    Not here yet: the operator writes on one task (cancel, retry, resolve) still plan their
-    change on a connection (`orbit.usecases.task_writes.Plan`)."""
+    arriving together may share one commit), and the engine's transactions."""
 
     def transaction(self) -> AbstractAsyncContextManager[tuple[AttemptTransaction, datetime]]:
         """One write transaction and the database clock read at its start; committed when the
@@ -216,6 +294,17 @@ class TaskStore(Protocol):
         (WAITING, revision 1) once committed, or, for a key already used in the scope, 200 and
         the first receipt when the request digest matches; `IdempotencyConflict` (domain) when
         it does not; `InvalidArgument` when the times do not fit the database clock."""
+        ...
+
+    async def operator_write(
+        self,
+        scope: Scope,
+        step: Callable[[OperatorTransaction], Awaitable[T]],
+        replay: Callable[[StoredReceipt], T],
+    ) -> T:
+        """`step` in one write transaction (committed when it returns, rolled back when it
+        raises), run again on transient failures; when a concurrent request with the same key
+        (`scope`) stored its receipt first, the answer is `replay` of that receipt."""
         ...
 
     async def load_task(self, task_id: str) -> Task | None:

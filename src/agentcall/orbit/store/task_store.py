@@ -1,25 +1,31 @@
 """The SQL store's `TaskStore` (`orbit.store.ports`) on SQLite or MySQL/MariaDB: each operation
 its own transaction (a submit by group commit when `groups` is given), retried on transient
-failures; `transaction()` is one write transaction for the engine's `AttemptTransaction`."""
+failures; `transaction()` is one write transaction for the engine's `AttemptTransaction`,
+`operator_write` one for an `OperatorTransaction` (`orbit.store.operator_writes`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
+from typing import TypeVar
 
 from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task, TaskSummary
 from agentcall.orbit.domain.tokens import TokenRecord
-from agentcall.orbit.store import tasks, tenancy
+from agentcall.orbit.store import idempotency, tasks, tenancy
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_plan import PendingSubmit
-from agentcall.orbit.store.ports import AttemptTransaction, TaskStore
+from agentcall.orbit.store.operator_writes import SqlOperatorTransaction
+from agentcall.orbit.store.ports import AttemptTransaction, OperatorTransaction, TaskStore
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.submit_group import SubmitGroups
 from agentcall.orbit.store.submits import submit_alone
 from agentcall.orbit.store.transactions import SqlAttempts
+
+T = TypeVar("T")
 
 
 class SqlTaskStore:
@@ -36,6 +42,18 @@ class SqlTaskStore:
         if self.groups is not None:
             return await self.groups.submit(item)
         return await submit_alone(self.db, item)
+
+    async def operator_write(
+        self,
+        scope: Scope,
+        step: Callable[[OperatorTransaction], Awaitable[T]],
+        replay: Callable[[StoredReceipt], T],
+    ) -> T:
+        async def once() -> T:
+            async with self.db.write() as conn:
+                return await step(SqlOperatorTransaction(self.db, conn))
+
+        return await idempotency.replaying(self.db, once, scope, replay)
 
     async def load_task(self, task_id: str) -> Task | None:
         async def once() -> Task | None:

@@ -24,6 +24,7 @@ from agentcall.orbit.store import tasks, tenancy
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.submit_group import DEFAULT_LANES, Handoff
+from agentcall.orbit.store.task_store import SqlTaskStore
 from agentcall.orbit.store.tasks import visible_task
 from agentcall.orbit.store.token_cache import DEFAULT_TTL_MS, TokenCache
 from agentcall.orbit.usecases.submit import Submits
@@ -53,6 +54,7 @@ class Operations:
         handoff: Handoff | None = None,
     ) -> None:
         self.db = db
+        self.store = SqlTaskStore(db)  # the typed store of the operator writes
         self.submits = Submits(
             db,
             group_commit=group_commit,

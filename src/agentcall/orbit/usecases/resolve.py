@@ -10,8 +10,6 @@ from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from agentcall.orbit.domain.errors import InvalidArgument, StateConflict
 from agentcall.orbit.domain.evidence import EvidenceItem
 from agentcall.orbit.domain.idempotency import Scope
@@ -25,17 +23,14 @@ from agentcall.orbit.domain.review import (
 )
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.domain.transitions import LiveAttempt, resolved_task_row
+from agentcall.orbit.domain.transitions import LiveAttempt, OperatorMove
 from agentcall.orbit.domain.worker_errors import EvidenceConflict, EvidenceLimit
-from agentcall.orbit.store import execution as store
-from agentcall.orbit.store.attempts import last_attempt_id
-from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.evidence import check_evidence, insert_evidence
-from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, move_task, write_task
+from agentcall.orbit.store.ports import OperatorTransaction, TaskStore
+from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, write_task
 
 
 async def resolve_task(
-    db: Database,
+    store: TaskStore,
     principal: Principal,
     task_id: str,
     request: ResolveRequest,
@@ -47,47 +42,39 @@ async def resolve_task(
     write = TaskWrite(
         principal, task_id, scope, resolve_digest(request), RESOLVE_OPERATION, request_id
     )
-    return await write_task(db, write, partial(_plan_resolve, request))
+    return await write_task(store, write, partial(_plan_resolve, request))
 
 
 async def _plan_resolve(
-    request: ResolveRequest, conn: AsyncConnection, task: Task, now: datetime
+    request: ResolveRequest, tx: OperatorTransaction, task: Task, now: datetime
 ) -> Change:
     done = decide_resolve(task, request, now)
     evidence = [replace(item, key=OPERATOR_KEY_PREFIX + item.key) for item in request.evidence]
-    live = await _last_attempt(conn, task.id) if evidence else None
-    fresh = await _checked(conn, live, evidence)
+    live = await _last_attempt(tx, task.id) if evidence else None
+    fresh = await _checked(tx, live, evidence)
     detail: dict[str, JsonValue] = {
         "reason": request.reason,
         "outcome": request.outcome.value,
         "expected_revision": str(task.revision),
         "evidence": [item.key for item in evidence],
     }
-    values = resolved_task_row(done, now)
-
-    async def write(conn: AsyncConnection) -> None:
-        await move_task(task, done, values, "RESOLVED", now, detail, conn)
-        if live is not None:
-            await insert_evidence(conn, live, fresh, now)
-
-    return Change(done, write)
+    return Change(OperatorMove.RESOLVE, task, done, detail, live, tuple(fresh))
 
 
-async def _last_attempt(conn: AsyncConnection, task_id: str) -> LiveAttempt:
-    attempt_id = await last_attempt_id(conn, task_id)
-    found = await store.load_attempts(conn, [attempt_id] if attempt_id else [])
-    if attempt_id is None or attempt_id not in found:
+async def _last_attempt(tx: OperatorTransaction, task_id: str) -> LiveAttempt:
+    live = await tx.last_attempt(task_id)
+    if live is None:
         raise StateConflict("the task has no attempt to attach evidence to; resolve without it")
-    return found[attempt_id]
+    return live
 
 
 async def _checked(
-    conn: AsyncConnection, live: LiveAttempt | None, items: list[EvidenceItem]
+    tx: OperatorTransaction, live: LiveAttempt | None, items: list[EvidenceItem]
 ) -> list[EvidenceItem]:
     if live is None:
         return []
     try:
-        return await check_evidence(conn, live, items)
+        return await tx.check_evidence(live, items)
     except EvidenceConflict as exc:
         raise StateConflict(f"{exc.message}; use another key") from None
     except EvidenceLimit as exc:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 from functools import partial
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from agentcall.orbit.domain.idempotency import Scope
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.review import (
@@ -19,13 +17,13 @@ from agentcall.orbit.domain.review import (
 )
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.domain.transitions import retried_task_row
-from agentcall.orbit.store.db import Database
-from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, move_task, write_task
+from agentcall.orbit.domain.transitions import OperatorMove
+from agentcall.orbit.store.ports import OperatorTransaction, TaskStore
+from agentcall.orbit.usecases.task_writes import Change, TaskWrite, Written, write_task
 
 
 async def retry_task(
-    db: Database,
+    store: TaskStore,
     principal: Principal,
     task_id: str,
     request: RetryRequest,
@@ -35,11 +33,11 @@ async def retry_task(
     principal.require(Permission.REVIEW)
     scope = Scope(principal.namespace_id, RETRY_OPERATION, task_id, key)
     write = TaskWrite(principal, task_id, scope, retry_digest(request), RETRY_OPERATION, request_id)
-    return await write_task(db, write, partial(_plan_retry, request))
+    return await write_task(store, write, partial(_plan_retry, request))
 
 
 async def _plan_retry(
-    request: RetryRequest, conn: AsyncConnection, task: Task, now: datetime
+    request: RetryRequest, tx: OperatorTransaction, task: Task, now: datetime
 ) -> Change:
     done = decide_retry(task, request, now)
     detail: dict[str, JsonValue] = {
@@ -47,5 +45,4 @@ async def _plan_retry(
         "expected_revision": str(task.revision),
         "max_attempts": done.retry.max_attempts,
     }
-    values = retried_task_row(done, now)
-    return Change(done, partial(move_task, task, done, values, "RETRIED", now, detail))
+    return Change(OperatorMove.RETRY, task, done, detail)

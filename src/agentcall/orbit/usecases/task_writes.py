@@ -1,10 +1,10 @@
-"""One operator write on one existing task (cancel, retry, resolve), in one transaction:
-the idempotency record first (a concurrent request with the same key fails on it and replays
-the winner's receipt), then the change's writes (conditional task update with revision + 1 and
-its event), the audit row, all committed together or not at all (O-SUB-4, O-CAN-1, O-NOTE-6).
-
-A change is planned first (reads, locks and the pure decision: it may raise and then nothing
-is written), then written.
+"""One operator write on one existing task (cancel, retry, resolve), in one transaction of the
+store (`TaskStore.operator_write`): the task as read and checked visible, the replay of a key
+used already, the change planned (reads, locks and the pure decision: it may raise and then
+nothing is written), then one typed `OperatorWrite`: the idempotency record first (a
+concurrent request with the same key fails on it and replays the winner's receipt), the
+conditional task update (revision + 1), its event and the audit row, committed together or
+not at all (O-SUB-4, O-CAN-1, O-NOTE-6).
 """
 
 from __future__ import annotations
@@ -12,22 +12,24 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
-
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.canonical import Digest
-from agentcall.orbit.domain.errors import StateConflict, Unavailable
+from agentcall.orbit.domain.errors import NotFound, StateConflict
+from agentcall.orbit.domain.evidence import EvidenceItem
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.task import Task, task_view
 from agentcall.orbit.domain.tokens import Principal
-from agentcall.orbit.store import execution, idempotency, journal
-from agentcall.orbit.store.db import Database
-from agentcall.orbit.store.tasks import visible_task
+from agentcall.orbit.domain.transitions import LiveAttempt, OperatorMove
+from agentcall.orbit.store.idempotency import replaying
+from agentcall.orbit.store.ports import (
+    ConcurrentChange,
+    OperatorTransaction,
+    OperatorWrite,
+    TaskStore,
+)
 
-T = TypeVar("T")
+__all__ = ["Change", "Plan", "TaskWrite", "Written", "replaying", "write_task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +45,19 @@ class Written:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    task: Task  # the task as the change leaves it
-    write: Callable[[AsyncConnection], Awaitable[None]]
+    """A planned change: `move` of `task` (as read: the write's condition) to `done`, its
+    event's `detail`; the attempt it ends or records `evidence` on (see `OperatorWrite`)."""
+
+    move: OperatorMove
+    task: Task
+    done: Task
+    detail: dict[str, JsonValue]
+    attempt: LiveAttempt | None = None
+    evidence: tuple[EvidenceItem, ...] = ()
     tell_worker: str | None = None
 
 
-Plan = Callable[[AsyncConnection, Task, datetime], Awaitable[Change]]
+Plan = Callable[[OperatorTransaction, Task, datetime], Awaitable[Change]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,66 +70,39 @@ class TaskWrite:
     request_id: str
 
 
-async def write_task(db: Database, write: TaskWrite, plan: Plan) -> Written:
-    async def once() -> Written:
-        async with db.write() as conn:
-            task = await visible_task(conn, write.principal, write.task_id)
-            stored = await idempotency.find(conn, write.scope)
-            if stored is not None:
-                return _replay(stored, write.digest)
-            now = await db.now(conn)
-            change = await plan(conn, task, now)
-            receipt = StoredReceipt(write.digest, 200, dumps(task_view(change.task)))
-            await idempotency.insert(conn, write.scope, write.digest, task.id, receipt, now)
-            await change.write(conn)
-            await journal.append_audit(
-                conn, write.principal, write.action, change.task, write.request_id, now
-            )
+async def write_task(store: TaskStore, write: TaskWrite, plan: Plan) -> Written:
+    async def step(tx: OperatorTransaction) -> Written:
+        task = await tx.load_task(write.task_id)
+        if task is None:
+            raise NotFound("task not found")
+        write.principal.require_visible(task.namespace_id, task.queue_id)
+        now, stored = await tx.clock_and_receipt(write.scope)
+        if stored is not None:
+            return _replay(stored, write.digest)
+        change = await plan(tx, task, now)
+        receipt = StoredReceipt(write.digest, 200, dumps(task_view(change.done)))
+        operator = OperatorWrite(
+            change.move,
+            change.task,
+            change.done,
+            change.detail,
+            write.scope,
+            receipt,
+            write.principal,
+            write.action,
+            write.request_id,
+            change.attempt,
+            change.evidence,
+        )
+        try:
+            await tx.apply_operator_write(now, operator)
+        except ConcurrentChange:
+            raise StateConflict("the task changed concurrently; GET it and decide again") from None
         return Written(200, False, receipt.receipt_text, change.tell_worker)
 
-    return await replaying(db, once, write.scope, lambda stored: _replay(stored, write.digest))
-
-
-async def replaying(
-    db: Database,
-    once: Callable[[], Awaitable[T]],
-    scope: Scope,
-    replay: Callable[[StoredReceipt], T],
-) -> T:
-    """Run `once` (retried on transient failures); when a concurrent request with the same key
-    won the idempotency record, answer `replay` of its stored receipt."""
-
-    async def attempt() -> T:
-        try:
-            return await once()
-        except sa.exc.IntegrityError as exc:
-            if not db.is_duplicate(exc):
-                raise
-        async with db.read() as conn:  # a concurrent request won the key
-            stored = await idempotency.find(conn, scope)
-        if stored is None:
-            raise Unavailable("concurrent request on the same key; retry with the same key")
-        return replay(stored)
-
-    return await db.retrying(attempt)
+    return await store.operator_write(write.scope, step, lambda got: _replay(got, write.digest))
 
 
 def _replay(stored: StoredReceipt, digest: Digest) -> Written:
     check_replay(stored, digest)
     return Written(200, True, stored.receipt_text)
-
-
-async def move_task(
-    task: Task,
-    done: Task,
-    values: dict[str, Any],
-    kind: str,
-    now: datetime,
-    detail: dict[str, JsonValue],
-    conn: AsyncConnection,
-) -> None:
-    """The task from (its state, its revision) to `values` (revision + 1) and its `kind`
-    event; StateConflict if it changed meanwhile."""
-    if not await execution.update_task(conn, task.id, task.state, task.revision, values):
-        raise StateConflict("the task changed concurrently; GET it and decide again")
-    await journal.append_event(conn, done, kind, task.state, now, detail)

@@ -1,8 +1,9 @@
 """The Orbit operations the behaviour suite drives, over one store each: SQLite, MariaDB (a
 fresh database per test) or the in-memory twin (`agentcall.orbit.store.memory`).
 
-Every backend runs the same product code above the store (submit, cancel, the kernel's
-lease/start/finish, upkeep's heartbeat and sweep); only the store under it differs. Time is
+Every backend runs the same product code above the store (submit; the operator writes cancel,
+retry and resolve through `TaskStore.operator_write`; the kernel's lease/start/finish,
+upkeep's heartbeat and sweep); only the store under it differs. Time is
 the store's clock: the SQL backends read the database clock and add the test's `advance`
 offset (a step's `now`); the twin reads its injected clock, which `advance` moves.
 """
@@ -21,6 +22,7 @@ from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.evidence import WorkerError
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.leasing import HandlerKey
+from agentcall.orbit.domain.review import ResolveRequest, RetryRequest
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.submit import parse_submit
@@ -38,6 +40,7 @@ from agentcall.orbit.protocol.messages import (
     ResultOutcome,
     WorkerIdentity,
 )
+from agentcall.orbit.store.ports import TaskStore
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.usecases.operations import Page
 from agentcall.orbit.usecases.task_writes import Written
@@ -62,6 +65,7 @@ class Backend(Protocol):
     """The operations of one Orbit over one store."""
 
     name: str
+    task_store: TaskStore  # the store under the use cases
 
     async def tenant(self) -> Principal:
         """A new namespace with one queue, and a principal with every permission on it."""
@@ -90,6 +94,18 @@ class Backend(Protocol):
     async def cancel(
         self, principal: Principal, task_id: str, request: CancelRequest, key: str
     ) -> Written: ...
+
+    async def retry(
+        self, principal: Principal, task_id: str, request: RetryRequest, key: str
+    ) -> Written: ...
+
+    async def resolve(
+        self, principal: Principal, task_id: str, request: ResolveRequest, key: str
+    ) -> Written: ...
+
+    async def evidence_keys(self, attempt_id: str) -> list[str]:
+        """The keys of the attempt's evidence, in the order they were recorded."""
+        ...
 
     async def lease(self, peer: Peer, limit: int) -> list[Grant]: ...
 

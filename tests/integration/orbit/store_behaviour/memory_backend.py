@@ -1,10 +1,9 @@
 """The behaviour suite's operations over the in-memory twin (`agentcall.orbit.store.memory`).
 
 The kernel and upkeep steps are the product's own (`Kernel`, `Upkeep`), bound to the twin's
-transaction instead of a SQL connection; submit, get and list are the use cases' checks over
-`TaskStore`. The typed port has no operator writes yet (cancel still plans its change on a
-SQL connection, `agentcall.orbit.usecases.task_writes`): `memory_cancel` writes that use case
-over the twin's `MemoryWrites`, with the same pure decisions."""
+transaction instead of a SQL connection; cancel, retry and resolve are the product's use cases
+over the twin as their `TaskStore`; submit, get and list are the use cases' checks over
+`TaskStore`."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.errors import NotFound
 from agentcall.orbit.domain.idempotency import Scope
 from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.review import ResolveRequest, RetryRequest
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.submit import submit_digest
@@ -31,10 +31,12 @@ from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.memory import ManualClock, MemoryStore, MemoryWrites
 from agentcall.orbit.store.ports import AttemptTransaction
 from agentcall.orbit.store.receipts import Receipt
+from agentcall.orbit.usecases.cancel import cancel_task
 from agentcall.orbit.usecases.operations import Page
+from agentcall.orbit.usecases.resolve import resolve_task
+from agentcall.orbit.usecases.retry import retry_task
 from agentcall.orbit.usecases.task_writes import Written
 from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, released, request_of
-from tests.integration.orbit.store_behaviour.memory_cancel import cancel_on_twin
 
 T = TypeVar("T")
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -47,6 +49,7 @@ class MemoryBackend:
         self.settings = settings
         self.clock = ManualClock(START)
         self.store = MemoryStore(self.clock)
+        self.task_store = self.store
         self.kernel = Kernel(settings, _bind)
         self.upkeep = Upkeep(settings, _bind)
 
@@ -92,7 +95,20 @@ class MemoryBackend:
     async def cancel(
         self, principal: Principal, task_id: str, request: CancelRequest, key: str
     ) -> Written:
-        return await cancel_on_twin(self.store, principal, task_id, request, key)
+        return await cancel_task(self.store, principal, task_id, request, key, "r")
+
+    async def retry(
+        self, principal: Principal, task_id: str, request: RetryRequest, key: str
+    ) -> Written:
+        return await retry_task(self.store, principal, task_id, request, key, "r")
+
+    async def resolve(
+        self, principal: Principal, task_id: str, request: ResolveRequest, key: str
+    ) -> Written:
+        return await resolve_task(self.store, principal, task_id, request, key, "r")
+
+    async def evidence_keys(self, attempt_id: str) -> list[str]:
+        return [item.key for item, _ in self.store.state.evidence.get(attempt_id, [])]
 
     # ------------------------------------------------------------------ kernel steps
     async def _step(self, step: Callable[[Any, datetime], Awaitable[T]]) -> T:

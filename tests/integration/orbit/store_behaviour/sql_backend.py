@@ -14,6 +14,7 @@ from agentcall.orbit.domain.cancel import CancelRequest
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import JsonValue
+from agentcall.orbit.domain.review import ResolveRequest, RetryRequest
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
@@ -21,12 +22,14 @@ from agentcall.orbit.execution.acks import Ack, Grant, Peer
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings
 from agentcall.orbit.execution.upkeep import SweepReport, Upkeep
 from agentcall.orbit.protocol.messages import AttemptRef, ReleaseReason, Result
-from agentcall.orbit.store import inspect
+from agentcall.orbit.store import attempts, inspect
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.usecases.cancel import cancel_task
 from agentcall.orbit.usecases.operations import Operations, Page
+from agentcall.orbit.usecases.resolve import resolve_task
+from agentcall.orbit.usecases.retry import retry_task
 from agentcall.orbit.usecases.task_writes import Written
 from tests.integration.orbit.store_behaviour.backends import HANDLER, Event, released, request_of
 
@@ -39,6 +42,7 @@ class SqlBackend:
         self.name = name
         self.db = db
         self.ops = Operations(db, group_commit=False)
+        self.task_store = self.ops.store
         self.kernel = Kernel(settings)
         self.upkeep = Upkeep(settings)
         self.offset = timedelta(0)
@@ -74,7 +78,21 @@ class SqlBackend:
     async def cancel(
         self, principal: Principal, task_id: str, request: CancelRequest, key: str
     ) -> Written:
-        return await cancel_task(self.db, principal, task_id, request, key, new_id())
+        return await cancel_task(self.ops.store, principal, task_id, request, key, new_id())
+
+    async def retry(
+        self, principal: Principal, task_id: str, request: RetryRequest, key: str
+    ) -> Written:
+        return await retry_task(self.ops.store, principal, task_id, request, key, new_id())
+
+    async def resolve(
+        self, principal: Principal, task_id: str, request: ResolveRequest, key: str
+    ) -> Written:
+        return await resolve_task(self.ops.store, principal, task_id, request, key, new_id())
+
+    async def evidence_keys(self, attempt_id: str) -> list[str]:
+        async with self.db.read() as conn:
+            return [row.ev_key for row in await attempts.evidence(conn, attempt_id)]
 
     async def lease(self, peer: Peer, limit: int) -> list[Grant]:
         (queue_id,) = peer.queues
