@@ -1,7 +1,7 @@
-"""One scripted run of submits, leases, starts, heartbeats, results, expiries, retries and
-cancels on a real database and on the in-memory twin: everything a caller can observe
-(statuses, acks, task states and revisions, error codes, the event journal), with ids and
-times left out, is the same list on both."""
+"""One scripted run of submits, leases, starts, heartbeats, results, expiries, retries,
+cancels, operator retries and resolutions on a real database and on the in-memory twin:
+everything a caller can observe (statuses, acks, task states and revisions, error codes,
+evidence keys, the event journal), with ids and times left out, is the same list on both."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import pytest
 from agentcall.orbit.domain.cancel import CancelRequest
 from agentcall.orbit.domain.errors import OrbitError
 from agentcall.orbit.domain.evidence import WorkerError
-from agentcall.orbit.execution.acks import Ack
+from agentcall.orbit.domain.review import parse_resolve, parse_retry
+from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.protocol.messages import ResultOutcome
 from agentcall.orbit.store.db import Database
 from tests.integration.orbit.store_behaviour.backends import (
@@ -85,6 +87,7 @@ async def _script(backend: Backend) -> Trace:
         trace.append((written.deduplicated, json.loads(written.task_text)["revision"]))
     stale = backend.cancel(principal, task_id, CancelRequest(2, "r"), new_key())
     trace.append(await _refusal(stale))
+    trace += await _reviews(backend, principal, peer)
     page = await backend.page(principal, None, None, 10)
     for item in page.items:
         task = await backend.get(principal, item.id)
@@ -93,6 +96,42 @@ async def _script(backend: Backend) -> Trace:
         ]
         trace.append((task.state.value, task.revision, task.attempt_count, task.error_code, events))
     return trace
+
+
+async def _reviews(backend: Backend, principal: Principal, peer: Peer) -> Trace:
+    """A FAILED task retried and a NEEDS_REVIEW one resolved with evidence, each replayed
+    under its key and refused at a stale revision."""
+    trace: Trace = []
+    for payload in (5, 6):
+        await backend.submit(principal, submit_body(principal, payload=payload), new_key())
+    failed, unsure = await backend.lease(peer, 2)
+    for grant in (failed, unsure):
+        trace.append(_ack(await backend.start(peer, ref_of(grant))))
+    no = WorkerError("E_NO", "no", False)
+    trace.append(
+        _ack(await backend.finish(peer, result_of(failed, ResultOutcome.FAILED, error=no)))
+    )
+    review = result_of(unsure, ResultOutcome.NEEDS_REVIEW, error=WorkerError("E_UNSURE", "?", None))
+    trace.append(_ack(await backend.finish(peer, review)))
+    retry = parse_retry({"expected_revision": "4", "reason": "again"})
+    note = {"key": "log", "kind": "note", "data": "seen"}
+    body = {"expected_revision": "4", "reason": "ok", "outcome": "succeeded", "result": 7}
+    resolve = parse_resolve({**body, "evidence": [note]})
+    key, other = new_key(), new_key()
+    for _ in range(2):
+        retried = await backend.retry(principal, failed.task.id, retry, key)
+        resolved = await backend.resolve(principal, unsure.task.id, resolve, other)
+        trace += [(w.deduplicated, *_seen(w.task_text)) for w in (retried, resolved)]
+    trace.append(await _refusal(backend.retry(principal, failed.task.id, retry, new_key())))
+    trace.append(await _refusal(backend.resolve(principal, unsure.task.id, resolve, new_key())))
+    trace.append(await backend.evidence_keys(unsure.attempt_id))
+    return trace
+
+
+def _seen(task_text: str) -> tuple[Any, ...]:
+    """What a receipt's task shows that is the same on every run (no ids, no times)."""
+    view = json.loads(task_text)
+    return view["state"], view["revision"], view["retry"]["max_attempts"], view.get("result")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)])
@@ -110,4 +149,4 @@ async def test_a_database_and_the_twin_give_the_same_trace(database: tuple[str, 
         await sql.close()
     on_twin = await _script(MemoryBackend(SETTINGS))
     assert on_database == on_twin
-    assert len(on_database) == 20  # the script ran to its end
+    assert len(on_database) == 33  # the script ran to its end
