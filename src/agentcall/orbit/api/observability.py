@@ -5,7 +5,9 @@
 - `orbit_attempt_duration_seconds{handler}` (histogram): lease to end, attempts leased here;
 - `orbit_attempt_outcomes_total{handler,outcome,error_code}`: the task state after each end;
 - `orbit_lease_wait_seconds{handler}` (histogram): ready (WAITING) to LEASED;
-- `orbit_workers_connected` (gauge): worker connections of this process.
+- `orbit_workers_connected` (gauge): worker connections of this process;
+- the per-queue metrics labelled by namespace and queue name (`orbit.api.queue_metrics`),
+  from the same snapshot.
 
 Each observation is O(1); label sets are capped (`MAX_SERIES`) so hostile handler names or
 error codes cannot grow the registry without bound."""
@@ -13,13 +15,17 @@ error codes cannot grow the registry without bound."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
-from agentcall.orbit.execution.inspection import Inspection
+from agentcall.orbit.api.queue_metrics import QueueCollector, figures
+from agentcall.orbit.domain.queue_series import QueueFigures
+from agentcall.orbit.execution.inspection import Inspection, Snapshot
 from agentcall.orbit.execution.observe import ExecutionObserver
+from agentcall.orbit.execution.queue_labels import QueueLabels
 from agentcall.orbit.execution.waiters import Waiters
 
 log = logging.getLogger("orbit.api")
@@ -91,8 +97,8 @@ def inspection_failures(registry: CollectorRegistry) -> Counter:
 
 
 class TaskGauges:
-    """`orbit_tasks`, `orbit_workers_connected` and `orbit_result_waiters`, refreshed by
-    `refresh()` before a scrape."""
+    """`orbit_tasks`, the per-queue metrics, `orbit_workers_connected` and
+    `orbit_result_waiters`, refreshed by `refresh()` before a scrape."""
 
     def __init__(
         self, registry: CollectorRegistry, inspection: Inspection, failures: Counter
@@ -118,15 +124,20 @@ class TaskGauges:
         waiting.set_function(lambda: inspection.waiters.waiting)
         self.failures = failures  # `inspection_failures`: made first, the waiters count too
         self._taken = -1.0
+        self.labels = QueueLabels(inspection.db)
+        self.queues = QueueCollector()
+        registry.register(self.queues)
 
     async def refresh(self) -> None:
         """Never raises: when the database does not answer, the last values stay."""
         try:
             snap = await self.inspection.snapshot()
+            labels = await self.labels.of(snap.counts)
         except Exception:  # noqa: BLE001 - counted and logged; the scrape still answers
             self.failures.inc()
             log.warning("orbit_tasks refresh failed; the last values stay", exc_info=True)
             return
+        self.queues.update(_figures(snap, labels))
         if snap.taken == self._taken:
             return
         self._taken = snap.taken
@@ -134,3 +145,10 @@ class TaskGauges:
         for queue_id, states in snap.counts.items():
             for state, count in states.items():
                 self.tasks.labels(queue_id, state).set(count)
+
+
+def _figures(snap: Snapshot, labels: dict[str, tuple[str, str]]) -> list[QueueFigures]:
+    """The snapshot's queues for the per-queue metrics, their ready ages counted to now."""
+    ready = {q: at for q in snap.counts if (at := snap.oldest_ready(q)) is not None}
+    scheduled = {q: snap.scheduled(q) for q in snap.counts}
+    return figures(snap.counts, labels, ready, scheduled, datetime.now(UTC))
