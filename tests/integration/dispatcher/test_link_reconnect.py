@@ -15,6 +15,8 @@ from pathlib import Path
 import aio_pika
 import pytest
 
+from agentcall.dispatcher.control.consumer import ControlQueueConsumer, control_queue_name
+from agentcall.dispatcher.control.service import ControlSettle
 from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.mq.consumers import Delivery, TaskConsumers
 from agentcall.dispatcher.mq.link import AmqpLink
@@ -137,6 +139,38 @@ async def test_a_cut_link_never_acks_its_held_delivery_and_consumers_resume_d_mq
         assert consumers.is_consuming("t1")
     finally:
         await stop(runner, link=link)
+        await queue.delete(if_unused=False, if_empty=False)
+
+
+async def test_the_control_consumer_survives_a_cut_link_and_consumes_again_d_mq_4(
+    proxy: TcpProxy, broker: aio_pika.abc.AbstractChannel
+) -> None:
+    """Its consumption ends with the connection (with or without an error): it waits the
+    policy's delay and consumes again once the link is back; the D does not stop."""
+    dispatcher_id = f"reconnect-{uuid.uuid4().hex[:8]}"
+    queue = await broker.declare_queue(control_queue_name(dispatcher_id))
+    handled: list[bytes] = []
+
+    async def handle(body: bytes, source: str) -> ControlSettle:
+        handled.append(body)
+        return ControlSettle.ACK
+
+    link = AmqpLink(proxy.url(amqp_url()), policy=POLICY)
+    consumer = ControlQueueConsumer(link.channel, dispatcher_id, handle, policy=POLICY)
+    tasks = [await running(link), asyncio.create_task(consumer.run())]
+    try:
+        await until(lambda: consumer.state == "consuming")
+        await broker.default_exchange.publish(aio_pika.Message(b"control-1"), queue.name)
+        await until(lambda: handled == [b"control-1"])
+        proxy.cut()
+        await until(lambda: link.failures >= 2 and consumer.failures >= 2)
+        assert not tasks[1].done(), "the consumer loop is still running"
+        proxy.restore()
+        await until(lambda: consumer.state == "consuming" and consumer.failures == 0)
+        await broker.default_exchange.publish(aio_pika.Message(b"control-2"), queue.name)
+        await until(lambda: handled == [b"control-1", b"control-2"])
+    finally:
+        await stop(*tasks, link=link)
         await queue.delete(if_unused=False, if_empty=False)
 
 

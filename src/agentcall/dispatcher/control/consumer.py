@@ -63,10 +63,10 @@ class ControlQueueConsumer:
                 raise_if_cancelling(exc)
                 handled(LOG, "control.consumer", exc, queue=self.queue)
                 self._failed("handler", exc)
+            self.failures += 1  # also when consumption ended without an error (channel closed)
             await asyncio.sleep(self._policy.delay(self.failures, self._jitter()))
 
     def _failed(self, where: str, exc: BaseException) -> None:
-        self.failures += 1
         self.state = "retrying"
         self.last_error = f"{where}: {type(exc).__name__}: {exc}"[:300]
         log(LOG, logging.WARNING, "control.consumer.retry", error=self.last_error)
