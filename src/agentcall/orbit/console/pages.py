@@ -43,6 +43,7 @@ from agentcall.orbit.domain.errors import (
 )
 from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
 from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
@@ -70,6 +71,7 @@ def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["when"] = lambda value: times.moment(value, datetime.now(UTC))
     env.filters["age"] = lambda value: times.age(value, datetime.now(UTC))
+    env.filters["utc"] = lambda value: "" if value is None else format_time(value)
     return env
 
 
