@@ -321,7 +321,8 @@ class Dispatcher:
             raise
         except Exception as exc:
             self.failed = f"{name}: {exc!r}"
-            log(LOG, logging.ERROR, "loop.failed", loop=name, error=repr(exc))
+            if self.db.lost is None:  # a lost state file: serve() logs state.lost, once
+                log(LOG, logging.ERROR, "loop.failed", loop=name, error=repr(exc))
             raise
         raise RuntimeError(f"loop {name} returned unexpectedly")
 

@@ -92,6 +92,7 @@ def test_a_deleted_state_file_loses_no_result_and_dials_nothing_twice(scene: Sce
     assert unanswered, "the loss happened mid-campaign"
     lost = [e for e in log_events(s) if e.get("msg") == "state.lost"]
     assert len(lost) <= 1, "one line says the file is lost"
+    assert [e for e in log_events(s) if e.get("msg") == "loop.failed"] == [], "and only one"
 
     # Restarted as systemd would: the missing file is refused, at once, naming the copy.
     refused = subprocess.run(
