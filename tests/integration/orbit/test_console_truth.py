@@ -11,7 +11,7 @@ import asyncio
 import re
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -129,7 +129,7 @@ async def test_an_idle_worker_s_heartbeat_moves_and_its_queues_are_named(
             if not listed:
                 return False
             beat = parse_time(listed["last_heartbeat_at"], "t")
-            return beat > parse_time(listed["connected_at"], "t")
+            return beat - parse_time(listed["connected_at"], "t") >= timedelta(seconds=1)
 
         await wait_until(moved, 15, "the idle worker's heartbeat to move", step=0.5)
         assert listed["in_flight"] == 0
