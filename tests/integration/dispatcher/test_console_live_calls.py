@@ -18,6 +18,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from agentcall.dispatcher.cell.adapter import CellAdapter
 from agentcall.dispatcher.cell.fake import FakeCell
 from agentcall.dispatcher.cell.port import CellCall
 from agentcall.dispatcher.console.pages import LINK_EXPIRES_S, Console, console_routes
@@ -26,6 +27,7 @@ from agentcall.dispatcher.recording.storage import S3Store, StorageConfig
 from agentcall.dispatcher.settings import Secret
 from agentcall.dispatcher.store.db import migrate
 from agentcall.dispatcher.web.app import build_app
+from tests.support.ports import free_port
 from tests.support.services import s3_settings
 
 pytestmark = pytest.mark.integration
@@ -154,13 +156,12 @@ def storage() -> S3Store:
     return S3Store(config, threads=1)
 
 
-def client(state: Path, links: S3Store | None) -> TestClient:
+def client(state: Path, links: S3Store | None, live_calls: Any = None) -> TestClient:
     async def snap() -> dict[str, Any]:
         return snapshot()
 
-    console = Console(
-        snap, state, None, clock=lambda: NOW, live_calls=cell().list_calls, links=links
-    )
+    calls = live_calls or cell().list_calls
+    console = Console(snap, state, None, clock=lambda: NOW, live_calls=calls, links=links)
     app = build_app(snap, lambda: True, routes=console_routes(console))
     return TestClient(app, base_url="http://localhost")
 
@@ -230,3 +231,13 @@ def test_without_a_bucket_there_is_no_recording_link(state: Path) -> None:
         link = http.get("/ui/recordings/call-1", follow_redirects=False)
     assert "recording-link" not in calls
     assert link.status_code == 404 and "DISPATCHER_S3_BUCKET" in link.text
+
+
+def test_a_cell_that_does_not_answer_leaves_the_live_calls_with_unknown_turns(
+    state: Path,
+) -> None:
+    nobody = CellAdapter(f"http://127.0.0.1:{free_port()}", timeout_s=2)
+    with client(state, None, nobody.list_calls) as http:
+        live = http.get("/ui/panels/live")
+    assert live.status_code == 200
+    assert live.text.count('class="num turns">—<') == 3
