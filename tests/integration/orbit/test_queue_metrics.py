@@ -1,7 +1,7 @@
 """The per-queue metrics of a real `orbit serve` on both databases: the oldest READY task's
 age (available_at come, not created_at), ready and scheduled counts apart, queues labelled
 by namespace and queue name, finished tasks as a counter; `promtool check metrics` accepts
-the whole exposition."""
+the whole exposition, and the shipped Orbit dashboard and alerts read only names it exports."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.db import Database
 from tests.integration.orbit.wire import dumps, ok
-from tests.support import metric_names, promtool
+from tests.support import dashboards, metric_names, promtool
 from tests.support.orbit_databases import KINDS, fresh_url
 from tests.support.orbit_server import Tenant, running_server
 
@@ -107,6 +107,18 @@ async def test_oldest_ready_age_counts_from_available_at_by_queue_name(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     queue_families = [v for v in metric_names.violations(text, ("orbit_",)) if "_queue_" in v]
     assert queue_families == []
+    assert_deploy_reads_only(text)
+
+
+def assert_deploy_reads_only(text: str) -> None:
+    """Every metric the Orbit dashboard and the Orbit alerts read is one this server really
+    exports (deploy/grafana/orbit.json, the `orbit` group of deploy/prometheus/alerts.yml)."""
+    exported = promtool.exported(text)
+    reads = dashboards.expressions(dashboards.dashboard("orbit"))
+    reads += [(rule["alert"], rule["expr"]) for rule in dashboards.alert_rules("orbit")]
+    unknown = {where: promtool.names_in(e) - exported for where, e in reads}
+    assert {where: names for where, names in unknown.items() if names} == {}
+    assert all(promtool.names_in(e) or "up{" in e for _, e in reads)
 
 
 async def _namespace(tenant: Tenant) -> str | None:
