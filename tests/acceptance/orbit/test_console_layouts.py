@@ -93,7 +93,12 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
             )
             try:
                 wait_for(lambda: _state(http, crashed) == "FAILED", 20, "the crash")
-                running = _post(http, queue_id, payload={"sleep_ms": 120_000})
+                running = _post(
+                    http,
+                    queue_id,
+                    payload={"sleep_ms": 600_000},
+                    retry={"attempt_timeout_ms": 900_000},
+                )
                 wait_for(lambda: _state(http, running) == "RUNNING", 20, "the run")
                 for _ in range(2):  # ready, waiting behind the busy worker
                     _post(http, queue_id)

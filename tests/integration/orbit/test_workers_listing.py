@@ -1,5 +1,5 @@
 """`GET /v1/workers` lists the namespace's workers of every server process (docs/orbit/console.md,
-orbit.domain.worker_directory): one `orbit serve` on each database with a real worker; two
+agentcall.orbit.domain.worker_directory): one `orbit serve` on each database with a real worker; two
 `orbit serve` processes on one MariaDB database, each with its own worker, where each server
 lists both with the console's fields, a remote worker's in-flight count follows its work, a
 worker that leaves disappears from the other server's listing, and a SIGKILLed server's

@@ -1,4 +1,4 @@
-"""The namespace's workers across server processes (orbit.domain.worker_directory): what a
+"""The namespace's workers across server processes (agentcall.orbit.domain.worker_directory): what a
 registration round writes, and what a token sees of each worker."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The console's pages (GET): sign-in, overview, queue, task, review inbox. Each request
-resumes its server-side session (`orbit.usecases.console_sessions`: the session and its token
-are checked afresh); a page that is refreshed live answers only its `<main>` when asked with
-`X-Orbit-Fragment: 1`."""
+resumes its server-side session (`agentcall.orbit.usecases.console_sessions`: the session and
+its token are checked afresh); a page that is refreshed live answers only its `<main>` when
+asked with `X-Orbit-Fragment: 1`."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 from agentcall.orbit.usecases.operations import Operations
 
-log = logging.getLogger("orbit.console")
+log = logging.getLogger("agentcall.orbit.console")
 HERE = Path(__file__).parent
 STATES = [state.value for state in TaskState]
 CHART_S = 5.0
@@ -67,7 +67,8 @@ class Session:
 
 
 def environment() -> Environment:
-    """Times read relative to now, with the absolute time on hover (`orbit.console.times`)."""
+    """Times read relative to now, with the absolute time on hover
+    (`agentcall.orbit.console.times`)."""
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["when"] = lambda value: times.moment(value, datetime.now(UTC))
     env.filters["age"] = lambda value: times.age(value, datetime.now(UTC))
@@ -138,7 +139,7 @@ class Pages:
 
     def signin_page(self, request: Request, status: int, message: str | None) -> Response:
         """The sign-in form, with a new pre-session cookie and the form's token tied to it
-        (`orbit.console.session`)."""
+        (`agentcall.orbit.console.session`)."""
         nonce = new_signin_nonce()
         response = self.render(
             request,

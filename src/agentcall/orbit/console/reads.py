@@ -1,4 +1,4 @@
-"""What the console's pages read (`orbit.usecases.console_reads`), and how the throughput
+"""What the console's pages read (`agentcall.orbit.usecases.console_reads`), and how the throughput
 chart and stored texts are shown."""
 
 from __future__ import annotations

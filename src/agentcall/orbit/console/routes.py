@@ -1,4 +1,4 @@
-"""The console's routes under `/ui`, assembled by `orbit.assembly.server.create_app`."""
+"""The console's routes under `/ui`, assembled by `agentcall.orbit.assembly.server.create_app`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The console's cookie, CSRF and same-origin rules (pure; docs/orbit/console.md).
 
-`orbit_session` holds a random session id (`orbit.domain.sessions`), never the API token:
+`orbit_session` holds a random session id (`agentcall.orbit.domain.sessions`), never the API token:
 HttpOnly (no script reads it), SameSite=Strict (no other site's page sends it), Path=/ui,
 Secure whenever the browser's scheme is HTTPS (behind a trusted proxy too). Each form carries
 a CSRF token derived from the session id (HMAC-SHA-256 keyed by it): a page of another origin

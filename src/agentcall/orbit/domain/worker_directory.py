@@ -1,6 +1,6 @@
 """The namespace's connected workers across every server process of one database
 (docs/orbit/console.md): each process records the workers connected to it in
-`orbit_server_workers` during its registration round (`orbit.domain.peers`, about once a
+`orbit_server_workers` during its registration round (`agentcall.orbit.domain.peers`, about once a
 second), writing only the rows that changed since its last round; a listing shows this
 process's workers as they are now and the other live processes' as they last recorded them.
 Rows of a process whose registration expired are not shown, and are deleted with its

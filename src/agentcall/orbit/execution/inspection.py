@@ -3,8 +3,8 @@ state, the age of their oldest WAITING task, how long their oldest ready task ha
 available (a WAITING task whose `available_at` has come) and how many WAITING tasks are
 scheduled for later, the namespace's connected workers with their queues' names (this
 process's as they are now, the other server processes' as they last recorded them:
-`orbit.execution.worker_directory`), and waiting for a task to settle
-(`orbit.execution.waiters`).
+`agentcall.orbit.execution.worker_directory`), and waiting for a task to settle
+(`agentcall.orbit.execution.waiters`).
 
 Counts come from one grouped query over every queue, kept for `cache_s` seconds and shared by
 every reader of this process (API, console, /metrics): their cost does not grow with the
@@ -35,7 +35,7 @@ SETTLED = frozenset(TaskState(s) for s in inspect.SETTLED)
 
 
 class TaskReader(Protocol):
-    """How a waiter reads the task (the read use case, `orbit.usecases.operations`)."""
+    """How a waiter reads the task (the read use case, `agentcall.orbit.usecases.operations`)."""
 
     async def get(self, principal: Principal, task_id: str) -> Task: ...
 

@@ -1,7 +1,8 @@
 """The namespace's connected workers across the server processes of one database
-(`orbit.domain.worker_directory`): this process records its own in its registration round
-(`record`, run in `Servers.beat`'s transaction by `orbit.execution.peers`) and reads the other
-live processes' rows for a listing (`others`, shared by every reader for up to a second)."""
+(`agentcall.orbit.domain.worker_directory`): this process records its own in its registration
+round (`record`, run in `Servers.beat`'s transaction by `agentcall.orbit.execution.peers`) and
+reads the other live processes' rows for a listing (`others`, shared by every reader for up to
+a second)."""
 
 from __future__ import annotations
 
