@@ -27,6 +27,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from agentcall.dispatcher.console.live import mask
 from agentcall.dispatcher.console.pages import PANEL_REFRESH_MS, REFRESH_MS
+from agentcall.mocksaas.domain.task_config import AgentMode, default_agent_config
 from tests.acceptance.chromium import headless_chromium
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
 from tests.support.services import amqp_url, s3_settings
@@ -49,7 +50,7 @@ SCRIPT = {
             "outcome": "answered",
             "ring_ms": 50,
             "talk_ms": 110_000,
-            "turns": ["Yes?", "Go on.", "I see.", "Tell me more.", "Right.", "Hm."],
+            "turns": [{"text": f"Turn {n}.", "at_ms": 8000 * n} for n in range(1, 13)],
             "recording": True,
         },
         {
@@ -305,7 +306,11 @@ def test_live_calls_rates_recording_links_and_layouts_at_1440_and_on_a_phone(
     browser: WebDriver, site: Site, s3_client: Any
 ) -> None:
     s = site.s
-    s.task(LIVE_TASK, max_concurrent_calls=10)
+    agent = default_agent_config(AgentMode.FULL_AI)
+    # calls that last their talk_ms: no turn or silence limit cuts them earlier
+    long_talk = {"max_turns": 100, "silence_timeout_ms": 60_000, "max_duration_ms": 300_000}
+    agent["conversation"] = {**agent["conversation"], **long_talk}
+    s.task(LIVE_TASK, max_concurrent_calls=10, max_call_duration_ms=300_000, agent_config=agent)
     wait_for(
         lambda: (s.task_row(LIVE_TASK) or {}).get("consumer") == "consuming",
         20,
@@ -344,7 +349,9 @@ def test_live_calls_rates_recording_links_and_layouts_at_1440_and_on_a_phone(
         assert answer.status_code == 303, answer.text
         stored = s3_client.get_object(Bucket=s3_settings().bucket, Key=key)["Body"].read()
         assert httpx.get(answer.headers["location"]).content == stored
-    shot(browser, "console-recording-links", "results-table")
+    row = links[0].find_element(By.XPATH, "./ancestor::tr")
+    browser.execute_script("arguments[0].scrollIntoView();", row)
+    row.screenshot(str(ARTIFACTS / "console-recording-link.png"))
 
 
 def test_the_broker_going_away_flips_the_broker_card_and_readiness(
