@@ -56,8 +56,14 @@ def test_a_queue_view_counts_ready_and_scheduled_apart_and_ages_the_ready_one() 
     assert view["oldest_ready_at"] == "2026-12-02T11:58:37Z"
     assert view["oldest_ready_age_ms"] == 90_000
     assert view["oldest_waiting_age_ms"] == 23 * 60_000  # creation age, kept as documented
-    later = Snapshot(0.0, {Q: {"WAITING": 2}}, {Q: created}, {Q: "main"},
-                     {Q: Availability(NOW + timedelta(hours=2), 2)}, NOW)  # fmt: skip
+    later = Snapshot(
+        0.0,
+        {Q: {"WAITING": 2}},
+        {Q: created},
+        {Q: "main"},
+        {Q: Availability(NOW + timedelta(hours=2), 2)},
+        NOW,
+    )
     only_later = QueueView(
         Q, "main", later.counts[Q], created, NOW, later.oldest_ready(Q), later.scheduled(Q)
     ).view()
@@ -163,3 +169,47 @@ def test_durations_use_their_largest_sensible_unit(seconds: int, wanted: str) ->
 def test_an_age_is_never_negative() -> None:
     assert (age(None, NOW), age(NOW + timedelta(seconds=5), NOW)) == ("", "0 s")
     assert age(NOW - timedelta(minutes=90), NOW) == "90 min"
+
+
+@pytest.mark.parametrize(
+    ("extra", "wanted"),
+    [
+        ({}, (0, 0, None, None)),  # a server from before the ready/scheduled split
+        (
+            {
+                "ready": 2,
+                "scheduled": 5,
+                "oldest_ready_at": "2026-12-02T11:58:37Z",
+                "oldest_ready_age_ms": 90_000,
+            },
+            (2, 5, datetime(2026, 12, 2, 11, 58, 37, tzinfo=UTC), 90_000),
+        ),
+    ],
+)
+def test_the_client_reads_the_backlog_of_a_queue(
+    extra: dict[str, object], wanted: tuple[object, ...]
+) -> None:
+    from agentcall.orbit.sdk.client.inspection import QueueInfo, WorkerInfo
+
+    base = {"id": Q, "name": "main", "counts": {"WAITING": 7}}
+    found = QueueInfo.from_json({**base, **extra})
+    assert (
+        found.ready,
+        found.scheduled,
+        found.oldest_ready_at,
+        found.oldest_ready_age_ms,
+    ) == wanted
+    worker = {
+        "connection_id": "c" * 32,
+        "server": "vm:1",
+        "name": "w",
+        "instance_id": "i" * 32,
+        "queues": [Q],
+        "handlers": [],
+        "slots": 1,
+        "in_flight": 0,
+        "connected_at": "2026-12-02T11:00:00Z",
+        "last_heartbeat_at": "2026-12-02T11:59:55Z",
+    }
+    assert WorkerInfo.from_json(worker).queue_names == ()
+    assert WorkerInfo.from_json({**worker, "queue_names": ["main"]}).queue_names == ("main",)

@@ -25,7 +25,8 @@ STATES = ("WAITING", "LEASED", "RUNNING", "NEEDS_REVIEW", "SUCCEEDED", "FAILED",
 @connection
 @json_option
 def queue_list(url: str | None, token: str | None, as_json: bool) -> None:
-    """The token's queues with their tasks per state (ORBIT_URL, ORBIT_TOKEN)."""
+    """The token's queues: tasks per state, ready and scheduled for later, and how long the
+    oldest ready task has been available (ORBIT_URL, ORBIT_TOKEN)."""
     queues = _call(url, token, lambda c: c.list_queues())
     if as_json:
         _echo_json(
@@ -35,9 +36,16 @@ def queue_list(url: str | None, token: str | None, as_json: bool) -> None:
                         "id": q.id,
                         "name": q.name,
                         "counts": q.counts,
+                        "ready": q.ready,
+                        "scheduled": q.scheduled,
                         **(
                             {"oldest_waiting_age_ms": q.oldest_waiting_age_ms}
                             if q.oldest_waiting_age_ms is not None
+                            else {}
+                        ),
+                        **(
+                            {"oldest_ready_age_ms": q.oldest_ready_age_ms}
+                            if q.oldest_ready_age_ms is not None
                             else {}
                         ),
                     }
@@ -51,11 +59,13 @@ def queue_list(url: str | None, token: str | None, as_json: bool) -> None:
             q.name,
             q.id,
             *(q.counts.get(s, 0) for s in STATES),
-            "" if q.oldest_waiting_age_ms is None else f"{q.oldest_waiting_age_ms / 1000:.1f}s",
+            q.ready,
+            q.scheduled,
+            "" if q.oldest_ready_age_ms is None else f"{q.oldest_ready_age_ms / 1000:.1f}s",
         ]
         for q in queues
     ]
-    click.echo(table(["NAME", "ID", *STATES, "OLDEST WAITING"], rows))
+    click.echo(table(["NAME", "ID", *STATES, "READY", "SCHEDULED", "OLDEST READY"], rows))
 
 
 @token.command("list")

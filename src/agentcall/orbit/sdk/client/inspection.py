@@ -21,18 +21,26 @@ class QueueInfo:
     id: str
     name: str
     counts: dict[str, int]
-    oldest_waiting_at: datetime | None
+    oldest_waiting_at: datetime | None  # the oldest WAITING task's creation (scheduled too)
     oldest_waiting_age_ms: int | None
+    ready: int = 0  # WAITING tasks available now
+    scheduled: int = 0  # WAITING tasks available only later
+    oldest_ready_at: datetime | None = None  # the oldest ready task's available_at
+    oldest_ready_age_ms: int | None = None  # the backlog's age
 
     @classmethod
     def from_json(cls, data: Any) -> QueueInfo:
-        oldest = data.get("oldest_waiting_at")
+        oldest, ready_at = data.get("oldest_waiting_at"), data.get("oldest_ready_at")
         return cls(
             data["id"],
             data["name"],
             {k: int(v) for k, v in data["counts"].items()},
             None if oldest is None else parse_time(oldest, "oldest_waiting_at"),
             data.get("oldest_waiting_age_ms"),
+            int(data.get("ready", 0)),
+            int(data.get("scheduled", 0)),
+            None if ready_at is None else parse_time(ready_at, "oldest_ready_at"),
+            data.get("oldest_ready_age_ms"),
         )
 
 
@@ -51,6 +59,7 @@ class WorkerInfo:
     sdk: str | None = None
     host: str | None = None
     pid: int | None = None
+    queue_names: tuple[str, ...] = ()  # the names of `queues`, in the same order
 
     @classmethod
     def from_json(cls, data: Any) -> WorkerInfo:
@@ -69,6 +78,7 @@ class WorkerInfo:
             data.get("sdk"),
             data.get("host"),
             data.get("pid"),
+            tuple(data.get("queue_names", ())),
         )
 
 
