@@ -199,6 +199,8 @@ async def test_an_attempt_shows_the_whole_error_text_and_no_empty_arrow(
 async def test_scoped_tokens_see_only_their_queues_names_in_the_worker_view(
     http: httpx.AsyncClient, tenant: Tenant
 ) -> None:
+    """O-API-1: a token scoped to one queue sees a worker's other queues neither by id nor
+    by name."""
     other = await tenant.queue("other")
     _, both = await tenant.token_for(list(Permission), [tenant.queue_id, other])
     raw, _ = await RawWorker.connect(tenant.base_url, both, [other, tenant.queue_id])
