@@ -3,8 +3,10 @@
 Each page is validated by :func:`dispatcher.domain.discovery.check_page`; an accepted page
 and its ``next_cursor`` commit in one transaction (D-DISC-5). Any failure — HTTP error,
 invalid body, rejected page, failed commit — closes the gate (no new admission), keeps
-every local fact and the cursor, records the error, and retries after a back-off with the
-same cursor; there is no reset (D-DISC-9). After catching up it re-polls every
+every local fact and the cursor, records the error, and retries with the same cursor after
+the D's reconnect policy's delay for the failed rounds in a row (``domain/reconnect.py``:
+from an eighth of ``error_backoff_s`` up to it, jittered; one caught-up round resets the
+count); there is no cursor reset (D-DISC-9). After catching up it re-polls every
 ``interval_s`` (~30 s) and can be woken early.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -27,6 +30,7 @@ from agentcall.dispatcher.domain.discovery import (
     check_page,
 )
 from agentcall.dispatcher.domain.model import LocalTask
+from agentcall.dispatcher.domain.reconnect import ReconnectPolicy
 from agentcall.dispatcher.errors import DispatcherError
 from agentcall.dispatcher.logs import log
 from agentcall.dispatcher.saas.client import SaasClient, SaasError
@@ -82,12 +86,15 @@ class DiscoveryLoop:
         error_backoff_s: float,
         clock: Callable[[], datetime],
         on_tasks: OnTasks,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self._client = client
         self._db = db
         self._gate = gate
         self._interval = interval_s
-        self._backoff = error_backoff_s
+        self._policy = ReconnectPolicy(base_s=error_backoff_s / 8, cap_s=error_backoff_s)
+        self._jitter = jitter
+        self.failures = 0  # failed rounds in a row; 0 after a round that caught up
         self._clock = clock
         self._on_tasks = on_tasks
         self._wake = asyncio.Event()
@@ -115,7 +122,9 @@ class DiscoveryLoop:
             await self.catch_up()
         except DiscoveryFailed as exc:
             self._fail(str(exc))
-            return self._backoff
+            self.failures += 1
+            return self._policy.delay(self.failures, self._jitter())
+        self.failures = 0
         now = self._clock()
         self._progress.caught_up, self._progress.caught_up_at = True, now
         self._gate.lift("discovery", now)

@@ -3,10 +3,10 @@ before it tries again. Pure.
 
 Every retry loop of the D uses it — the AMQP link (a lost or refused broker connection), the
 control-queue consumer, the outbox relay after a publish that was not confirmed, the control
-lanes, the SaaS reads held by an outage (D-NOTE-2) and the cell's event stream (the cell
-client takes it as its ``reconnect`` policy). A loop counts its failures in a row, asks
-:meth:`ReconnectPolicy.delay` for the wait before the next try, and counts from zero again
-after one success (a link that came up and is lost later waits the shortest delay)::
+lanes, the discovery rounds, the SaaS reads held by an outage (D-NOTE-2) and the cell's event
+stream (the cell client takes it as its ``reconnect`` policy). A loop counts its failures in
+a row, asks :meth:`ReconnectPolicy.delay` for the wait before the next try, and counts from
+zero again after one success (a link that came up and is lost later waits the shortest delay)::
 
     failures  1     2      3      4  ...  n
     ceiling   base  2base  4base  ...     min(cap, base * 2**(n-1))
