@@ -4,7 +4,8 @@ tells ready from scheduled tasks and ages the ready backlog only, names the work
 shows its heartbeat relative to now with the UTC time on hover; a crashed attempt shows the
 traceback its worker sent; a running attempt has no arrow pointing at nothing; no page is
 wider than the window (wide tables scroll inside their card). Screenshots of each page at
-both sizes go to var/artifacts/console/ (layout-<page>-<size>.png)."""
+both sizes go to var/artifacts/console/ (layout-<page>-<size>.png; a task page's attempts
+also scrolled into view: layout-<page>-attempts-<size>.png)."""
 
 from __future__ import annotations
 
@@ -202,6 +203,8 @@ def test_a_crashed_attempt_shows_its_traceback(
     assert _text(driver, "task-queue") == "orders"
     _fits(driver)
     _shot(driver, size, "task-failed")
+    driver.execute_script("document.getElementById('attempts').scrollIntoView()")
+    _shot(driver, size, "task-failed-attempts")
 
 
 def test_a_running_attempt_has_no_empty_arrow(browser: tuple[str, WebDriver], scene: Scene) -> None:
@@ -213,3 +216,5 @@ def test_a_running_attempt_has_no_empty_arrow(browser: tuple[str, WebDriver], sc
     assert moves and not [m for m in moves if m.strip().startswith("→") or m.strip().endswith("→")]
     _fits(driver)
     _shot(driver, size, "task-running")
+    driver.execute_script("document.getElementById('attempts').scrollIntoView()")
+    _shot(driver, size, "task-running-attempts")
