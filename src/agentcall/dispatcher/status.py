@@ -2,7 +2,7 @@
 
 Built from two typed parts: :class:`StoreFacts`, read from the state database in one
 call, and :class:`Components`, the ``status()`` of every component, collected by the
-assembly (:mod:`dispatcher.service`). Never contains the secret, payloads, phone numbers
+assembly (:mod:`agentcall.dispatcher.service`). Never contains the secret, payloads, phone numbers
 or transcripts.
 """
 

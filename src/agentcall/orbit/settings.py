@@ -1,14 +1,14 @@
 """The server's settings: one frozen `ServerSettings`, read from the `ORBIT_*` environment
 variables where the server is assembled (`orbit serve`, the `uvicorn --factory` entry point in
-`orbit.assembly.server`) and passed down from there as plain values. Nothing below this module
-reads the environment. A bad value stops the server with a message naming the variable.
+`agentcall.orbit.assembly.server`) and passed down from there as plain values. Nothing below this
+module reads the environment. A bad value stops the server with a message naming the variable.
 
 Each variable can also be written in a TOML file (`orbit serve --config FILE` or
 `ORBIT_CONFIG`), as the variable's name without `ORBIT_`, in lower case (`port = 7470`,
 `database_url = "..."`), at the top level or in an `[orbit]` table. Precedence: command line,
 then environment, then the file, then the defaults (`load`).
 
-The worker and client command lines have their own settings in `orbit.sdk.settings`.
+The worker and client command lines have their own settings in `agentcall.orbit.sdk.settings`.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class ConsoleSettings:
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Everything one server process is built from. `token_cache_ms` is how old a cached
-    token record may be (0: no cache, `orbit.store.token_cache`); `submit_lanes` how many
+    token record may be (0: no cache, `agentcall.orbit.store.token_cache`); `submit_lanes` how many
     submit groups commit at once on MySQL/MariaDB (SQLite has one writer)."""
 
     database_url: str = DEFAULT_DATABASE

@@ -1,4 +1,4 @@
-"""Each scripted outcome through the real cell process, driven by cell.client."""
+"""Each scripted outcome through the real cell process, driven by agentcall.cell.client."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The kernel's batched writes (`orbit.store.connector.write_all`: on MariaDB several statements in
-one round trip) and the batcher's kept lane connection, on SQLite and MariaDB: writes apply in
-order, a short UPDATE or a failing statement leaves nothing committed, a lane's session stays
-with it between batches."""
+"""The kernel's batched writes (`agentcall.orbit.store.connector.write_all`: on MariaDB several
+statements in one round trip) and the batcher's kept lane connection, on SQLite and MariaDB: writes
+apply in order, a short UPDATE or a failing statement leaves nothing committed, a lane's session
+stays with it between batches."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ within 1 s of the database accepting connections, and no task is lost or run twi
 The defect this guards against: after a restart the pooled connections, dead, kept failing
 requests with 503 for about 22 s (`InterfaceError (0, 'Not connected')` on the hot paths,
 whose driver errors bypassed SQLAlchemy's disconnect handling). Now every path notes a lost
-connection and no connection opened before it is used again (`orbit.store.db`).
+connection and no connection opened before it is used again (`agentcall.orbit.store.db`).
 
 Real processes: a MariaDB of the test's own (`own_mariadb`, never the shared one), `orbit
 serve`, an `orbit worker`, and HTTP clients submitting with idempotency keys (a 503 or a

@@ -1,4 +1,4 @@
-"""The hint edge (`orbit.execution.peers`) with real UDP sockets on loopback and a real
+"""The hint edge (`agentcall.orbit.execution.peers`) with real UDP sockets on loopback and a real
 database: two processes' registrations find each other; the queues named in one event-loop
 turn reach the peer as one hint; a hostile datagram is ignored and counted; a clean stop
 deletes the registration. On a SQLite file and on MariaDB."""

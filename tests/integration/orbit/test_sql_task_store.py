@@ -1,6 +1,6 @@
-"""The SQL store's `TaskStore` (`orbit.store.task_store`) on both databases: a submit alone or
-by group commit answers 201 then replays 200 for the same key and digest (O-SUB-1) and refuses
-another digest (IDEMPOTENCY_CONFLICT); the task reads back WAITING at revision 1, pages by
+"""The SQL store's `TaskStore` (`agentcall.orbit.store.task_store`) on both databases: a submit
+alone or by group commit answers 201 then replays 200 for the same key and digest (O-SUB-1) and
+refuses another digest (IDEMPOTENCY_CONFLICT); the task reads back WAITING at revision 1, pages by
 queue, and a transaction hands out the engine's operations with the database clock."""
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ async def test_migrate_then_serve_check(empty_db_url: str) -> None:
 
 
 async def test_migrations_match_the_live_schema(db_url: str) -> None:
-    """The numbered migrations create exactly `orbit.store.tables`."""
+    """The numbered migrations create exactly `agentcall.orbit.store.tables`."""
     db = Database.open(db_url)
     try:
         async with db.engine.connect() as conn:

@@ -49,8 +49,8 @@ def _cell_imports(path: Path) -> list[str]:
 
 
 def test_client_depends_on_the_wire_only() -> None:
-    """The D imports cell.client; cell.client must not pull in cell internals: besides
-    itself, only the wire's vocabulary, which imports nothing of ours."""
+    """The D imports agentcall.cell.client; agentcall.cell.client must not pull in cell internals:
+    besides itself, only the wire's vocabulary, which imports nothing of ours."""
     for path in CLIENT_DIR.glob("*.py"):
         for module in _cell_imports(path):
             assert module.startswith("agentcall.cell.client") or module == WIRE_VOCABULARY, (

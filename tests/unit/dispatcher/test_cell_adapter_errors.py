@@ -1,7 +1,7 @@
 """The cell adapter's error mapping: a used call_id is never "nothing dialled" (crash rule).
 
 The cell's HTTP answers are served by an httpx MockTransport behind the real
-``cell.client.CellClient``; nothing of the cell's internals is imported.
+``agentcall.cell.client.CellClient``; nothing of the cell's internals is imported.
 """
 
 from __future__ import annotations

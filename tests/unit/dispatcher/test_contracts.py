@@ -1,4 +1,4 @@
-"""Contract schemas: examples, schema hygiene and the dispatcher.contracts module.
+"""Contract schemas: examples, schema hygiene and the agentcall.dispatcher.contracts module.
 
 Rule IDs covered: D-ID-1, D-ID-3, D-CFG-1..4, D-DISC-1, D-DISC-2, D-DISC-9,
 D-CMD-1, D-CMD-3, D-CTL-1, D-RES-1, D-RES-2, D-REC-2 (topology rules live in

@@ -1,5 +1,5 @@
-"""A database that cannot be used is one line naming the problem (`orbit.cli.database`), and a
-relative SQLite path is reported as relative, with the file it resolves to."""
+"""A database that cannot be used is one line naming the problem (`agentcall.orbit.cli.database`),
+and a relative SQLite path is reported as relative, with the file it resolves to."""
 
 from __future__ import annotations
 

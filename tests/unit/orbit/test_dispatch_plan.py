@@ -1,6 +1,6 @@
 """Which queues a dispatch round asks, what it learns, and which connection an accepted task
-is leased to eagerly (orbit.domain.dispatch, worker-protocol.md §5 "Push and notify", "Eager
-dispatch"): table-driven over plain data."""
+is leased to eagerly (agentcall.orbit.domain.dispatch, worker-protocol.md §5 "Push and notify",
+"Eager dispatch"): table-driven over plain data."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Where Orbit's engine lives, beyond the import direction of `tests/unit/test_import_layers.py`:
 the HTTP edges (`api/`, `console/`) reach the store only through the use cases; nothing above
-the store sees its tables (it calls typed operations, `orbit.store.ports`); every use case is
-a module of `orbit/usecases/` and none has a namesake outside it (but its pure rules in
+the store sees its tables (it calls typed operations, `agentcall.orbit.store.ports`); every use case
+is a module of `orbit/usecases/` and none has a namesake outside it (but its pure rules in
 `domain/`)."""
 
 from __future__ import annotations

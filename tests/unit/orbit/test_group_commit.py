@@ -1,5 +1,5 @@
-"""The group commit mechanism (`orbit.store.group_commit`): concurrent callers share groups,
-each caller gets its own outcome only when its group is done, errors stay with their item,
+"""The group commit mechanism (`agentcall.orbit.store.group_commit`): concurrent callers share
+groups, each caller gets its own outcome only when its group is done, errors stay with their item,
 a failing group answers every member, and a caller that goes away harms nobody."""
 
 from __future__ import annotations

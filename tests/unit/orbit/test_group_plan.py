@@ -1,5 +1,5 @@
 """O-SUB-1 / O-SUB-2 / O-SUB-4 under group commit: the pure decisions of one group of submits
-(`orbit.store.group_plan`), item by item, in arrival order."""
+(`agentcall.orbit.store.group_plan`), item by item, in arrival order."""
 
 from __future__ import annotations
 

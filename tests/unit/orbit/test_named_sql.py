@@ -1,5 +1,5 @@
-"""The store's statements as written once (`orbit.store.sql`, `queries.sql`): one UPDATE per
-batch whatever its size, per-row values as CASE, conditions and increments as written; named
+"""The store's statements as written once (`agentcall.orbit.store.sql`, `queries.sql`): one UPDATE
+per batch whatever its size, per-row values as CASE, conditions and increments as written; named
 queries with list parameters expanded, row lists and locks as each dialect wants them; times
 bound as naive UTC and read back aware UTC."""
 

@@ -1,5 +1,5 @@
-"""The SDK's command-line settings (`orbit.sdk.settings`): an option wins over its `ORBIT_*`
-variable, a missing or bad value is refused naming the variable."""
+"""The SDK's command-line settings (`agentcall.orbit.sdk.settings`): an option wins over its
+`ORBIT_*` variable, a missing or bad value is refused naming the variable."""
 
 from __future__ import annotations
 

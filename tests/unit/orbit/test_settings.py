@@ -1,5 +1,5 @@
-"""The server's settings (`orbit.settings`): every `ORBIT_*` variable is read once, where the
-server is assembled; unset or empty keeps the default, a bad value is refused naming the
+"""The server's settings (`agentcall.orbit.settings`): every `ORBIT_*` variable is read once, where
+the server is assembled; unset or empty keeps the default, a bad value is refused naming the
 variable, and what `orbit serve --workers N` hands its processes reads back the same."""
 
 from __future__ import annotations

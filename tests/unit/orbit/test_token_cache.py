@@ -1,4 +1,4 @@
-"""O-API-1 with the token cache (`orbit.store.token_cache`): records live at most the TTL,
+"""O-API-1 with the token cache (`agentcall.orbit.store.token_cache`): records live at most the TTL,
 unknown secrets are never cached, the size is bounded (the setting is validated in
 `test_settings.py`)."""
 

@@ -1,6 +1,8 @@
-"""The engine's writes: one batched writer per transition kind (`orbit.store.transactions`),
-built from the pure row builders of `orbit.domain.transitions`, and one lease-token check,
-`orbit.domain.lease_tokens.token_is_current`, which every check of a presented token uses."""
+"""The engine's writes: one batched writer per transition kind
+(`agentcall.orbit.store.transactions`), built from the pure row builders of
+`agentcall.orbit.domain.transitions`, and one lease-token check,
+`agentcall.orbit.domain.lease_tokens.token_is_current`, which every check of a presented token
+uses."""
 
 from __future__ import annotations
 

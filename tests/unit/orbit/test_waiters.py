@@ -1,7 +1,7 @@
-"""Waiting for tasks without a polling loop per waiter (orbit.execution.waiters): a waiter is
-woken at once by its own process's completion path, and otherwise by one shared check that
+"""Waiting for tasks without a polling loop per waiter (agentcall.orbit.execution.waiters): a waiter
+is woken at once by its own process's completion path, and otherwise by one shared check that
 names every waited task in one query, run only while someone waits. The hub reports what
-ends here (orbit.execution.observe): lease wait, attempt outcome, and the task to wake."""
+ends here (agentcall.orbit.execution.observe): lease wait, attempt outcome, and the task to wake."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 pocketsphinx's ``process_raw`` and ``end_utt`` hold Python's GIL while they work:
 in the cell's process they stall the 20 ms media clock of every call (measured:
 up to 2.5 s for a whole utterance on a busy 2-core machine). A decoder therefore
-runs in a child process, ``python -m cell.agent.sphinx_process`` (a plain
+runs in a child process, ``python -m agentcall.cell.agent.sphinx_process`` (a plain
 subprocess: nothing of the cell is imported or inherited), which also resamples
 the line audio to the model's 16 kHz. The parent sends one request at a time over
 the child's stdin and reads the answer from its stdout, from a worker thread (a

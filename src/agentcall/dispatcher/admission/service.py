@@ -3,9 +3,9 @@
 For a batch of deliveries: invalid bodies become redacted facts and are dead-lettered
 (D-MQ-5); deliveries of a task whose consumer was cancelled meanwhile go back to their
 queue (``nack(requeue=true)``, never ACK-dropped); valid commands are decided in one
-transaction (:mod:`dispatcher.admission.transaction`) and each delivery is settled only after that
-commit (D-MQ-4), per channel in as few frames as that allows (:mod:`dispatcher.mq.settle`).
-Accepted executions are then handed to the call supervisor.
+transaction (:mod:`agentcall.dispatcher.admission.transaction`) and each delivery is settled only
+after that commit (D-MQ-4), per channel in as few frames as that allows
+(:mod:`agentcall.dispatcher.mq.settle`). Accepted executions are then handed to the call supervisor.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Per command, before admission (the task's local state wins over the queue):
 * a SaaS read it depends on is failing, or its config came from a lagging replica →
   only the rules without SaaS data (:func:`~agentcall.dispatcher.domain.admission.
   decide_local`); if they hold, requeue: no final rejection for an outage (D-NOTE-1/2);
-* otherwise :func:`dispatcher.domain.admission.decide`.
+* otherwise :func:`agentcall.dispatcher.domain.admission.decide`.
 """
 
 from __future__ import annotations

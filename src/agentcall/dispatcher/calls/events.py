@@ -1,6 +1,6 @@
 """The cell's event stream read in batches, and the call endings it reports.
 
-Applying a batch to the executions is :func:`dispatcher.calls.transaction.apply_batch`.
+Applying a batch to the executions is :func:`agentcall.dispatcher.calls.transaction.apply_batch`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
   together with the stream position ``(boot_id, seq)``, so a restarted D resumes after the
   last applied event of the same boot. ``call.ended`` ends the execution (occupancy
   released) and finalizes it (one call.result, fixed event_id) — or, when a recording is
-  expected, opens it for :mod:`dispatcher.recording`, which finalizes it once closed.
+  expected, opens it for :mod:`agentcall.dispatcher.recording`, which finalizes it once closed.
   Finished calls are acknowledged to the cell. Replays after a reconnect are no-ops.
 * **Reconcile** (:mod:`.recovery`) — at start, on every new cell boot id
   and while executions are unknown, pending executions are matched against the cell's

@@ -257,7 +257,7 @@ T = TypeVar("T")
 
 
 class CellAdapter:
-    """CellPort over HTTP + WebSocket (``cell.client.CellClient``)."""
+    """CellPort over HTTP + WebSocket (``agentcall.cell.client.CellClient``)."""
 
     def __init__(self, base_url: str, timeout_s: float = 10.0, max_inflight: int = 32) -> None:
         self._client = CellClient(base_url, timeout_s=timeout_s, reconnect=CELL_EVENTS)

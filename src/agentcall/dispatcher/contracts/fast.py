@@ -4,7 +4,7 @@
 iterator); the contract of ``call.execute`` only uses a handful of keywords, so
 :func:`compile_check` turns such a schema into plain closures that answer "valid?" in a
 few microseconds. It is used only as a shortcut to *accept*:
-:func:`dispatcher.contracts.schemas.validate` runs the full validator whenever the check
+:func:`agentcall.dispatcher.contracts.schemas.validate` runs the full validator whenever the check
 says no, so errors (path, keyword, detail) stay exactly jsonschema's. A schema using any
 keyword outside the subset below is not compiled at all (``None``) and is always
 validated by jsonschema.

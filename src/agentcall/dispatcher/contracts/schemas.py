@@ -16,8 +16,8 @@ Locating the files:
 
 If neither holds the files, :class:`ContractSetupError` says so on first use.
 
-A kind whose schema fits :mod:`dispatcher.contracts.fast` (``call.execute``) is accepted by
-that compiled check when it says valid; otherwise jsonschema decides and reports.
+A kind whose schema fits :mod:`agentcall.dispatcher.contracts.fast` (``call.execute``) is accepted
+by that compiled check when it says valid; otherwise jsonschema decides and reports.
 
 Beyond the schemas, :func:`validate` checks what JSON Schema cannot express:
 cursors are at most 2**64-1 (D-DISC-1). :func:`decode` adds the body size limit

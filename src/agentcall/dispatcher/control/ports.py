@@ -1,7 +1,7 @@
 """The small interfaces task control needs from the rest of the D.
 
 Each has one real adapter (SaaS config cache, task consumer registry, AMQP drain, cell,
-SQLite) and a tiny fake in ``tests/unit/dispatcher/control_fakes.py``.
+SQLite) and a tiny fake in ``tests/support/control_fakes.py``.
 """
 
 from __future__ import annotations

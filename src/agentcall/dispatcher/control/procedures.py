@@ -1,13 +1,13 @@
 """The pause / resume / stop / removed procedures, run on a task's serial lane.
 
-A control processing (a :class:`~dispatcher.domain.control.ControlJob`) moves through
+A control processing (a :class:`~agentcall.dispatcher.domain.control.ControlJob`) moves through
 persisted phases, so a restart continues where it stopped and its receipt keeps the
 event_id fixed at reception (D-CTL-1):
 
 ``received``  admission already closed for pause/stop (same commit as the job, D-CTL-2/4)
     → pause/stop: consumer suspended at once (every outcome of theirs keeps it so)
     → fresh task GET, ownership check (D-CTL-3)
-    → :func:`~dispatcher.domain.control.decide` on the barrier *as persisted now*,
+    → :func:`~agentcall.dispatcher.domain.control.decide` on the barrier *as persisted now*,
       barrier + verdict committed together (the barrier is durable before any effect)
 ``decided``   consumer: suspend (cancel, nack(requeue) prefetched) / drain / reopen;
               ``hangup`` policy: ask the cell to hang up live calls (not awaited to end)

@@ -3,7 +3,7 @@
 Each public method of :class:`SqliteControlStore` is one transaction on the D's single
 state database (``synchronous=FULL``), so "persist the barrier first" is a real, durable
 commit before any consumer, cell or broker effect (D-CTL-2, D-CTL-4, D-MQ-4). The SQL is
-:mod:`dispatcher.store.control`.
+:mod:`agentcall.dispatcher.store.control`.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def complete(
 
 
 class SqliteControlStore:
-    """:class:`~dispatcher.control.ports.ControlStore` over the D's state database."""
+    """:class:`~agentcall.dispatcher.control.ports.ControlStore` over the D's state database."""
 
     def __init__(self, db: Database, routing_key: str) -> None:
         self._db = db

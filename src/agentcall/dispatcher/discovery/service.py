@@ -1,6 +1,6 @@
 """The discovery loop (D-DISC-1..9): read pages from the persisted cursor to an empty page.
 
-Each page is validated by :func:`dispatcher.domain.discovery.check_page`; an accepted page
+Each page is validated by :func:`agentcall.dispatcher.domain.discovery.check_page`; an accepted page
 and its ``next_cursor`` commit in one transaction (D-DISC-5). Any failure — HTTP error,
 invalid body, rejected page, failed commit — closes the gate (no new admission), keeps
 every local fact and the cursor, records the error, and retries with the same cursor after

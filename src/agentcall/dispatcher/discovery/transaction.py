@@ -1,8 +1,8 @@
 """Discovery's transaction: a validated page and its cursor persisted together (D-DISC-5).
 
-Each row's barrier follows :func:`~dispatcher.domain.states.barrier_after_discovery`; a
+Each row's barrier follows :func:`~agentcall.dispatcher.domain.states.barrier_after_discovery`; a
 row not newer than what a control verified keeps the verified status (D-DISC-7). The SQL
-is :mod:`dispatcher.store.tasks`.
+is :mod:`agentcall.dispatcher.store.tasks`.
 """
 
 from __future__ import annotations

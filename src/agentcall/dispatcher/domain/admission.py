@@ -2,7 +2,8 @@
 
 ``decide(command, task, sip, quota, occupancy, now)`` checks, in order, and returns the
 first failing rule as :class:`Reject` or an :class:`Accept` carrying the execution plan
-that the accepted execution pins. Reason codes: :class:`~dispatcher.domain.reasons.RejectReason`.
+that the accepted execution pins. Reason codes:
+:class:`~agentcall.dispatcher.domain.reasons.RejectReason`.
 
 ===============================  ==========================================================
 rule                             reason

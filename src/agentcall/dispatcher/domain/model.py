@@ -1,6 +1,6 @@
 """Frozen, validated views of the SaaS configuration and of incoming commands.
 
-Built by the adapters (``dispatcher.saas.parse``) only after schema validation, so every
+Built by the adapters (``agentcall.dispatcher.saas.parse``) only after schema validation, so every
 value here is well-formed; the decisions in this package take them as plain data.
 """
 

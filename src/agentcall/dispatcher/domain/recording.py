@@ -11,7 +11,7 @@
 
 Every transition returns a new frozen :class:`Recording`. Reports that arrive late or
 twice (a replayed cell event) leave the recording unchanged; a move the table forbids
-raises :class:`~dispatcher.domain.states.IllegalTransition`.
+raises :class:`~agentcall.dispatcher.domain.states.IllegalTransition`.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ class Barrier(StrEnum):
     none → closed → paused ↔ none; any → stopped (irreversible); any → removed (tombstone).
     ``closed`` = admission closed until a verified resume (D-CTL-5, or a discovery
     paused/stopped seen before its control). The control state machine of task.control
-    is :mod:`dispatcher.domain.control`.
+    is :mod:`agentcall.dispatcher.domain.control`.
     """
 
     NONE = "none"

@@ -9,7 +9,7 @@ events never produce a second result.
 
 Recording: a call that produced no recording gets ``not_created`` at once. A call whose
 recording was expected ends (occupancy released) with a recording opened through
-``open_recording`` (:mod:`dispatcher.recording`); its call.result is stored later by
+``open_recording`` (:mod:`agentcall.dispatcher.recording`); its call.result is stored later by
 ``finalize_recorded`` when that recording is closed (uploaded / unavailable, D-REC-2).
 Without object storage configured it gets ``unavailable`` with
 ``upload_authorization_failed`` at once — never a false ``uploaded``.

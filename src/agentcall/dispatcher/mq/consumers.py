@@ -5,10 +5,10 @@ existence is verified with a passive declare (the SaaS owns the topology); a mis
 queue fails closed for that task only — it is logged, shown in /status and retried on the
 next reconcile, never a crash. Deliveries are handed to the intake; settling (ACK after
 the inbox commit, dead-letter, requeue) happens there, through the channel's
-:class:`~dispatcher.mq.settle.ChannelAcks`.
+:class:`~agentcall.dispatcher.mq.settle.ChannelAcks`.
 
 The hot path uses the channel's aiormq layer directly (``basic_consume`` with a plain
-callback; settling in :mod:`dispatcher.mq.settle`): aio-pika's per-message wrapper cost
+callback; settling in :mod:`agentcall.dispatcher.mq.settle`): aio-pika's per-message wrapper cost
 more CPU than the rest of the delivery. Channel management, QoS and the passive declare
 stay on aio-pika.
 """

@@ -11,7 +11,7 @@ policy's delay for the failed rounds in a row (``domain/reconnect.py``, capped a
 are never read here (D-ID-3).
 
 A round is published on the confirm channel's aiormq layer in one write
-(:func:`dispatcher.mq.confirms.publish_round`): the properties are the ones aio-pika
+(:func:`agentcall.dispatcher.mq.confirms.publish_round`): the properties are the ones aio-pika
 would send (``content_type``, persistent, ``message_id``, ``type``, empty headers), every
 message of the round is in flight at once (confirms pipelined), and only its own confirm
 (or return, nack, timeout) decides each row. The channel is opened by aio-pika with

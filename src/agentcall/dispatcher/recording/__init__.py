@@ -8,12 +8,12 @@ recording row; its single call.result waits until the recording is closed:
 * ``keys``        — the fixed recording_id / upload_id / object_key of a call (pure);
 * ``storage``     — the object-storage port and its S3 adapter (presign, HEAD + SHA-256);
 * ``transaction`` — the recording changes, one transaction each (closing stores the
-  call.result through :mod:`dispatcher.finalize`);
+  call.result through :mod:`agentcall.dispatcher.finalize`);
 * ``store.recordings`` — the ``recordings`` table (SQLite);
 * ``service``     — the loop: authorize + hand the PUT to the cell, verify, sweep
   deadlines, close with the call.result.
 
-Errors (rooted at :class:`dispatcher.errors.DispatcherError`)::
+Errors (rooted at :class:`agentcall.dispatcher.errors.DispatcherError`)::
 
     RecordingError
     ├── StorageUnavailable     the object store did not answer: retried on the next sweep

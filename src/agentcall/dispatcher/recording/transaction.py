@@ -3,7 +3,8 @@
 Every change re-reads the row and applies a pure transition of :mod:`.model` to the
 state it finds, so a cell event and a sweeper round racing for the same recording
 cannot undo each other. A change that closes the recording stores the call's single
-call.result in the same transaction (:func:`dispatcher.finalize.result.finalize_recorded`).
+call.result in the same transaction
+(:func:`agentcall.dispatcher.finalize.result.finalize_recorded`).
 """
 
 from __future__ import annotations

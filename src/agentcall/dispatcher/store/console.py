@@ -1,7 +1,8 @@
 """The console's queries over the Dispatcher's state database, on a read-only connection of
 their own (opened per read on a worker thread, ``mode=ro`` and ``query_only``): they never
-queue behind the D's writer thread and can change nothing. The console (``dispatcher.console``)
-decides what they mean; the SQL is here, with every other feature's.
+queue behind the D's writer thread and can change nothing. The console
+(``agentcall.dispatcher.console``) decides what they mean; the SQL is here, with every other
+feature's.
 """
 
 from __future__ import annotations

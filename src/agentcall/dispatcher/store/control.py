@@ -1,7 +1,7 @@
 """SQL of task control: control jobs, barriers as control moves them, drains (migration 0002).
 
-Plain statements on the caller's connection; :mod:`dispatcher.control.transaction` composes
-them into one transaction per step.
+Plain statements on the caller's connection; :mod:`agentcall.dispatcher.control.transaction`
+composes them into one transaction per step.
 """
 
 from __future__ import annotations

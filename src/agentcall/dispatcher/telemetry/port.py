@@ -1,7 +1,7 @@
 """The telemetry port: what the components report where an event happens.
 
 The admission service, the call supervisor, the outbox relay and the SaaS client are given
-one :class:`Telemetry` at assembly (:mod:`dispatcher.service`) and call it after the fact
+one :class:`Telemetry` at assembly (:mod:`agentcall.dispatcher.service`) and call it after the fact
 they report; the pure core never sees it. :data:`NO_TELEMETRY` is the default of every
 component, so a component built alone (tests, tools) reports nothing.
 """

@@ -1,12 +1,12 @@
 """The Dispatcher's own Prometheus registry: histograms and counters fed by the
-:class:`~dispatcher.telemetry.port.Telemetry` calls of its components.
+:class:`~agentcall.dispatcher.telemetry.port.Telemetry` calls of its components.
 
 One registry per process, built once at assembly and kept (never rebuilt per scrape);
 ``GET /metrics`` renders it after the gauges taken from the status snapshot
-(:mod:`dispatcher.web.metrics`). Every name follows the Prometheus conventions: base units
+(:mod:`agentcall.dispatcher.web.metrics`). Every name follows the Prometheus conventions: base units
 (``_seconds``), ``_total`` on counters, the ``dispatcher_`` prefix. The per-task counters
-label at most :data:`~dispatcher.telemetry.labels.TASK_LIMIT` tasks, then ``_other``
-(:mod:`dispatcher.telemetry.labels`).
+label at most :data:`~agentcall.dispatcher.telemetry.labels.TASK_LIMIT` tasks, then ``_other``
+(:mod:`agentcall.dispatcher.telemetry.labels`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ CHILDREN_LIMIT = 10_000  # label combinations of call_result kept resolved
 
 
 class PrometheusTelemetry:
-    """A :class:`~dispatcher.telemetry.port.Telemetry` that keeps Prometheus metrics."""
+    """A :class:`~agentcall.dispatcher.telemetry.port.Telemetry` that keeps Prometheus metrics."""
 
     def __init__(
         self, monotonic: Callable[[], float] = time.monotonic, task_limit: int = TASK_LIMIT

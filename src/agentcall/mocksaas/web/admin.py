@@ -1,4 +1,4 @@
-"""Admin API routes (``/admin/v1``): thin wrappers around :mod:`mocksaas.ops`."""
+"""Admin API routes (``/admin/v1``): thin wrappers around :mod:`agentcall.mocksaas.ops`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The ASGI application's parts: the app (`OrbitApp`), the request-ID/error/log/metrics wrapper
 of every route (`endpoints`), health, metrics and the OpenAPI document. The server is assembled
-from them in one place, `orbit.assembly.server.create_app`."""
+from them in one place, `agentcall.orbit.assembly.server.create_app`."""
 
 from __future__ import annotations
 

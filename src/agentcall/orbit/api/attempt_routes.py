@@ -1,5 +1,5 @@
 """GET /v1/tasks/{task_id}/attempts and /attempts/{attempt_id}: thin handlers in the style of
-`orbit.api.routes` (same Context, envelope and error table)."""
+`agentcall.orbit.api.routes` (same Context, envelope and error table)."""
 
 from __future__ import annotations
 

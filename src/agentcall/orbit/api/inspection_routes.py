@@ -1,6 +1,7 @@
 """The inspection endpoints: `GET /v1/queues`, `GET /v1/workers`, the long-poll
-`GET /v1/tasks/{id}?wait_ms=` (without `wait_ms` it is the plain get of `orbit.api.routes`),
-and `GET /readyz`. Same envelope, auth and strict rules as the task API."""
+`GET /v1/tasks/{id}?wait_ms=` (without `wait_ms` it is the plain get of
+`agentcall.orbit.api.routes`), and `GET /readyz`. Same envelope, auth and strict rules as the task
+API."""
 
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ def readiness(
     check: Callable[[], Awaitable[None]], on_failure: Callable[[], None]
 ) -> Callable[[Request], Awaitable[Response]]:
     """`GET /readyz`: 200 when the database answers and is at the schema this program needs
-    (`check`: `orbit.store.migrate.require_current` on the server's database), else 503 with
-    the reason; each check has a short timeout and uses a fresh pool checkout, so it turns 200
+    (`check`: `agentcall.orbit.store.migrate.require_current` on the server's database), else 503
+    with the reason; each check has a short timeout and uses a fresh pool checkout, so it turns 200
     again when the database is back, without a restart."""
 
     async def ready(request: Request) -> Response:

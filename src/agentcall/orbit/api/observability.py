@@ -6,7 +6,7 @@
 - `orbit_attempt_outcomes_total{handler,outcome,error_code}`: the task state after each end;
 - `orbit_lease_wait_seconds{handler}` (histogram): ready (WAITING) to LEASED;
 - `orbit_workers_connected` (gauge): worker connections of this process;
-- the per-queue metrics labelled by namespace and queue name (`orbit.api.queue_metrics`),
+- the per-queue metrics labelled by namespace and queue name (`agentcall.orbit.api.queue_metrics`),
   from the same snapshot.
 
 Each observation is O(1); label sets are capped (`MAX_SERIES`) so hostile handler names or

@@ -1,5 +1,5 @@
 """The per-queue metrics, labelled by namespace and queue name (bounded:
-`orbit.domain.queue_series`), computed when scraped from the inspection snapshot:
+`agentcall.orbit.domain.queue_series`), computed when scraped from the inspection snapshot:
 
 - `orbit_queue_oldest_ready_age_seconds{namespace,queue}` (gauge): how long the queue's oldest
   ready task (WAITING, `available_at` come) has been available; 0 when nothing is ready;

@@ -14,7 +14,8 @@ and protocol changes send or drop what is held first, as the transport itself wo
 WebSocket upgrade hands the plain transport to the WebSocket protocol (nothing is held then).
 
 When the server begins a graceful stop it calls the app's `DRAIN` hook (lifespan state)
-before anything else, so that long-polls answer at once (`orbit.execution.waiters.drain`).
+before anything else, so that long-polls answer at once
+(`agentcall.orbit.execution.waiters.Waiters.drain`).
 
 It also bounds what a slow or hostile client can hold (uvicorn's httptools protocol has no
 such limits; its only timer is the keep-alive one, between requests):

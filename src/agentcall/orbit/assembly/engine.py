@@ -1,7 +1,7 @@
 """The engine of one server process: the batcher, kernel, hub and its loops, the WebSocket and
 history routes, and the submit hook that wakes the dispatcher, built from the server's
-`ExecutionSettings`. `orbit.assembly.server.create_app` calls `ExecutionService` (one object,
-three calls: routes, start, stop) and hands its hooks (`on_accepted`, `handoff`) to the use
+`ExecutionSettings`. `agentcall.orbit.assembly.server.create_app` calls `ExecutionService` (one
+object, three calls: routes, start, stop) and hands its hooks (`on_accepted`, `handoff`) to the use
 cases (`Operations`)."""
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def _task_routes(
 def from_environment() -> OrbitApp:
     """The app factory for `uvicorn --factory` with several worker processes: each process
     builds its own database pool and app from the settings that `orbit serve --workers N`
-    exported to its environment (`orbit.settings.export`)."""
+    exported to its environment (`agentcall.orbit.settings.export`)."""
     settings = from_environ()
     logs.configure(fmt=settings.log_format, logger="orbit")
     return create_app(open_database(settings), settings)

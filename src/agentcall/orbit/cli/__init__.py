@@ -11,7 +11,7 @@ imports them all to show their summaries. `COMMANDS` is the single list of comma
 test resolves every entry; `ALIASES` names the same command again (not listed in the help).
 Installed without the server's dependencies (`pip install agentcall`, the SDK only), a server
 command says in one line which extra to install instead of failing on an import
-(`orbit.cli.extras`).
+(`agentcall.orbit.cli.extras`).
 """
 
 from __future__ import annotations

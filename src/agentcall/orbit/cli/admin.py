@@ -1,6 +1,6 @@
 """Operator commands: `orbit init`, `orbit queue create`, `orbit token create|revoke`. The
 database modules are imported when a command runs: the `queue` and `token` groups also hold
-client commands (`orbit.cli.inspect_commands`) that work from the base install."""
+client commands (`agentcall.orbit.cli.inspect_commands`) that work from the base install."""
 
 from __future__ import annotations
 

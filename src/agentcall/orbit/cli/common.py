@@ -68,8 +68,8 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
 def with_database(url: str, action: Callable[[Database], Coroutine[Any, Any, T]]) -> T:
     """Run `action` on the database of `url`; a database that cannot be used (unparsable URL,
     wrong password, unreachable server, missing database) is one line naming the problem and
-    exit status 1 (`orbit.cli.database`). Installed without the `orbit` extra, the command
-    says so in one line (`orbit.cli.extras`)."""
+    exit status 1 (`agentcall.orbit.cli.database`). Installed without the `orbit` extra, the command
+    says so in one line (`agentcall.orbit.cli.extras`)."""
     try:
         from agentcall.orbit.cli.database import explain, location
         from agentcall.orbit.store.db import Database

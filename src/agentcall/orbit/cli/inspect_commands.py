@@ -1,6 +1,7 @@
 """`orbit queue list` (through the API: it works from the base install) and `orbit token list`
 (operator, on the database). Each prints a readable table, or JSON with `--json`. The database
-modules are imported only when a database command runs (`orbit.cli.common.with_database`)."""
+modules are imported only when a database command runs
+(`agentcall.orbit.cli.common.with_database`)."""
 
 from __future__ import annotations
 

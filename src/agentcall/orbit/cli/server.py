@@ -146,7 +146,7 @@ def serve(config_file: Path | None, **options: Any) -> None:
         timeout_graceful_shutdown=10,
         ssl_certfile=settings.ssl_certfile,
         ssl_keyfile=settings.ssl_keyfile,
-        http=CoalescingHttpToolsProtocol,  # one write per response (orbit.api.transport)
+        http=CoalescingHttpToolsProtocol,  # one write per response (agentcall.orbit.api.transport)
         ws_max_size=1_048_576,  # a worker frame is at most 1 MiB (worker-protocol.md §2)
     )
     if settings.workers == 1:
@@ -157,7 +157,7 @@ def serve(config_file: Path | None, **options: Any) -> None:
             sys.exit(1)
         return
     sock.close()  # uvicorn binds it again, once, and shares it with its processes
-    export(settings)  # each process builds its app from these (orbit.assembly.server)
+    export(settings)  # each process builds its app from these (agentcall.orbit.assembly.server)
     factory = "agentcall.orbit.assembly.server:from_environment"
     uvicorn.run(factory, factory=True, workers=settings.workers, **uvicorn_options)
 

@@ -1,8 +1,8 @@
 """`orbit tasks retry|resolve|batch|wait` (docs/orbit/task-control.md): the task control
 operations of the SDK on the command line, and `show` (the same command as `get`).
-They join the `tasks` group of `orbit.cli.tasks`; `orbit.cli.COMMANDS` points `tasks` (and its
-alias `task`) here so that the group is complete when it is used. Only HTTP: these commands
-work from the base install."""
+They join the `tasks` group of `agentcall.orbit.cli.tasks`; `agentcall.orbit.cli.COMMANDS` points
+`tasks` (and its alias `task`) here so that the group is complete when it is used. Only HTTP: these
+commands work from the base install."""
 
 from __future__ import annotations
 

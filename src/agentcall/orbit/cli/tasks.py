@@ -1,5 +1,5 @@
 """`orbit tasks submit|get|list|cancel`: the SDK on the command line (ORBIT_URL, ORBIT_TOKEN);
-retry, resolve and batch are added by `orbit.cli.task_control`."""
+retry, resolve and batch are added by `agentcall.orbit.cli.task_control`."""
 
 from __future__ import annotations
 

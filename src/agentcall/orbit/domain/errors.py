@@ -1,5 +1,5 @@
 """The one exception tree of Orbit. Every class maps to exactly one wire error in
-`orbit.api.errors.ERROR_TABLE`, looked up along the class hierarchy.
+`agentcall.orbit.api.errors.ERROR_TABLE`, looked up along the class hierarchy.
 
     OrbitError                      base; never raised itself
     ├── InvalidArgument             400 INVALID_ARGUMENT   fix the named field, time, cursor or key

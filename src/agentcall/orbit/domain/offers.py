@@ -7,7 +7,7 @@ nothing) publishes an *offer* row for one slot of it; a submit on another proces
 local connection takes leases the task to that slot inside its own transaction, and the
 offering process only delivers the lease. An offer names the connection's namespace, queues
 and handlers: a task may take it only if all three match (the rest of eligibility, "ready
-now", is the task's own: `orbit.domain.leasing.is_eligible`).
+now", is the task's own: `agentcall.orbit.domain.leasing.is_eligible`).
 
 The belief keeps a submit from paying a query when nobody offers: a process looks for offers
 on a queue only while another process said, within `BELIEF_S`, that it offers on it (the

@@ -11,7 +11,7 @@ Datagrams, in ASCII (ids are 32 hex characters); anything else is ignored by the
 
 - `orbit.hint.1 <queue_id> ...`: these queues got ready work here (look);
 - `orbit.offer.1 <queue_id> ...`: an idle connection here offers a slot on these queues
-  (remote eager dispatch, `orbit.domain.offers`: a submit elsewhere may lease to it);
+  (remote eager dispatch, `agentcall.orbit.domain.offers`: a submit elsewhere may lease to it);
 - `orbit.claim.1 <offer_id> <task_id>`: your offer was claimed for this task (deliver it)."""
 
 from __future__ import annotations

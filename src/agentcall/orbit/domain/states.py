@@ -36,7 +36,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     # a human decides (tasks:review): re-run, or settle the outcome
     _S.NEEDS_REVIEW: frozenset({_S.WAITING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
     # terminal: only an operator's manual retry (tasks:review) reopens a FAILED task, see
-    # orbit.domain.review.decide_retry (docs/orbit/task-control.md §2)
+    # agentcall.orbit.domain.review.decide_retry (docs/orbit/task-control.md §2)
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),
     _S.CANCELLED: frozenset(),

@@ -4,7 +4,7 @@
 order, numbers as `JsonNumber`). It rejects, with the path of the offending element:
 invalid UTF-8, a byte-order mark, NaN/Infinity, duplicate object keys, lone surrogates (also
 written as `\\ud800` escapes), nesting deeper than `MAX_DEPTH` (the top-level value is depth 1)
-and numbers outside the exact-number rules of `orbit.domain.numbers`.
+and numbers outside the exact-number rules of `agentcall.orbit.domain.numbers`.
 
 One pass in the common case: the decoder checks each non-integer number as it reads it, and
 the tree is walked afterwards only when the text could hold a problem the decoder does not

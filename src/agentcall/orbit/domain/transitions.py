@@ -4,8 +4,8 @@ A transition item (`LeaseWrite`, `StartWrite`, `EndWrite`) says what moves: whic
 task, from the state they were read in, to what (immutable named tuples: one is built per
 message on the hot path, at a tuple's cost). The builders below turn one item into the
 column values of its rows (attempt, task, event); the store's one batched writer per
-transition kind (`orbit.store.transactions`) applies them for a whole batch at once, and the
-in-memory twin applies the same values to its records. Nothing here reads a clock: `now` is
+transition kind (`agentcall.orbit.store.transactions`) applies them for a whole batch at once, and
+the in-memory twin applies the same values to its records. Nothing here reads a clock: `now` is
 the database time of the caller's transaction."""
 
 from __future__ import annotations
@@ -313,7 +313,8 @@ _OPERATOR_EVENT_KIND = {
 
 def operator_task_row(move: OperatorMove, done: Task, now: datetime) -> Row:
     """The task's values after an operator's `move` to `done`, besides its revision (the
-    decisions of `orbit.domain.cancel` and `orbit.domain.review` checked the move)."""
+    decisions of `agentcall.orbit.domain.cancel` and `agentcall.orbit.domain.review` checked the
+    move)."""
     if move is OperatorMove.RETRY:
         return {
             "state": done.state.value,

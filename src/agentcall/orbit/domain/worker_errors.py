@@ -1,5 +1,5 @@
 """Errors of the worker protocol, each answered by one `ack` error code (worker-protocol.md
-§3.11). They extend Orbit's one exception tree (`orbit.domain.errors.OrbitError`):
+§3.11). They extend Orbit's one exception tree (`agentcall.orbit.domain.errors.OrbitError`):
 
     OrbitError
     └── ProtocolError                 base; `code` is the ack error code

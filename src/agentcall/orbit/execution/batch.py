@@ -1,12 +1,12 @@
 """Application-level group commit of the execution steps (worker-protocol.md §5 "Batching"):
 steps submitted together run in one write transaction with one database time, through the
-store's one group-commit primitive (`orbit.store.group_commit`). A step makes all its checks
-before its writes and answers protocol refusals as data (an error ack), never by raising. If
+store's one group-commit primitive (`agentcall.orbit.store.group_commit`). A step makes all its
+checks before its writes and answers protocol refusals as data (an error ack), never by raising. If
 a step raises, the batch rolls back and each step runs again alone, so one bad step never
 takes the others down; the failing step's caller gets the exception.
 
 On SQLite there is one lane (the single-writer path); on MySQL/MariaDB a few lanes overlap
-their commits on connections kept between batches (`orbit.store.db.KeptWriter`)."""
+their commits on connections kept between batches (`agentcall.orbit.store.db.KeptWriter`)."""
 
 from __future__ import annotations
 

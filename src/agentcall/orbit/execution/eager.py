@@ -3,21 +3,22 @@ of this process can take at once is leased in its own submit transaction, so tha
 worker gets it without a lease round (notify, lease transaction, durable commit) in between.
 Temporal's eager activity dispatch makes the same trade for the same reason.
 
-Which connection, and whether at all, is `orbit.domain.dispatch.eager_seat` (an idle
+Which connection, and whether at all, is `agentcall.orbit.domain.dispatch.eager_seat` (an idle
 connection with a free slot, queue and handler served, no older ready work pending in the
 queue; one task per connection and transaction) plus the lease eligibility of
-`orbit.domain.leasing` (ready now, within its deadlines, attempts left). The submit group
-(`orbit.store.submit_group`) asks `claim(tasks, now)` inside its transaction, writes what the
-claims add (the tasks as LEASED revision 2, their attempts, the LEASED events: the same rows
+`agentcall.orbit.domain.leasing` (ready now, within its deadlines, attempts left). The submit group
+(`agentcall.orbit.store.submit_group`) asks `claim(tasks, now)` inside its transaction, writes what
+the claims add (the tasks as LEASED revision 2, their attempts, the LEASED events: the same rows
 a lease round writes), and after the commit calls `deliver()`; if the transaction fails it
 calls `release()`, which frees the reserved slots. A slot is reserved in this process at
 claim time, so a dispatch round running meanwhile cannot hand it out twice.
 
 A connection whose only free slot is offered to the other server processes (remote eager
-dispatch, `orbit.execution.offers`) still counts as idle here: `settle(conn)` takes the offer
-back in the same transaction, and if another process claimed it first the task is not leased
+dispatch, `agentcall.orbit.execution.offers`) still counts as idle here: `settle(conn)` takes the
+offer back in the same transaction, and if another process claimed it first the task is not leased
 here (it waits, and a round or the next submit finds it). Tasks that no connection here takes
-may go to another process's offered slot (`orbit.execution.remote_eager`), in `settle` too.
+may go to another process's offered slot (`agentcall.orbit.execution.remote_eager`), in `settle`
+too.
 
 The submit's receipt is still its acceptance snapshot (WAITING, revision 1: O-SUB-1); the task
 itself is LEASED by the time the receipt is sent."""

@@ -37,8 +37,8 @@ T = TypeVar("T")
 
 class Hub:
     """`relay(queue_ids)` tells the other server processes which queues got ready work here
-    (`orbit.execution.peers`); `offers`, where several processes share the database, offers
-    idle links' slots to them (`orbit.execution.offers`)."""
+    (`agentcall.orbit.execution.peers`); `offers`, where several processes share the database,
+    offers idle links' slots to them (`agentcall.orbit.execution.offers`)."""
 
     def __init__(
         self,
@@ -209,8 +209,8 @@ class Hub:
         return hinted
 
     async def dispatch_round(self, hinted: Hinted = EVERY) -> bool:
-        """Ask each link with free slots on its candidate queues (`orbit.domain.dispatch`);
-        True when some link should be asked again at once."""
+        """Ask each link with free slots on its candidate queues
+        (`agentcall.orbit.domain.dispatch`); True when some link should be asked again at once."""
         offers = {link: link.offer() for link in self.links.values()}
         plans: list[tuple[Link, str, int]] = []
         for link, offer in sorted(offers.items(), key=lambda pair: -pair[1].free):

@@ -214,8 +214,8 @@ class LeaseAsk:
     handlers: frozenset[HandlerKey]
     queue_id: str
     size: int
-    # the offer that holds the connection's only free slot (`orbit.execution.offers`): taken
-    # back in this transaction if a task is found; if another process claimed it first, this
+    # the offer that holds the connection's only free slot (`agentcall.orbit.execution.offers`):
+    # taken back in this transaction if a task is found; if another process claimed it first, this
     # ask leases nothing
     offer_id: str | None = None
 

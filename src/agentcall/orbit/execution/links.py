@@ -1,6 +1,6 @@
 """One open worker connection as the hub sees it (`Link`), the slot of an idle one offered to
 the other server processes (`StandingOffer`), and what the hub asks of the offering side
-(`Offering`, implemented by `orbit.execution.offers.OfferDesk`)."""
+(`Offering`, implemented by `agentcall.orbit.execution.offers.OfferDesk`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
 @dataclass(slots=True)
 class StandingOffer:
     """One slot of an idle link offered to the other server processes (remote eager dispatch,
-    `orbit.execution.offers`): `attempt_id` is reserved in the link's `in_flight` while it
+    `agentcall.orbit.execution.offers`): `attempt_id` is reserved in the link's `in_flight` while it
     stands, so nothing here hands the slot out twice. `busy`: being published, withdrawn or
     used by a round; only then may it change hands."""
 
@@ -46,7 +46,7 @@ class Link:
     open: bool = True
     connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     seen_at: datetime = field(default_factory=lambda: datetime.now(UTC))  # last heartbeat
-    # the queues that may still hold work for this link (`orbit.domain.dispatch`): all of
+    # the queues that may still hold work for this link (`agentcall.orbit.domain.dispatch`): all of
     # them until a round asked; a freed slot runs a round only while this is not empty
     pending: frozenset[str] = field(init=False)
     offered: StandingOffer | None = None  # its slot offered to the other processes
@@ -90,7 +90,7 @@ class Link:
 
 
 class Offering(Protocol):
-    """Remote eager dispatch's offering side (`orbit.execution.offers.OfferDesk`): the hub
+    """Remote eager dispatch's offering side (`agentcall.orbit.execution.offers.OfferDesk`): the hub
     tells it when a link is idle with nothing to lease, takes an offered slot back for its own
     rounds through it, and delivers the leases other processes' submits claimed."""
 

@@ -1,7 +1,7 @@
 """What the execution side reports as it runs, for metrics and for waiters: a lease granted
 (how long the task waited for it), an attempt ended (its handler, outcome, error code and
 duration), a task changed state. `ExecutionObserver` does nothing; the server's observer
-(`orbit.api.observability`) turns each call into an O(1) metric update or a wake-up."""
+(`agentcall.orbit.api.observability`) turns each call into an O(1) metric update or a wake-up."""
 
 from __future__ import annotations
 

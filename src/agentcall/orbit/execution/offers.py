@@ -1,5 +1,5 @@
 """Remote eager dispatch, the offering side (docs/orbit/scaling.md "Remote eager dispatch",
-`orbit.domain.offers`): this process offers one slot of each idle worker connection to the
+`agentcall.orbit.domain.offers`): this process offers one slot of each idle worker connection to the
 other server processes, so that a submit there leases its task to that slot inside its own
 transaction and this process only delivers the lease: no lease transaction and no second
 durable commit on the way from a submit on A to an idle worker on B.

@@ -1,8 +1,8 @@
-"""Cross-process wake-ups (docs/orbit/scaling.md, orbit.domain.peers): this process's
+"""Cross-process wake-ups (docs/orbit/scaling.md, agentcall.orbit.domain.peers): this process's
 registration and its heartbeat, a UDP socket that hears other processes' datagrams (hints,
 offers, claims), and the sender (`HintSender`) that tells them, once per event loop turn,
 which queues got ready work here, which queues this process offers idle slots on, and which
-of their offers a submit here claimed (remote eager dispatch, `orbit.execution.offers`).
+of their offers a submit here claimed (remote eager dispatch, `agentcall.orbit.execution.offers`).
 
 A hint is an optimisation only: a lost or late one costs at most the dispatcher's periodic
 full round, which stays the safety net; a hostile datagram is ignored (and counted)."""
@@ -150,8 +150,9 @@ class PeerHints:
     """This process's registration (`server_id`) and its hint socket: `bind_host`/`bind_port`
     (0: any free port) is where datagrams are heard, `advertise_host` what the others are told
     (default: `bind_host`); `sender` sends through that socket. Each registration round also
-    runs `also` in its transaction (this process's workers, `orbit.execution.worker_directory`)
-    and repeats `offered()`, the queues this process offers idle slots on."""
+    runs `also` in its transaction (this process's workers,
+    `agentcall.orbit.execution.worker_directory`) and repeats `offered()`, the queues this process
+    offers idle slots on."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """Remote eager dispatch, the claiming side (docs/orbit/scaling.md "Remote eager dispatch",
-`orbit.domain.offers`): a submitted task that no connection of this process takes is leased,
-inside the submit's own transaction, to a slot another server process offered. The claim
+`agentcall.orbit.domain.offers`): a submitted task that no connection of this process takes is
+leased, inside the submit's own transaction, to a slot another server process offered. The claim
 writes the same rows a lease round writes (the task LEASED revision 2, its attempt held by the
 offering process's worker, the LEASED event), all at the transaction's database time, with the
 attempt id and lease token digest the offer carries (the token itself never leaves the

@@ -4,7 +4,7 @@
 variable (`SetupError`). The SDK's classes themselves (`Client`, `Worker`) take plain values
 and never read the environment.
 
-The server has its own settings (`orbit.settings`); the SDK does not import the server.
+The server has its own settings (`agentcall.orbit.settings`); the SDK does not import the server.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The one way the store runs its hot statements: `fetch` and `execute` a named query of
 `queries.sql`, `write_all` a transition's writes, `insert_all` a group's new rows. Each
-statement is written once (`orbit.store.sql`); the connector of the connection's dialect
-(`orbit.store.mysql` on the driver connection, `orbit.store.sqlite` through SQLAlchemy's)
-turns it into its driver's SQL and runs it inside the caller's transaction. Rows come back as
-named tuples, datetimes aware UTC."""
+statement is written once (`agentcall.orbit.store.sql`); the connector of the connection's dialect
+(`agentcall.orbit.store.mysql` on the driver connection, `agentcall.orbit.store.sqlite` through
+SQLAlchemy's) turns it into its driver's SQL and runs it inside the caller's transaction. Rows come
+back as named tuples, datetimes aware UTC."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ A lost connection (the server restarted, was killed, or dropped the session) is 
 again, and neither is any connection opened before it: `Database.retrying` notes the time of
 every failure that looks like a lost connection (`lost_at`), and every pool checks it when a
 connection is taken (the SQLAlchemy pools through a checkout hook, the driver connections of
-`orbit.store.driver_pool` and the kept lane connections of `KeptWriter` by their opening
+`agentcall.orbit.store.driver_pool` and the kept lane connections of `KeptWriter` by their opening
 time). So once the database is back, the first transaction gets a fresh connection instead
 of each pooled dead one failing a request in turn. A connection that sat idle for more than
 `PING_IDLE_S` is pinged before it is used (one round trip, only after a quiet second: under
@@ -127,8 +127,9 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def hot_write(self) -> AsyncIterator[HotConnection]:
-        """A write transaction for `orbit.store.connector` statements only: `write()` on
-        SQLite; on MySQL/MariaDB a dedicated driver connection (`orbit.store.driver_pool`)."""
+        """A write transaction for `agentcall.orbit.store.connector` statements only: `write()` on
+        SQLite; on MySQL/MariaDB a dedicated driver connection
+        (`agentcall.orbit.store.driver_pool`)."""
         if self._drivers is None:
             async with self.write() as conn:
                 yield conn

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from asyncmy import errors as asyncmy_errors
 
 STATEMENT_CACHE = 32
-PING_IDLE_S = 1.0  # a connection idle for longer is pinged before use (orbit.store.db)
+PING_IDLE_S = 1.0  # a connection idle for longer is pinged before use (agentcall.orbit.store.db)
 
 
 @dataclass(slots=True)

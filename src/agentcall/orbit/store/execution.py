@@ -1,9 +1,10 @@
 """The execution kernel's statements: the lease query, attempt rows locked with their task,
 the sweeper's scans, heartbeats and the writes of one transition (named queries of
-`queries.sql` and row writes, run by `orbit.store.connector`). Decisions are not made here
-(see `orbit.domain.attempts` / `orbit.domain.leasing`); every task update is conditional on
-(id, state, revision), every attempt update on (id, state). The engine calls these through
-`orbit.store.transactions.SqlAttempts` (the typed interface of `orbit.store.ports`)."""
+`queries.sql` and row writes, run by `agentcall.orbit.store.connector`). Decisions are not made here
+(see `agentcall.orbit.domain.attempts` / `agentcall.orbit.domain.leasing`); every task update is
+conditional on (id, state, revision), every attempt update on (id, state). The engine calls these
+through `agentcall.orbit.store.transactions.SqlAttempts` (the typed interface of
+`agentcall.orbit.store.ports`)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ wait, then ends. Callers arriving during a commit therefore form the next group 
 an idle process holds no task. A caller that goes away (cancelled) does not cancel its group;
 with `drop_abandoned`, an item whose caller went away before its group formed is left out.
 
-Both the submit path (`orbit.store.submit_group`) and the execution batcher
-(`orbit.execution.batch`) commit through this one primitive.
+Both the submit path (`agentcall.orbit.store.submit_group`) and the execution batcher
+(`agentcall.orbit.execution.batch`) commit through this one primitive.
 """
 
 from __future__ import annotations

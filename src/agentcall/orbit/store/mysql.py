@@ -5,8 +5,8 @@ transaction (read directly, without the greenlet hop of `get_raw_connection()`).
 SQLAlchemy's expression building, compilation and async execution layer cost several times
 the statements themselves (profiled: 0.6-0.75 ms CPU per statement against 0.1-0.2 ms on the
 driver; about 3 ms of server CPU per task through lease, start and finish). Only identifiers
-of `orbit.store.sql` and `%s` parameters reach the database. Driver errors are translated to
-SQLAlchemy's, so duplicate and transient detection (`Database.retrying`) is unchanged."""
+of `agentcall.orbit.store.sql` and `%s` parameters reach the database. Driver errors are translated
+to SQLAlchemy's, so duplicate and transient detection (`Database.retrying`) is unchanged."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ async def write_all(conn: HotConnection, writes: Sequence[Write], *, commit: boo
 async def insert_all(
     conn: HotConnection, inserts: Sequence[Write], *, one_trip: bool, commit: bool
 ) -> None:
-    """See `orbit.store.connector.insert_all`."""
+    """See `agentcall.orbit.store.connector.insert_all`."""
     inserts = [insert for insert in inserts if insert.rows]
     if not one_trip:
         for insert in inserts:

@@ -1,7 +1,7 @@
-"""`orbit_worker_offers` (orbit.domain.offers, docs/orbit/scaling.md "Remote eager dispatch"):
-the idle worker slots a server process offers to the others. The offering process inserts an
-offer, takes it back (`withdraw`: one row when nobody claimed it), reads the claims made on it
-and deletes the offers it delivered; a submit's transaction on any process locks open offers
+"""`orbit_worker_offers` (agentcall.orbit.domain.offers, docs/orbit/scaling.md "Remote eager
+dispatch"): the idle worker slots a server process offers to the others. The offering process
+inserts an offer, takes it back (`withdraw`: one row when nobody claimed it), reads the claims made
+on it and deletes the offers it delivered; a submit's transaction on any process locks open offers
 of a queue (`open_offers`, SKIP LOCKED) and claims one (`claim`). Statements are the named
 ones of `queries.sql`, run inside the caller's transaction."""
 

@@ -1,5 +1,5 @@
-"""The SQL store's `OperatorTransaction` (`orbit.store.ports`): the reads of an operator write
-on one task (cancel, retry, resolve) and its one writer, on the connection of one write
+"""The SQL store's `OperatorTransaction` (`agentcall.orbit.store.ports`): the reads of an operator
+write on one task (cancel, retry, resolve) and its one writer, on the connection of one write
 transaction of SQLite or MySQL/MariaDB.
 
 `operator_writes` turns an `OperatorWrite` into its statements in two steps, each one round

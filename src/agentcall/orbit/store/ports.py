@@ -1,13 +1,14 @@
-"""The store's typed interface: what the engine (`orbit.execution`) and the use cases
-(`orbit.usecases`) call, as Protocols over plain values. Nothing above the store sees a table,
-a column name or a statement: it names an operation (`write_ends`) and passes typed items
+"""The store's typed interface: what the engine (`agentcall.orbit.execution`) and the use cases
+(`agentcall.orbit.usecases`) call, as Protocols over plain values. Nothing above the store sees a
+table, a column name or a statement: it names an operation (`write_ends`) and passes typed items
 (`EndWrite`); the store turns them into its rows. Two stores implement it: the SQL store
-(`orbit.store.transactions`, SQLite and MySQL/MariaDB) and the in-memory twin
-(`orbit.store.memory`), which keeps the same semantics (revision and state checks, lease-token
-fencing through `orbit.domain.lease_tokens`, idempotency digests, the clock passed in).
+(`agentcall.orbit.store.transactions`, SQLite and MySQL/MariaDB) and the in-memory twin
+(`agentcall.orbit.store.memory`), which keeps the same semantics (revision and state checks,
+lease-token fencing through `agentcall.orbit.domain.lease_tokens`, idempotency digests, the clock
+passed in).
 
 The transition items (`LeaseWrite`, `StartWrite`, `EndWrite`) and `LiveAttempt` are pure
-values of `orbit.domain.transitions`, re-exported here. Every transition item carries the
+values of `agentcall.orbit.domain.transitions`, re-exported here. Every transition item carries the
 `LiveAttempt` it was decided on: the store writes it conditionally on the state read (and the
 task on its state), so a row changed since the read raises `ConcurrentChange` and the caller's
 transaction is rolled back whole.

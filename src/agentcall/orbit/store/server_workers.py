@@ -1,4 +1,4 @@
-"""`orbit_server_workers` (orbit.domain.worker_directory): each server process's connected
+"""`orbit_server_workers` (agentcall.orbit.domain.worker_directory): each server process's connected
 workers, written by the process in its registration transaction (`Servers.beat`), read by the
 others' listings, deleted with a dead process's registration."""
 

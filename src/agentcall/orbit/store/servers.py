@@ -1,9 +1,9 @@
-"""The `orbit_servers` registrations (orbit.domain.peers): each server process inserts its row at
-start, renews its heartbeat about once a second (re-inserting it if someone deleted it), reads
-the others, deletes long-dead rows, and deletes its own at a clean stop. Times are the
-database clock's. The rows of a process's connected workers (`orbit.store.server_workers`)
+"""The `orbit_servers` registrations (agentcall.orbit.domain.peers): each server process inserts its
+row at start, renews its heartbeat about once a second (re-inserting it if someone deleted it),
+reads the others, deletes long-dead rows, and deletes its own at a clean stop. Times are the
+database clock's. The rows of a process's connected workers (`agentcall.orbit.store.server_workers`)
 are written in its heartbeat's transaction and deleted with its registration, and so are the
-worker slots it offered to the others (`orbit.store.offers`)."""
+worker slots it offered to the others (`agentcall.orbit.store.offers`)."""
 
 from __future__ import annotations
 

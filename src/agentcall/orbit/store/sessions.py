@@ -1,4 +1,4 @@
-"""Console sessions (rows and queries; the rules are `orbit.domain.sessions`): a row per
+"""Console sessions (rows and queries; the rules are `agentcall.orbit.domain.sessions`): a row per
 signed-in browser, keyed by the SHA-256 of its session id, bound to a token. A dead session
 is deleted when it is read, and every sign-in deletes the sessions past their expiry."""
 

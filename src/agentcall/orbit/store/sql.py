@@ -1,6 +1,6 @@
 """The store's hot statements as data: the named queries of `queries.sql`, and the writes built
 from rows (`Insert`, `Update`: one multi-row INSERT, one CASE UPDATE for many rows). Each is
-written here once, with `:name` parameters; a connector (`orbit.store.connector`) turns it
+written here once, with `:name` parameters; a connector (`agentcall.orbit.store.connector`) turns it
 into its driver's SQL once per shape and runs it.
 
 A conditional UPDATE that matches fewer rows than it names raises `ConcurrentChange`."""

@@ -5,9 +5,9 @@ commit does for its log flushes.
 
 A group transaction: database time and the group's known keys (one SELECT on MySQL/MariaDB),
 the decisions of `group_plan`, the eager leases of the execution service if it is there
-(`handoff`, `orbit.execution.eager`), then one multi-row INSERT per table (idempotency records
-first, tasks, attempts and their events, acceptance events, audit: `connector.insert_all`, which
-sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
+(`handoff`, `agentcall.orbit.execution.eager`), then one multi-row INSERT per table (idempotency
+records first, tasks, attempts and their events, acceptance events, audit: `connector.insert_all`,
+which sends a lone submit's INSERTs and COMMIT as one round trip). Eager leases are delivered only
 after the commit, and released if the transaction fails; what they need to read or lock first
 (an offered slot taken back, another process's offer claimed: `Claims.settle`) runs in the
 transaction before those writes. If it fails (a key was taken
@@ -45,7 +45,7 @@ Alone = Callable[[PendingSubmit], Awaitable[Receipt]]
 
 
 class Claims(Protocol):
-    """Tasks of a group leased eagerly in its transaction (`orbit.execution.eager`): the
+    """Tasks of a group leased eagerly in its transaction (`agentcall.orbit.execution.eager`): the
     store asks for them, writes their leases with the group's rows and tells them the end."""
 
     @property

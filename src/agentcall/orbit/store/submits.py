@@ -1,6 +1,6 @@
-"""A submit alone in its own transaction (the single path of `orbit.usecases.submit`; a group
-of submits is `orbit.store.submit_group`). The idempotency record goes in first: a concurrent
-request with the same key then fails on it with a duplicate, and this submit replays the
+"""A submit alone in its own transaction (the single path of `agentcall.orbit.usecases.submit`; a
+group of submits is `agentcall.orbit.store.submit_group`). The idempotency record goes in first: a
+concurrent request with the same key then fails on it with a duplicate, and this submit replays the
 winner's receipt (or gets IDEMPOTENCY_CONFLICT). Validation failures roll everything back and
 store nothing (O-NOTE-6)."""
 

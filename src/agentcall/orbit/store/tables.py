@@ -210,7 +210,7 @@ task_attempt_evidence = sa.Table(
     **MYSQL_TABLE_ARGS,
 )
 
-# ---- server processes: registrations for cross-process wake-ups (orbit.domain.peers) ----
+# ---- server processes: registrations for cross-process wake-ups (agentcall.orbit.domain.peers) ---
 
 orbit_servers = sa.Table(
     "orbit_servers",
@@ -223,7 +223,7 @@ orbit_servers = sa.Table(
     **MYSQL_TABLE_ARGS,
 )
 
-# ---- workers connected to each server process (orbit.domain.worker_directory) ----------
+# ---- workers connected to each server process (agentcall.orbit.domain.worker_directory) ----------
 
 orbit_server_workers = sa.Table(
     "orbit_server_workers",
@@ -248,7 +248,7 @@ orbit_server_workers = sa.Table(
     **MYSQL_TABLE_ARGS,
 )
 
-# ---- idle worker slots offered to the other server processes (orbit.domain.offers) ------
+# ---- idle worker slots offered to the other server processes (agentcall.orbit.domain.offers) -----
 
 orbit_worker_offers = sa.Table(
     "orbit_worker_offers",
@@ -277,7 +277,7 @@ orbit_worker_offers = sa.Table(
     **MYSQL_TABLE_ARGS,
 )
 
-# ---- console sign-ins (orbit.store.sessions): a session id's digest, bound to a token ----
+# ---- console sign-ins (agentcall.orbit.store.sessions): a session id's digest, bound to a token --
 
 console_sessions = sa.Table(
     "console_sessions",

@@ -1,7 +1,7 @@
-"""The SQL store's `TaskStore` (`orbit.store.ports`) on SQLite or MySQL/MariaDB: each operation
-its own transaction (a submit by group commit when `groups` is given), retried on transient
-failures; `transaction()` is one write transaction for the engine's `AttemptTransaction`,
-`operator_write` one for an `OperatorTransaction` (`orbit.store.operator_writes`)."""
+"""The SQL store's `TaskStore` (`agentcall.orbit.store.ports`) on SQLite or MySQL/MariaDB: each
+operation its own transaction (a submit by group commit when `groups` is given), retried on
+transient failures; `transaction()` is one write transaction for the engine's `AttemptTransaction`,
+`operator_write` one for an `OperatorTransaction` (`agentcall.orbit.store.operator_writes`)."""
 
 from __future__ import annotations
 

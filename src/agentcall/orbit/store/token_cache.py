@@ -1,7 +1,7 @@
 """A short-lived in-process cache of token records, keyed by the secret's SHA-256.
 
-Every request still decides with `orbit.domain.tokens.authenticate` against the current time,
-so expiry takes effect at its instant; only the record (permissions, scopes, revocation) may
+Every request still decides with `agentcall.orbit.domain.tokens.authenticate` against the current
+time, so expiry takes effect at its instant; only the record (permissions, scopes, revocation) may
 be up to `ttl_s` old: a revocation or a new queue scope reaches a running server within that
 time (the server's `token_cache_ms`, default 1000; 0 turns the cache off). Unknown secrets are
 never cached (a new token works at once), and the cache holds at most `max_entries` records.

@@ -1,11 +1,11 @@
-"""The SQL store's `AttemptTransaction` (`orbit.store.ports`): the engine's operations inside
-one transaction of SQLite or MySQL/MariaDB, on the caller's connection.
+"""The SQL store's `AttemptTransaction` (`agentcall.orbit.store.ports`): the engine's operations
+inside one transaction of SQLite or MySQL/MariaDB, on the caller's connection.
 
 One batched writer per transition kind: `write_leases`, `write_starts`, `write_ends`, each one
 multi-row UPDATE per (attempt state, task state) read and one multi-row INSERT of events for
 the whole batch, sent as one round trip on MySQL/MariaDB (`connector.write_all`). The rows come
-from the pure builders of `orbit.domain.transitions`. Every UPDATE is conditional on the state
-its rows were read in (locked by that read), so it matches every row it names or raises
+from the pure builders of `agentcall.orbit.domain.transitions`. Every UPDATE is conditional on the
+state its rows were read in (locked by that read), so it matches every row it names or raises
 `ConcurrentChange`."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A worker's `result` and `evidence` (worker-protocol.md §3.4): the attempt ends and its task
-moves as `orbit.domain.attempts.decide_end` says, batched with the other results of the
-moment (`orbit.execution.kernel.FINISH`); evidence is recorded on the running attempt."""
+moves as `agentcall.orbit.domain.attempts.decide_end` says, batched with the other results of the
+moment (`agentcall.orbit.execution.kernel.FINISH`); evidence is recorded on the running attempt."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """One transaction per API operation (O-SUB-4): the read and submit use cases the HTTP layer,
-the console and the worker socket call (submit itself: `orbit.usecases.submit`). Cancel, retry
-and resolve (writes on one task) are `orbit.usecases.cancel`, `.retry` and `.resolve`."""
+the console and the worker socket call (submit itself: `agentcall.orbit.usecases.submit`). Cancel,
+retry and resolve (writes on one task) are `agentcall.orbit.usecases.cancel`, `.retry` and
+`.resolve`."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ class Page:
 
 class Operations:
     """The use cases of the HTTP API on tasks: authenticate a token, submit (`Submits`,
-    `orbit.usecases.submit`), get and list. `token_cache`: see `orbit.store.token_cache`; the
-    other arguments are the submit's (`Submits`)."""
+    `agentcall.orbit.usecases.submit`), get and list. `token_cache`: see
+    `agentcall.orbit.store.token_cache`; the other arguments are the submit's (`Submits`)."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """A worker hands an attempt back (`release`, worker-protocol.md §3.6): at shutdown or for a
 handler it cannot run; the task is requeued, or ends as its recovery safety and attempt budget
-say (`orbit.domain.attempts.decide_end`)."""
+say (`agentcall.orbit.domain.attempts.decide_end`)."""
 
 from __future__ import annotations
 

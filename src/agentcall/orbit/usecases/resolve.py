@@ -1,7 +1,7 @@
 """POST /v1/tasks/{id}:resolve (docs/orbit/task-control.md §2): one transaction with the
 idempotency record, the conditional task update (revision + 1), the RESOLVED event and the
-audit row (`orbit.usecases.task_writes`). A resolution's evidence is recorded on the task's
-last attempt under keys prefixed `operator.`, next to what the worker recorded, so that the
+audit row (`agentcall.orbit.usecases.task_writes`). A resolution's evidence is recorded on the
+task's last attempt under keys prefixed `operator.`, next to what the worker recorded, so that the
 attempt history shows both (the audit row names the operator's token)."""
 
 from __future__ import annotations

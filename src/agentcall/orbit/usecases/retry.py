@@ -1,6 +1,6 @@
 """POST /v1/tasks/{id}:retry (docs/orbit/task-control.md §2): one transaction with the
 idempotency record, the conditional task update (revision + 1), the RETRIED event and the audit
-row (`orbit.usecases.task_writes`)."""
+row (`agentcall.orbit.usecases.task_writes`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A worker's `started` (worker-protocol.md §3.3): the attempt and its task LEASED → RUNNING,
 batched with the other starts of the moment (one locking read, one UPDATE each, one INSERT of
-events per batch: `orbit.execution.kernel.START`)."""
+events per batch: `agentcall.orbit.execution.kernel.START`)."""
 
 from __future__ import annotations
 

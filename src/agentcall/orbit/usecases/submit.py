@@ -1,5 +1,5 @@
-"""Submit (O-SUB-1, O-SUB-4): one task, by group commit (`orbit.store.submit_group`: submits
-arriving together share one transaction) or alone in its own transaction.
+"""Submit (O-SUB-1, O-SUB-4): one task, by group commit (`agentcall.orbit.store.submit_group`:
+submits arriving together share one transaction) or alone in its own transaction.
 
 The idempotency record goes in first: a concurrent request with the same key then waits on
 that key and fails with a duplicate, after which it replays the winner's receipt (or gets
@@ -23,8 +23,8 @@ from agentcall.orbit.store.submits import submit_alone
 
 
 class Submits:
-    """`group_commit`: submits share transactions (`orbit.store.submit_group`); otherwise each
-    submit is its own transaction; `submit_lanes` groups commit at once (MySQL/MariaDB).
+    """`group_commit`: submits share transactions (`agentcall.orbit.store.submit_group`); otherwise
+    each submit is its own transaction; `submit_lanes` groups commit at once (MySQL/MariaDB).
     `on_accepted(queue_id)` is called once a submit committed a new task that was not leased
     in its own transaction (the engine's dispatcher wakes for that queue); `handoff` leases
     accepted tasks inside a submit group's transaction (eager dispatch)."""

@@ -1,6 +1,6 @@
 """`Client` (blocking) and `AsyncClient` (asyncio) over httpx. Both build requests and read
-responses with `orbit.sdk.client._calls`; only the transport call differs. Writes are never
-retried by the SDK: on `TransportError` or `UnavailableError` resend with the same key."""
+responses with `agentcall.orbit.sdk.client._calls`; only the transport call differs. Writes are
+never retried by the SDK: on `TransportError` or `UnavailableError` resend with the same key."""
 
 from __future__ import annotations
 

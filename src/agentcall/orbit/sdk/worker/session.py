@@ -34,8 +34,8 @@ class SessionEnded(Exception):
 
 
 class Host(Protocol):
-    """What a session needs of its worker (`orbit.sdk.worker.runtime.Worker`): the hello it
-    sends, the outbox its messages go through, and where server messages are delivered."""
+    """What a session needs of its worker (`agentcall.orbit.sdk.worker.runtime.Worker`): the hello
+    it sends, the outbox its messages go through, and where server messages are delivered."""
 
     @property
     def outbox(self) -> Outbox: ...

@@ -1,4 +1,4 @@
-"""Alembic environment: always run by `orbit.store.migrate` with a live connection."""
+"""Alembic environment: always run by `agentcall.orbit.store.migrate` with a live connection."""
 
 from __future__ import annotations
 

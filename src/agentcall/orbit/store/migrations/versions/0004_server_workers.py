@@ -1,6 +1,6 @@
 """Workers connected to each server process: one row per worker connection, written by its
 server process's registration round, so that any process lists the namespace's workers of all
-processes (orbit.domain.worker_directory).
+processes (agentcall.orbit.domain.worker_directory).
 
 Revision ID: 0004
 Revises: 0003

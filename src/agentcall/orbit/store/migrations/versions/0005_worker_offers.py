@@ -1,5 +1,5 @@
 """Idle worker slots offered to the other server processes (remote eager dispatch,
-orbit.domain.offers): one row per offered slot, claimed by a submit's transaction on any
+agentcall.orbit.domain.offers): one row per offered slot, claimed by a submit's transaction on any
 process, delivered and deleted by the offering process.
 
 Revision ID: 0005

@@ -1,5 +1,5 @@
-"""Console sessions (orbit.store.sessions): the SHA-256 of a random session id, bound to the
-token the operator signed in with, with its last use and its absolute expiry. The browser
+"""Console sessions (agentcall.orbit.store.sessions): the SHA-256 of a random session id, bound to
+the token the operator signed in with, with its last use and its absolute expiry. The browser
 holds the session id only; the API token never leaves the server after sign-in.
 
 Revision ID: 0006
