@@ -45,7 +45,8 @@ D_ENV = {
 
 def base_install(argv: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("ORBIT_", "CELL_"))}
-    environ |= {"PYTHONPATH": str(ROOT)} | env
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    environ |= {"PYTHONPATH": path} | env
     return subprocess.run(
         [sys.executable, "-m", "tests.support.without_extras", *argv],
         cwd=cwd,
