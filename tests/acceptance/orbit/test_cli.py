@@ -55,6 +55,8 @@ def test_tasks_commands_need_url_and_token() -> None:
 
 
 def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:
+    """An existing SQLite file without Orbit's tables (a missing file has its own refusal)."""
+    (tmp_path / "fresh.db").touch()
     url = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
     done = subprocess.run(
         [
