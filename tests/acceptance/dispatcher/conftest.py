@@ -11,31 +11,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario
+from tests.support.cell_scripts import busy_talk_script
 from tests.support.services import amqp_url
 
 # Callees ending in 9 are busy, in 8 answer and talk briefly, everyone else does not answer.
-SCRIPT = {
-    "version": 1,
-    "rules": [
-        {
-            "name": "busy",
-            "match": {"glob": "*9"},
-            "outcome": "busy",
-            "ring_ms": 50,
-            "recording": False,
-        },
-        {
-            "name": "talk",
-            "match": {"glob": "*8"},
-            "outcome": "answered",
-            "ring_ms": 50,
-            "turns": ["Hello?", "Not interested."],
-            "recording": False,
-        },
-    ],
-    "default": {"outcome": "no_answer", "ring_ms": 1000, "recording": False},
-    "time_scale": 0.1,
-}
+SCRIPT = busy_talk_script(["Hello?", "Not interested."], no_answer_ring_ms=1000)
 
 
 def _broker_up() -> bool:

@@ -19,34 +19,14 @@ import pytest
 from agentcall.dispatcher.readiness import BROKER, CELL, DISCOVERY, SIP
 from tests.acceptance.dispatcher.harness import Scenario
 from tests.support import metric_names
+from tests.support.cell_scripts import busy_talk_script
 from tests.support.services import amqp_url
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 
-SCRIPT = {  # for own_cell: callees ending in 8 answer, in 9 are busy, others do not answer
-    "version": 1,
-    "rules": [
-        {
-            "name": "busy",
-            "match": {"glob": "*9"},
-            "outcome": "busy",
-            "ring_ms": 50,
-            "recording": False,
-        },
-        {
-            "name": "talk",
-            "match": {"glob": "*8"},
-            "outcome": "answered",
-            "ring_ms": 50,
-            "turns": ["Hello?"],
-            "recording": False,
-        },
-    ],
-    "default": {"outcome": "no_answer", "ring_ms": 300, "recording": False},
-    "time_scale": 0.1,
-}
+SCRIPT = busy_talk_script(["Hello?"], no_answer_ring_ms=300)  # the `own_cell` fixture reads it
 
 
 @pytest.fixture
