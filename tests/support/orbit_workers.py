@@ -10,18 +10,45 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.support.orbit_server import Tenant
+from agentcall.orbit.store.db import Database
+from tests.support.orbit_server import Tenant, execution_server
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 APP = "examples.orbit_workers:registry"
+
+
+# The fixtures of a worker suite with its own server: the module defines `exec_db_url` (its
+# database, migrated) and binds these names to them.
+@pytest.fixture(scope="module")
+def exec_url(exec_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Orbit execution server of this module, on `exec_db_url`."""
+    log = tmp_path_factory.mktemp("orbit-workers-server") / "server.log"
+    with execution_server(exec_db_url, log) as url:
+        yield url
+
+
+@pytest.fixture
+async def tenant(exec_db_url: str, exec_url: str) -> AsyncIterator[Tenant]:
+    """A fresh tenant, its token and queue, on the module's server."""
+    db = Database.open(exec_db_url, pool_size=2)
+    yield await Tenant.create(db, exec_url)
+    await db.close()
+
+
+@pytest.fixture
+async def http(exec_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the module's server."""
+    async with httpx.AsyncClient(base_url=exec_url, timeout=30) as client:
+        yield client
 
 
 class WorkerProcess:

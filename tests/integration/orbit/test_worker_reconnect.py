@@ -5,47 +5,34 @@ submitted while the worker is away is served after it reconnects)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from agentcall.orbit.store.db import Database
+from tests.support import orbit_workers
 from tests.support.orbit_databases import fresh_url
-from tests.support.orbit_server import Tenant, execution_server
-from tests.support.orbit_workers import WorkerProcess, submit, wait_state, workers
+from tests.support.orbit_server import Tenant
+from tests.support.orbit_workers import (
+    WorkerProcess,
+    submit,
+    wait_state,
+    workers,
+)
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 TERMINAL = {"SUCCEEDED", "FAILED", "NEEDS_REVIEW", "CANCELLED"}
+# The server of this module on its `exec_db_url` (below), a tenant and an HTTP client of it.
+exec_url, tenant, http = orbit_workers.exec_url, orbit_workers.tenant, orbit_workers.http
 
 
 @pytest.fixture(scope="module")
 def exec_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with fresh_url("sqlite", tmp_path_factory.mktemp("orbit-reconnect"), migrated=True) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def exec_url(exec_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("orbit-reconnect-server") / "server.log"
-    with execution_server(exec_db_url, log) as url:
-        yield url
-
-
-@pytest.fixture
-async def tenant(exec_db_url: str, exec_url: str) -> AsyncIterator[Tenant]:
-    db = Database.open(exec_db_url, pool_size=2)
-    yield await Tenant.create(db, exec_url)
-    await db.close()
-
-
-@pytest.fixture
-async def http(exec_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=exec_url, timeout=30) as client:
-        yield client
 
 
 @pytest.fixture
