@@ -73,40 +73,47 @@ def _service(script: Script, config: CellConfig, halt: Halt) -> CellService:
     return CellService(config, driver_, providers, on_state_lost=halt)
 
 
+def _http_option(
+    name: str, kind: click.FloatRange | click.IntRange, default: float, help_: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """One bound of the HTTP edge: `--http-<name>`, read from CELL_HTTP_<NAME> too."""
+    return click.option(
+        f"--http-{name}",
+        type=kind,
+        default=default,
+        show_default=True,
+        envvar="CELL_HTTP_" + name.upper().replace("-", "_"),
+        help=help_,
+    )
+
+
 def _http_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The bounds of the HTTP edge (agentcall.cell.server.edge), CELL_HTTP_*."""
+    seconds = click.FloatRange(min=0.01, max=3600.0)
     options = [
-        click.option(
-            "--http-header-timeout-s",
-            type=click.FloatRange(min=0.01, max=3600.0),
-            default=DEFAULT_LIMITS.header_timeout_s,
-            show_default=True,
-            envvar="CELL_HTTP_HEADER_TIMEOUT_S",
-            help="A request line and headers must arrive within this (else 408, closed).",
+        _http_option(
+            "header-timeout-s",
+            seconds,
+            DEFAULT_LIMITS.header_timeout_s,
+            "A request line and headers must arrive within this (else 408, closed).",
         ),
-        click.option(
-            "--http-body-timeout-s",
-            type=click.FloatRange(min=0.01, max=3600.0),
-            default=DEFAULT_LIMITS.body_timeout_s,
-            show_default=True,
-            envvar="CELL_HTTP_BODY_TIMEOUT_S",
-            help="A request body must arrive within this after its headers (else closed).",
+        _http_option(
+            "body-timeout-s",
+            seconds,
+            DEFAULT_LIMITS.body_timeout_s,
+            "A request body must arrive within this after its headers (else closed).",
         ),
-        click.option(
-            "--http-keep-alive-s",
-            type=click.FloatRange(min=0.01, max=3600.0),
-            default=DEFAULT_LIMITS.keep_alive_s,
-            show_default=True,
-            envvar="CELL_HTTP_KEEP_ALIVE_S",
-            help="An idle keep-alive connection is closed after this.",
+        _http_option(
+            "keep-alive-s",
+            seconds,
+            DEFAULT_LIMITS.keep_alive_s,
+            "An idle keep-alive connection is closed after this.",
         ),
-        click.option(
-            "--http-max-connections",
-            type=click.IntRange(1, 100_000),
-            default=DEFAULT_LIMITS.max_connections,
-            show_default=True,
-            envvar="CELL_HTTP_MAX_CONNECTIONS",
-            help="Open connections at most (HTTP and WebSocket); one more is answered 503.",
+        _http_option(
+            "max-connections",
+            click.IntRange(1, 100_000),
+            DEFAULT_LIMITS.max_connections,
+            "Open connections at most (HTTP and WebSocket); one more is answered 503.",
         ),
     ]
     for option in reversed(options):
