@@ -116,6 +116,15 @@ def families(text: str) -> list[Family]:
     return list(text_string_to_metric_families(text))
 
 
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition: (name, sorted labels) to its value."""
+    return {
+        (x.name, tuple(sorted(x.labels.items()))): x.value
+        for f in families(text)
+        for x in f.samples
+    }
+
+
 def violations(text: str, prefixes: tuple[str, ...]) -> list[str]:
     """``family: rule: what is wrong`` for every rule a family breaks, and every family
     declared twice."""

@@ -21,14 +21,6 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq]
 SCRIPT = busy_talk_script(["Hello?"], no_answer_ring_ms=300)  # the `own_cell` fixture reads it
 
 
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (x.name, tuple(sorted(x.labels.items()))): x.value
-        for f in metric_names.families(text)
-        for x in f.samples
-    }
-
-
 @pytest.mark.timeout(90)
 def test_calls_are_counted_per_task_and_the_dashboard_reads_real_names(scene: Scenario) -> None:
     s = scene
@@ -43,11 +35,15 @@ def test_calls_are_counted_per_task_and_the_dashboard_reads_real_names(scene: Sc
 
     def counted() -> str | None:
         text = httpx.get(url, timeout=5).text
-        calls = [v for (n, _), v in samples(text).items() if n == "dispatcher_task_calls_total"]
+        calls = [
+            v
+            for (n, _), v in metric_names.samples(text).items()
+            if n == "dispatcher_task_calls_total"
+        ]
         return text if sum(calls) >= 3 else None
 
     text = wait_for(counted, 10, "three confirmed call.results counted by task")
-    found = samples(text)
+    found = metric_names.samples(text)
     by_task: dict[Any, float] = {
         dict(labels)["outcome"]: v
         for (n, labels), v in found.items()

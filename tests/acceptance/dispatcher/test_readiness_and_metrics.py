@@ -95,14 +95,6 @@ def test_readyz_names_each_cause_and_healthz_stays_200(scene: Scenario, proxy: T
     assert s.proc is not None and s.proc.alive
 
 
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (x.name, tuple(sorted(x.labels.items()))): x.value
-        for f in metric_names.families(text)
-        for x in f.samples
-    }
-
-
 @pytest.mark.timeout(90)
 def test_every_metric_of_the_d_and_the_cell_follows_the_naming_rules(scenario: Scenario) -> None:
     s = scenario
@@ -115,7 +107,7 @@ def test_every_metric_of_the_d_and_the_cell_follows_the_naming_rules(scenario: S
     s.wait_results(3, event_type="call.result")
 
     def counted() -> dict[Any, float] | None:
-        found = samples(get(s, "/metrics").text)
+        found = metric_names.samples(get(s, "/metrics").text)
         return (
             found
             if sum(v for (n, _), v in found.items() if n == "dispatcher_calls_total") >= 3

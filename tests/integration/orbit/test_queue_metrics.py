@@ -57,14 +57,6 @@ async def submit(
     ok(response, 201)
 
 
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for f in metric_names.families(text)
-        for s in f.samples
-    }
-
-
 async def test_oldest_ready_age_counts_from_available_at_by_queue_name(
     own_tenant: Tenant, own_server: str
 ) -> None:
@@ -84,7 +76,7 @@ async def test_oldest_ready_age_counts_from_available_at_by_queue_name(
         await asyncio.sleep(2.1)  # past the counts' cache
         text = (await http.get("/metrics")).text
     ns = (await tenant.db.retrying(lambda: _namespace(tenant))) or ""
-    got = samples(text)
+    got = metric_names.samples(text)
 
     def value(name: str, queue: str, **labels: str) -> float:
         key = tuple(sorted({"namespace": ns, "queue": queue, **labels}.items()))
