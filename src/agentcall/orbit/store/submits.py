@@ -6,13 +6,9 @@ store nothing (O-NOTE-6)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-import sqlalchemy as sa
-
 from agentcall.orbit.domain.canonical import Digest
-from agentcall.orbit.domain.errors import InvalidArgument, Unavailable
-from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
+from agentcall.orbit.domain.errors import InvalidArgument
+from agentcall.orbit.domain.idempotency import StoredReceipt, check_replay
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
@@ -49,25 +45,7 @@ async def submit_alone(db: Database, item: PendingSubmit) -> Receipt:
             await journal.append_audit(conn, principal, SUBMIT, task, request_id, now)
         return Receipt(201, False, receipt.receipt_text)
 
-    return await _with_replay(db, once, scope, digest)
-
-
-async def _with_replay(
-    db: Database, once: Callable[[], Awaitable[Receipt]], scope: Scope, digest: Digest
-) -> Receipt:
-    async def attempt() -> Receipt:
-        try:
-            return await once()
-        except sa.exc.IntegrityError as exc:
-            if not db.is_duplicate(exc):
-                raise
-        async with db.read() as conn:  # a concurrent request won the key
-            stored = await idempotency.find(conn, scope)
-        if stored is None:
-            raise Unavailable("concurrent request on the same key; retry with the same key")
-        return _replay(stored, digest)
-
-    return await db.retrying(attempt)
+    return await idempotency.replaying(db, once, scope, lambda stored: _replay(stored, digest))
 
 
 def _replay(stored: StoredReceipt, digest: Digest) -> Receipt:
