@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,22 @@ def log_events(s: Scenario) -> list[dict[str, Any]]:
     return events
 
 
+def resend_until_answered(
+    s: Scenario, task: str, sent: list[str], unanswered: Iterable[str], timeout: float
+) -> dict[str, set[str]]:
+    """The SaaS resends each `unanswered` command (the ids of `sent`, one a callee of CALLEES in
+    order); wait until every command has a call result, and return them by command id."""
+    callee_of = dict(zip(sent, CALLEES, strict=True))
+    for command_id in unanswered:
+        s.raw(task, execute_body(s.d, task, callee_of[command_id], command_id=command_id))
+
+    def every_command_answered() -> dict[str, set[str]] | None:
+        found = call_results_by_command(s)
+        return found if len(found) >= len(CALLEES) else None
+
+    return wait_for(every_command_answered, timeout, "a call result for every command")
+
+
 def test_a_deleted_state_file_loses_no_result_and_dials_nothing_twice(scene: Scenario) -> None:
     s = scene
     s.sip(allowed_targets=CALLEES, max_concurrent_calls=1000)  # trunk room for all
@@ -109,15 +126,7 @@ def test_a_deleted_state_file_loses_no_result_and_dials_nothing_twice(scene: Sce
     # Told: the rescued copy goes back, the D starts on it.
     s.init_state(s.env(), "--restore", str(rescued[-1]))
     s.start()
-    callee_of = dict(zip(first + second, CALLEES, strict=True))
-    for command_id in unanswered:  # the SaaS resends what it has no result for
-        s.raw(TASK, execute_body(s.d, TASK, callee_of[command_id], command_id=command_id))
-
-    def every_command_answered() -> dict[str, set[str]] | None:
-        found = call_results_by_command(s)
-        return found if len(found) >= len(CALLEES) else None
-
-    results = wait_for(every_command_answered, 40, "a call result for every command")
+    results = resend_until_answered(s, TASK, first + second, unanswered, 40)
     assert set(results) == set(first + second), "0 results lost"
     assert [c for c, events in results.items() if len(events) != 1] == [], "D-RES-1"
     assert s.republished_differently() == [], "D-MQ-4: a republish is the same event"

@@ -29,7 +29,7 @@ import pytest
 from agentcall.dispatcher.store.db import rescued_copies
 from tests.acceptance.dispatcher import test_state_file_loss as loss
 from tests.acceptance.dispatcher.broker import originate_log
-from tests.acceptance.dispatcher.harness import Scenario, execute_body
+from tests.acceptance.dispatcher.harness import Scenario
 from tests.acceptance.dispatcher.test_state_file_loss import (
     CALLEES,
     call_results_by_command,
@@ -67,15 +67,7 @@ def test_a_lost_state_file_without_a_rescued_copy_dials_nothing_twice(scene: Sce
 
     s.init_state(s.env())  # empty: nothing to restore
     s.start()
-    callee_of = dict(zip(first + second, CALLEES, strict=True))
-    for command_id in unanswered:  # the SaaS resends what it has no result for
-        s.raw(TASK, execute_body(s.d, TASK, callee_of[command_id], command_id=command_id))
-
-    def every_command_answered() -> dict[str, set[str]] | None:
-        found = call_results_by_command(s)
-        return found if len(found) >= len(CALLEES) else None
-
-    results = wait_for(every_command_answered, 60, "a call result for every command")
+    results = loss.resend_until_answered(s, TASK, first + second, unanswered, 60)
     dials = Counter(e["tags"]["command_id"] for e in originate_log(s.cell.data))
     assert [c for c, n in dials.items() if n > 1] == [], "0 second dials (D-CMD-1)"
     assert set(dials) == set(first + second), "every command was dialled once"
