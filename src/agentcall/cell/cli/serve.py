@@ -74,15 +74,17 @@ def _service(script: Script, config: CellConfig, halt: Halt) -> CellService:
 
 
 def _http_option(
-    name: str, kind: click.FloatRange | click.IntRange, default: float, help_: str
+    envvar: str, kind: click.FloatRange | click.IntRange, default: float, help_: str
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """One bound of the HTTP edge: `--http-<name>`, read from CELL_HTTP_<NAME> too."""
+    """One bound of the HTTP edge, read from `envvar` (CELL_HTTP_<NAME>, named whole so that
+    a search finds it) or `--http-<name>`."""
+    name = envvar.removeprefix("CELL_HTTP_").lower().replace("_", "-")
     return click.option(
         f"--http-{name}",
         type=kind,
         default=default,
         show_default=True,
-        envvar="CELL_HTTP_" + name.upper().replace("-", "_"),
+        envvar=envvar,
         help=help_,
     )
 
@@ -92,25 +94,25 @@ def _http_options(command: Callable[..., Any]) -> Callable[..., Any]:
     seconds = click.FloatRange(min=0.01, max=3600.0)
     options = [
         _http_option(
-            "header-timeout-s",
+            "CELL_HTTP_HEADER_TIMEOUT_S",
             seconds,
             DEFAULT_LIMITS.header_timeout_s,
             "A request line and headers must arrive within this (else 408, closed).",
         ),
         _http_option(
-            "body-timeout-s",
+            "CELL_HTTP_BODY_TIMEOUT_S",
             seconds,
             DEFAULT_LIMITS.body_timeout_s,
             "A request body must arrive within this after its headers (else closed).",
         ),
         _http_option(
-            "keep-alive-s",
+            "CELL_HTTP_KEEP_ALIVE_S",
             seconds,
             DEFAULT_LIMITS.keep_alive_s,
             "An idle keep-alive connection is closed after this.",
         ),
         _http_option(
-            "max-connections",
+            "CELL_HTTP_MAX_CONNECTIONS",
             click.IntRange(1, 100_000),
             DEFAULT_LIMITS.max_connections,
             "Open connections at most (HTTP and WebSocket); one more is answered 503.",
