@@ -256,14 +256,15 @@ def test_257_tasks_with_7_stopped_refuse_the_page_visibly_d_note_5(scenario: Sce
 
     def refused() -> dict[str, Any] | None:
         # One /status read while the refusal is current: once the SaaS retires the seven
-        # stopped tasks the page fits (D-NOTE-5 counts tasks not yet retired) and admission
-        # opens, so a second read could already see that.
+        # stopped tasks (the D sees them `removed`) the page fits (D-NOTE-5 counts tasks not
+        # yet retired) and admission opens, so a later read could already see that.
         status = s.status()
         disc = status["discovery"]
         counted = disc.get("rejected_by_reason", {}).get("queue_limit_exceeded")
-        return status if counted and not disc["caught_up"] else None
+        retired = any(t["status"] == "removed" for t in status["tasks"])
+        return status if counted and not disc["caught_up"] and not retired else None
 
-    status = wait_for(refused, 30, "the page refused")
+    status = wait_for(refused, 30, "the page refused", step=0.01)  # the window is short
     assert "queue_limit_exceeded" in (status["discovery"]["last_error"] or "")
     assert not status["admission"]["open"]
     assert "discovery" in status["admission"]["why_closed"]
