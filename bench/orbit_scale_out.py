@@ -38,7 +38,7 @@ from agentcall.orbit.domain.tokens import ALL_PERMISSIONS  # noqa: E402
 from agentcall.orbit.store.admin import Admin  # noqa: E402
 from agentcall.orbit.store.db import Database  # noqa: E402
 from agentcall.orbit.store.migrate import upgrade  # noqa: E402
-from bench.orbit_submit import DEFAULT_URL, bench_database, free_port  # noqa: E402
+from bench.orbit_submit import DEFAULT_URL, bench_database, free_port, serve_command  # noqa: E402
 from bench.orbit_workers import (  # noqa: E402
     REPO,
     Figures,
@@ -140,21 +140,7 @@ class Fleet:
         self.ports = [free_port() for _ in range(servers)]
         self.servers = [
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "agentcall.orbit",
-                    "serve",
-                    "--database",
-                    url,
-                    "--port",
-                    str(port),
-                    "--no-access-log",
-                    "--log-format",
-                    "json",
-                    "--pool-size",
-                    str(pool),
-                ],
+                serve_command(url, port, pool),
                 stdout=(tmp / f"serve-{port}.log").open("wb"),
                 stderr=subprocess.STDOUT,
                 cwd=REPO,

@@ -432,26 +432,19 @@ async def prepare(url: str) -> tuple[str, str, str, str]:
     return made.namespace_id, made.queue_id, made.token_id, made.token
 
 
+def serve_command(url: str, port: int, pool_size: int, workers: int = 1) -> list[str]:
+    """`orbit serve` as every Orbit bench starts it: JSON logs, no access lines."""
+    return [
+        *(sys.executable, "-m", "agentcall.orbit", "serve", "--database", url),
+        *("--port", str(port), "--no-access-log", "--log-format", "json"),
+        *("--pool-size", str(pool_size), "--workers", str(workers)),
+    ]
+
+
 def start_server(
     url: str, port: int, log: Path, pool_size: int, workers: int
 ) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "agentcall.orbit",
-        "serve",
-        "--database",
-        url,
-        "--port",
-        str(port),
-        "--no-access-log",
-        "--log-format",
-        "json",
-        "--pool-size",
-        str(pool_size),
-        "--workers",
-        str(workers),
-    ]
+    command = serve_command(url, port, pool_size, workers)
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

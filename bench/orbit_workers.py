@@ -52,7 +52,13 @@ from agentcall.orbit.store.migrate import upgrade  # noqa: E402
 from agentcall.orbit.store.tables import task_attempts, tasks  # noqa: E402
 from bench.console_viewer import console_open  # noqa: E402
 from bench.idle_floor import idle_floor, quantile  # noqa: E402
-from bench.orbit_submit import DEFAULT_URL, Connection, bench_database, free_port  # noqa: E402
+from bench.orbit_submit import (  # noqa: E402
+    DEFAULT_URL,
+    Connection,
+    bench_database,
+    free_port,
+    serve_command,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,23 +91,7 @@ def start_processes(
 ) -> tuple[str, list[subprocess.Popen[bytes]]]:
     port = free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "agentcall.orbit",
-            "serve",
-            "--database",
-            url,
-            "--port",
-            str(port),
-            "--no-access-log",
-            "--log-format",
-            "json",
-            "--pool-size",
-            str(args.submitters + 8),
-            "--workers",
-            str(args.server_processes),
-        ],
+        serve_command(url, port, args.submitters + 8, args.server_processes),
         stdout=(tmp / "serve.log").open("wb"),
         stderr=subprocess.STDOUT,
         cwd=REPO,
