@@ -82,6 +82,22 @@ def test_public_surface_is_guarded() -> None:
             "QueueInfo",
             "WorkerInfo",
             "SETTLED_STATES",  # inspection and waiting
+            "AsyncSchedules",
+            "Backfill",
+            "CreateScheduleRequest",
+            "FIRING_OUTCOMES",
+            "Firing",
+            "OVERLAP_POLICIES",
+            "SCHEDULE_STATES",
+            "Schedule",
+            "SchedulePage",
+            "ScheduleReceipt",
+            "ScheduleSpec",
+            "Schedules",
+            "TaskTemplate",
+            "TriggerReceipt",
+            "UNCHANGED",
+            "UpdateScheduleRequest",  # schedules
         ]
     )
     for name in sdk.__all__:

@@ -50,6 +50,23 @@ from agentcall.orbit.sdk.client.models import (
     TaskReceipt,
     TaskSummary,
 )
+from agentcall.orbit.sdk.client.schedules import AsyncSchedules, Schedules
+from agentcall.orbit.sdk.client.schedules_models import (
+    FIRING_OUTCOMES,
+    OVERLAP_POLICIES,
+    SCHEDULE_STATES,
+    UNCHANGED,
+    Backfill,
+    CreateScheduleRequest,
+    Firing,
+    Schedule,
+    SchedulePage,
+    ScheduleReceipt,
+    ScheduleSpec,
+    TaskTemplate,
+    TriggerReceipt,
+    UpdateScheduleRequest,
+)
 
 __all__ = [
     "APIError",
@@ -89,4 +106,21 @@ __all__ = [
     "UnavailableError",
     "UnsupportedMediaTypeError",
     "WorkerInfo",
+    # schedules (docs/orbit/schedules.md)
+    "AsyncSchedules",
+    "Backfill",
+    "CreateScheduleRequest",
+    "FIRING_OUTCOMES",
+    "Firing",
+    "OVERLAP_POLICIES",
+    "SCHEDULE_STATES",
+    "Schedule",
+    "SchedulePage",
+    "ScheduleReceipt",
+    "ScheduleSpec",
+    "Schedules",
+    "TaskTemplate",
+    "TriggerReceipt",
+    "UNCHANGED",
+    "UpdateScheduleRequest",
 ]

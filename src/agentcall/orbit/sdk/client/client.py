@@ -26,6 +26,7 @@ from agentcall.orbit.sdk.client.models import (
     TaskReceipt,
     TaskSummary,
 )
+from agentcall.orbit.sdk.client.schedules import AsyncSchedules, Schedules
 
 T = TypeVar("T")
 Item_co = TypeVar("Item_co", covariant=True)
@@ -101,6 +102,7 @@ class Client:
         self._http = httpx.Client(
             base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport
         )
+        self.schedules = Schedules(self._send)  # docs/orbit/schedules.md
 
     def _send(self, call: _calls.Call[T]) -> T:
         try:
@@ -206,6 +208,7 @@ class AsyncClient:
             transport=transport,
             limits=limits or httpx.Limits(max_connections=100),
         )
+        self.schedules = AsyncSchedules(self._send)  # docs/orbit/schedules.md
 
     async def _send(self, call: _calls.Call[T]) -> T:
         try:
