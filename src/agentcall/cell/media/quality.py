@@ -10,13 +10,16 @@ contract's ``call.result`` is not changed by it.
   than 60 ms behind) and the worst lag (ms);
 - ``reply_latency_ms``: per agent reply, from the end of the callee's speech to the
   first packet of the reply on the wire; ``reply_latency_p50_ms``/``_max_ms``;
+- ``voice_stages_ms``: per agent reply, where that time went (VAD end of turn, ASR final,
+  LLM first token, TTS first audio, first RTP packet: :mod:`agentcall.cell.media.stages`);
+  ``greeting_ms``: the opening line's ``first_audio`` and ``first_packet`` after the answer;
 - ``answering_machine`` (AMD verdict and why, when detection is on) and ``dtmf`` (the
   keys pressed, in order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcall.cell.media.session import MediaReport
@@ -62,6 +65,8 @@ def call_quality(
     vad: str,
     amd: dict[str, str] | None,
     dtmf: Sequence[str],
+    voice_stages_ms: Sequence[Mapping[str, int]] = (),
+    greeting_ms: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The summary of an answered call (``media`` None: the media never started)."""
     p50 = percentile(reply_latency_ms, 0.5)
@@ -71,6 +76,8 @@ def call_quality(
         "reply_latency_ms": list(reply_latency_ms),
         "reply_latency_p50_ms": p50,
         "reply_latency_max_ms": max(reply_latency_ms) if reply_latency_ms else None,
+        "voice_stages_ms": [dict(stages) for stages in voice_stages_ms],
+        "greeting_ms": dict(greeting_ms) if greeting_ms is not None else None,
         "vad": vad,
         "answering_machine": amd,
         "dtmf": list(dtmf),

@@ -139,9 +139,11 @@ class Speaker:
     clock: Callable[[], float] = time.monotonic
     dropped_chunks: int = 0
     timings: list[ReplyTiming] = field(default_factory=list)
+    greeting: ReplyTiming | None = None  # the opening line, timed from the answer
     _chunks: deque[deque[bytes]] = field(default_factory=deque)
     _owed: ReplyTiming | None = None
     _owed_chunk: deque[bytes] | None = None
+    _owed_greeting: bool = False
 
     # -- the media clock's side --------------------------------------------------------
     def next_frame(self) -> bytes | None:
@@ -151,7 +153,10 @@ class Speaker:
             return None
         if self._owed is not None and self._owed_chunk is self._chunks[0]:
             self._owed.first_packet = self.clock()  # the reply's first frame goes out now
-            self.timings.append(self._owed)
+            if self._owed_greeting:
+                self.greeting = self._owed
+            else:
+                self.timings.append(self._owed)
             self._owed, self._owed_chunk = None, None
         return self._chunks[0].popleft()
 
@@ -167,9 +172,10 @@ class Speaker:
         self._chunks.clear()
         self._owed, self._owed_chunk = None, None
 
-    def owe(self, timing: ReplyTiming) -> None:
-        """A reply to the utterance of ``timing`` is on its way: time its first packet."""
-        self._owed, self._owed_chunk = timing, None
+    def owe(self, timing: ReplyTiming, *, greeting: bool = False) -> None:
+        """A reply to the utterance of ``timing`` is on its way: time its first packet.
+        ``greeting``: the opening line, whose ``speech_end`` is the answer's time."""
+        self._owed, self._owed_chunk, self._owed_greeting = timing, None, greeting
 
     # -- producing speech ----------------------------------------------------------------
     @property

@@ -1,22 +1,22 @@
 """The voice agent on a live call: hears 20 ms frames, speaks synthesised sentences.
 
-It is the :class:`~agentcall.cell.media.session.CallAudio` of a SIP call. Each frame is
-read by :class:`~agentcall.cell.media.hearing.Hearing` (VAD, in-band DTMF, beep, AMD);
-utterances found by :func:`agentcall.cell.media.turns.listen` go to the ASR; in
-``full_ai`` the transcript goes to the LLM, whose reply is streamed into sentence-by-
-sentence synthesis (:mod:`agentcall.cell.media.speaker`). ``conversation.*`` is
-honoured: opening line, barge-in (``allow_interrupt``: the queue is emptied and the
-reply being written is cancelled, LLM stream and TTS included), ``silence_timeout_ms``,
-``max_turns``, ``max_pending_audio_chunks``; ``asr_only`` only listens.
+It is the :class:`~agentcall.cell.media.session.CallAudio` of a SIP call. Each frame is read
+by :class:`~agentcall.cell.media.hearing.Hearing` (VAD, in-band DTMF, beep, AMD); utterances
+found by :func:`agentcall.cell.media.turns.listen` go to the ASR; in ``full_ai`` the
+transcript goes to the LLM, whose reply is streamed into sentence-by-sentence synthesis
+(:mod:`agentcall.cell.media.speaker`). ``conversation.*`` is honoured: opening line,
+barge-in (``allow_interrupt``: the queue is emptied and the reply being written is
+cancelled, LLM stream and TTS included), ``silence_timeout_ms``, ``max_turns``,
+``max_pending_audio_chunks``; ``asr_only`` only listens.
 
-Key presses (RFC 4733 through :meth:`VoiceAgent.on_dtmf`, in-band tones through the
-hearing) become transcript entries ``DTMF <key>``; the cell's opt-out digits end the
-call like an opt-out phrase. With answering-machine detection on, the opening line
-waits for the verdict: a person hears it; a machine is hung up on, or gets the
-opening line after its beep (reason ``answering_machine``). With ``asr.interim`` and
-a streaming ASR, interim hypotheses go to ``AgentSink.interim`` (and barge in); only
-the final result becomes a transcript turn.
-"""
+Key presses (RFC 4733 through :meth:`VoiceAgent.on_dtmf`, in-band tones through the hearing)
+become transcript entries ``DTMF <key>``; the cell's opt-out digits end the call like an
+opt-out phrase. With answering-machine detection on, the opening line waits for the verdict:
+a person hears it; a machine is hung up on, or gets it after its beep (reason
+``answering_machine``). With ``asr.interim`` and a streaming ASR, interim hypotheses go to
+``AgentSink.interim`` (and barge in); only the final result becomes a transcript turn. Each
+reply is timed stage by stage (:mod:`agentcall.cell.media.stages`), the greeting from the
+answer."""
 
 from __future__ import annotations
 
@@ -102,6 +102,7 @@ class VoiceAgent:
     _waiting_for_beep_since: int | None = None
     _rtp_key_ms: int = -RTP_KEY_HOLD_MS
     _opted_out: bool = False
+    _answered_t: float = 0.0
 
     def __post_init__(self) -> None:
         self.hearing = Hearing(self.vad, self.options)
@@ -185,6 +186,7 @@ class VoiceAgent:
             self._replies_from_ms = self.now_ms
             if self._opening_due:
                 self._opening_due = False
+                self.speaker.owe(ReplyTiming(self._answered_t), greeting=True)
                 self._spawn(self._say(self.config.conversation.opening or ""))
             return
         self.answering_machine = True
@@ -269,11 +271,13 @@ class VoiceAgent:
 
     # -- lifecycle ----------------------------------------------------------------
     def start(self) -> None:
+        self._answered_t = self.clock()
         opening = self.config.conversation.opening
         if self.config.mode is AgentMode.FULL_AI and opening:
             if self.hearing.detecting_machines:
                 self._opening_due = True  # a person hears it once the verdict is in
             else:
+                self.speaker.owe(ReplyTiming(self._answered_t), greeting=True)  # timed from here
                 self._spawn(self._say(opening))
 
     async def aclose(self, grace_s: float = 2.0) -> None:
@@ -304,8 +308,7 @@ class VoiceAgent:
             self.sink.finish(reason)
 
     def _turn(self, role: Role, text: str, start: int, end: int) -> None:
-        self._turn_no += 1
-        n = self._turn_no
+        n = self._turn_no = self._turn_no + 1
         self.sink.transcript(Turn(f"turn-{n}", f"segment-{n}", role, text, start, end))
 
     # -- the conversation -------------------------------------------------------------
@@ -389,8 +392,7 @@ class VoiceAgent:
             self._turn(Role.AGENT, text, start, start + self.speaker.queued_ms())
 
     async def _say_then_finish(self, text: str | None, reason: str) -> None:
-        if text:
-            await self._say(text)
+        await self._say(text or "")
         waited = 0
         while self.speaking and waited < DRAIN_LIMIT_MS:
             await asyncio.sleep(FRAME_MS / 1000)

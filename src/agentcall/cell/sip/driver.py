@@ -21,6 +21,7 @@ from agentcall.cell.calls.driver import CallControl
 from agentcall.cell.calls.record import Ending
 from agentcall.cell.domain.errors import SipError
 from agentcall.cell.domain.model import EndCause, Outcome, ReasonCode
+from agentcall.cell.media import stages
 from agentcall.cell.media.hearing import VoiceOptions, amd_for_call
 from agentcall.cell.media.quality import call_quality
 from agentcall.cell.media.session import MediaClock
@@ -90,7 +91,15 @@ def quality_of(report: CallReport, agent: VoiceAgent) -> dict[str, Any] | None:
         verdict = agent.hearing.amd
         amd = {"verdict": verdict.verdict.value, "why": verdict.why, "action": agent.options.amd}
     latencies = [t.reply_ms for t in agent.reply_timings if t.reply_ms is not None]
-    return call_quality(report.media, latencies, vad=agent.vad.name, amd=amd, dtmf=agent.digits)
+    return call_quality(
+        report.media,
+        latencies,
+        vad=agent.vad.name,
+        amd=amd,
+        dtmf=agent.digits,
+        voice_stages_ms=stages.replies_stage_ms(agent.reply_timings),
+        greeting_ms=stages.greeting_ms(agent.speaker.greeting),
+    )
 
 
 class SipDriver:

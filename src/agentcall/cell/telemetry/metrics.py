@@ -1,7 +1,10 @@
 """Prometheus metrics of one cell process (own registry, served on /metrics).
 
 Voice and call-quality figures are observed once per answered SIP call, when it
-ends, from the ``quality`` summary of its record (:meth:`CellMetrics.observe_quality`).
+ends, from the ``quality`` summary of its record (:meth:`CellMetrics.observe_quality`):
+``cell_voice_stage_seconds{stage}`` holds each reply's stages (the five of
+:data:`agentcall.cell.media.stages.STAGES`, a bounded label) and
+``cell_greeting_latency_seconds`` the answer to the opening line's first packet.
 """
 
 from __future__ import annotations
@@ -18,6 +21,15 @@ LOSS_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 JITTER_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5)
 COUNT_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 500)
 LAG_BUCKETS = (0.01, 0.02, 0.04, 0.06, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 2.0, 5.0)
+# agentcall.cell.media.stages.STAGES (telemetry sits below media; a unit test keeps them one)
+VOICE_STAGES = (
+    "vad_end_of_turn",
+    "asr_final",
+    "llm_first_token",
+    "tts_first_audio",
+    "first_rtp_packet",
+)
 
 HANDLED: dict[str, int] = {}
 """Failures caught, logged and survived, by place (``cell_handled_errors_total{where}``)."""
@@ -58,6 +70,25 @@ class CellMetrics:
         )
         r.register(_Handled())
         self._media_histograms(r)
+        self._voice_histograms(r)
+
+    def _voice_histograms(self, r: CollectorRegistry) -> None:
+        self.voice_stage = Histogram(
+            "cell_voice_stage_seconds",
+            "Each stage of an agent reply: VAD end of turn, ASR final, LLM first token, "
+            "TTS first audio, first RTP packet (they add up to cell_reply_latency_seconds)",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        for stage in VOICE_STAGES:  # every stage's series from the start
+            self.voice_stage.labels(stage)
+        self.greeting_latency = Histogram(
+            "cell_greeting_latency_seconds",
+            "Answer to the first packet of the opening line on the wire",
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
 
     def _media_histograms(self, r: CollectorRegistry) -> None:
         self.reply_latency = Histogram(
@@ -116,6 +147,7 @@ class CellMetrics:
             return
         for ms in quality.get("reply_latency_ms") or ():
             self.reply_latency.observe(ms / 1000)
+        self._observe_stages(quality)
         rtp, clock = quality.get("rtp"), quality.get("clock")
         if rtp:
             self.rtp_loss.observe(rtp["loss_ratio"])
@@ -130,6 +162,15 @@ class CellMetrics:
             self.machines.labels(amd["verdict"]).inc()
         if quality.get("dtmf"):
             self.dtmf.inc(len(quality["dtmf"]))
+
+    def _observe_stages(self, quality: Mapping[str, Any]) -> None:
+        for stages in quality.get("voice_stages_ms") or ():
+            for stage in VOICE_STAGES:
+                if stage in stages:
+                    self.voice_stage.labels(stage).observe(stages[stage] / 1000)
+        greeting = quality.get("greeting_ms") or {}
+        if "first_packet" in greeting:
+            self.greeting_latency.observe(greeting["first_packet"] / 1000)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
