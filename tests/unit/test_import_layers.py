@@ -44,7 +44,8 @@ The Mock SaaS, each layer importing only the layers below it:
     → errors, metrics          (the shared base)
 
 Orbit: `cli → api → usecases → execution → store → domain`, with `protocol` (the worker wire
-format) beside `domain`, and the SDKs depending only on `protocol` and `domain`.
+format) beside `domain`, and the SDKs depending only on `protocol` and `domain`; `telemetry`
+(OpenTelemetry tracing, off unless enabled) over `domain`, used by the server and the SDK.
 
 No service has an import cycle between modules or between packages.
 """
@@ -147,18 +148,29 @@ ORBIT: Table = {
     "__main__": {"cli"},
     "domain": set(),
     "protocol": {"domain"},
+    # OpenTelemetry tracing (off unless enabled): the server's spans and the SDK's handler span
+    "telemetry": {"domain"},
     "store": {"domain"},
-    "execution": {"store", "domain", "protocol"},
+    "execution": {"store", "domain", "protocol", "telemetry"},
     # the operations the API, the console, the CLI and the worker socket call
-    "usecases": {"execution", "store", "domain", "protocol"},
+    "usecases": {"execution", "store", "domain", "protocol", "telemetry"},
     # the HTTP and WebSocket edges: through the use cases and the engine, never the store
-    "api": {"console", "usecases", "execution", "domain", "protocol"},
+    "api": {"console", "usecases", "execution", "domain", "protocol", "telemetry"},
     # the console at /ui: an HTTP edge beside the API, reading through execution's
     # inspection and the use cases, acting through the use cases
     "console": {"usecases", "execution", "domain"},
     # the one place the server is built: settings -> store -> engine -> use cases -> app
-    "assembly": {"api", "console", "usecases", "execution", "store", "domain", "settings"},
-    "sdk": {"protocol", "domain"},
+    "assembly": {
+        "api",
+        "console",
+        "usecases",
+        "execution",
+        "store",
+        "domain",
+        "settings",
+        "telemetry",
+    },
+    "sdk": {"protocol", "domain", "telemetry"},
     # the server's ServerSettings: read from the environment where the server is assembled
     # (cli, assembly) and passed down as values, so only those two parts import it
     "settings": {"domain"},

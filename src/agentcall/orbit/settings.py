@@ -52,6 +52,7 @@ ENV_ALLOWED_HOSTS = "ORBIT_ALLOWED_HOSTS"
 ENV_TRUSTED_PROXIES = "ORBIT_TRUSTED_PROXIES"
 ENV_CONSOLE_IDLE_S = "ORBIT_CONSOLE_IDLE_S"
 ENV_CONSOLE_MAX_AGE_S = "ORBIT_CONSOLE_MAX_AGE_S"
+ENV_TRACING = "ORBIT_TRACING"
 
 DEFAULT_DATABASE = "sqlite+aiosqlite:///var/orbit.db"
 DEFAULT_HOST = "127.0.0.1"
@@ -122,6 +123,7 @@ class ServerSettings:
     submit_lanes: int = DEFAULT_SUBMIT_LANES
     execution: ExecutionSettings = field(default_factory=ExecutionSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
+    tracing: bool = False  # OpenTelemetry spans over OTLP, set by OTEL_* (docs/orbit/tracing.md)
 
 
 def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
@@ -162,6 +164,7 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
             idle_s=_int(env, ENV_CONSOLE_IDLE_S, 1800, 60, 86_400),
             max_age_s=_int(env, ENV_CONSOLE_MAX_AGE_S, 43_200, 300, 2_592_000),
         ),
+        tracing=_int(env, ENV_TRACING, 0, 0, 1) == 1,
     )
 
 
@@ -195,6 +198,7 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_TRUSTED_PROXIES: ",".join(settings.console.trusted_proxies),
         ENV_CONSOLE_IDLE_S: str(settings.console.idle_s),
         ENV_CONSOLE_MAX_AGE_S: str(settings.console.max_age_s),
+        ENV_TRACING: "1" if settings.tracing else "0",
     }
 
 

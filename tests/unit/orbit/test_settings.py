@@ -71,6 +71,7 @@ def test_every_variable_is_read() -> None:
         "ORBIT_TRUSTED_PROXIES": "10.0.0.0/8,::1/128",
         "ORBIT_CONSOLE_IDLE_S": "600",
         "ORBIT_CONSOLE_MAX_AGE_S": "7200",
+        "ORBIT_TRACING": "1",
     }
     assert from_environ(env) == ServerSettings(
         database_url="sqlite+aiosqlite:///x.db",
@@ -103,6 +104,7 @@ def test_every_variable_is_read() -> None:
             idle_s=600,
             max_age_s=7200,
         ),
+        tracing=True,
     )
     assert to_environ(from_environ(env)) == env
 

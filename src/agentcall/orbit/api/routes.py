@@ -4,6 +4,8 @@ Errors are raised and mapped by `app.endpoint`."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -20,9 +22,10 @@ from agentcall.orbit.domain.idempotency import check_key
 from agentcall.orbit.domain.ids import check_id, task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.states import TaskState
-from agentcall.orbit.domain.submit import parse_submit
+from agentcall.orbit.domain.submit import SubmitRequest, parse_submit
 from agentcall.orbit.domain.task import summary_view, task_view
 from agentcall.orbit.domain.tokens import Permission, Principal, bearer_secret
+from agentcall.orbit.telemetry import spans
 from agentcall.orbit.usecases.operations import Operations, Receipt
 
 NO_PARAMS: frozenset[str] = frozenset()
@@ -63,6 +66,12 @@ async def submit_task(request: Request, ctx: Context) -> Response:
     body = await read_json_body(request)
     key = check_key(single_header(request, "idempotency-key"))
     submit = parse_submit(body)
+    if spans.on():  # tracing off: this check is all it costs (docs/orbit/tracing.md)
+        return await spans.submit(request.headers, submit, partial(_accept, ctx, principal, key))
+    return ctx.receipt(await ctx.ops.submit(principal, submit, key, ctx.request_id))
+
+
+async def _accept(ctx: Context, principal: Principal, key: str, submit: SubmitRequest) -> Response:
     return ctx.receipt(await ctx.ops.submit(principal, submit, key, ctx.request_id))
 
 

@@ -39,6 +39,7 @@ from agentcall.orbit.settings import ServerSettings, from_environ
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.token_cache import TokenCache
+from agentcall.orbit.telemetry import provider
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 from agentcall.orbit.usecases.operations import Operations
 
@@ -66,6 +67,8 @@ def create_app(
     database. `fast_submit=False` serves `POST /v1/tasks` through the router like every
     other route (the tests compare both)."""
     settings = settings or ServerSettings()
+    if settings.tracing:
+        provider.enable("orbit")
     metrics = Metrics()
     execution = ExecutionService(db, settings.execution, registry=metrics.registry)
     ops = Operations(

@@ -15,6 +15,12 @@ from datetime import datetime
 from agentcall.orbit.domain.canonical import Digest, canonical_text, digest_canonical
 from agentcall.orbit.domain.errors import InvalidArgument
 from agentcall.orbit.domain.fields import ObjectReader
+from agentcall.orbit.domain.flow_settings import (
+    DEFAULT_TASK_FLOW,
+    TASK_FIELDS,
+    TaskFlow,
+    parse_task_flow,
+)
 from agentcall.orbit.domain.ids import check_id
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.numbers import canonical_decimal
@@ -46,6 +52,7 @@ SUBMIT_FIELDS = frozenset(
         "recovery_safety",
         "retry",
     }
+    | TASK_FIELDS
 )
 RETRY_FIELDS = frozenset({"max_attempts", "attempt_timeout_ms", "initial_delay_ms", "max_delay_ms"})
 
@@ -79,6 +86,7 @@ class SubmitRequest:
     task_timeout_ms: int
     recovery_safety: RecoverySafety
     retry: RetryPolicy
+    flow: TaskFlow = DEFAULT_TASK_FLOW  # priority, concurrency and fairness keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,7 @@ def parse_submit(body: JsonValue) -> SubmitRequest:
         task_timeout_ms=task_timeout_ms,
         recovery_safety=_recovery_safety(fields),
         retry=_retry(fields.raw("retry"), task_timeout_ms),
+        flow=parse_task_flow(fields),
     )
 
 
@@ -203,6 +212,25 @@ def submit_document(request: SubmitRequest) -> dict[str, JsonValue]:
         document["available_at"] = format_time(request.available_at)
     if request.start_deadline_at is not None:
         document["start_deadline_at"] = format_time(request.start_deadline_at)
+    document.update(flow_document(request.flow))
+    return document
+
+
+def flow_document(flow: TaskFlow) -> dict[str, JsonValue]:
+    """The flow fields the digest covers: only those that differ from their defaults, so that
+    an omitted field and its default digest alike (and digests of older submits hold)."""
+    document: dict[str, JsonValue] = {}
+    if flow is DEFAULT_TASK_FLOW:
+        return document
+    default = DEFAULT_TASK_FLOW
+    if flow.priority != default.priority:
+        document["priority"] = flow.priority
+    if flow.concurrency_key is not None:
+        document["concurrency_key"] = flow.concurrency_key
+    if flow.fairness_key is not None:
+        document["fairness_key"] = flow.fairness_key
+    if flow.fairness_weight != default.fairness_weight:
+        document["fairness_weight"] = flow.fairness_weight
     return document
 
 
@@ -214,6 +242,8 @@ def submit_digest(request: SubmitRequest) -> Digest:
 
 def _canonical_submit(request: SubmitRequest) -> str:
     """`canonical_text(submit_document(request))`: the keys in code point order."""
+    if request.flow is not DEFAULT_TASK_FLOW:  # rare: the general canonical form
+        return canonical_text(submit_document(request))
     text, number, retry = _encode_str, canonical_decimal, request.retry
     parts = []
     if request.available_at is not None:

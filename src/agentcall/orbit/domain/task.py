@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from agentcall.orbit.domain.flow_settings import DEFAULT_TASK_FLOW, TaskFlow
 from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy, SubmitRequest, TaskTimes
@@ -40,6 +41,7 @@ class Task:
     error_message: str | None = None
     attempt_error_text: str | None = None  # the deciding attempt's {code,message,retryable}
     current_attempt_id: str | None = None
+    flow: TaskFlow = DEFAULT_TASK_FLOW  # priority, concurrency and fairness keys
 
 
 def new_task(
@@ -69,6 +71,7 @@ def new_task(
         completed_at=None,
         created_at=now,
         updated_at=now,
+        flow=request.flow,
     )
 
 
@@ -101,6 +104,7 @@ def task_view(task: Task) -> dict[str, JsonValue]:
         "attempt_timeout_ms": retry.attempt_timeout_ms,
     }
     view["attempt_count"] = task.attempt_count
+    _flow(view, task.flow)
     if task.result_text is not None:
         view["result"] = RawJson(task.result_text)
     if task.error_code is not None:
@@ -193,6 +197,18 @@ def _tail(view: dict[str, JsonValue], task: Task | TaskSummary) -> None:
         view["completed_at"] = format_time(task.completed_at)
     view["created_at"] = format_time(task.created_at)
     view["updated_at"] = format_time(task.updated_at)
+
+
+def _flow(view: dict[str, JsonValue], flow: TaskFlow) -> None:
+    """The flow fields when any is set (the common task's view stays the spec's, O-API-3):
+    the priority, then the keys and weight that are set."""
+    if flow is DEFAULT_TASK_FLOW:
+        return
+    view["priority"] = flow.priority
+    _optional(view, "concurrency_key", flow.concurrency_key)
+    _optional(view, "fairness_key", flow.fairness_key)
+    if flow.fairness_key is not None:
+        view["fairness_weight"] = flow.fairness_weight
 
 
 def _optional(view: dict[str, JsonValue], key: str, value: str | None) -> None:

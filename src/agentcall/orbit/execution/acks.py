@@ -11,6 +11,7 @@ from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.worker_errors import ProtocolError
 from agentcall.orbit.protocol.messages import WorkerIdentity
+from agentcall.orbit.telemetry import spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,15 @@ class Grant:
             "lease_expires_at": format_time(self.lease_expires_at),
             "attempt_deadline_at": format_time(self.attempt_deadline_at),
         }
+        if task.trace_parent is not None:  # stored only while tracing is on
+            self._trace(attempt)
         return {"type": "lease", "attempt": attempt, "task": body}
+
+    def _trace(self, attempt: dict[str, JsonValue]) -> None:
+        assert self.task.trace_parent is not None
+        sent = spans.leased(self.task.trace_parent, self.task.id, self.attempt_id, self.number)
+        if sent is not None:
+            attempt["traceparent"] = sent
 
 
 @dataclass(frozen=True, slots=True)

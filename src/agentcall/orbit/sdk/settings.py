@@ -25,6 +25,7 @@ ENV_QUEUES = "ORBIT_WORKER_QUEUES"
 ENV_CONCURRENCY = "ORBIT_WORKER_CONCURRENCY"
 ENV_GRACE_PERIOD = "ORBIT_WORKER_GRACE_PERIOD"
 ENV_LOOP = "ORBIT_WORKER_LOOP"
+ENV_TRACING = "ORBIT_WORKER_TRACING"
 
 HTTP = ("http://", "https://")
 WEBSOCKET = ("ws://", "wss://")
@@ -52,6 +53,7 @@ class WorkerSettings:
     grace_period: float = 30.0
     log_format: str = "auto"
     loop: str = "auto"
+    tracing: bool = False  # ORBIT_WORKER_TRACING=1: a span around each handler (OTLP)
 
 
 def client_settings(url: str | None, token: str | None) -> ClientSettings:
@@ -99,7 +101,16 @@ def worker_settings(
         grace_period=grace_period,
         log_format=log_format,
         loop=loop,
+        tracing=_flag(ENV_TRACING),
     )
+
+
+def _flag(name: str) -> bool:
+    """A 0/1 switch of the environment (unset or empty: 0)."""
+    text = os.environ.get(name, "").strip() or "0"
+    if text not in ("0", "1"):
+        raise SetupError(f"{name} must be 0 or 1, got {text!r}")
+    return text == "1"
 
 
 def _connection(url: str | None, token: str | None) -> tuple[str, str]:

@@ -53,7 +53,7 @@ class MemoryTransaction:
     ) -> list[Leasable]:
         offer = WorkerOffer(frozenset({queue_id}), frozenset(handlers))
         ready = [t for t in self.state.tasks.values() if is_eligible(_candidate(t), offer, now)]
-        ready.sort(key=lambda task: (task.available_at, task.id))
+        ready.sort(key=lambda task: (-task.flow.priority, task.available_at, task.id))
         return [Leasable(t, self.state.lease_counts.get(t.id, 0)) for t in ready[: max(0, limit)]]
 
     async def clocked_lease_candidates(

@@ -10,13 +10,14 @@
 SELECT {clock} AS now_at
 
 -- name: lease_candidates
--- WAITING tasks of a queue that the handlers serve and that may lease now, oldest-ready first
--- (the SQL twin of `orbit.domain.leasing.ineligibility`), locked, skipping rows others hold.
+-- WAITING tasks of a queue that the handlers serve and that may lease now, highest priority
+-- first (lease_rank = 9 - priority), then oldest-ready first (the SQL twin of
+-- `orbit.domain.leasing.ineligibility`), locked, skipping rows others hold.
 SELECT * FROM tasks
 WHERE queue_id = :queue_id AND state = :waiting AND available_at <= :now
   AND deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
-ORDER BY available_at, id LIMIT :limit{skip_locked}
+ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
 
 -- name: clocked_lease_candidates
 -- `lease_candidates` at the database clock, read in the same statement (one round trip less
@@ -25,7 +26,7 @@ SELECT {clock} AS now_at, tasks.* FROM tasks
 WHERE queue_id = :queue_id AND state = :waiting AND available_at <= {clock}
   AND deadline_at > {clock} AND (start_deadline_at IS NULL OR start_deadline_at > {clock})
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
-ORDER BY available_at, id LIMIT :limit{skip_locked}
+ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
 
 -- name: attempt_columns
 -- An attempt with the facts of its task that its transitions need (`store.execution.LiveAttempt`).

@@ -89,6 +89,8 @@ tasks = sa.Table(
     sa.Column("attempt_error", sa.Text(), nullable=True),
     sa.Column("current_attempt_id", ident(), nullable=True),
     sa.Column("lease_count", sa.Integer(), nullable=False, server_default="0"),
+    # the W3C traceparent of the submit span while tracing is on (docs/orbit/tracing.md)
+    sa.Column("trace_parent", sa.String(55), nullable=True),
     sa.Index("ix_tasks_queue_created", "queue_id", "created_at", "id"),
     sa.Index("ix_tasks_queue_state_created", "queue_id", "state", "created_at", "id"),
     # leasing: WAITING rows of a queue in readiness order; sweeper: WAITING past a deadline

@@ -11,6 +11,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.errors import NotFound
+from agentcall.orbit.domain.flow_settings import (
+    DEFAULT_PRIORITY,
+    DEFAULT_TASK_FLOW,
+    DEFAULT_WEIGHT,
+    MAX_PRIORITY,
+    TaskFlow,
+)
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 from agentcall.orbit.domain.task import Task, TaskSummary
@@ -49,6 +56,10 @@ def task_row(task: Task) -> dict[str, Any]:
         "completed_at": task.completed_at,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
+        "lease_rank": MAX_PRIORITY - task.flow.priority,
+        "concurrency_key": task.flow.concurrency_key,
+        "fairness_key": task.flow.fairness_key,
+        "fairness_weight": task.flow.fairness_weight,
     }
 
 
@@ -85,7 +96,19 @@ def row_task(row: sa.Row[Any]) -> Task:
         error_message=getattr(row, "error_message", None),
         attempt_error_text=getattr(row, "attempt_error", None),
         current_attempt_id=getattr(row, "current_attempt_id", None),
+        flow=row_flow(row),
     )
+
+
+def row_flow(row: sa.Row[Any]) -> TaskFlow:
+    """The flow fields of a task row (the shared default when none is set)."""
+    priority = MAX_PRIORITY - getattr(row, "lease_rank", MAX_PRIORITY - DEFAULT_PRIORITY)
+    concurrency_key = getattr(row, "concurrency_key", None)
+    fairness_key = getattr(row, "fairness_key", None)
+    weight = getattr(row, "fairness_weight", DEFAULT_WEIGHT)
+    if (priority, concurrency_key, fairness_key, weight) == (DEFAULT_PRIORITY, None, None, 1):
+        return DEFAULT_TASK_FLOW
+    return TaskFlow(priority, concurrency_key, fairness_key, weight)
 
 
 # statements are built once: constructing them per call costs more than executing them

@@ -11,11 +11,14 @@ from agentcall.orbit.execution.acks import Ack, Peer
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.kernel import FINISH
 from agentcall.orbit.protocol.messages import Evidence, Result
+from agentcall.orbit.telemetry import spans
 
 
 async def finish(hub: Hub, peer: Peer, result: Result) -> Ack:
     """The ack of the result (`ended` names the attempt, `wake` a queue with work again)."""
-    return await hub.batcher.submit(FINISH, (peer, result))
+    ack = await hub.batcher.submit(FINISH, (peer, result))
+    spans.finished(result.ref.attempt_id, result.outcome.value, ack.ok)
+    return ack
 
 
 async def record_evidence(hub: Hub, peer: Peer, message: Evidence) -> Ack:

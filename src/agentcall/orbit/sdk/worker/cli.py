@@ -161,4 +161,5 @@ def _config(settings: WorkerSettings) -> WorkerConfig:
         concurrency=settings.concurrency,
         name=settings.name,
         grace_period=settings.grace_period,
+        tracing=settings.tracing,
     )

@@ -62,6 +62,7 @@ class AttemptInfo:
     number: int
     lease_token: str
     attempt_deadline_at: str
+    traceparent: str | None = None  # the server's attempt span, while tracing is on
 
 
 EvidenceSink = Callable[[dict[str, Any]], None]

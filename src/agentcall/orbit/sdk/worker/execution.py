@@ -19,6 +19,7 @@ from agentcall.orbit.sdk.worker.context import (
 )
 from agentcall.orbit.sdk.worker.outcomes import from_exception, succeeded
 from agentcall.orbit.sdk.worker.registry import Registration
+from agentcall.orbit.telemetry.handler import handler_span, record_outcome
 
 
 class Phase(enum.StrEnum):
@@ -79,6 +80,7 @@ def run_from_lease(message: dict[str, Any]) -> AttemptRun:
             number=int(attempt["number"]),
             lease_token=attempt["lease_token"],
             attempt_deadline_at=attempt["attempt_deadline_at"],
+            traceparent=attempt.get("traceparent"),
         ),
         payload=task["payload"],
     )
@@ -88,6 +90,20 @@ async def invoke(
     run: AttemptRun, registration: Registration, sink: EvidenceSink, pool: Executor
 ) -> dict[str, JsonValue] | None:
     """Call the handler; return the result body, or None to hand the attempt back."""
+    attempt = run.attempt
+    if attempt.traceparent is None:  # the server does not trace this task
+        return await _call(run, registration, sink, pool)
+    with handler_span(
+        attempt.traceparent, run.task.handler, run.task.task_id, attempt.number
+    ) as span:
+        body = await _call(run, registration, sink, pool)
+        record_outcome(span, body)
+    return body
+
+
+async def _call(
+    run: AttemptRun, registration: Registration, sink: EvidenceSink, pool: Executor
+) -> dict[str, JsonValue] | None:
     context = Context(run.task, run.attempt, run.token, sink)
     try:
         if registration.is_async:

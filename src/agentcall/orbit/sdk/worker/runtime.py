@@ -32,6 +32,7 @@ from agentcall.orbit.sdk.worker.link import (
 from agentcall.orbit.sdk.worker.outcomes import invalid_result
 from agentcall.orbit.sdk.worker.registry import Registry
 from agentcall.orbit.sdk.worker.session import Session, SessionEnded
+from agentcall.orbit.telemetry import provider
 
 log = logging.getLogger("orbit.worker")
 SDK = "orbit-python/0.1.0"
@@ -52,6 +53,7 @@ class WorkerConfig:
     grace_period: float = 30.0
     cancel_wait: float = 5.0
     max_backoff: float = 10.0
+    tracing: bool = False  # a span around each handler, over OTLP (docs/orbit/tracing.md)
 
 
 class Worker:
@@ -72,6 +74,8 @@ class Worker:
     async def run(self) -> None:
         """Serve until stopped; raises WorkerStopped when the server refuses this worker."""
         self._install_signals()
+        if self.config.tracing:
+            provider.enable("orbit-worker")
         connector = asyncio.create_task(self._connect_forever(), name="orbit-worker-connect")
         closing = asyncio.create_task(self._closing.wait())
         try:
@@ -83,6 +87,8 @@ class Worker:
             closing.cancel()
             await asyncio.gather(connector, closing, return_exceptions=True)
             self._pool.shutdown(wait=False, cancel_futures=True)
+            if self.config.tracing:
+                provider.disable()  # exports the spans still queued
 
     def stop(self) -> None:
         """Begin a graceful shutdown (what SIGTERM does); a second call aborts at once."""
