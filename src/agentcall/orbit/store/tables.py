@@ -93,10 +93,45 @@ tasks = sa.Table(
     sa.Column("trace_parent", sa.String(55), nullable=True),
     sa.Index("ix_tasks_queue_created", "queue_id", "created_at", "id"),
     sa.Index("ix_tasks_queue_state_created", "queue_id", "state", "created_at", "id"),
-    # leasing: WAITING rows of a queue in readiness order; sweeper: WAITING past a deadline
-    sa.Index("ix_tasks_lease", "queue_id", "state", "available_at", "id"),
+    # flow control (docs/orbit/flow-control.md): lease_rank is 9 - priority (ascending in
+    # every index: the first row leases first); the keys are NULL unless the task set them
+    sa.Column("lease_rank", sa.SmallInteger(), nullable=False, server_default="4"),
+    sa.Column("concurrency_key", sa.String(191), nullable=True),
+    sa.Column("fairness_key", sa.String(191), nullable=True),
+    sa.Column("fairness_weight", sa.SmallInteger(), nullable=False, server_default="1"),
+    # leasing: WAITING rows of a queue in lease order (priority, then readiness); a fair
+    # queue's heads per fairness key; sweeper: WAITING past a deadline
+    sa.Index("ix_tasks_lease", "queue_id", "state", "lease_rank", "available_at", "id"),
+    sa.Index(
+        "ix_tasks_fair", "queue_id", "state", "fairness_key", "lease_rank", "available_at", "id"
+    ),
     sa.Index("ix_tasks_state_deadline", "state", "deadline_at"),
     sa.Index("ix_tasks_state_start_deadline", "state", "start_deadline_at"),
+    **MYSQL_TABLE_ARGS,
+)
+
+# ---- flow control: a queue's settings, its token buckets and fairness passes ------------
+
+queue_flow = sa.Table(
+    "queue_flow",
+    metadata,
+    sa.Column("queue_id", ident(), sa.ForeignKey("queues.id"), primary_key=True),
+    sa.Column("revision", sa.BigInteger(), nullable=False),
+    sa.Column("settings", sa.Text(), nullable=False),  # JSON (domain.flow_settings)
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    **MYSQL_TABLE_ARGS,
+)
+
+# one row per (queue, kind, key): kind "bucket" (level: milli-tokens, at: last refill) or
+# "pass" (level: the fairness key's pass); the lease transaction locks the queue_flow row first
+flow_counters = sa.Table(
+    "flow_counters",
+    metadata,
+    sa.Column("queue_id", ident(), sa.ForeignKey("queues.id"), primary_key=True),
+    sa.Column("kind", sa.String(8), primary_key=True),
+    sa.Column("flow_key", sa.String(191), primary_key=True),
+    sa.Column("level", sa.BigInteger(), nullable=False),
+    sa.Column("at", UtcDateTime(), nullable=False),
     **MYSQL_TABLE_ARGS,
 )
 
