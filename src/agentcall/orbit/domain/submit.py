@@ -86,6 +86,7 @@ class SubmitRequest:
     task_timeout_ms: int
     recovery_safety: RecoverySafety
     retry: RetryPolicy
+    trace_parent: str | None = None  # the submit span's W3C traceparent while tracing is on
     flow: TaskFlow = DEFAULT_TASK_FLOW  # priority, concurrency and fairness keys
 
 

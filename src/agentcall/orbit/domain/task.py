@@ -41,6 +41,7 @@ class Task:
     error_message: str | None = None
     attempt_error_text: str | None = None  # the deciding attempt's {code,message,retryable}
     current_attempt_id: str | None = None
+    trace_parent: str | None = None  # W3C traceparent of the submit span (tracing on)
     flow: TaskFlow = DEFAULT_TASK_FLOW  # priority, concurrency and fairness keys
 
 
@@ -71,6 +72,7 @@ def new_task(
         completed_at=None,
         created_at=now,
         updated_at=now,
+        trace_parent=request.trace_parent,
         flow=request.flow,
     )
 

@@ -56,6 +56,7 @@ def task_row(task: Task) -> dict[str, Any]:
         "completed_at": task.completed_at,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
+        "trace_parent": task.trace_parent,
         "lease_rank": MAX_PRIORITY - task.flow.priority,
         "concurrency_key": task.flow.concurrency_key,
         "fairness_key": task.flow.fairness_key,
@@ -96,6 +97,7 @@ def row_task(row: sa.Row[Any]) -> Task:
         error_message=getattr(row, "error_message", None),
         attempt_error_text=getattr(row, "attempt_error", None),
         current_attempt_id=getattr(row, "current_attempt_id", None),
+        trace_parent=getattr(row, "trace_parent", None),
         flow=row_flow(row),
     )
 
