@@ -52,7 +52,7 @@ packaging: services
 fuzz: system-packages services
 	eval "$$(scripts/services env)" && FUZZ_EXAMPLES=10000 $(BIN)/pytest -m fuzz
 
-bench: services
+bench: system-packages services
 	eval "$$(scripts/services env)" && $(BIN)/python bench/run_all.py
 
 services-stop:
