@@ -19,17 +19,18 @@ from agentcall.orbit.api.http import (
 from agentcall.orbit.domain.cursor import decode_cursor, encode_cursor
 from agentcall.orbit.domain.errors import InvalidArgument
 from agentcall.orbit.domain.idempotency import check_key
-from agentcall.orbit.domain.ids import check_id, task_id_from_path
+from agentcall.orbit.domain.ids import task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
-from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.search import FILTER_FIELDS, parse_filter
 from agentcall.orbit.domain.submit import SubmitRequest, parse_submit
 from agentcall.orbit.domain.task import summary_view, task_view
 from agentcall.orbit.domain.tokens import Permission, Principal, bearer_secret
 from agentcall.orbit.telemetry import spans
 from agentcall.orbit.usecases.operations import Operations, Receipt
+from agentcall.orbit.usecases.search import search_tasks
 
 NO_PARAMS: frozenset[str] = frozenset()
-LIST_PARAMS = frozenset({"queue_id", "state", "limit", "cursor"})
+LIST_PARAMS = FILTER_FIELDS | {"limit", "cursor"}  # the search filter (domain/search.py)
 DEFAULT_LIMIT, MAX_LIMIT = 20, 100
 
 
@@ -86,24 +87,16 @@ async def get_task(request: Request, ctx: Context) -> Response:
 async def list_tasks(request: Request, ctx: Context) -> Response:
     principal = await ctx.principal(request, Permission.READ)
     params = query(request, LIST_PARAMS)
-    queue_id = check_id(params.get("queue_id"), "queue_id")
-    state = _state(params.get("state"))
-    limit = _limit(params.get("limit"))
-    cursor = params.get("cursor")
-    after = None if cursor is None else decode_cursor(cursor, queue_id, state)
-    page = await ctx.ops.list(principal, queue_id, state, after, limit)
+    limit = _limit(params.pop("limit", None))
+    cursor = params.pop("cursor", None)
+    where = parse_filter(params)
+    filters = where.digest()
+    after = None if cursor is None else decode_cursor(cursor, where.queue_id, where.state, filters)
+    page = await search_tasks(ctx.ops.db, principal, where, after, limit)
     data: dict[str, JsonValue] = {"items": [summary_view(item) for item in page.items]}
     if page.next_position is not None:
         data["next_cursor"] = encode_cursor(page.next_position)
     return envelope(ctx.request_id, 200, data=data)
-
-
-def _state(text: str | None) -> TaskState | None:
-    if text is None:
-        return None
-    if text not in TaskState.__members__:
-        raise InvalidArgument(f"must be one of {', '.join(TaskState)}", "state")
-    return TaskState(text)
 
 
 def _limit(text: str | None) -> int:

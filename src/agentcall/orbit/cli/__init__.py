@@ -2,8 +2,8 @@
 `worker`, `idempotency`.
 
 Operator commands (`migrate`, `init`, `queue create`, `token`, `idempotency`) talk to the database
-given by `--database` / ORBIT_DATABASE_URL; the client commands (`tasks`, `queue list`,
-`worker list`) talk to the API at ORBIT_URL with ORBIT_TOKEN and need only the base install.
+given by `--database` / ORBIT_DATABASE_URL; the client commands (`tasks`, `schedules`,
+`queue list`, `worker list`) talk to the API at ORBIT_URL with ORBIT_TOKEN and need only the base install.
 
 Subcommands are imported on first use (`LazyGroup`): `orbit worker` then starts without loading
 the server, SQLAlchemy and Alembic (about 2 s less on a busy 2-core machine), while `orbit --help`
@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # the whole group
     "worker": ("agentcall.orbit.cli.workers", "worker"),  # run one, or list
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
+    "schedules": ("agentcall.orbit.cli.schedules", "schedules"),  # through the API
 }
 ALIASES = {"task": "tasks"}
 

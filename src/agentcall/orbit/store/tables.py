@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from agentcall.orbit.store import search_schema
 from agentcall.orbit.store.types import MYSQL_TABLE_ARGS, UtcDateTime, ident, long_text
 
 metadata = sa.MetaData()
@@ -107,6 +108,7 @@ tasks = sa.Table(
     ),
     sa.Index("ix_tasks_state_deadline", "state", "deadline_at"),
     sa.Index("ix_tasks_state_start_deadline", "state", "start_deadline_at"),
+    *search_schema.search_indexes(),  # agentcall.orbit.store.search_schema
     **MYSQL_TABLE_ARGS,
 )
 
@@ -328,3 +330,5 @@ console_sessions = sa.Table(
     sa.Index("ix_console_sessions_expires", "expires_at"),
     **MYSQL_TABLE_ARGS,
 )
+
+bulk_operations, bulk_operation_tasks = search_schema.bulk_tables(metadata)  # bulk operations

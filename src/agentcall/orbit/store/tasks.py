@@ -189,27 +189,32 @@ async def page(
             )
         )
     query = query.order_by(c.created_at.desc(), c.id.desc()).limit(limit)
-    rows = (await conn.execute(query)).all()
-    return [
-        TaskSummary(
-            r.id,
-            r.queue_id,
-            TaskState(r.state),
-            r.revision,
-            r.handler,
-            r.handler_version,
-            r.business_key,
-            r.available_at,
-            r.start_deadline_at,
-            r.deadline_at,
-            r.attempt_count,
-            r.cancel_requested_at,
-            r.completed_at,
-            r.created_at,
-            r.updated_at,
-        )
-        for r in rows
-    ]
+    return [summary_of(r) for r in (await conn.execute(query)).all()]
+
+
+def summary_query() -> sa.Select[Any]:
+    """The SELECT of the list's summary columns (a search adds its conditions)."""
+    return sa.select(*_SUMMARY_COLUMNS)
+
+
+def summary_of(r: sa.Row[Any]) -> TaskSummary:
+    return TaskSummary(
+        r.id,
+        r.queue_id,
+        TaskState(r.state),
+        r.revision,
+        r.handler,
+        r.handler_version,
+        r.business_key,
+        r.available_at,
+        r.start_deadline_at,
+        r.deadline_at,
+        r.attempt_count,
+        r.cancel_requested_at,
+        r.completed_at,
+        r.created_at,
+        r.updated_at,
+    )
 
 
 async def visible_task(conn: AsyncConnection, principal: Principal, task_id: str) -> Task:
