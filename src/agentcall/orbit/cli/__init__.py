@@ -3,7 +3,8 @@
 
 Operator commands (`migrate`, `init`, `queue create`, `token`, `idempotency`) talk to the database
 given by `--database` / ORBIT_DATABASE_URL; the client commands (`tasks`, `schedules`,
-`queue list`, `worker list`) talk to the API at ORBIT_URL with ORBIT_TOKEN and need only the base install.
+`queue list`, `worker list`) talk to the API at ORBIT_URL with ORBIT_TOKEN and need only the
+base install.
 
 Subcommands are imported on first use (`LazyGroup`): `orbit worker` then starts without loading
 the server, SQLAlchemy and Alembic (about 2 s less on a busy 2-core machine), while `orbit --help`
