@@ -22,6 +22,7 @@ from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.execution.batch import Batcher
 from agentcall.orbit.execution.eager import EagerDispatch
+from agentcall.orbit.execution.flow import FlowControl, Wakes
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.inspection import Inspection, settled_among
 from agentcall.orbit.execution.kernel import Kernel, KernelSettings, handlers
@@ -59,9 +60,11 @@ class ExecutionService:
         kernel_settings = KernelSettings(
             self.settings.lease_ttl_ms, self.settings.reconnect_grace_ms, JitteredBackoff()
         )
-        kernel = Kernel(kernel_settings)
-        self.batcher = Batcher(db, lanes, handlers=handlers(kernel))
         registry = registry or CollectorRegistry()
+        self.flow_wakes = Wakes()
+        self.flow = _flow_control(registry, self.flow_wakes)
+        kernel = Kernel(kernel_settings, flow=self.flow)
+        self.batcher = Batcher(db, lanes, handlers=handlers(kernel))
         metrics = _counters(registry)
         self.token_watch = TokenWatch(
             db, self.settings.worker_token_check_ms / 1000, on_ended=metrics.revoked.inc
@@ -82,6 +85,7 @@ class ExecutionService:
             relay=cross.sender.announce if cross is not None else lambda queue_ids: None,
             offers=self.offers,
         )
+        self.flow_wakes.bind(self.hub.hinted)
         directory = WorkerDirectory(db, self.hub, cross.server_id) if cross else None
         # what the inspection API, the console and /metrics read (counts cached, shared)
         self.inspection = Inspection(db, self.hub, self.waiters, directory=directory)
@@ -95,7 +99,7 @@ class ExecutionService:
         remote = cross.remote if cross is not None else None
         if self.settings.eager:
             self.handoff = EagerDispatch(
-                self.hub, self.settings.lease_ttl_ms, metrics.eager.inc, remote
+                self.hub, self.settings.lease_ttl_ms, metrics.eager.inc, remote, self.flow
             ).claim
         self.peers = cross.registration(self.hub, directory) if cross is not None else None
 
@@ -146,6 +150,19 @@ class _Counters:
     empty: Counter
     revoked: Counter
     eager: Counter
+
+
+def _flow_control(registry: CollectorRegistry, wakes: Wakes) -> FlowControl:
+    """The lease path of flow-controlled queues, counting what its limits pass over."""
+    refused = Counter(
+        "orbit_flow_leases_refused",
+        "Ready tasks of flow-controlled queues passed over by a limit, by reason",
+        ["reason"],
+        registry=registry,
+    )
+    return FlowControl(
+        wake=wakes.later, on_refused=lambda reason, n: refused.labels(reason.value).inc(n)
+    )
 
 
 def _counters(registry: CollectorRegistry) -> _Counters:

@@ -34,6 +34,7 @@ from agentcall.orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOff
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.transitions import LeaseWrite
 from agentcall.orbit.execution.acks import Grant
+from agentcall.orbit.execution.flow import FlowControl
 from agentcall.orbit.execution.hub import Hub
 from agentcall.orbit.execution.kernel import lease_write, new_grant
 from agentcall.orbit.execution.links import Link, StandingOffer
@@ -143,8 +144,10 @@ class EagerDispatch:
         lease_ttl_ms: int,
         on_delivered: Callable[[int], None] = lambda n: None,
         remote: RemoteEager | None = None,
+        flow: FlowControl | None = None,
     ) -> None:
         self.hub = hub
+        self.flow = flow  # a flow-controlled queue's tasks wait for a lease round
         self.lease_ttl_ms = lease_ttl_ms
         self.on_delivered = on_delivered
         self.remote = remote
@@ -161,6 +164,8 @@ class EagerDispatch:
         ]
         elsewhere: list[Task] = []  # no seat here: maybe an offered slot of another process
         for task in accepted:
+            if self.flow is not None and self.flow.controls(task.queue_id):
+                continue  # the limits decide in the lease transaction
             key = HandlerKey(task.handler, task.handler_version)
             index = eager_seat(seats, task.queue_id, key) if seats else None
             if index is None:

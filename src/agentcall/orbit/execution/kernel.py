@@ -37,6 +37,7 @@ from agentcall.orbit.execution.fastpath import (
     finish_many,
     start_many,
 )
+from agentcall.orbit.execution.flow import FlowControl
 from agentcall.orbit.protocol.messages import AttemptRef, Release, Result
 from agentcall.orbit.store.connector import HotConnection
 from agentcall.orbit.store.ports import AttemptTransaction, Leasable
@@ -54,9 +55,15 @@ class KernelSettings:
 
 
 class Kernel:
-    def __init__(self, settings: KernelSettings, bind: Bind = SqlAttempts) -> None:
+    """`flow`: the lease path of flow-controlled queues (None: every queue takes the fast
+    path, as in the in-memory twin)."""
+
+    def __init__(
+        self, settings: KernelSettings, bind: Bind = SqlAttempts, flow: FlowControl | None = None
+    ) -> None:
         self.settings = settings
         self.bind = bind
+        self.flow = flow
 
     # ------------------------------------------------------------------ leasing
     async def lease(
@@ -97,13 +104,12 @@ class Kernel:
             groups.setdefault((ask.queue_id, ask.handlers), []).append(index)
         taken: set[str] = set()  # overlapping handler sets must not lease a row twice
         clocked = now is None
+        conn = getattr(tx, "conn", None) if self.flow is not None else None
+        if self.flow is not None and conn is not None:
+            await self.flow.refresh(conn)
         for (queue_id, handlers), indexes in groups.items():
             total = sum(asks[i].size for i in indexes)
-            limit = total + len(taken)
-            if now is None:
-                now, found = await tx.clocked_lease_candidates(queue_id, handlers, limit)
-            else:
-                found = await tx.lease_candidates(queue_id, handlers, now, limit)
+            now, found = await self._candidates(tx, conn, now, queue_id, handlers, total, taken)
             # fewer than `total` rows now means the queue had no more for these handlers
             rows = [r for r in found if r.task.id not in taken][:total]
             taken.update(r.task.id for r in rows)
@@ -117,6 +123,27 @@ class Kernel:
         if now is not None:
             await self._write_leases(tx, now, asks, grants, commit=clocked)
         return grants
+
+    async def _candidates(
+        self,
+        tx: AttemptTransaction,
+        conn: HotConnection | None,
+        now: datetime | None,
+        queue_id: str,
+        handlers: frozenset[HandlerKey],
+        total: int,
+        taken: set[str],
+    ) -> tuple[datetime | None, list[Leasable]]:
+        """The rows to lease from one queue: chosen under its flow settings when it has
+        some (`agentcall.orbit.execution.flow`), else the fast path's first rows."""
+        if self.flow is not None and conn is not None and self.flow.controls(queue_id):
+            controlled = await self.flow.lease(conn, now, queue_id, handlers, total, taken)
+            if controlled is not None:
+                return controlled
+        limit = total + len(taken)
+        if now is None:
+            return await tx.clocked_lease_candidates(queue_id, handlers, limit)
+        return now, await tx.lease_candidates(queue_id, handlers, now, limit)
 
     def _grant(self, found: Leasable, now: datetime) -> Grant:
         return new_grant(found.task, found.lease_count + 1, now, self.settings.lease_ttl_ms)

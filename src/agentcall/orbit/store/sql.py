@@ -40,7 +40,12 @@ def _load(text: str) -> dict[str, str]:
     return {name: _FRAGMENT.sub(fill, body) for name, body in raw.items()}
 
 
-QUERIES: dict[str, str] = _load((Path(__file__).parent / "queries.sql").read_text("utf-8"))
+# queries.sql: the hot path; flow.sql: the lease path of flow-controlled queues
+QUERIES: dict[str, str] = _load(
+    "\n".join(
+        (Path(__file__).parent / name).read_text("utf-8") for name in ("queries.sql", "flow.sql")
+    )
+)
 
 
 class Increment:

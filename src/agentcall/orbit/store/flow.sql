@@ -1,0 +1,55 @@
+-- The lease path of flow-controlled queues (docs/orbit/flow-control.md), loaded after
+-- queries.sql with the same fragments. A flow lease transaction locks its queue's queue_flow
+-- row first: flow leases of one queue are serialised across every server process.
+
+-- name: flow_settings_all
+SELECT queue_id, revision, settings FROM queue_flow
+
+-- name: flow_lock
+SELECT revision, settings FROM queue_flow WHERE queue_id = :queue_id{for_update}
+
+-- name: flow_running
+-- Running tasks per concurrency key of a queue: derived from the tasks, never kept apart.
+SELECT concurrency_key, COUNT(*) AS running FROM tasks
+WHERE queue_id = :queue_id AND state IN (:live) AND concurrency_key IS NOT NULL
+GROUP BY concurrency_key
+
+-- name: flow_counters
+SELECT kind, flow_key, level, at FROM flow_counters WHERE queue_id = :queue_id
+
+-- name: flow_candidate_where
+queue_id = :queue_id AND state = :waiting AND available_at <= :now
+  AND deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
+  AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
+  AND (concurrency_key IS NULL OR concurrency_key NOT IN (:blocked))
+
+-- name: flow_candidates
+-- `lease_candidates` without the concurrency keys at their limit, a wider window.
+SELECT * FROM tasks WHERE {flow_candidate_where}
+ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
+
+-- name: flow_fair_keys
+-- The fairness keys that have WAITING tasks (a loose scan of ix_tasks_fair).
+SELECT DISTINCT fairness_key FROM tasks WHERE queue_id = :queue_id AND state = :waiting
+LIMIT :limit
+
+-- name: flow_fair_candidates
+SELECT * FROM tasks WHERE {flow_candidate_where} AND fairness_key = :fairness_key
+ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
+
+-- name: flow_unkeyed_candidates
+SELECT * FROM tasks WHERE {flow_candidate_where} AND fairness_key IS NULL
+ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
+
+-- name: flow_drop_counters
+DELETE FROM flow_counters WHERE queue_id = :queue_id AND kind = :kind AND flow_key IN (:keys)
+
+-- name: flow_waiting_keys
+-- A queue's WAITING ready tasks per concurrency key (the console and waiting_reason).
+SELECT concurrency_key, COUNT(*) AS waiting FROM tasks
+WHERE queue_id = :queue_id AND state = :waiting AND available_at <= :now
+GROUP BY concurrency_key
+
+-- name: flow_update_settings
+UPDATE queue_flow SET revision = revision + 1, settings = :settings, updated_at = :now
+WHERE queue_id = :queue_id AND revision = :expected
