@@ -1,6 +1,6 @@
 """`orbit schedules` without a server: durations of --every, the option combinations refused
 before any request with a message that says what to write, and the one-line hints that follow
-an API refusal (the real server: tests/integration/orbit/test_schedules_sdk_cli.py)."""
+an API refusal."""
 
 from __future__ import annotations
 

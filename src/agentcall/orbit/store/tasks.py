@@ -197,7 +197,8 @@ def summary_query() -> sa.Select[Any]:
     return sa.select(*_SUMMARY_COLUMNS)
 
 
-def summary_of(r: sa.Row[Any]) -> TaskSummary:
+def summary_of(r: Any) -> TaskSummary:
+    """A summary from a row of `summary_query()`'s columns."""
     return TaskSummary(
         r.id,
         r.queue_id,
