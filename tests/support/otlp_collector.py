@@ -15,6 +15,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk import environment_variables
+
+
+def opentelemetry_reads(name: str) -> bool:
+    """Whether `name` is one of the `OTEL_*` variables the OpenTelemetry SDK reads (the
+    exporter's endpoint, the service name, the sampler, ...)."""
+    return name.startswith("OTEL_") and name in {
+        getattr(environment_variables, attr)
+        for attr in dir(environment_variables)
+        if attr.startswith("OTEL_")
+    }
 
 
 @dataclass(frozen=True)
@@ -27,6 +38,8 @@ class Span:
     kind: int
     attributes: dict[str, Any]
     status: int  # 0 unset, 1 ok, 2 error
+    start_ns: int = 0
+    end_ns: int = 0
 
 
 @dataclass
@@ -71,6 +84,8 @@ def decode(body: bytes) -> list[Span]:
                         kind=span.kind,
                         attributes={a.key: _value(a.value) for a in span.attributes},
                         status=span.status.code,
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
                     )
                 )
     return found
