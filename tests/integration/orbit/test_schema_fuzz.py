@@ -142,6 +142,9 @@ class Target:
         if "task_id" in path and seed % 3:
             path["task_id"] = self.task_ids[seed % len(self.task_ids)]
             case.path_parameters = path
+        if "queue_id" in path and seed % 3:
+            path["queue_id"] = self.queue_id
+            case.path_parameters = path
         query = dict(case.query or {})
         if "queue_id" in query and seed % 3:
             query["queue_id"] = self.queue_id

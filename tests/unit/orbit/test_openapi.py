@@ -63,6 +63,23 @@ EXPECTED = {
         (path, "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED", "UNAVAILABLE"}
         for path in ("/v1/queues", "/v1/workers")
     },
+    ("/v1/queues/{queue_id}", "get"): {
+        "INVALID_ARGUMENT",
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "UNAVAILABLE",
+    },
+    ("/v1/queues/{queue_id}", "patch"): {
+        "INVALID_ARGUMENT",
+        "UNAUTHENTICATED",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "STATE_CONFLICT",
+        "BODY_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "UNAVAILABLE",
+    },
     # task control
     ("/v1/tasks:batch", "post"): {
         "INVALID_ARGUMENT",

@@ -8,19 +8,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agentcall.orbit.api import routes
 from agentcall.orbit.api.http import envelope, query
 from agentcall.orbit.api.routes import NO_PARAMS, Context
 from agentcall.orbit.domain.errors import InvalidArgument, OrbitError
 from agentcall.orbit.domain.ids import task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
-from agentcall.orbit.domain.task import task_view
+from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.domain.task import Task, task_view
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.execution.inspection import MAX_WAIT_MS, Inspection
+from agentcall.orbit.usecases.queue_flow import task_waiting_reason
 
 log = logging.getLogger("orbit.api")
 WAIT_PARAMS = frozenset({"wait_ms"})
@@ -28,8 +30,14 @@ READY_TIMEOUT_S = 2.0
 
 
 class InspectionRoutes:
-    def __init__(self, inspection: Inspection) -> None:
+    """`controls(queue_id)`: the queue has flow settings (its WAITING tasks show their
+    `waiting_reason`); queues without them pay nothing for it."""
+
+    def __init__(
+        self, inspection: Inspection, controls: Callable[[str], bool] = lambda queue_id: False
+    ) -> None:
         self.inspection = inspection
+        self.controls = controls
 
     async def queues(self, request: Request, ctx: Context) -> Response:
         principal = await ctx.principal(request, Permission.READ)
@@ -47,7 +55,10 @@ class InspectionRoutes:
     async def get_task(self, request: Request, ctx: Context) -> Response:
         """With `wait_ms`: answer once the task is settled or the wait ends."""
         if b"wait_ms" not in request.scope["query_string"]:
-            return await routes.get_task(request, ctx)
+            principal = await ctx.principal(request, Permission.READ)
+            task_id = task_id_from_path(request.path_params["task_id"])
+            query(request, NO_PARAMS)
+            return await self._answer(ctx, await ctx.ops.get(principal, task_id))
         principal = await ctx.principal(request, Permission.READ)
         task_id = task_id_from_path(request.path_params["task_id"])
         wait_ms = parse_wait_ms(query(request, WAIT_PARAMS).get("wait_ms"))
@@ -57,7 +68,17 @@ class InspectionRoutes:
             task = await self.inspection.wait(ctx.ops, principal, task_id, wait_ms, gone)
         finally:
             watching.cancel()
-        return envelope(ctx.request_id, 200, data=task_view(task))
+        return await self._answer(ctx, task)
+
+    async def _answer(self, ctx: Context, task: Task) -> Response:
+        view = task_view(task)
+        if task.state is TaskState.WAITING and self.controls(task.queue_id):
+            reason = await ctx.ops.db.retrying(
+                lambda: task_waiting_reason(ctx.ops.db, task, datetime.now(UTC))
+            )
+            if reason is not None:
+                view["waiting_reason"] = reason.value
+        return envelope(ctx.request_id, 200, data=view)
 
 
 async def _until_disconnected(request: Request, gone: asyncio.Future[None]) -> None:

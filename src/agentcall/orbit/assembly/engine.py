@@ -17,8 +17,10 @@ from agentcall.orbit.api import attempt_routes as routes
 from agentcall.orbit.api.app import Wrap
 from agentcall.orbit.api.inspection_routes import InspectionRoutes, readiness
 from agentcall.orbit.api.observability import ExecutionMetrics, TaskGauges, inspection_failures
+from agentcall.orbit.api.queue_routes import QueueRoutes
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
 from agentcall.orbit.domain.backoff import JitteredBackoff
+from agentcall.orbit.domain.flow_settings import QueueFlow
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.execution.batch import Batcher
 from agentcall.orbit.execution.eager import EagerDispatch
@@ -89,7 +91,7 @@ class ExecutionService:
         directory = WorkerDirectory(db, self.hub, cross.server_id) if cross else None
         # what the inspection API, the console and /metrics read (counts cached, shared)
         self.inspection = Inspection(db, self.hub, self.waiters, directory=directory)
-        self.inspection_routes = InspectionRoutes(self.inspection)
+        self.inspection_routes = InspectionRoutes(self.inspection, self.flow.controls)
         self.gauges = TaskGauges(registry, self.inspection, failures)
         # the hooks of `Operations`: a committed submit wakes the dispatcher for its queue;
         # a submit group leases to an idle connection in its transaction (of this process,
@@ -105,6 +107,7 @@ class ExecutionService:
 
     def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:
         endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms, self.token_watch)
+        queues = QueueRoutes(self._flow_changed)
         return [
             WebSocketRoute("/v1/workers/connect", endpoint.handle),
             Route(
@@ -118,6 +121,8 @@ class ExecutionService:
                 methods=["GET"],
             ),
             Route("/v1/queues", wrap("queues", self.inspection_routes.queues), methods=["GET"]),
+            Route("/v1/queues/{queue_id}", wrap("queue", queues.get), methods=["GET"]),
+            Route("/v1/queues/{queue_id}", wrap("queue_set", queues.patch), methods=["PATCH"]),
             Route("/v1/workers", wrap("workers", self.inspection_routes.workers), methods=["GET"]),
             Route(
                 "/readyz",
@@ -125,6 +130,12 @@ class ExecutionService:
                 methods=["GET"],
             ),
         ]
+
+    def _flow_changed(self, queue: QueueFlow) -> None:
+        """Settings changed here apply at once in this process (the others re-read theirs
+        within `FlowControl.refresh_s`); a lease round runs for the queue."""
+        self.flow.changed(queue)
+        self.hub.notify(queue.queue_id)
 
     async def start(self) -> None:
         if self.peers is not None:

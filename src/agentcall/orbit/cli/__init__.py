@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("agentcall.orbit.cli.server", "serve"),
     "migrate": ("agentcall.orbit.cli.server", "migrate"),
     "init": ("agentcall.orbit.cli.admin", "init"),
-    "queue": ("agentcall.orbit.cli.inspect_commands", "queue"),  # with list
+    "queue": ("agentcall.orbit.cli.queue_flow", "queue"),  # with list, show, set
     "token": ("agentcall.orbit.cli.inspect_commands", "token"),  # with list
     "tasks": ("agentcall.orbit.cli.task_control", "tasks"),  # the whole group
     "worker": ("agentcall.orbit.cli.workers", "worker"),  # run one, or list

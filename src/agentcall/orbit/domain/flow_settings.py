@@ -122,7 +122,7 @@ def parse_patch(body: JsonValue) -> tuple[int, FlowSettings]:
     revision = fields.raw("expected_revision", required=True)
     if not isinstance(revision, str) or not revision.isascii() or not revision.isdigit():
         raise InvalidArgument("must be a decimal string", "expected_revision")
-    if len(revision) > 19 or (len(revision) > 1 and revision.startswith("0")):
+    if len(revision) > 19 or revision.startswith("0"):
         raise InvalidArgument("must be a canonical decimal revision", "expected_revision")
     return int(revision), parse_settings(fields.raw("flow", required=True))
 

@@ -27,6 +27,7 @@ class Permission(enum.StrEnum):
     CANCEL = "tasks:cancel"
     WORK = "tasks:work"
     REVIEW = "tasks:review"
+    QUEUE_ADMIN = "queues:admin"  # change a queue's settings (flow control)
 
 
 ALL_PERMISSIONS = frozenset(Permission)

@@ -11,8 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from agentcall.orbit.domain.errors import StateConflict
-from agentcall.orbit.domain.flow import Bucket, FlowState, LeaseChoice
+from agentcall.orbit.domain.flow import QUEUE_BUCKET, Bucket, FlowState, LeaseChoice
 from agentcall.orbit.domain.flow_settings import (
+    NO_FLOW,
     FlowSettings,
     QueueFlow,
     parse_settings,
@@ -50,6 +51,30 @@ async def lock(conn: HotConnection, queue_id: str) -> QueueFlow | None:
     """The queue's settings, its row locked until the transaction ends (None: no settings)."""
     rows = await fetch(conn, "flow_lock", {"queue_id": queue_id})
     return _flow(queue_id, rows[0].revision, rows[0].settings) if rows else None
+
+
+async def read(conn: HotConnection, queue_id: str) -> QueueFlow:
+    """The queue's settings, unlocked (revision 1 and no rule: never set)."""
+    rows = await fetch(conn, "flow_get", {"queue_id": queue_id})
+    if not rows:
+        return QueueFlow(queue_id, 1, NO_FLOW)
+    return _flow(queue_id, rows[0].revision, rows[0].settings)
+
+
+async def key_state(
+    conn: HotConnection, queue_id: str, settings: FlowSettings, key: str | None
+) -> tuple[int, Bucket | None]:
+    """What holds one task of the queue: its key's running tasks, its rate bucket."""
+    running = 0
+    if key is not None and settings.limit_for(key) is not None:
+        params = {"queue_id": queue_id, "live": _LIVE, "key": key}
+        running = (await fetch(conn, "flow_running_key", params))[0].running
+    if settings.rate is None:
+        return running, None
+    name = key if settings.rate.per_key and key is not None else QUEUE_BUCKET
+    params = {"queue_id": queue_id, "kind": BUCKET, "key": name}
+    rows = await fetch(conn, "flow_bucket", params)
+    return running, (Bucket(rows[0].level / MILLI, rows[0].at) if rows else None)
 
 
 async def save(

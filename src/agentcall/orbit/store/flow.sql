@@ -53,3 +53,15 @@ GROUP BY concurrency_key
 -- name: flow_update_settings
 UPDATE queue_flow SET revision = revision + 1, settings = :settings, updated_at = :now
 WHERE queue_id = :queue_id AND revision = :expected
+
+-- name: flow_get
+SELECT revision, settings FROM queue_flow WHERE queue_id = :queue_id
+
+-- name: flow_running_key
+-- Running tasks of one concurrency key (a task's waiting_reason).
+SELECT COUNT(*) AS running FROM tasks
+WHERE queue_id = :queue_id AND state IN (:live) AND concurrency_key = :key
+
+-- name: flow_bucket
+SELECT level, at FROM flow_counters
+WHERE queue_id = :queue_id AND kind = :kind AND flow_key = :key

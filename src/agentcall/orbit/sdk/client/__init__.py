@@ -50,6 +50,7 @@ from agentcall.orbit.sdk.client.models import (
     TaskReceipt,
     TaskSummary,
 )
+from agentcall.orbit.sdk.client.queues import KeyRunning, QueueFlowInfo
 from agentcall.orbit.sdk.client.schedules import AsyncSchedules, Schedules
 from agentcall.orbit.sdk.client.schedules_models import (
     FIRING_OUTCOMES,
@@ -92,6 +93,8 @@ __all__ = [
     "OrbitClientError",
     "PermissionDeniedError",
     "QueueInfo",
+    "QueueFlowInfo",
+    "KeyRunning",
     "RetryPolicy",
     "SETTLED_STATES",
     "StateConflictError",

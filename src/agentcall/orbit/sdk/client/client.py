@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
-from agentcall.orbit.sdk.client import _calls, attempts, control, inspection
+from agentcall.orbit.sdk.client import _calls, attempts, control, inspection, queues
 from agentcall.orbit.sdk.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
 from agentcall.orbit.sdk.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
 from agentcall.orbit.sdk.client.errors import TransportError
@@ -26,6 +26,7 @@ from agentcall.orbit.sdk.client.models import (
     TaskReceipt,
     TaskSummary,
 )
+from agentcall.orbit.sdk.client.queues import QueueFlowInfo
 from agentcall.orbit.sdk.client.schedules import AsyncSchedules, Schedules
 
 T = TypeVar("T")
@@ -173,6 +174,17 @@ class Client:
         """The token's queues with their counts per state."""
         return self._send(inspection.list_queues())
 
+    def get_queue(self, queue_id: str) -> QueueFlowInfo:
+        """A queue's flow settings, revision, running per key and waiting by reason."""
+        return self._send(queues.get_queue(queue_id))
+
+    def set_queue_flow(
+        self, queue_id: str, flow: dict[str, Any], expected_revision: int
+    ) -> QueueFlowInfo:
+        """Replace a queue's flow settings (queues:admin); StateConflictError when
+        `expected_revision` is not theirs any more."""
+        return self._send(queues.set_queue_flow(queue_id, flow, expected_revision))
+
     def list_workers(self) -> list[WorkerInfo]:
         """The namespace's workers connected to any server process, on the token's queues."""
         return self._send(inspection.list_workers())
@@ -270,6 +282,14 @@ class AsyncClient:
 
     async def list_queues(self) -> list[QueueInfo]:
         return await self._send(inspection.list_queues())
+
+    async def get_queue(self, queue_id: str) -> QueueFlowInfo:
+        return await self._send(queues.get_queue(queue_id))
+
+    async def set_queue_flow(
+        self, queue_id: str, flow: dict[str, Any], expected_revision: int
+    ) -> QueueFlowInfo:
+        return await self._send(queues.set_queue_flow(queue_id, flow, expected_revision))
 
     async def list_workers(self) -> list[WorkerInfo]:
         return await self._send(inspection.list_workers())

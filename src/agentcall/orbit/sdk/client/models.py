@@ -130,6 +130,8 @@ class Task(TaskSummary):
     result: Any | None
     # why a task is FAILED or NEEDS_REVIEW: {"code", "message"} (worker, system or operator)
     error: dict[str, str] | None = None
+    # a ready WAITING task held by a flow limit: "concurrency_limit" or "rate_limit"
+    waiting_reason: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Task:
@@ -148,6 +150,7 @@ class Task(TaskSummary):
             ),
             result=data.get("result"),
             error=data.get("error"),
+            waiting_reason=data.get("waiting_reason"),
         )
 
 
