@@ -80,6 +80,8 @@ def test_public_surface_is_guarded() -> None:
             "ResolveTaskRequest",
             "RetryTaskRequest",  # task control
             "QueueInfo",
+            "QueueFlowInfo",
+            "KeyRunning",
             "WorkerInfo",
             "SETTLED_STATES",  # inspection and waiting
             "AsyncSchedules",
