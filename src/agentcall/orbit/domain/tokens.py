@@ -27,6 +27,7 @@ class Permission(enum.StrEnum):
     CANCEL = "tasks:cancel"
     WORK = "tasks:work"
     REVIEW = "tasks:review"
+    AUDIT_READ = "audit:read"
 
 
 ALL_PERMISSIONS = frozenset(Permission)
@@ -75,6 +76,7 @@ class TokenRecord:
     queue_ids: frozenset[str]
     expires_at: datetime | None
     revoked_at: datetime | None
+    name: str | None = None  # the operator's label for the token (the audit log's actor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,7 @@ class Principal:
     permissions: frozenset[Permission]
     queue_ids: frozenset[str]
     expires_at: datetime | None = None  # a worker session ends at this instant
+    token_name: str | None = None  # the audit log's actor name
 
     def require(self, permission: Permission) -> None:
         if permission not in self.permissions:
@@ -123,6 +126,7 @@ def authenticate(record: TokenRecord | None, now: datetime) -> Principal:
         record.permissions,
         record.queue_ids,
         record.expires_at,
+        record.name,
     )
 
 

@@ -42,6 +42,7 @@ tokens = sa.Table(
     sa.Column("expires_at", UtcDateTime(), nullable=True),
     sa.Column("revoked_at", UtcDateTime(), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("name", sa.String(128), nullable=True),  # the audit log's actor name
     **MYSQL_TABLE_ARGS,
 )
 
@@ -166,7 +167,17 @@ audit_log = sa.Table(
     sa.Column("handler", sa.String(128), nullable=True),
     sa.Column("request_id", ident(), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("actor_name", sa.String(128), nullable=True),
+    sa.Column("origin", sa.String(16), nullable=True),  # api, cli, console
+    sa.Column("remote_addr", sa.String(64), nullable=True),
+    sa.Column("target_kind", sa.String(32), nullable=True),
+    sa.Column("target_id", sa.String(64), nullable=True),
+    sa.Column("detail", sa.Text(), nullable=True),  # JSON, never a secret
     sa.Index("ix_audit_namespace_created", "namespace_id", "created_at"),
+    sa.Index("ix_audit_created", "created_at"),
+    sa.Index("ix_audit_namespace_action", "namespace_id", "action", "created_at"),
+    sa.Index("ix_audit_namespace_actor", "namespace_id", "token_id", "created_at"),
+    sa.Index("ix_audit_namespace_target", "namespace_id", "target_id", "created_at"),
     **MYSQL_TABLE_ARGS,
 )
 

@@ -81,7 +81,7 @@ async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord |
     rows = await fetch(conn, "token", {"secret_sha256": secret_sha256})
     if not rows:
         return None
-    token_id, namespace_id, permissions, expires_at, revoked_at, _ = rows[0]
+    token_id, namespace_id, permissions, expires_at, revoked_at, _, name = rows[0]
     return TokenRecord(
         token_id=token_id,
         namespace_id=namespace_id,
@@ -89,6 +89,7 @@ async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord |
         queue_ids=frozenset(row[5] for row in rows if row[5] is not None),
         expires_at=expires_at,
         revoked_at=revoked_at,
+        name=name,
     )
 
 
