@@ -103,6 +103,8 @@ ACCEPTABLE_REFUSALS = (
     "attempt_timeout_ms",
     "task_timeout_ms",
     "cursor",
+    "since",  # the audit log's time range: a time outside the supported years
+    "until",
     "integer literal",
     "number exponent",
     "number longer than",

@@ -98,6 +98,10 @@ def test_public_surface_is_guarded() -> None:
             "TriggerReceipt",
             "UNCHANGED",
             "UpdateScheduleRequest",  # schedules
+            "AsyncAudit",
+            "Audit",
+            "AuditEntry",
+            "AuditPage",  # the audit log
         ]
     )
     for name in sdk.__all__:

@@ -61,7 +61,7 @@ EXPECTED = {
     # inspection
     **{
         (path, "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED", "UNAVAILABLE"}
-        for path in ("/v1/queues", "/v1/workers")
+        for path in ("/v1/queues", "/v1/workers", "/v1/audit")
     },
     # task control
     ("/v1/tasks:batch", "post"): {

@@ -18,7 +18,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from agentcall import logs
-from agentcall.orbit.api import routes, submit_metrics
+from agentcall.orbit.api import audit_routes, routes, submit_metrics
 from agentcall.orbit.api.app import (
     SUBMIT_PATH,
     Metrics,
@@ -94,6 +94,7 @@ def create_app(
         routes=[
             Route(SUBMIT_PATH, submit, methods=["POST"]),
             *_task_routes(endpoint, control, execution),
+            Route("/v1/audit", endpoint("audit", audit_routes.list_entries), methods=["GET"]),
             *execution.routes(endpoint, ops),
             *service_routes(metrics, execution.gauges.refresh),
             *console_routes(

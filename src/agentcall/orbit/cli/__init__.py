@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("agentcall.orbit.cli.workers", "worker"),  # run one, or list
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
     "schedules": ("agentcall.orbit.cli.schedules", "schedules"),  # through the API
+    "audit": ("agentcall.orbit.cli.audit", "audit"),  # list through the API, cleanup on the DB
 }
 ALIASES = {"task": "tasks"}
 

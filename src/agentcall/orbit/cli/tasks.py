@@ -36,7 +36,7 @@ T = TypeVar("T")
 def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> T:
     try:
         settings = client_settings(url, token)
-        with Client(settings.url, settings.token) as client:
+        with Client(settings.url, settings.token, origin="cli") as client:
             return action(client)
     except (OrbitClientError, OrbitError) as exc:
         fail(str(exc))

@@ -25,6 +25,7 @@ from agentcall.orbit.console.session import (
     csrf_ok,
     signin_ok,
 )
+from agentcall.orbit.domain.audit import Origin, Source, bind_source, reset_source
 from agentcall.orbit.domain.cancel import parse_cancel
 from agentcall.orbit.domain.errors import (
     BodyTooLarge,
@@ -151,16 +152,28 @@ class Actions:
         try:
             task_id = task_id_from_path(request.path_params["task_id"])
             key = check_key(form.get("key"))
-            await self._run(session, action, task_id, form, key)
+            request_id = new_id()
+            client = request.client.host if request.client else None
+            bound = bind_source(Source(Origin.CONSOLE, client, request_id))
+            try:
+                await self._run(session, action, task_id, form, key, request_id)
+            finally:
+                reset_source(bound)
         except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
             return self.pages.error(request, session, exc)
         back = form.get("back") if form.get("back") == "/ui/review" else f"/ui/tasks/{task_id}"
         return RedirectResponse(f"{back}?done={action}", status_code=303, headers=HEADERS)
 
     async def _run(
-        self, session: Session, action: str, task_id: str, form: dict[str, str], key: str
+        self,
+        session: Session,
+        action: str,
+        task_id: str,
+        form: dict[str, str],
+        key: str,
+        request_id: str,
     ) -> None:
-        principal, store, request_id = session.principal, self.pages.ops.store, new_id()
+        principal, store = session.principal, self.pages.ops.store
         revision, reason = form.get("revision", ""), form.get("reason", "")
         body: dict[str, JsonValue] = {"expected_revision": revision, "reason": reason}
         if action == "cancel":

@@ -2,8 +2,9 @@
 proxies"): the original scheme and host told by a trusted proxy, and the `Host` check.
 
 Only a peer inside `trusted_proxies` (CIDRs; none by default) is believed about
-`X-Forwarded-Proto` and `X-Forwarded-Host` (the last value of each: the one the nearest
-proxy set); the request then carries them as its scheme and `Host`, so cookies are Secure and
+`X-Forwarded-Proto`, `X-Forwarded-Host` and `X-Forwarded-For` (the last value of each: the one
+the nearest proxy set); the request then carries them as its scheme, `Host` and client
+address (the audit log's remote address), so cookies are Secure and
 same-origin checks compare what the browser used. The console (`/ui`) answers only the
 loopback names and `allowed_hosts`: a foreign name (DNS rebinding: another site's name
 resolved to this server) gets 421, a missing or malformed `Host` 400. The API, `/healthz`
@@ -95,6 +96,18 @@ def forwarded(
     return scheme, [(n, v) for n, v in headers if n != b"host"] + [(b"host", host)]
 
 
+def forwarded_for(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The last `X-Forwarded-For` address (the one the nearest proxy added), if valid."""
+    values = [value for name, value in headers if name == b"x-forwarded-for"]
+    if not values:
+        return None
+    text = last_value(values[-1])
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
 def console_path(path: str) -> bool:
     return path == "/ui" or path.startswith("/ui/")
 
@@ -115,6 +128,9 @@ class ConsoleEdge:
             if self.proxies and trusted(client[0] if client else None, self.proxies):
                 scheme, headers = forwarded(list(scope["headers"]), scope["scheme"])
                 scope = {**scope, "scheme": scheme, "headers": headers}
+                peer = forwarded_for(headers)
+                if peer is not None:  # the client the nearest proxy saw (the audit log's)
+                    scope["client"] = (peer, 0)
             if scope["type"] == "http" and console_path(scope["path"]):
                 refusal = self.refusal(scope)
                 if refusal is not None:

@@ -6,7 +6,7 @@ sweep (the same 90-day policy and batching as `store.retention`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -64,7 +64,7 @@ def task_row(
     request_id: str | None,
     now: datetime,
     source: Source | None = None,
-    detail: dict[str, JsonValue] | None = None,
+    detail: Mapping[str, JsonValue] | None = None,
 ) -> Row:
     """The audit row of an action on one task: the entry's, with the task's queue and
     handler (no business payload)."""

@@ -46,10 +46,11 @@ def audit_row(
     request_id: str | None,
     now: datetime,
     source: Source | None = None,
+    detail: Mapping[str, JsonValue] | None = None,
 ) -> dict[str, Any]:
     """One audit line: who did what to which task from where, no business payload
-    (`store.audit.task_row`)."""
-    return audit.task_row(principal, action, task, request_id, now, source)
+    (`store.audit.task_row`); `detail`: the operator's reason and the like."""
+    return audit.task_row(principal, action, task, request_id, now, source, detail)
 
 
 async def append_event(

@@ -140,7 +140,9 @@ class MemoryWrites(MemoryTransaction):
         )
         principal, request_id = write.principal, write.request_id
         await self.append_audit(
-            audit.task_row(principal, write.action, done, request_id, now, write.source)
+            audit.task_row(
+                principal, write.action, done, request_id, now, write.source, write.detail
+            )
         )
         if write.evidence:
             assert write.attempt is not None

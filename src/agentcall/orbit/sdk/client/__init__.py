@@ -17,6 +17,7 @@ from agentcall.orbit.sdk.client.attempts import (
     Evidence,
     ListAttemptsRequest,
 )
+from agentcall.orbit.sdk.client.audit import AsyncAudit, Audit, AuditEntry, AuditPage
 from agentcall.orbit.sdk.client.client import AsyncClient, Client
 from agentcall.orbit.sdk.client.control import (
     BatchItem,
@@ -123,4 +124,9 @@ __all__ = [
     "TriggerReceipt",
     "UNCHANGED",
     "UpdateScheduleRequest",
+    # audit log (docs/orbit/audit.md)
+    "AsyncAudit",
+    "Audit",
+    "AuditEntry",
+    "AuditPage",
 ]
