@@ -6,6 +6,7 @@ asked with `X-Orbit-Fragment: 1`."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from agentcall.orbit.console.session import (
     new_signin_nonce,
     signin_token,
 )
+from agentcall.orbit.domain.audit import AuditQuery
 from agentcall.orbit.domain.cursor import decode_cursor, encode_cursor
 from agentcall.orbit.domain.errors import (
     BodyTooLarge,
@@ -42,10 +44,12 @@ from agentcall.orbit.domain.errors import (
     UnsupportedMediaType,
 )
 from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
+from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.execution.inspection import Inspection
+from agentcall.orbit.usecases.audit import list_audit
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 from agentcall.orbit.usecases.operations import Operations
 
@@ -53,6 +57,7 @@ log = logging.getLogger("agentcall.orbit.console")
 HERE = Path(__file__).parent
 STATES = [state.value for state in TaskState]
 CHART_S = 5.0
+AUDIT_PAGE = 50
 LIVE = frozenset({TaskState.WAITING, TaskState.LEASED, TaskState.RUNNING})
 
 
@@ -73,7 +78,18 @@ def environment() -> Environment:
     env.filters["when"] = lambda value: times.moment(value, datetime.now(UTC))
     env.filters["age"] = lambda value: times.age(value, datetime.now(UTC))
     env.filters["utc"] = lambda value: "" if value is None else format_time(value)
+    env.filters["visible"] = visible
+    env.filters["json_text"] = lambda value: dumps(dict(value)) if value else ""
     return env
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(value: object) -> str:
+    """Control characters as `\\xNN` text: a stored value shows as what it is (escaping
+    HTML is autoescape's)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
 
 
 class Pages:
@@ -235,6 +251,25 @@ class Pages:
             done=request.query_params.get("done"),
             key=_new_key(),
             refresh=2000 if live else 0,
+        )
+
+    async def audit(self, request: Request, session: Session) -> Response:
+        """The namespace's audit log (audit:read), filtered and paged like `GET /v1/audit`."""
+        params = _params(request, {"action", "actor", "target", "cursor"})
+        words = {name: params.get(name) or None for name in ("action", "actor", "target")}
+        where = AuditQuery(
+            session.principal.namespace_id, words["action"], words["actor"], words["target"]
+        )
+        cursor = params.get("cursor") or None
+        page = await list_audit(self.ops.store, session.principal, where, cursor, AUDIT_PAGE)
+        return self.render(
+            request,
+            "audit.html",
+            session=session,
+            entries=page.items,
+            where=words,
+            next_cursor=page.next_cursor,
+            refresh=0,
         )
 
     async def review(self, request: Request, session: Session) -> Response:

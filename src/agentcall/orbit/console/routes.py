@@ -38,6 +38,7 @@ def console_routes(
         Route("/ui/signin", actions.signin, methods=["POST"]),
         Route("/ui/signout", actions.signout, methods=["POST"]),
         Route("/ui/review", pages.page(pages.review), methods=["GET"]),
+        Route("/ui/audit", pages.page(pages.audit), methods=["GET"]),
         Route("/ui/queues/{queue_id}", pages.page(pages.queue), methods=["GET"]),
         Route("/ui/tasks/{task_id}", pages.page(pages.task), methods=["GET"]),
         Route("/ui/tasks/{task_id}/{action}", actions.act, methods=["POST"]),
