@@ -18,6 +18,7 @@ from agentcall.orbit.api.app import Wrap
 from agentcall.orbit.api.inspection_routes import InspectionRoutes, readiness
 from agentcall.orbit.api.observability import ExecutionMetrics, TaskGauges, inspection_failures
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
+from agentcall.orbit.assembly.bulk_runner import BulkRunner
 from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.execution.batch import Batcher
@@ -37,6 +38,7 @@ from agentcall.orbit.settings import ExecutionSettings
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.submit_group import Handoff
+from agentcall.orbit.store.task_store import SqlTaskStore
 from agentcall.orbit.usecases.operations import Operations
 
 
@@ -102,6 +104,19 @@ class ExecutionService:
                 self.hub, self.settings.lease_ttl_ms, metrics.eager.inc, remote, self.flow
             ).claim
         self.peers = cross.registration(self.hub, directory) if cross is not None else None
+        self.bulk = self._bulk_runner(cross.server_id if cross is not None else new_id())
+
+    def _bulk_runner(self, server_id: str) -> BulkRunner:
+        """The runner of bulk operations (docs/orbit/bulk-operations.md) of this process."""
+        return BulkRunner(
+            self.db,
+            SqlTaskStore(self.db),
+            server_id,
+            self.settings.bulk_claim_ms / 1000,
+            wake=self.hub.notify,
+            tell_cancel=self.hub.tell_cancel,
+            changed=self.waiters.wake,
+        )
 
     def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:
         endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms, self.token_watch)
@@ -132,8 +147,10 @@ class ExecutionService:
         self.hub.start()
         self.token_watch.start()
         self.waiters.start()
+        self.bulk.start()
 
     async def stop(self) -> None:
+        await self.bulk.stop()
         await self.token_watch.stop()
         await self.waiters.stop()
         await self.hub.stop()

@@ -28,6 +28,7 @@ from agentcall.orbit.api.app import (
     not_found,
     service_routes,
 )
+from agentcall.orbit.api.bulk_routes import BulkRoutes
 from agentcall.orbit.api.control_routes import ControlRoutes
 from agentcall.orbit.api.log_metrics import LogCounter
 from agentcall.orbit.api.transport import DRAIN
@@ -94,6 +95,7 @@ def create_app(
         routes=[
             Route(SUBMIT_PATH, submit, methods=["POST"]),
             *_task_routes(endpoint, control, execution),
+            *_bulk_routes(endpoint, BulkRoutes(execution.bulk.wake)),
             *execution.routes(endpoint, ops),
             *service_routes(metrics, execution.gauges.refresh),
             *console_routes(
@@ -130,6 +132,20 @@ def _task_routes(
             endpoint("get", execution.inspection_routes.get_task),
             methods=["GET"],
         ),
+    ]
+
+
+def _bulk_routes(endpoint: Wrap, bulk: BulkRoutes) -> list[Route]:
+    """The bulk operation routes (docs/orbit/bulk-operations.md)."""
+    base = "/v1/bulk-operations"
+    one = base + "/{operation_id}"
+    return [
+        Route(base, endpoint("bulk_list", bulk.list), methods=["GET"]),
+        Route(base, endpoint("bulk_start", bulk.start), methods=["POST"]),
+        Route(base + ":preview", endpoint("bulk_preview", bulk.preview), methods=["POST"]),
+        Route(one, endpoint("bulk_get", bulk.get), methods=["GET"]),
+        Route(one + "/tasks", endpoint("bulk_tasks", bulk.tasks), methods=["GET"]),
+        Route(one + ":cancel", endpoint("bulk_cancel", bulk.cancel), methods=["POST"]),
     ]
 
 
