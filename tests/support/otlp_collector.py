@@ -27,6 +27,8 @@ class Span:
     kind: int
     attributes: dict[str, Any]
     status: int  # 0 unset, 1 ok, 2 error
+    start_ns: int = 0
+    end_ns: int = 0
 
 
 @dataclass
@@ -71,6 +73,8 @@ def decode(body: bytes) -> list[Span]:
                         kind=span.kind,
                         attributes={a.key: _value(a.value) for a in span.attributes},
                         status=span.status.code,
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
                     )
                 )
     return found

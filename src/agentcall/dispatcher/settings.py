@@ -9,6 +9,7 @@ stops with one message that names every missing or invalid setting (``DISPATCHER
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -103,6 +104,8 @@ class Settings(HttpEdgeSettings):
     # Answering machines: off | hangup | leave_message, pinned in every accepted call's
     # plan; None leaves it to the cell's default (its CELL_AMD).
     amd: str | None = None
+    # OpenTelemetry traces of each call.execute over OTLP (the OTEL_* variables), 0 or 1.
+    tracing: bool = False
 
 
 # --- parsers: each returns the typed value or raises ValueError(explanation) ---
@@ -199,6 +202,15 @@ def _pair_problems(values: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _tracing(raw: str) -> bool:
+    on = {"0": False, "1": True, "false": False, "true": True}.get(raw.lower())
+    if on is None:
+        raise ValueError("must be 0 or 1")
+    if on and importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise ValueError("tracing needs the OpenTelemetry packages: pip install 'agentcall[otel]'")
+    return on
+
+
 def _quota_ttl(raw: str) -> float:
     value = _positive_float(raw)
     if value > 60:
@@ -240,6 +252,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "recording_deadline_s": _positive_float,
     "recording_sweep_s": _positive_float,
     "amd": _choice("off", "hangup", "leave_message"),
+    "tracing": _tracing,
     **HTTP_EDGE_PARSERS,
 }
 _FILE_ONLY_KEYS = {"secret_key_file"}

@@ -46,6 +46,16 @@ class Delivery:
     tag: int
     acks: ChannelAcks
     received: float = field(default_factory=time.monotonic)
+    traceparent: str | None = None  # the W3C header, read only while the D traces
+
+
+def traceparent(message: DeliveredMessage) -> str | None:
+    """The message's ``traceparent`` header, if it is a string."""
+    headers = message.header.properties.headers or {}
+    value = headers.get("traceparent")
+    if isinstance(value, bytes):
+        value = value.decode("ascii", "replace")
+    return value if isinstance(value, str) else None
 
 
 @dataclass
@@ -78,7 +88,9 @@ class TaskConsumers:
         dispatcher_id: str,
         prefetch: int,
         submit: Callable[[Delivery], None],
+        traced: bool = False,
     ) -> None:
+        self.traced = traced  # keep each delivery's traceparent header (DISPATCHER_TRACING)
         self._link = link
         self._dispatcher_id = dispatcher_id
         self._prefetch = prefetch
@@ -168,7 +180,10 @@ class TaskConsumers:
             tag = message.delivery_tag
             assert tag is not None  # a Basic.Deliver always has one
             acks.received(tag)
-            self._submit(Delivery(task_id, name, message.body, tag, acks))
+            delivery = Delivery(task_id, name, message.body, tag, acks)
+            if self.traced:
+                delivery.traceparent = traceparent(message)
+            self._submit(delivery)
 
         return on_message
 
