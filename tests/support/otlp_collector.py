@@ -15,6 +15,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk import environment_variables
+
+
+def opentelemetry_reads(name: str) -> bool:
+    """Whether `name` is one of the `OTEL_*` variables the OpenTelemetry SDK reads (the
+    exporter's endpoint, the service name, the sampler, ...)."""
+    return name.startswith("OTEL_") and name in {
+        getattr(environment_variables, attr)
+        for attr in dir(environment_variables)
+        if attr.startswith("OTEL_")
+    }
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from agentcall.orbit import settings as orbit_settings
 from agentcall.orbit.domain.errors import SetupError
 from agentcall.orbit.sdk import settings as sdk_settings
 from agentcall.orbit.sdk.worker.cli import worker
+from tests.support.otlp_collector import opentelemetry_reads
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +75,7 @@ def reads(name: str) -> bool:
         return name in _dispatcher_names()
     if name.startswith("CELL_"):
         return _cell_reads(name)
-    return name in UNIT_ONLY
+    return name in UNIT_ONLY or opentelemetry_reads(name)
 
 
 def mentioned(text: str) -> set[str]:
@@ -112,7 +113,11 @@ def _server_variants() -> list[dict[str, str]]:
     text = (UNIT_DIR / "orbit-server.env.example").read_text()
     active = assignments(text, active_only=True)
     every = assignments(text, active_only=False)
-    optional = [k for k in every if k not in active and k != orbit_settings.ENV_CONFIG]
+    optional = [
+        k
+        for k in every
+        if k not in active and k != orbit_settings.ENV_CONFIG and k.startswith("ORBIT_")
+    ]  # the OTEL_* ones are OpenTelemetry's (`reads`)
     return [active] + [active | {name: every[name]} for name in optional]
 
 

@@ -23,6 +23,7 @@ from agentcall.dispatcher.contracts.schemas import ENV_DIR
 from agentcall.dispatcher.settings import Settings, env_name
 from agentcall.orbit import settings as orbit_settings
 from agentcall.orbit.sdk import settings as sdk_settings
+from tests.support.otlp_collector import opentelemetry_reads
 
 pytestmark = pytest.mark.integration
 
@@ -196,6 +197,8 @@ def test_example_environments_name_only_real_settings() -> None:
                 assert "CELL_LLM_" in cell_source
             elif var.startswith("CELL_"):
                 assert f'"{var}"' in cell_source, f"{name}.env.example: the cell reads no {var}"
+            elif var.startswith("OTEL_"):
+                assert opentelemetry_reads(var), f"{name}.env.example: OpenTelemetry reads no {var}"
             else:
                 assert var in unit_only, f"{name}.env.example: unknown variable {var}"
 
