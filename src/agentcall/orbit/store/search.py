@@ -45,6 +45,11 @@ def conditions(where: TaskFilter) -> list[sa.ColumnElement[bool]]:
             terms.append(column >= start)
         if before is not None:
             terms.append(column < before)
+    if where.completed_before is not None:
+        # implied (a task completes after its creation), and what bounds the page's scan of
+        # (queue_id, created_at, id) backwards: it starts at completed_before, not at the
+        # newest task (docs/orbit/search.md)
+        terms.append(c.created_at < where.completed_before)
     return terms
 
 
