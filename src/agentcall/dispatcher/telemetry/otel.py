@@ -119,6 +119,10 @@ class CallTraces:
             self._track(command.execution_id, state)
 
     def _track(self, execution_id: str, state: _Trace) -> None:
+        earlier = self._open.pop(execution_id, None)
+        if earlier is not None:  # admitted again (a redelivery after a lost state file)
+            self._end_phase(earlier, time.time_ns())
+            earlier.root.end()
         self._open[execution_id] = state
         self._by_event[state.event_id] = execution_id
         while len(self._open) > MAX_OPEN:
