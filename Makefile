@@ -68,7 +68,7 @@ $(ANCHORS_STAMP): bench/anchors/requirements.txt
 
 bench-anchors: system-packages services $(ANCHORS_STAMP)
 	scripts/system-packages bench/anchors/debian-packages.txt
-	eval "$$(scripts/services env)" && $(BIN)/python bench/anchors/run.py
+	eval "$$(scripts/services env)" && $(BIN)/python bench/run_all.py --only anchors --out var/bench/anchors
 
 services-stop:
 	scripts/services stop

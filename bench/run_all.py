@@ -31,21 +31,25 @@ from bench import figures  # noqa: E402
 from bench.benchmarks_page import BenchOutput, Run, problems, results_json, results_md  # noqa: E402
 
 OUT = HERE.parent / "var" / "bench"
+ANCHORS = HERE / "anchors" / "run.py"
 NOT_BENCHMARKS = {Path(__file__).name, "benchmarks_page.py"}
 
 
 def benchmarks(only: list[str]) -> list[Path]:
-    """The modules of bench/ that run as scripts, this one aside; `only` names (stems) pick."""
+    """The modules of bench/ that run as scripts, this one aside; `only` names (stems) pick.
+    ``anchors`` (bench/anchors/run.py, which needs the anchors' virtual environment) runs
+    only when named."""
     scripts = [
         path
         for path in sorted(HERE.glob("*.py"))
         if path.name not in NOT_BENCHMARKS and 'if __name__ == "__main__":' in path.read_text()
     ]
-    unknown = set(only) - {path.stem for path in scripts}
+    named = {path.stem: path for path in scripts} | {"anchors": ANCHORS}
+    unknown = set(only) - set(named)
     if unknown:
-        names = ", ".join(path.stem for path in scripts)
+        names = ", ".join(named)
         raise SystemExit(f"no benchmark named {', '.join(sorted(unknown))} (there are: {names})")
-    return [path for path in scripts if not only or path.stem in only]
+    return [named[name] for name in only] if only else scripts
 
 
 def run_one(script: Path, figures_file: Path) -> BenchOutput:
@@ -57,7 +61,7 @@ def run_one(script: Path, figures_file: Path) -> BenchOutput:
     with subprocess.Popen(
         [sys.executable, str(script)],
         cwd=HERE.parent,
-        env={**os.environ, figures.ENV: str(figures_file)},
+        env={**os.environ, figures.ENV: str(figures_file), "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -69,7 +73,8 @@ def run_one(script: Path, figures_file: Path) -> BenchOutput:
             lines.append(line)
     seconds = time.monotonic() - began
     rounded = (round(load[0], 2), round(load[1], 2), round(load[2], 2))
-    return BenchOutput(script.stem, process.returncode, seconds, "".join(lines), rounded)
+    name = "anchors" if script == ANCHORS else script.stem
+    return BenchOutput(name, process.returncode, seconds, "".join(lines), rounded)
 
 
 def write_results(run: Run, out: Path) -> None:

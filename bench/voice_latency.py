@@ -62,6 +62,7 @@ SILENCE = bytes(PCM_BYTES_PER_FRAME)
 CALLEE = "What does the offer include for me?"
 OPENING = "Hello, this is Anna calling about your energy contract."
 REPLY_P50_MS, REPLY_P95_MS, GREETING_P50_MS = 600, 1000, 300
+TURN_TIMEOUT_S = 10
 
 
 class WholeReply:
@@ -114,15 +115,25 @@ class MediaClock:
 
 
 async def run_turns(llm: Any, utterance: list[bytes], turns: int, eou_ms: int) -> list[Any]:
-    agent = make_agent(llm, turns, eou_ms)
+    """``turns`` turns; a turn without a reply within ``TURN_TIMEOUT_S`` (the VAD missed the
+    end of speech on a starved machine) is counted lost and the next one starts."""
+    agent = make_agent(llm, 2 * turns, eou_ms)
     clock = MediaClock(agent)
-    for turn in range(turns):
+    lost = 0
+    for _ in range(turns):
+        replied = len(agent.reply_timings)
         for frame in [SILENCE] * 15 + utterance:
             await clock.tick(frame)
-        while len(agent.reply_timings) <= turn:  # until the reply's first frame is out
+        deadline = asyncio.get_running_loop().time() + TURN_TIMEOUT_S
+        while len(agent.reply_timings) <= replied:  # until the reply's first frame is out
+            if asyncio.get_running_loop().time() > deadline:
+                lost += 1
+                break
             await clock.tick(SILENCE)
         agent.interrupt()  # the callee barges in: the next turn
     await agent.aclose()
+    if lost:
+        print(f"  eou {eou_ms} ms: {lost} of {turns} turns got no reply within {TURN_TIMEOUT_S} s")
     return stages.replies_stage_ms(agent.reply_timings)
 
 
@@ -133,7 +144,10 @@ async def run_greetings(llm: Any, calls: int) -> list[int]:
         agent = make_agent(llm, 0, 600, OPENING)
         clock = MediaClock(agent)
         agent.start()  # the callee answered now
+        deadline = asyncio.get_running_loop().time() + TURN_TIMEOUT_S
         while agent.speaker.greeting is None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise SystemExit(f"no greeting within {TURN_TIMEOUT_S} s of the answer")
             await clock.tick(SILENCE)
         greeting = stages.greeting_ms(agent.speaker.greeting) or {}
         found.append(greeting["first_packet"])
