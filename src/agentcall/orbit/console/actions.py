@@ -128,7 +128,7 @@ class Actions:
 
     async def signout(self, request: Request) -> Response:
         """Ends the session on the server (on every process), then deletes the cookie."""
-        session, _, refusal = await self._checked(request)
+        session, _, refusal = await self.checked(request)
         if refusal is not None or session is None:
             return refusal or self._unauthenticated(request)
         try:
@@ -144,7 +144,7 @@ class Actions:
 
     async def act(self, request: Request) -> Response:
         """POST /ui/tasks/{task_id}/{action}: cancel, retry or resolve."""
-        session, form, refusal = await self._checked(request)
+        session, form, refusal = await self.checked(request)
         if refusal is not None or session is None:
             return refusal or self._unauthenticated(request)
         action = request.path_params["action"]
@@ -182,7 +182,7 @@ class Actions:
             raise InvalidArgument("the action must be cancel, retry or resolve", "action")
         self.hooks.changed(task_id)
 
-    async def _checked(
+    async def checked(
         self, request: Request
     ) -> tuple[Session | None, dict[str, str], Response | None]:
         """The session and its form with a valid CSRF token, or the refusal to send."""

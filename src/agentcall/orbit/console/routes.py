@@ -11,6 +11,8 @@ from starlette.staticfiles import StaticFiles
 
 from agentcall.orbit.console.actions import Actions, Hooks
 from agentcall.orbit.console.pages import HERE, Pages
+from agentcall.orbit.console.schedule_pages import SchedulePages
+from agentcall.orbit.console.schedule_views import ScheduleDesk
 from agentcall.orbit.execution.inspection import Inspection
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 from agentcall.orbit.usecases.operations import Operations
@@ -24,9 +26,12 @@ def console_routes(
     inspection: Inspection,
     hooks: Hooks,
     on_failure: Callable[[], None],
+    schedules: ScheduleDesk | None = None,
 ) -> list[BaseRoute]:
+    """The console's routes; the Schedules pages only when the server has `schedules`."""
     pages = Pages(ops, sessions, inspection, on_failure)
     actions = Actions(pages, hooks)
+    extra = [] if schedules is None else _schedule_routes(SchedulePages(pages, actions, schedules))
 
     async def slash(request: Request) -> Response:
         return RedirectResponse("/ui", status_code=308)
@@ -41,5 +46,15 @@ def console_routes(
         Route("/ui/queues/{queue_id}", pages.page(pages.queue), methods=["GET"]),
         Route("/ui/tasks/{task_id}", pages.page(pages.task), methods=["GET"]),
         Route("/ui/tasks/{task_id}/{action}", actions.act, methods=["POST"]),
+        *extra,
         Mount("/ui/static", StaticFiles(directory=HERE / "static"), name="console-static"),
+    ]
+
+
+def _schedule_routes(schedules: SchedulePages) -> list[BaseRoute]:
+    schedules.pages.env.globals["schedules_enabled"] = True  # the nav link
+    return [
+        Route("/ui/schedules", schedules.page(schedules.listing), methods=["GET"]),
+        Route("/ui/schedules/{schedule_id}", schedules.page(schedules.detail), methods=["GET"]),
+        Route("/ui/schedules/{schedule_id}/{action}", schedules.act, methods=["POST"]),
     ]
