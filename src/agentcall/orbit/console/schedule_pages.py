@@ -31,7 +31,7 @@ from agentcall.orbit.domain.ids import is_id, new_id
 
 STATES = ("active", "paused")
 ACTIONS = ("pause", "resume", "trigger", "delete")
-MAX_NOTE = 500
+MAX_NOTE = 1000
 
 
 def schedule_id_from_path(text: str) -> str:
