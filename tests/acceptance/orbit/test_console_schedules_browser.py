@@ -125,8 +125,14 @@ def sign_in(driver: WebDriver, site: Site, token: str) -> None:
 
 
 def done(driver: WebDriver, action: str) -> None:
-    flash = until(lambda: driver.find_elements(By.ID, "done"), 10, f"the {action} to be done")
-    assert action in flash[0].text
+    """The page the action led to says it was done (not the previous action's page)."""
+
+    def said() -> bool:
+        return driver.current_url.endswith(f"done={action}") and any(
+            action in flash.text for flash in driver.find_elements(By.ID, "done")
+        )
+
+    until(said, 10, f"the {action} to be done")
 
 
 def test_pause_trigger_resume_and_delete_a_schedule(browser: WebDriver, site: Site) -> None:
