@@ -10,11 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
-from agentcall.orbit.cli.common import fail, json_option
+from agentcall.orbit.cli.common import json_option
 from agentcall.orbit.cli.inspect_commands import queue
 from agentcall.orbit.cli.table import table
-from agentcall.orbit.cli.tasks import _call as _call_api
-from agentcall.orbit.cli.tasks import _echo_json, connection
+from agentcall.orbit.cli.tasks import _echo_json, call_with_hints, connection
 from agentcall.orbit.sdk.client import (
     APIError,
     Client,
@@ -36,16 +35,7 @@ _HINTS: dict[type[APIError], str] = {
 
 
 def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> T:
-    def hinted(client: Client) -> T:
-        try:
-            return action(client)
-        except APIError as exc:
-            hint = _HINTS.get(type(exc))
-            if hint is None:
-                raise
-            fail(f"{exc}; {hint}")
-
-    return _call_api(url, token, hinted)
+    return call_with_hints(url, token, action, _HINTS)
 
 
 def info_json(info: QueueFlowInfo) -> dict[str, Any]:

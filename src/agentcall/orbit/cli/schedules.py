@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from agentcall.orbit.cli.common import fail, json_option
+from agentcall.orbit.cli.common import json_option
 from agentcall.orbit.cli.schedules_show import (
     firing_json,
     firings_table,
@@ -21,8 +21,7 @@ from agentcall.orbit.cli.schedules_show import (
     schedules_table,
     show_schedule,
 )
-from agentcall.orbit.cli.tasks import _call as _call_api
-from agentcall.orbit.cli.tasks import _echo_json, _key, _payload, _time, connection
+from agentcall.orbit.cli.tasks import _echo_json, _key, _payload, _time, call_with_hints, connection
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.sdk.client import (
     OVERLAP_POLICIES,
@@ -56,18 +55,7 @@ _HINTS: dict[type[APIError], str] = {
 
 
 def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> T:
-    """`action` through the SDK; an API refusal is one line that also says what to do."""
-
-    def hinted(client: Client) -> T:
-        try:
-            return action(client)
-        except APIError as exc:
-            hint = _HINTS.get(type(exc))
-            if hint is None:
-                raise
-            fail(f"{exc}; {hint}")
-
-    return _call_api(url, token, hinted)
+    return call_with_hints(url, token, action, _HINTS)
 
 
 def parse_every(text: str) -> int:

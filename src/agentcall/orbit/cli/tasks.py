@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.times import format_time, parse_time
 from agentcall.orbit.sdk.client import (
     TASK_STATES,
+    APIError,
     CancelTaskRequest,
     Client,
     ListTasksRequest,
@@ -42,6 +43,27 @@ def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> 
         fail(str(exc))
     except ValueError as exc:  # an argument the SDK refuses before any request, e.g. an id
         fail(str(exc))
+
+
+def call_with_hints(
+    url: str | None,
+    token: str | None,
+    action: Callable[[Client], T],
+    hints: Mapping[type[APIError], str],
+) -> T:
+    """`action` through the SDK; an API refusal of a kind in `hints` is one line that also
+    says what to do."""
+
+    def hinted(client: Client) -> T:
+        try:
+            return action(client)
+        except APIError as exc:
+            hint = hints.get(type(exc))
+            if hint is None:
+                raise
+            fail(f"{exc}; {hint}")
+
+    return _call(url, token, hinted)
 
 
 def _plain(value: Any) -> Any:
