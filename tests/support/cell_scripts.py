@@ -30,3 +30,24 @@ def busy_talk_script(turns: list[str], no_answer_ring_ms: int) -> dict[str, Any]
         "default": {"outcome": "no_answer", "ring_ms": no_answer_ring_ms, "recording": False},
         "time_scale": 0.1,
     }
+
+
+def recorded_talk_script(*more_rules: dict[str, Any]) -> dict[str, Any]:
+    """Callees ending in 1 answer, say two turns and are recorded; in 2 are busy; then
+    `more_rules`; everyone else does not answer; at a fiftieth of real time."""
+    return {
+        "version": 1,
+        "time_scale": 0.02,
+        "rules": [
+            {
+                "match": {"glob": "*1"},
+                "outcome": "answered",
+                "ring_ms": 500,
+                "turns": ["Hello?", "Yes, tell me more."],
+                "recording": True,
+            },
+            {"match": {"glob": "*2"}, "outcome": "busy", "ring_ms": 100},
+            *more_rules,
+        ],
+        "default": {"outcome": "no_answer", "ring_ms": 100000, "recording": False},
+    }

@@ -14,7 +14,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +40,7 @@ class StubState:
     requests: list[dict[str, Any]] = field(default_factory=list)
     connections: set[tuple[str, int]] = field(default_factory=set)
     aborted: int = 0  # streams the client closed before the end
+    reply_to: Callable[[dict[str, Any]], str] | None = None  # the reply from the request
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -50,14 +51,19 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.state.requests.append(body)
         self.state.connections.add(self.client_address[:2])
-        tokens = tokens_of(self.state.reply)
+        reply = self.state.reply if self.state.reply_to is None else self.state.reply_to(body)
+        tokens = tokens_of(reply)
         start = time.monotonic() + self.state.ttft_s
         if body.get("stream"):
             self._stream(tokens, start)
         else:
             time.sleep(max(0.0, start + len(tokens) / self.state.tokens_per_s - time.monotonic()))
-            message = {"role": "assistant", "content": self.state.reply}
-            self._json({"choices": [{"index": 0, "message": message}]})
+            message = {"role": "assistant", "content": reply}
+            try:
+                self._json({"choices": [{"index": 0, "message": message}]})
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up
+                self.state.aborted += 1
+                self.close_connection = True
 
     def _json(self, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

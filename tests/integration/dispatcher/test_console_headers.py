@@ -1,7 +1,9 @@
 """Every answer under the console's ``/ui`` (pages, panels, assets, redirects, refusals) forbids
 framing (``X-Frame-Options: DENY``, ``frame-ancestors 'none'``) and carries a
 Content-Security-Policy; the console's pages carry its own strict one (its own script and
-style only). Over a real, migrated SQLite state file."""
+style only). The console changes nothing, so it has nothing to forge: every route refuses
+POST, PUT, PATCH and DELETE (405, same headers), and no answer sets a cookie (access is the
+token of every request, there is no session). Over a real, migrated SQLite state file."""
 
 from __future__ import annotations
 
@@ -72,3 +74,26 @@ def test_the_console_pages_carry_their_strict_policy_once(state: Path) -> None:
     assert len(policies) == 1 and "script-src 'self'" in policies[0]
     assert "frame-ancestors 'none'" in policies[0]
     assert page.headers.get_list("x-frame-options") == ["DENY"]
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("path", ["/ui", "/ui/", "/ui/panels/live", "/ui/recordings/c-1"])
+def test_no_console_route_changes_state(state: Path, method: str, path: str) -> None:
+    with _client(state, None) as http:
+        answer = http.request(
+            method, path, data={"csrf": "x"}, headers={"Origin": "http://attacker.example"}
+        )
+    assert answer.status_code == 405
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+    assert "set-cookie" not in answer.headers
+
+
+@pytest.mark.parametrize("token", [None, TOKEN])
+def test_no_console_answer_sets_a_cookie(state: Path, token: str | None) -> None:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    with _client(state, token) as http:
+        answers = [http.get(path, headers=headers) for path in ("/ui", "/ui/panels/live")]
+        answers.append(http.get("/ui", headers={"Authorization": "Bearer wrong-token-0123"}))
+    assert [a.status_code for a in answers] == [200, 200, 200 if token is None else 401]
+    assert all("set-cookie" not in a.headers for a in answers)

@@ -78,3 +78,28 @@ def test_the_first_piece_of_a_streamed_reply_may_end_at_a_comma(
     if deltas[0].startswith("Hi"):
         chunker = SentenceChunker(None, first_clause_chars=16)
     assert [chunker.feed(d) for d in deltas] + [chunker.flush()] == expected
+
+
+@pytest.mark.parametrize(
+    ("deltas", "expected"),
+    [
+        # five complete words and no punctuation: the first piece goes to the TTS
+        (
+            ["Our offer gives you two", " months free"],
+            [[], ["Our offer gives you two"], ["months free"]],
+        ),
+        # the fifth word is complete only once white space follows it
+        (["One two three four five"], [[], ["One two three four five"]]),
+        # punctuation sooner wins; later pieces are whole sentences again
+        (
+            ["Yes, that is fine. Our offer gives you two", " months free"],
+            [["Yes, that is fine."], [], ["Our offer gives you two months free"]],
+        ),
+        (["Sure; one two three four five six"], [["Sure;"], ["one two three four five six"]]),
+    ],
+)
+def test_the_first_piece_of_a_streamed_reply_ends_after_n_words_without_punctuation(
+    deltas: list[str], expected: list[list[str]]
+) -> None:
+    chunker = SentenceChunker(None, first_clause_chars=16, first_clause_words=5)
+    assert [chunker.feed(d) for d in deltas] + [chunker.flush()] == expected

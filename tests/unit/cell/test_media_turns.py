@@ -25,10 +25,10 @@ def run(frames: str) -> list[tuple[bool, bool]]:
     return out
 
 
-def test_utterance_ends_after_600_ms_of_silence() -> None:
+def test_utterance_ends_after_500_ms_of_silence_by_default() -> None:
     result = run("v" * 20 + "." * 30)
     assert result[0] == (True, False)
-    assert [i for i, (_, done) in enumerate(result) if done] == [49]
+    assert [i for i, (_, done) in enumerate(result) if done] == [44]
 
 
 def test_short_burst_is_not_a_turn() -> None:

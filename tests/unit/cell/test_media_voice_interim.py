@@ -70,7 +70,7 @@ async def settle() -> None:
 async def test_interim_true_reports_word_prefixes_then_one_final_turn() -> None:
     agent, rec = make(MockASR(script=["yes please call me later"]), interim=True)
     await ticks(agent, 1000, voiced=True)
-    await ticks(agent, 700)  # 600 ms of silence ends the utterance
+    await ticks(agent, 700)  # 500 ms of silence ends the utterance
     await settle()
     texts = [t for t, _ in rec.interims]
     assert texts[:3] == ["yes", "yes please", "yes please call"]

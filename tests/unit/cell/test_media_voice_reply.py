@@ -121,7 +121,7 @@ async def test_first_sentence_is_spoken_while_the_llm_still_writes() -> None:
     llm = GatedLLM()
     agent, seen = make(llm, opening="")
     await feed(agent, 400, VOICED)
-    await feed(agent, 700)  # end of utterance (600 ms) and the first sentence
+    await feed(agent, 700)  # end of utterance (500 ms) and the first sentence
     assert agent.speaking and not llm.go.is_set()
     llm.go.set()
     await feed(agent, 3000)

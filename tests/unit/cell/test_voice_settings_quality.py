@@ -22,7 +22,7 @@ def test_defaults() -> None:
     assert (options.amd, options.opt_out_digits, options.end_of_utterance_ms, vad) == (
         AmdAction.OFF,
         frozenset(),
-        600,
+        500,
         "webrtc",
     )
 
@@ -36,6 +36,8 @@ def test_defaults() -> None:
         ({"CELL_DTMF_OPT_OUT_DIGITS": "9,#"}, "opt_out_digits", frozenset("9#")),
         ({"CELL_END_OF_UTTERANCE_MS": "400"}, "end_of_utterance_ms", 400),
         ({"CELL_INBAND_DTMF": "0"}, "inband_dtmf", False),
+        ({}, "preemptive", True),
+        ({"CELL_PREEMPTIVE_GENERATION": "0"}, "preemptive", False),
     ],
 )
 def test_settings(env: dict[str, str], field: str, value: object) -> None:

@@ -52,6 +52,17 @@ FULL = ReplyTiming(
                 "reply": 740,
             },
         ),
+        (  # written during the end-of-turn wait: token and audio before the turn ended
+            ReplyTiming(10.0, 10.5, 10.5, 10.33, 10.45, 10.5, 10.52),
+            {
+                "vad_end_of_turn": 500,
+                "asr_final": 0,
+                "llm_first_token": 0,
+                "tts_first_audio": 0,
+                "first_rtp_packet": 20,
+                "reply": 520,
+            },
+        ),
         (ReplyTiming(10.0, 10.6, 10.62, 10.9), {}),  # cut by a barge-in before the wire
     ],
 )
@@ -92,7 +103,10 @@ def test_the_metrics_know_the_same_stages() -> None:
 def test_each_stage_is_one_observation_of_its_labelled_histogram() -> None:
     metrics = CellMetrics()
     replies = stages.replies_stage_ms([FULL, FULL])
-    metrics.observe_quality({"voice_stages_ms": replies, "greeting_ms": {"first_packet": 250}})
+    preemptive = {"started": 3, "used": 2, "cancelled": 1}
+    metrics.observe_quality(
+        {"voice_stages_ms": replies, "greeting_ms": {"first_packet": 250}, "preemptive": preemptive}
+    )
     text = metrics.render().decode()
     found = {f.name: f for f in metric_names.families(text)}
     samples = {
@@ -103,6 +117,8 @@ def test_each_stage_is_one_observation_of_its_labelled_histogram() -> None:
     assert samples[("cell_voice_stage_seconds_sum", "llm_first_token")] == pytest.approx(0.6)
     greeting = {s.name: s.value for s in found["cell_greeting_latency_seconds"].samples}
     assert greeting["cell_greeting_latency_seconds_sum"] == pytest.approx(0.25)
+    assert found["cell_voice_preemptive_starts"].samples[0].value == 3
+    assert found["cell_voice_preemptive_cancels"].samples[0].value == 1
     assert metric_names.violations(text, ("cell_",)) == []
 
 
@@ -119,6 +135,6 @@ async def test_the_agent_times_its_greeting_and_each_stage_of_its_reply() -> Non
     await feed(agent, 800)
     [reply] = stages.replies_stage_ms(agent.reply_timings)
     assert set(reply) == {*stages.STAGES, stages.REPLY}
-    assert reply["vad_end_of_turn"] == 600  # the cell's end-of-utterance wait
+    assert reply["vad_end_of_turn"] == 500  # the cell's end-of-utterance wait
     await asyncio.sleep(0)
     await agent.aclose()

@@ -80,6 +80,7 @@ class UtteranceStream:
         self._wake = asyncio.Event()
         self._ended = asyncio.Event()
         self._cancelled = False
+        self._flush = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name="asr-stream")
 
     def feed(self, pcm: bytes) -> None:
@@ -88,6 +89,22 @@ class UtteranceStream:
         self._pending += pcm
         if len(self._pending) >= self._step:
             self._wake.set()
+
+    def flush(self) -> None:
+        """Recognise the audio queued so far now, not at the next step (the callee
+        paused): :attr:`hypothesis` is fresh once :attr:`flushing` is false again."""
+        if not self._ended.is_set():
+            self._flush = True
+            self._wake.set()
+
+    @property
+    def flushing(self) -> bool:
+        return self._flush
+
+    @property
+    def hypothesis(self) -> str:
+        """The latest interim hypothesis (empty before the first one)."""
+        return self.gate.last
 
     def end(self, end_ms: int) -> None:
         """No more audio: the final result follows."""
@@ -128,14 +145,16 @@ class UtteranceStream:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                ended = self._ended.is_set()
-                size = due_bytes(len(self._pending), self._step, ended)
+                ended, flush = self._ended.is_set(), self._flush
+                size = due_bytes(len(self._pending), self._step, ended or flush)
                 chunk = bytes(self._pending[:size])
                 del self._pending[:size]
                 if ended:
                     return await recognizer.finish(chunk)
                 if chunk:
                     self._report(await recognizer.accept(chunk))
+                if flush:
+                    self._flush = False
                 if self._ended.is_set() or len(self._pending) >= self._step:
                     self._wake.set()
         finally:

@@ -16,7 +16,7 @@ from agentcall.cell.audio.amd import AmdParams, AmdState, Verdict, amd_step
 from agentcall.cell.audio.vad import EnergyVAD, VoiceDetector
 from agentcall.cell.domain.model import AmdAction
 
-END_OF_UTTERANCE_MS = 600
+END_OF_UTTERANCE_MS = 500
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class VoiceOptions:
     opt_out_digits: frozenset[str] = frozenset()
     end_of_utterance_ms: int = END_OF_UTTERANCE_MS
     inband_dtmf: bool = True
+    preemptive: bool = True  # write the reply during the end-of-turn wait
 
 
 def amd_for_call(requested: AmdAction | None, default: AmdAction, opening: str | None) -> AmdAction:

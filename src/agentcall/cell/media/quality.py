@@ -13,6 +13,8 @@ contract's ``call.result`` is not changed by it.
 - ``voice_stages_ms``: per agent reply, where that time went (VAD end of turn, ASR final,
   LLM first token, TTS first audio, first RTP packet: :mod:`agentcall.cell.media.stages`);
   ``greeting_ms``: the opening line's ``first_audio`` and ``first_packet`` after the answer;
+  ``preemptive``: replies written during the end-of-turn wait: ``started``, ``used`` (heard)
+  and ``cancelled`` (:mod:`agentcall.cell.media.preempt`);
 - ``answering_machine`` (AMD verdict and why, when detection is on) and ``dtmf`` (the
   keys pressed, in order).
 """
@@ -67,6 +69,7 @@ def call_quality(
     dtmf: Sequence[str],
     voice_stages_ms: Sequence[Mapping[str, int]] = (),
     greeting_ms: Mapping[str, int] | None = None,
+    preemptive: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The summary of an answered call (``media`` None: the media never started)."""
     p50 = percentile(reply_latency_ms, 0.5)
@@ -78,6 +81,7 @@ def call_quality(
         "reply_latency_max_ms": max(reply_latency_ms) if reply_latency_ms else None,
         "voice_stages_ms": [dict(stages) for stages in voice_stages_ms],
         "greeting_ms": dict(greeting_ms) if greeting_ms is not None else None,
+        "preemptive": dict(preemptive) if preemptive is not None else None,
         "vad": vad,
         "answering_machine": amd,
         "dtmf": list(dtmf),

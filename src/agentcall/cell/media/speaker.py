@@ -4,8 +4,12 @@ clock plays one 20 ms frame at a time, streamed replies, and reply latency.
 A reply is spoken as it is written: LLM text deltas go through a
 :class:`SentenceChunker`, and each sentence is synthesised and queued as soon as it is
 complete, so the callee hears the first sentence while the LLM is still writing the
-rest. :meth:`Speaker.stop` (barge-in) empties the queue; the caller cancels the task
-that produces the reply, which closes the LLM stream and kills a running synthesis.
+rest. The first piece of a streamed reply is shorter still: it ends at the first comma
+once it is ``FIRST_CLAUSE_CHARS`` long, or after ``FIRST_CLAUSE_WORDS`` words when no
+punctuation comes sooner. A reply written ahead of the end of the turn is synthesised
+but held: nothing is queued until its ``hold`` event is set. :meth:`Speaker.stop`
+(barge-in) empties the queue; the caller cancels the task that produces the reply, which
+closes the LLM stream and kills a running synthesis.
 
 Reply latency (:class:`ReplyTiming`) is measured from the end of the callee's speech
 (the last voiced frame, as played out of the jitter buffer) to the moment the first
@@ -15,6 +19,7 @@ went (end-of-utterance wait, ASR, LLM first token, first sentence, TTS).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -33,6 +38,7 @@ LINE_HZ = 8000
 _END = re.compile(r"[.!?;](?=\s)|[。！？；]")
 _CLAUSE = re.compile(r",(?=\s)|[，、]")
 FIRST_CLAUSE_CHARS = 16  # a streamed reply starts speaking at its first comma past this
+FIRST_CLAUSE_WORDS = 5  # ... or after this many words without punctuation
 
 
 def frames_of(pcm: bytes) -> list[bytes]:
@@ -47,11 +53,16 @@ def _cut(text: str, max_chars: int) -> tuple[str, str]:
     return text[:cut].strip(), text[cut:].lstrip()
 
 
-def _first_clause(text: str, min_chars: int) -> re.Match[str] | None:
-    """A comma (``,`` ``，`` ``、``) ending a clause of at least ``min_chars``."""
+def _first_clause(text: str, min_chars: int, words: int | None) -> int | None:
+    """Where the first clause ends: a comma (``,`` ``，`` ``、``) ending a clause of at
+    least ``min_chars``, else the white space after ``words`` complete words."""
     for match in _CLAUSE.finditer(text):
         if match.end() >= min_chars:
-            return match
+            return match.end()
+    if words is not None:
+        found = re.match(rf"\s*(?:\S+\s+){{{words}}}", text)
+        if found is not None:
+            return found.end()
     return None
 
 
@@ -60,25 +71,32 @@ class SentenceChunker:
     """Splits streamed text into sentences (pure): a sentence ends at ``. ! ? ;``
     followed by white space (so ``3.5`` stays whole) or at CJK end punctuation, and is
     cut at a word boundary when longer than ``max_chars``. With ``first_clause_chars``
-    the first piece of a reply already ends at a comma once it is that long, so the
-    callee hears the start of a long first sentence sooner."""
+    the first piece of a reply already ends at a comma once it is that long, or (with
+    ``first_clause_words``) after that many words, so the callee hears the start of a
+    long first sentence sooner."""
 
     max_chars: int | None = None
     first_clause_chars: int | None = None  # the first piece may end at a comma this long
+    first_clause_words: int | None = None  # ... or after this many words
     _pending: str = ""
     _cut_any: bool = False
+
+    def _cut_at(self) -> int | None:
+        match = _END.search(self._pending)
+        if match is not None:
+            return match.end()
+        if self._cut_any or self.first_clause_chars is None:
+            return None
+        return _first_clause(self._pending, self.first_clause_chars, self.first_clause_words)
 
     def feed(self, delta: str) -> list[str]:
         self._pending += delta
         out: list[str] = []
         while True:
-            match = _END.search(self._pending)
-            if match is None and not self._cut_any and self.first_clause_chars is not None:
-                match = _first_clause(self._pending, self.first_clause_chars)
-            if match is not None:
+            end = self._cut_at()
+            if end is not None:
                 self._cut_any = True
-            if match is not None:
-                sentence, self._pending = self._pending[: match.end()], self._pending[match.end() :]
+                sentence, self._pending = self._pending[:end], self._pending[end:]
                 out += self._bounded(sentence.strip())
                 continue
             if self.max_chars is not None and len(self._pending.strip()) > self.max_chars:
@@ -182,57 +200,81 @@ class Speaker:
     def can_speak(self) -> bool:
         return self.config.tts is not None and self.config.mode is AgentMode.FULL_AI
 
-    async def say(self, text: str) -> list[str]:
+    async def say(self, text: str, hold: asyncio.Event | None = None) -> list[str]:
         """Synthesise and queue ``text`` sentence by sentence; the sentences queued."""
         chunker = SentenceChunker(self.config.conversation.sentence_max_chars)
-        return [s for s in chunker.feed(text) + chunker.flush() if await self.sentence(s)]
+        return [s for s in chunker.feed(text) + chunker.flush() if await self._speak(s, hold)]
 
-    async def say_stream(self, deltas: AsyncIterator[str], spoken: list[str]) -> str:
+    async def say_stream(
+        self,
+        deltas: AsyncIterator[str],
+        spoken: list[str],
+        timing: ReplyTiming | None = None,
+        hold: asyncio.Event | None = None,
+    ) -> str:
         """Speak a streamed reply as it arrives; returns the whole text. ``spoken`` gets
-        each sentence once it is queued (what the callee heard if this is cancelled)."""
+        each sentence once it is queued (what the callee heard if this is cancelled);
+        ``timing`` (the reply owed by default) gets the first token's time; with ``hold``
+        sentences are synthesised at once but queued only once it is set."""
         max_chars = self.config.conversation.sentence_max_chars
-        chunker = SentenceChunker(max_chars, FIRST_CLAUSE_CHARS)
-        owed, text = self._owed, ""
+        chunker = SentenceChunker(max_chars, FIRST_CLAUSE_CHARS, FIRST_CLAUSE_WORDS)
+        owed, text = timing or self._owed, ""
         try:
             async for delta in deltas:
                 if owed is not None and owed.first_token is None:
                     owed.first_token = self.clock()
                 text += delta
                 for sentence in chunker.feed(delta):
-                    if await self.sentence(sentence):
+                    if await self._speak(sentence, hold):
                         spoken.append(sentence)
         finally:  # cancelled mid-sentence: close the LLM's response now, not at GC
             close = getattr(deltas, "aclose", None)
             if close is not None:
                 await close()
         for sentence in chunker.flush():
-            if await self.sentence(sentence):
+            if await self._speak(sentence, hold):
                 spoken.append(sentence)
         return text
 
+    async def _speak(self, sentence: str, hold: asyncio.Event | None) -> bool:
+        if hold is None or hold.is_set():
+            return await self.sentence(sentence)
+        chunk = await self.synthesize(sentence)  # ahead of time: nobody hears it yet
+        await hold.wait()
+        return chunk is not None and self.enqueue(chunk)
+
     async def sentence(self, sentence: str) -> bool:
         """Synthesise one sentence and queue it; False when it was not queued."""
+        owed = self._owed
+        if owed is not None and owed.first_sentence is None and sentence:
+            owed.first_sentence = self.clock()
+        chunk = await self.synthesize(sentence)
+        return chunk is not None and self.enqueue(chunk)
+
+    async def synthesize(self, sentence: str) -> deque[bytes] | None:
+        """One sentence as line-rate frames (None: nothing to say, or the TTS failed)."""
         tts_config = self.config.tts
         if tts_config is None or not sentence:
-            return False
-        owed = self._owed
-        if owed is not None and owed.first_sentence is None:
-            owed.first_sentence = self.clock()
+            return None
         try:
             tts = self.providers.get_tts(tts_config.provider_ref)
             speech = await tts.synthesize(sentence, tts_config)
         except CellError as exc:
             log.warning("TTS failed: %s", exc.message)
-            return False
+            return None
         pcm = speech.pcm
         if speech.sample_rate_hz != LINE_HZ:
             pcm = resample(pcm, speech.sample_rate_hz, LINE_HZ)
+        return deque(frames_of(pcm))
+
+    def enqueue(self, chunk: deque[bytes]) -> bool:
+        """Queue a synthesised sentence for the media clock; False under back-pressure."""
         limit = self.config.conversation.max_pending_audio_chunks
         if limit is not None and len(self._chunks) >= limit:
             self.dropped_chunks += 1  # back-pressure: never queue unbounded audio
             return False
-        chunk = deque(frames_of(pcm))
-        if owed is not None and owed is self._owed and owed.first_audio is None:
+        owed = self._owed
+        if owed is not None and owed.first_audio is None:
             owed.first_audio = self.clock()
             self._owed_chunk = chunk
         self._chunks.append(chunk)

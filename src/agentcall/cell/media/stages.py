@@ -17,7 +17,10 @@ the one before it, so the stages of a reply add up to its reply latency:
   clock's next tick, after whatever the agent was still saying).
 
 A mark that did not happen (an opt-out goodbye has no LLM token) leaves its stage out; the
-next stage is then measured from the last mark before it. The greeting (the opening line)
+next stage is then measured from the last mark before it. A mark reached before the one
+ahead of it (a reply written during the end-of-turn wait by preemptive generation has its
+first token before the end of the turn) makes its stage 0, and the next stage is measured
+from the later mark, so the stages still add up to the reply. The greeting (the opening line)
 is timed from the answer: :func:`greeting_ms`.
 """
 
@@ -55,7 +58,7 @@ def stage_ms(timing: ReplyTiming) -> dict[str, int]:
         if mark is None:
             continue
         out[stage] = max(0, round((mark - last) * 1000))
-        last = mark
+        last = max(last, mark)
     out[REPLY] = max(0, round((timing.first_packet - timing.speech_end) * 1000))
     return out
 

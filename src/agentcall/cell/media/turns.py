@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass, replace
 
 SPEECH_RMS = 500.0  # 16-bit RMS above which a 20 ms frame counts as speech
-END_OF_UTTERANCE_MS = 600  # this much silence after speech ends the utterance
+END_OF_UTTERANCE_MS = 500  # this much silence after speech ends the utterance
 MIN_UTTERANCE_MS = 200  # shorter bursts are noise, not a turn
 BARGE_IN_MS = 40  # this much of the callee's speech stops the agent (allow_interrupt)
 

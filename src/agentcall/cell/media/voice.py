@@ -14,9 +14,10 @@ become transcript entries ``DTMF <key>``; the cell's opt-out digits end the call
 opt-out phrase. With answering-machine detection on, the opening line waits for the verdict:
 a person hears it; a machine is hung up on, or gets it after its beep (reason
 ``answering_machine``). With ``asr.interim`` and a streaming ASR, interim hypotheses go to
-``AgentSink.interim`` (and barge in); only the final result becomes a transcript turn. Each
-reply is timed stage by stage (:mod:`agentcall.cell.media.stages`), the greeting from the
-answer."""
+``AgentSink.interim`` (and barge in); only the final result becomes a transcript turn, and
+the reply is written while the end-of-turn wait runs (:mod:`agentcall.cell.media.preempt`).
+Each reply is timed stage by stage (:mod:`agentcall.cell.media.stages`), the greeting from
+the answer."""
 
 from __future__ import annotations
 
@@ -34,26 +35,21 @@ from agentcall.cell.agent.providers import (
     ProviderRegistry,
     Recognizer,
     StreamingASRProvider,
-    StreamingLLMProvider,
-    Utterance,
 )
 from agentcall.cell.agent.streaming import UtteranceStream
 from agentcall.cell.audio.amd import Verdict
 from agentcall.cell.audio.vad import EnergyVAD, VoiceDetector
-from agentcall.cell.domain.errors import CellError
 from agentcall.cell.domain.model import AmdAction, Role, Turn
-from agentcall.cell.media import turns
+from agentcall.cell.media import preempt, turns
 from agentcall.cell.media.hearing import Hearing, VoiceOptions
 from agentcall.cell.media.rtp import FRAME_MS, PCM_BYTES_PER_FRAME
 from agentcall.cell.media.speaker import ReplyTiming, Speaker, frames_of
+from agentcall.cell.media.voice_turns import GOODBYE, Conversing
 
 __all__ = ["AgentSink", "VoiceAgent", "frames_of"]
 
 log = logging.getLogger("cell.voice")
 LINE_HZ = 8000
-GOODBYE = "Understood. We will not call you again. Goodbye."
-DRAIN_LIMIT_MS = 10_000
-ASR_TIMEOUT_MS = 10_000  # final result after the end of an utterance (asr.timeout_ms wins)
 RTP_KEY_HOLD_MS = 1000  # in-band tones this soon after an RFC 4733 event are the same press
 LEAVE_AFTER_SILENCE_MS = 1500  # a machine without a beep: speak after this much silence
 MACHINE_WAIT_MS = 30_000  # never wait longer than this for a machine's beep
@@ -72,7 +68,7 @@ class AgentSink:
 
 
 @dataclass
-class VoiceAgent:
+class VoiceAgent(Conversing):
     config: AgentConfig
     providers: ProviderRegistry
     sink: AgentSink
@@ -109,6 +105,7 @@ class VoiceAgent:
         self.speaker = Speaker(self.config, self.providers, self.clock)
         silence = self.config.conversation.silence_timeout_ms
         self._end_ms = turns.end_of_utterance_ms(self.options.end_of_utterance_ms, silence)
+        self.preempter = preempt.Preempter(self._preempt)
 
     # -- CallAudio --------------------------------------------------------------
     def next_outbound(self) -> bytes | None:
@@ -135,6 +132,8 @@ class VoiceAgent:
             self.interrupt()
         if heard.utterance_done:
             self._end_utterance()
+        else:
+            self._speculate()
         if reading.key is not None and self.now_ms - self._rtp_key_ms > RTP_KEY_HOLD_MS:
             self._digit(reading.key)
         if reading.verdict is not None:
@@ -166,6 +165,7 @@ class VoiceAgent:
     def interrupt(self) -> None:
         """Barge-in: stop talking now, and stop writing and synthesising the reply."""
         self.speaker.stop()
+        self.preempter.drop()
         if self._reply_task is not None and not self._reply_task.done():
             self._reply_task.cancel()
 
@@ -253,17 +253,47 @@ class VoiceAgent:
         if turns.interim_barges_in(self.config.conversation.allow_interrupt, self.speaking, text):
             self.interrupt()  # barge-in on recognised words
 
+    def _speculate(self) -> None:
+        """Preemptive generation after this frame (see :mod:`~agentcall.cell.media.preempt`)."""
+        stream, state = self._stream, self._listening
+        pausing = state.in_utterance and state.silence_ms >= preempt.PAUSE_MS
+        if stream is None or not pausing or not self._may_preempt(stream.start_ms, None):
+            self.preempter.hear(False, pausing, None)  # no reply due: recognise at its pace
+            return
+        if state.silence_ms == preempt.PAUSE_MS:
+            stream.flush()  # the callee just paused: a fresh hypothesis of all they said
+        text = None if stream.flushing else stream.hypothesis
+        self.preempter.hear(self._may_preempt(stream.start_ms, text), True, text)
+
+    def _may_preempt(self, start_ms: int, text: str | None) -> bool:
+        c = self.config
+        if not self.options.preemptive or c.mode is not AgentMode.FULL_AI or self._closing:
+            return False
+        if self._opted_out or self._listening.speech_ms < turns.MIN_UTTERANCE_MS:
+            return False
+        if turns.turns_exhausted(c.conversation.max_turns, self.user_turns + 1):
+            return False
+        return self._may_reply(start_ms) and self.detector.detect(text or "") is None
+
+    def _preempt(self, text: str) -> preempt.Preemption:
+        messages = (*self._messages(), ChatMessage("user", text.strip()))
+        found = preempt.Preemption(text, messages, ReplyTiming(speech_end=self._last_voiced_t))
+        found.task = self._spawn(self._produce(messages, found.timing, found.spoken, found.hold))
+        return found
+
     def _end_utterance(self) -> None:
         timing = ReplyTiming(speech_end=self._last_voiced_t, utterance_end=self.clock())
         if self._stream is not None:
             self._stream.end(self.now_ms)
-            self._spawn(self._streamed_turn(self._stream, timing))
+            spec = self.preempter.take()
+            self._spawn(self._streamed_turn(self._stream, timing, spec))
             self._stream = None
             return
         pcm, self._utterance = bytes(self._utterance), bytearray()
         self._spawn(self._user_turn(pcm, self.now_ms - len(pcm) // 16, self.now_ms, timing))
 
     def _drop_utterance(self) -> None:
+        self.preempter.drop()
         if self._stream is not None:
             self._stream.cancel()
             self._stream = None
@@ -301,100 +331,3 @@ class VoiceAgent:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-    def _finish(self, reason: str) -> None:
-        if self.finished is None:
-            self.finished = reason
-            self.sink.finish(reason)
-
-    def _turn(self, role: Role, text: str, start: int, end: int) -> None:
-        n = self._turn_no = self._turn_no + 1
-        self.sink.transcript(Turn(f"turn-{n}", f"segment-{n}", role, text, start, end))
-
-    # -- the conversation -------------------------------------------------------------
-    async def _user_turn(self, pcm: bytes, start: int, end: int, timing: ReplyTiming) -> None:
-        try:
-            heard = await self.providers.get_asr(self.config.asr.provider_ref).transcribe(
-                Utterance(pcm=pcm, sample_rate_hz=LINE_HZ), self.config.asr
-            )
-        except CellError as exc:
-            log.warning("ASR failed: %s", exc.message)
-            return
-        timing.transcribed = self.clock()
-        await self._heard(heard.text, start, end, timing)
-
-    async def _streamed_turn(self, stream: UtteranceStream, timing: ReplyTiming) -> None:
-        timeout_s = (self.config.asr.timeout_ms or ASR_TIMEOUT_MS) / 1000
-        try:
-            text = await stream.result(timeout_s)
-        except CellError as exc:
-            log.warning("ASR failed: %s", exc.message)
-            return
-        timing.transcribed = self.clock()
-        if text is not None:
-            await self._heard(text, stream.start_ms, stream.end_ms, timing)
-
-    async def _heard(self, text: str, start: int, end: int, timing: ReplyTiming) -> None:
-        """The callee's final words of one utterance: transcript, opt-out, reply."""
-        text = text.strip()
-        if not text:
-            return
-        self._turn(Role.USER, text, start, end)
-        self.user_turns += 1
-        self._history.append(ChatMessage("user", text))
-        phrase = self.detector.detect(text)
-        if self._opted_out:
-            return
-        if phrase is not None:
-            self.sink.opt_out(phrase, end)
-        if self._closing:
-            return
-        if phrase is not None:
-            self._opted_out = True
-            self.speaker.owe(timing)
-            await self._say_then_finish(GOODBYE, "opt_out")
-        elif turns.turns_exhausted(self.config.conversation.max_turns, self.user_turns):
-            await self._say_then_finish(None, "max_turns")
-        elif self.config.mode is AgentMode.FULL_AI and self._may_reply(start):
-            self._reply_task = asyncio.current_task()
-            self.speaker.owe(timing)
-            await self._reply(timing)
-
-    async def _reply(self, timing: ReplyTiming) -> None:
-        assert self.config.llm is not None
-        messages = [ChatMessage("system", self.config.prompt_text or ""), *self._history]
-        start, text = self.now_ms, None
-        spoken: list[str] = []
-        try:
-            llm = self.providers.get_llm(self.config.llm.provider_ref)
-            if isinstance(llm, StreamingLLMProvider):
-                timing.streamed = True
-                text = await self.speaker.say_stream(llm.stream(messages, self.config.llm), spoken)
-            else:
-                text = await llm.reply(messages, self.config.llm)
-                timing.first_token = self.clock()
-                await self.speaker.say(text)
-        except CellError as exc:
-            log.warning("LLM failed: %s", exc.message)
-        finally:
-            self._reply_task = None
-            said = text.strip() if text is not None else " ".join(spoken)
-            if said:
-                self._history.append(ChatMessage("assistant", said))
-                end = start + self.speaker.queued_ms() if text is not None else self.now_ms
-                self._turn(Role.AGENT, said, start, max(end, start))
-
-    async def _say(self, text: str) -> None:
-        if not text or not self.speaker.can_speak:
-            return
-        start = self.now_ms
-        if await self.speaker.say(text):
-            self._turn(Role.AGENT, text, start, start + self.speaker.queued_ms())
-
-    async def _say_then_finish(self, text: str | None, reason: str) -> None:
-        await self._say(text or "")
-        waited = 0
-        while self.speaking and waited < DRAIN_LIMIT_MS:
-            await asyncio.sleep(FRAME_MS / 1000)
-            waited += FRAME_MS
-        self._finish(reason)

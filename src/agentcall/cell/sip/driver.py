@@ -99,6 +99,7 @@ def quality_of(report: CallReport, agent: VoiceAgent) -> dict[str, Any] | None:
         dtmf=agent.digits,
         voice_stages_ms=stages.replies_stage_ms(agent.reply_timings),
         greeting_ms=stages.greeting_ms(agent.speaker.greeting),
+        preemptive=agent.preempter.counts(),
     )
 
 

@@ -9,7 +9,8 @@ CELL_LLM_<REF>_BASE_URL        an OpenAI-compatible LLM offered as provider_ref
 CELL_LLM_<REF>_API_KEY         <ref> (lower case, ``_`` -> ``-``), its key
 CELL_LLM_<REF>_MODEL           and its default model
 CELL_VAD                       ``webrtc`` (default) or ``energy``
-CELL_END_OF_UTTERANCE_MS       silence that ends an utterance (600)
+CELL_END_OF_UTTERANCE_MS       silence that ends an utterance (500)
+CELL_PREEMPTIVE_GENERATION     ``0``: no reply is written before the end of the turn (on)
 CELL_AMD                       default of calls whose plan has no ``amd``: ``off``
                                (default), ``hangup``, ``leave_message``
 CELL_DTMF_OPT_OUT_DIGITS       keys that opt the callee out, e.g. ``9`` (none)
@@ -84,6 +85,7 @@ def voice_options(env: Mapping[str, str]) -> tuple[VoiceOptions, str]:
         opt_out_digits=digits,
         end_of_utterance_ms=int(eou),
         inband_dtmf=env.get("CELL_INBAND_DTMF", "1") != "0",
+        preemptive=env.get("CELL_PREEMPTIVE_GENERATION", "1") != "0",
     )
     return options, vad
 

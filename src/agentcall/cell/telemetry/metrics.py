@@ -4,7 +4,10 @@ Voice and call-quality figures are observed once per answered SIP call, when it
 ends, from the ``quality`` summary of its record (:meth:`CellMetrics.observe_quality`):
 ``cell_voice_stage_seconds{stage}`` holds each reply's stages (the five of
 :data:`agentcall.cell.media.stages.STAGES`, a bounded label) and
-``cell_greeting_latency_seconds`` the answer to the opening line's first packet.
+``cell_greeting_latency_seconds`` the answer to the opening line's first packet;
+``cell_voice_preemptive_starts_total`` and ``cell_voice_preemptive_cancels_total`` count
+the replies written during the end-of-turn wait and those cancelled (the callee went on,
+or said other words).
 """
 
 from __future__ import annotations
@@ -83,6 +86,16 @@ class CellMetrics:
         )
         for stage in VOICE_STAGES:  # every stage's series from the start
             self.voice_stage.labels(stage)
+        self.preemptive_starts = Counter(
+            "cell_voice_preemptive_starts_total",
+            "Replies the voice agent started writing during the end-of-turn wait",
+            registry=r,
+        )
+        self.preemptive_cancels = Counter(
+            "cell_voice_preemptive_cancels_total",
+            "Replies written during the end-of-turn wait that were cancelled unheard",
+            registry=r,
+        )
         self.greeting_latency = Histogram(
             "cell_greeting_latency_seconds",
             "Answer to the first packet of the opening line on the wire",
@@ -168,6 +181,9 @@ class CellMetrics:
             for stage in VOICE_STAGES:
                 if stage in stages:
                     self.voice_stage.labels(stage).observe(stages[stage] / 1000)
+        preemptive = quality.get("preemptive") or {}
+        self.preemptive_starts.inc(preemptive.get("started", 0))
+        self.preemptive_cancels.inc(preemptive.get("cancelled", 0))
         greeting = quality.get("greeting_ms") or {}
         if "first_packet" in greeting:
             self.greeting_latency.observe(greeting["first_packet"] / 1000)

@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from agentcall.dispatcher.console import aggregate, auth, live
+from agentcall.dispatcher.console import aggregate, auth, live, voice
 from agentcall.dispatcher.console.panels import calls_panel, plumbing_panel, tasks_panel
 from agentcall.dispatcher.store import console as reads
 
@@ -86,6 +86,9 @@ def environment() -> Environment:
     env.filters["when"] = _when
     env.filters["seconds"] = _seconds
     env.filters["mask"] = live.mask
+    env.filters["voice_turns"] = voice.voice_turns
+    env.filters["greeting"] = voice.greeting
+    env.globals["voice_stages"] = voice.STAGES
     return env
 
 

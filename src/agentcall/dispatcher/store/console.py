@@ -136,7 +136,8 @@ def _recording(state: str | None, key: str | None, error: str | None) -> dict[st
 
 def last_results(conn: sqlite3.Connection, limit: int = LAST_RESULTS) -> list[dict[str, Any]]:
     """The newest call results, as the SaaS receives them: outcome, reason, duration,
-    transcript, opt-out and recording status with its object key."""
+    transcript, opt-out, recording status with its object key, and the cell's media and
+    voice figures (``quality``, SIP calls only)."""
     found = []
     for call_id, task_id, trunk_id, at, end_json, state, key, error in conn.execute(
         _RESULTS, (limit,)
@@ -155,6 +156,7 @@ def last_results(conn: sqlite3.Connection, limit: int = LAST_RESULTS) -> list[di
                 "transcript": list(end.get("transcript") or []),
                 "opt_out": bool(end.get("opt_out")),
                 "recording": _recording(state, key, error),
+                "quality": end.get("quality") if isinstance(end.get("quality"), dict) else None,
             }
         )
     return found
