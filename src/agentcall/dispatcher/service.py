@@ -47,6 +47,7 @@ from agentcall.dispatcher.status import Components, ErrorLog, snapshot, store_fa
 from agentcall.dispatcher.store import tasks
 from agentcall.dispatcher.store.db import Database, StoreError
 from agentcall.dispatcher.telemetry.prometheus import PrometheusTelemetry
+from agentcall.dispatcher.telemetry.tracing_setup import from_settings as tracing_from_settings
 from agentcall.dispatcher.web.app import build_app
 from agentcall.dispatcher.web.edge import EdgeLimits
 from agentcall.dispatcher.web.hosts import allowed_hosts
@@ -83,6 +84,7 @@ class Dispatcher:
         self.failed: str | None = None
         self._reconcile_wake = asyncio.Event()
         self.telemetry = t = PrometheusTelemetry()
+        self.tracing = tr = tracing_from_settings(settings.tracing)
         did = settings.dispatcher_id
         self.saas = SaasClient(
             settings.saas_url, did, settings.secret_key, settings.http_timeout_s, telemetry=t
@@ -104,9 +106,10 @@ class Dispatcher:
             retry_s=settings.outbox_retry_s,
             clock=clock,
             telemetry=self.telemetry,
+            tracing=tr,
         )
         self.recordings = recordings_from_settings(
-            settings, db, cell, clock=clock, on_outbox=self.relay.wake
+            settings, db, cell, clock=clock, on_outbox=self.relay.wake, tracing=tr
         )
         self.calls = CallSupervisor(
             db,
@@ -117,19 +120,22 @@ class Dispatcher:
             on_outbox=self.relay.wake,
             recordings=self.recordings,
             telemetry=self.telemetry,
+            tracing=tr,
         )
-        self.intake = Intake(self._admit, settings.intake_batch, quarantine=self._quarantine)
-        self.consumers = TaskConsumers(self.link, did, settings.prefetch, self.intake.submit)
         self._features(settings, db, cell, clock)
-        self.gate.subscribe(self._reconcile_wake.set)
-        self.link.on_up(self._on_link_up)
-        self.link.on_down(self.consumers.on_link_down)
 
     def _features(
         self, settings: Settings, db: Database, cell: CellPort, clock: Callable[[], datetime]
     ) -> None:
-        """Admission, discovery and task control, over the edges built before them."""
-        did = settings.dispatcher_id
+        """Intake, consumers, admission, discovery and task control, over the edges built
+        before them."""
+        did, tr = settings.dispatcher_id, self.tracing
+        self.intake = Intake(self._admit, settings.intake_batch, quarantine=self._quarantine)
+        qos = settings.prefetch, self.intake.submit, tr.on, settings.inflight
+        self.consumers = TaskConsumers(self.link, did, *qos)
+        self.gate.subscribe(self._reconcile_wake.set)
+        self.link.on_up(self._on_link_up)
+        self.link.on_down(self.consumers.on_link_down)
         self.admission = AdmissionService(
             db,
             self.cache,
@@ -144,6 +150,7 @@ class Dispatcher:
             skew_s=settings.clock_skew_s,
             telemetry=self.telemetry,
             amd=settings.amd,
+            tracing=tr,
         )
         self.discovery = DiscoveryLoop(
             self.saas,
@@ -160,7 +167,7 @@ class Dispatcher:
             db=db,
             cache=self.cache,
             registry=self.consumers,
-            wake_consumers=self.wake_consumers,
+            wake_consumers=self._reconcile_wake.set,
             link=self.link,
             cell=cell,
             clock=clock,
@@ -194,8 +201,7 @@ class Dispatcher:
         self._reconcile_wake.set()
 
     def _gates(self, settings: Settings, clock: Callable[[], datetime]) -> None:
-        """What closes admission besides discovery: SaaS outages and the start-up SIP
-        snapshot (D-NOTE-2), the cell's identity (D-NOTE-9)."""
+        """What closes admission besides discovery: outages, SIP snapshot, cell (D-NOTE-2/9)."""
         self.outages = SaasOutages(
             self.gate,
             clock=clock,
@@ -233,9 +239,6 @@ class Dispatcher:
         except CellPortError as exc:
             self.errors.add("cell.identity", str(exc))
             return None
-
-    def wake_consumers(self) -> None:
-        self._reconcile_wake.set()
 
     # --- loops ----------------------------------------------------------------------
     async def _reconcile_loop(self) -> None:
@@ -335,6 +338,7 @@ class Dispatcher:
         await self.link.close()
         await self.saas.aclose()
         await self.cell.aclose()
+        self.tracing.close()  # exports the spans still queued
 
     async def snapshot(self) -> dict[str, Any]:
         facts = await self.db.read(store_facts)

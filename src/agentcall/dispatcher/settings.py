@@ -9,6 +9,7 @@ stops with one message that names every missing or invalid setting (``DISPATCHER
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -83,7 +84,8 @@ class Settings(HttpEdgeSettings):
     saas_retry_base_s: float = 0.5
     saas_retry_max_s: float = 30.0
     clock_skew_s: float = 120.0  # D-NOTE-3: how far in the future issued_at may lie
-    prefetch: int = 64
+    prefetch: int = 64  # per task queue at most
+    inflight: int = 128  # unacknowledged deliveries over all task queues (their share each)
     intake_batch: int = 64  # bounds how long a dialing mark waits behind an admission batch
     outbox_retry_s: float = 1.0
     outbox_batch: int = 500
@@ -103,6 +105,8 @@ class Settings(HttpEdgeSettings):
     # Answering machines: off | hangup | leave_message, pinned in every accepted call's
     # plan; None leaves it to the cell's default (its CELL_AMD).
     amd: str | None = None
+    # OpenTelemetry traces of each call.execute over OTLP (the OTEL_* variables), 0 or 1.
+    tracing: bool = False
 
 
 # --- parsers: each returns the typed value or raises ValueError(explanation) ---
@@ -199,6 +203,15 @@ def _pair_problems(values: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _tracing(raw: str) -> bool:
+    on = {"0": False, "1": True, "false": False, "true": True}.get(raw.lower())
+    if on is None:
+        raise ValueError("must be 0 or 1")
+    if on and importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise ValueError("tracing needs the OpenTelemetry packages: pip install 'agentcall[otel]'")
+    return on
+
+
 def _quota_ttl(raw: str) -> float:
     value = _positive_float(raw)
     if value > 60:
@@ -224,6 +237,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "saas_retry_max_s": _positive_float,
     "clock_skew_s": _positive_float,
     "prefetch": _positive_int,
+    "inflight": _positive_int,
     "intake_batch": _positive_int,
     "outbox_retry_s": _positive_float,
     "outbox_batch": _positive_int,
@@ -240,6 +254,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "recording_deadline_s": _positive_float,
     "recording_sweep_s": _positive_float,
     "amd": _choice("off", "hangup", "leave_message"),
+    "tracing": _tracing,
     **HTTP_EDGE_PARSERS,
 }
 _FILE_ONLY_KEYS = {"secret_key_file"}

@@ -16,40 +16,28 @@ import pytest
 
 from tests.acceptance.dispatcher.broker import originate_log
 from tests.acceptance.dispatcher.harness import Cell, MockSaas, Scenario, s3_env
+from tests.support.cell_scripts import recorded_talk_script
 from tests.support.services import s3_settings
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.rabbitmq, pytest.mark.s3]
 
 # *1 talks and records, *2 is busy, *3 opts out, *4 talks without a recording.
-SCRIPT = {
-    "version": 1,
-    "time_scale": 0.02,
-    "rules": [
-        {
-            "match": {"glob": "*1"},
-            "outcome": "answered",
-            "ring_ms": 500,
-            "turns": ["Hello?", "Yes, tell me more."],
-            "recording": True,
-        },
-        {"match": {"glob": "*2"}, "outcome": "busy", "ring_ms": 100},
-        {
-            "match": {"glob": "*3"},
-            "outcome": "answered",
-            "ring_ms": 500,
-            "turns": ["Who is this?", "Please stop calling me."],
-            "recording": True,
-        },
-        {
-            "match": {"glob": "*4"},
-            "outcome": "answered",
-            "ring_ms": 500,
-            "turns": ["Hello?"],
-            "recording": False,
-        },
-    ],
-    "default": {"outcome": "no_answer", "ring_ms": 100000, "recording": False},
-}
+SCRIPT = recorded_talk_script(
+    {
+        "match": {"glob": "*3"},
+        "outcome": "answered",
+        "ring_ms": 500,
+        "turns": ["Who is this?", "Please stop calling me."],
+        "recording": True,
+    },
+    {
+        "match": {"glob": "*4"},
+        "outcome": "answered",
+        "ring_ms": 500,
+        "turns": ["Hello?"],
+        "recording": False,
+    },
+)
 
 
 @pytest.fixture(scope="module")

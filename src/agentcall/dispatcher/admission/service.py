@@ -16,8 +16,9 @@ import sqlite3
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from agentcall.dispatcher import contracts
 from agentcall.dispatcher.admission.transaction import (
@@ -28,6 +29,7 @@ from agentcall.dispatcher.admission.transaction import (
     Valid,
     run_batch,
 )
+from agentcall.dispatcher.domain.callids import call_result_event_id
 from agentcall.dispatcher.domain.model import ExecuteCommand, TenantQuota
 from agentcall.dispatcher.domain.outage import SIP, STALE, Read, ReadKey
 from agentcall.dispatcher.domain.validity import DEFAULT_CLOCK_SKEW_S
@@ -40,8 +42,10 @@ from agentcall.dispatcher.saas.parse import parse_command
 from agentcall.dispatcher.store import rejected
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
+from agentcall.dispatcher.telemetry.tracing import NO_TRACING, Decided, Tracing
 
 LOG = logging.getLogger("dispatcher.admission")
+T = TypeVar("T")
 
 
 def classify(delivery: Delivery) -> Item:
@@ -70,8 +74,8 @@ def classify(delivery: Delivery) -> Item:
 
 
 def accepted_arrivals(
-    received: Sequence[float], items: Sequence[Item], outcome: Outcome
-) -> dict[str, float]:
+    received: Sequence[T], items: Sequence[Item], outcome: Outcome
+) -> dict[str, T]:
     """When the command of each execution accepted in a batch arrived (``received`` and
     ``items`` in delivery order). Every valid item has one decision, in order, and the
     accepted executions follow the accepted decisions in order; nothing here may stop
@@ -83,6 +87,24 @@ def accepted_arrivals(
         if decision == "accepted"
     ]
     return dict(zip(outcome.accepted, arrived, strict=False))
+
+
+def decided_commands(
+    deliveries: Sequence[Delivery], items: Sequence[Item], outcome: Outcome
+) -> list[Decided]:
+    """The valid commands of a batch with their decisions, for their traces."""
+    valid = [(d, i) for d, i in zip(deliveries, items, strict=False) if isinstance(i, Valid)]
+    executions = iter(outcome.accepted)
+    found = []
+    for (delivery, item), (decision, reason) in zip(valid, outcome.decisions, strict=False):
+        command = item.command
+        decided = Decided(delivery, command.command_id, command.task_id, decision, reason)
+        if decision == "accepted":
+            execution_id = next(executions, None)
+            event_id = None if execution_id is None else call_result_event_id(execution_id)
+            decided = replace(decided, execution_id=execution_id, result_event_id=event_id)
+        found.append(decided)
+    return found
 
 
 @dataclass(frozen=True)
@@ -109,8 +131,10 @@ class AdmissionService:
         skew_s: float = DEFAULT_CLOCK_SKEW_S,
         telemetry: Telemetry = NO_TELEMETRY,
         amd: str | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self._telemetry = telemetry
+        self._tracing = tracing
         self._amd = amd
         self._outages = outages
         self._hold = hold
@@ -253,6 +277,8 @@ class AdmissionService:
         if outcome.accepted:
             received = [d.received for d in live]
             self._telemetry.accepted(accepted_arrivals(received, items, outcome))
+        if self._tracing.on:
+            self._tracing.decided(decided_commands(live, items, outcome), done)
 
     def status(self) -> AdmissionStatus:
         return AdmissionStatus(self.percentiles(), self.decide_percentiles(), dict(self.counts))

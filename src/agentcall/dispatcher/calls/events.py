@@ -15,6 +15,7 @@ from agentcall.dispatcher.finalize.result import Ending
 
 _STOP = object()
 RESTARTED = "cell.restarted"
+ENDED = "call.ended"
 
 __all__ = ["CellEvent", "EventBatcher", "endings"]
 

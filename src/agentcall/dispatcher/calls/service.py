@@ -49,6 +49,7 @@ from agentcall.dispatcher.store import cell_stream, executions
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.store.executions import Execution
 from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
+from agentcall.dispatcher.telemetry.tracing import NO_TRACING, Tracing
 
 LOG = logging.getLogger("dispatcher.calls")
 LIVE = (S.DIALING, S.RINGING, S.IN_CALL)
@@ -84,9 +85,11 @@ class CallSupervisor:
         unknown_grace_s: float = UNKNOWN_GRACE_S,
         watch_s: float = 1.0,
         telemetry: Telemetry = NO_TELEMETRY,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self._db = db
         self._telemetry = telemetry
+        self._tracing = tracing
         self._cell = cell
         opener = None if recordings is None else recordings.opener
         self._finalizer = Finalizer(dispatcher_id, routing_key, opener)
@@ -164,6 +167,7 @@ class CallSupervisor:
         return marked
 
     async def _send_round(self, marked: list[Execution], rounds: asyncio.Semaphore) -> None:
+        self._tracing.originating(e.execution_id for e in marked)
         try:
             if isinstance(self._cell, BatchingCell):
                 await self._originate_batch(self._cell, marked)
@@ -211,6 +215,7 @@ class CallSupervisor:
 
     async def _answered(self, execution: Execution, answer: CellCall | CellPortError) -> None:
         self._telemetry.originated(execution.execution_id, isinstance(answer, CellCall))
+        self._tracing.originated(execution.execution_id, isinstance(answer, CellCall))
         if isinstance(answer, CellCall):
             self.counts["originated"] += 1
             if answer.state == "ended":  # the cell's call of an earlier admission
@@ -295,6 +300,9 @@ class CallSupervisor:
             transaction.apply_stream_batch, batch, endings, now, self._finalizer
         )
         finalized = applied.finalized
+        if self._tracing.on:
+            ended = (e.call_id for e in batch if e.type == ev.ENDED)
+            self._tracing.calls_ended(ended, set(finalized))
         self.counts["finalized"] += len(finalized)
         if finalized:
             self._on_outbox()

@@ -1,6 +1,10 @@
 """One consumer per open task queue (D-MQ-1, D-MQ-4, D-MQ-6, D-DISC-6).
 
-Each task gets its own channel with ``prefetch`` as QoS. Before consuming, the queue's
+Each task gets its own channel whose QoS is the task's share of the D's in-flight budget
+(:func:`task_prefetch`): unacknowledged deliveries over every task queue stay within
+``inflight`` (at least one per task), so a backlog waits in RabbitMQ, not inside the D,
+and the wait between a delivery and its decision commit stays about ``inflight`` divided by
+the decision rate. Before consuming, the queue's
 existence is verified with a passive declare (the SaaS owns the topology); a missing
 queue fails closed for that task only — it is logged, shown in /status and retried on the
 next reconcile, never a crash. Deliveries are handed to the intake; settling (ACK after
@@ -46,6 +50,16 @@ class Delivery:
     tag: int
     acks: ChannelAcks
     received: float = field(default_factory=time.monotonic)
+    traceparent: str | None = None  # the W3C header, read only while the D traces
+
+
+def traceparent(message: DeliveredMessage) -> str | None:
+    """The message's ``traceparent`` header, if it is a string."""
+    headers = message.header.properties.headers or {}
+    value = headers.get("traceparent")
+    if isinstance(value, bytes):
+        value = value.decode("ascii", "replace")
+    return value if isinstance(value, str) else None
 
 
 @dataclass
@@ -59,6 +73,13 @@ class _Channel:
 class _Consumer:
     held: _Channel
     tag: str
+    prefetch: int
+
+
+def task_prefetch(prefetch: int, inflight: int, tasks: int) -> int:
+    """The QoS of one of ``tasks`` consumed task queues: an equal share of the in-flight
+    budget, at most ``prefetch`` and at least 1."""
+    return max(1, min(prefetch, inflight // max(1, tasks)))
 
 
 @dataclass(frozen=True)
@@ -78,7 +99,12 @@ class TaskConsumers:
         dispatcher_id: str,
         prefetch: int,
         submit: Callable[[Delivery], None],
+        traced: bool = False,
+        inflight: int | None = None,
     ) -> None:
+        self._inflight = prefetch * MAX_TASK_QUEUES if inflight is None else inflight
+        self._share = prefetch
+        self.traced = traced  # keep each delivery's traceparent header (DISPATCHER_TRACING)
         self._link = link
         self._dispatcher_id = dispatcher_id
         self._prefetch = prefetch
@@ -104,11 +130,14 @@ class TaskConsumers:
         async with self._lock:
             for task_id in sorted(set(self._active) - wanted):
                 await self._stop(task_id, "closed")
-            for task_id in sorted(wanted)[:MAX_TASK_QUEUES]:
-                if task_id in self._held:
-                    continue
+            consumed = [t for t in sorted(wanted)[:MAX_TASK_QUEUES] if t not in self._held]
+            self._share = task_prefetch(self._prefetch, self._inflight, len(consumed))
+            for task_id in consumed:
                 if task_id not in self._active and self._link.connected.is_set():
                     await self._start(task_id)
+            for task_id in [t for t in consumed if t in self._active]:
+                if self._active[task_id].prefetch != self._share:
+                    await self._requalify(task_id)
             for task_id in sorted(wanted)[MAX_TASK_QUEUES:]:
                 self.states[task_id] = "over_queue_limit"
             for task_id in [t for t in self.states if t not in wanted and t not in self._active]:
@@ -122,6 +151,8 @@ class TaskConsumers:
             held = self._idle_channels.pop(task_id, None)
             if held is None or held.channel.is_closed:
                 held = await self._open_channel()
+            share = self._share
+            await held.channel.set_qos(prefetch_count=share)
             await held.channel.declare_queue(name, passive=True)
             handler = self._handler(task_id, name, held.acks)
             ok = await held.raw.basic_consume(name, handler, no_ack=False)
@@ -145,9 +176,33 @@ class TaskConsumers:
             self.states[task_id] = "disconnected"
             return
         assert ok.consumer_tag is not None
-        self._active[task_id] = _Consumer(held, ok.consumer_tag)
+        self._active[task_id] = _Consumer(held, ok.consumer_tag, share)
         self.states[task_id] = "consuming"
-        log(LOG, logging.INFO, "consumer.started", task_id=task_id)
+        log(LOG, logging.INFO, "consumer.started", task_id=task_id, prefetch=share)
+
+    async def _requalify(self, task_id: str) -> None:
+        """Give a running consumer the current share of the budget: a QoS applies to the
+        consumers started after it, so the consumer is restarted on the same channel. Its
+        unacknowledged deliveries stay on that channel and are settled as before (until they
+        are, the task may hold them besides its new share); the task counts as consuming
+        throughout (nothing is requeued for it)."""
+        consumer = self._active[task_id]
+        raw, share = consumer.held.raw, self._share
+        name = task_queue(self._dispatcher_id, task_id)
+        handler = self._handler(task_id, name, consumer.held.acks)
+        try:
+            await raw.basic_cancel(consumer.tag)
+            await consumer.held.channel.set_qos(prefetch_count=share)
+            ok = await raw.basic_consume(name, handler, no_ack=False)
+        except Exception as exc:  # the link went down: the next reconcile starts it again
+            raise_if_cancelling(exc)
+            if not self._lost(self._link.connection, consumer.held):
+                raise
+            self._active.pop(task_id, None)
+            self.states[task_id] = "disconnected"
+            return
+        assert ok.consumer_tag is not None
+        consumer.tag, consumer.prefetch = ok.consumer_tag, share
 
     def _lost(self, connection: object, held: _Channel | None) -> bool:
         """Whether the connection a consumer was being started on is gone (the next
@@ -168,13 +223,15 @@ class TaskConsumers:
             tag = message.delivery_tag
             assert tag is not None  # a Basic.Deliver always has one
             acks.received(tag)
-            self._submit(Delivery(task_id, name, message.body, tag, acks))
+            delivery = Delivery(task_id, name, message.body, tag, acks)
+            if self.traced:
+                delivery.traceparent = traceparent(message)
+            self._submit(delivery)
 
         return on_message
 
     async def _open_channel(self) -> _Channel:
         channel = await self._link.channel()
-        await channel.set_qos(prefetch_count=self._prefetch)
         raw = await channel.get_underlay_channel()
         return _Channel(channel, raw, ChannelAcks(raw))
 

@@ -24,6 +24,7 @@ import asyncio
 import json
 import logging
 import random
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +40,7 @@ from agentcall.dispatcher.store import outbox
 from agentcall.dispatcher.store.db import Database
 from agentcall.dispatcher.store.outbox import OutboxRow
 from agentcall.dispatcher.telemetry.port import NO_TELEMETRY, Telemetry
+from agentcall.dispatcher.telemetry.tracing import NO_TRACING, Tracing
 
 LOG = logging.getLogger("dispatcher.outbox")
 CONFIRM_TIMEOUT_S = 60.0
@@ -76,8 +78,10 @@ class OutboxRelay:
         clock: Callable[[], datetime],
         telemetry: Telemetry = NO_TELEMETRY,
         jitter: Callable[[], float] = random.random,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self._db = db
+        self._tracing = tracing
         self._link = link
         self._telemetry = telemetry
         self._batch = batch
@@ -131,7 +135,10 @@ class OutboxRelay:
         raw = await self._channel()
         if raw is None:
             return len(rows)
+        started = time.monotonic()
         errors = await self._publish(raw, rows)
+        if self._tracing.on:
+            self._tracing.delivered([row.event_id for row in rows], errors, started)
         delivered = [row.seq for row, error in zip(rows, errors, strict=True) if error is None]
         failures = [(row.seq, e) for row, e in zip(rows, errors, strict=True) if e is not None]
         if delivered:

@@ -54,6 +54,7 @@ from agentcall.dispatcher.recording.transaction import Opener, Route
 from agentcall.dispatcher.settings import Settings
 from agentcall.dispatcher.store import recordings as store
 from agentcall.dispatcher.store.db import Database
+from agentcall.dispatcher.telemetry.tracing import NO_TRACING, Tracing
 
 LOG = logging.getLogger("dispatcher.recording")
 S = RecordingState
@@ -117,8 +118,10 @@ class RecordingService:
         on_outbox: Callable[[], None],
         concurrency: int = 16,
         retry_s: float = 1.0,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self._db = db
+        self._tracing = tracing
         self._cell = cell
         self._storage = storage
         self._route = route
@@ -265,6 +268,7 @@ class RecordingService:
         self._on_outbox()
         for rec in recs:
             self.counts[f"closed_{rec.error_code or rec.state}"] += 1
+            self._tracing.recording_closed(rec.execution_id, rec.state.value)
             log(
                 LOG,
                 logging.INFO,
@@ -291,6 +295,7 @@ def from_settings(
     *,
     clock: Callable[[], datetime],
     on_outbox: Callable[[], None],
+    tracing: Tracing = NO_TRACING,
 ) -> RecordingService | None:
     """The recording loop of a D, or None when no bucket is configured (DISPATCHER_S3_*)."""
     config = StorageConfig.from_settings(settings)
@@ -308,4 +313,5 @@ def from_settings(
         sweep_s=settings.recording_sweep_s,
         clock=clock,
         on_outbox=on_outbox,
+        tracing=tracing,
     )
