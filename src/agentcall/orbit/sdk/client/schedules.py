@@ -16,7 +16,7 @@ On `AsyncClient` the same names return awaitables (`iter`: an async iterator).""
 from __future__ import annotations
 
 from agentcall.orbit.sdk.client import schedules_calls as calls
-from agentcall.orbit.sdk.client.schedules_binding import (
+from agentcall.orbit.sdk.client.binding import (
     Asynchronous,
     Blocking,
     Listing,

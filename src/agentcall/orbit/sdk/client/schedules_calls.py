@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from agentcall.orbit.domain.times import parse_time
-from agentcall.orbit.sdk.client._calls import Call, encode
+from agentcall.orbit.sdk.client._calls import Call, checked_id, encode
+from agentcall.orbit.sdk.client.binding import Page
 from agentcall.orbit.sdk.client.models import _time, page_params
-from agentcall.orbit.sdk.client.schedules_binding import Page
 from agentcall.orbit.sdk.client.schedules_models import (
     Backfill,
     CreateScheduleRequest,
@@ -24,14 +24,11 @@ from agentcall.orbit.sdk.client.schedules_models import (
     UpdateScheduleRequest,
 )
 
-_ID_CHARS = frozenset("0123456789abcdef")
 MAX_COUNT = 100  # next times, firings, a page of schedules
 
 
 def schedule_path(schedule_id: str) -> str:
-    if len(schedule_id) != 32 or not set(schedule_id) <= _ID_CHARS:
-        raise ValueError("schedule_id must be 32 lowercase hexadecimal characters")
-    return f"/v1/schedules/{schedule_id}"
+    return f"/v1/schedules/{checked_id(schedule_id, 'schedule_id')}"
 
 
 def _json(
