@@ -63,6 +63,13 @@ class FlowSettings:
     def limits_keys(self) -> bool:
         return bool(self.max_running_per_key or self.key_limits)
 
+    @property
+    def limits(self) -> bool:
+        """A limit that must hold across server processes (running per key, rate): the
+        queue's lease rounds are serialised on its settings row. Fairness alone is not: its
+        rounds run side by side."""
+        return self.limits_keys or self.rate is not None
+
     def limit_for(self, key: str | None) -> int | None:
         """The running limit of a concurrency key (None: unlimited; a task without a key is
         never limited by key)."""

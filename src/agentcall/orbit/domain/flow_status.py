@@ -57,6 +57,7 @@ class QueueStatus:
     running_keys: int  # concurrency keys with a running task
     top: tuple[KeyRunning, ...]  # the TOP_KEYS keys running most, most first
     waiting: Mapping[str, int] = field(default_factory=dict)  # ready WAITING by reason
+    other_running: int = 0  # running tasks of the keys beyond `top`, added up
 
 
 def queue_status(
@@ -73,9 +74,10 @@ def queue_status(
         reason = waiting_reason(settings, key, running, bucket_of(settings, state, key), now)
         if reason is not None:
             waiting[reason.value] += count
-    busiest = sorted(state.running.items(), key=lambda item: (-item[1], item[0]))[:top]
-    keys = tuple(KeyRunning(key, n, settings.limit_for(key)) for key, n in busiest)
-    return QueueStatus(len(state.running), keys, waiting)
+    ranked = sorted(state.running.items(), key=lambda item: (-item[1], item[0]))
+    keys = tuple(KeyRunning(key, n, settings.limit_for(key)) for key, n in ranked[:top])
+    other = sum(n for _, n in ranked[top:])
+    return QueueStatus(len(state.running), keys, waiting, other)
 
 
 def status_view(status: QueueStatus) -> dict[str, JsonValue]:

@@ -1,12 +1,27 @@
 -- The lease path of flow-controlled queues (docs/orbit/flow-control.md), loaded after
--- queries.sql with the same fragments. A flow lease transaction locks its queue's queue_flow
--- row first: flow leases of one queue are serialised across every server process.
+-- queries.sql with the same fragments. A lease transaction of a queue with a limit (running
+-- per key, rate) locks its queue's queue_flow row first: those leases of one queue are
+-- serialised across every server process. A queue with fairness alone is not locked.
 
 -- name: flow_settings_all
 SELECT queue_id, revision, settings FROM queue_flow
 
 -- name: flow_lock
 SELECT revision, settings FROM queue_flow WHERE queue_id = :queue_id{for_update}
+
+-- name: flow_round
+-- A lease round's first statement: the settings row locked, the clock, the counters.
+SELECT q.revision, q.settings, {clock} AS now_at, c.kind, c.flow_key, c.level,
+  c.at AS counted_at
+FROM queue_flow q LEFT JOIN flow_counters c ON c.queue_id = q.queue_id
+WHERE q.queue_id = :queue_id{for_update}
+
+-- name: flow_round_shared
+-- `flow_round` without the lock: the round of a queue with fairness alone.
+SELECT q.revision, q.settings, {clock} AS now_at, c.kind, c.flow_key, c.level,
+  c.at AS counted_at
+FROM queue_flow q LEFT JOIN flow_counters c ON c.queue_id = q.queue_id
+WHERE q.queue_id = :queue_id
 
 -- name: flow_running
 -- Running tasks per concurrency key of a queue: derived from the tasks, never kept apart.
@@ -15,7 +30,8 @@ WHERE queue_id = :queue_id AND state IN (:live) AND concurrency_key IS NOT NULL
 GROUP BY concurrency_key
 
 -- name: flow_counters
-SELECT kind, flow_key, level, at FROM flow_counters WHERE queue_id = :queue_id
+-- `at` read as a time like every column named *_at (SQLite keeps times as text).
+SELECT kind, flow_key, level, at AS counted_at FROM flow_counters WHERE queue_id = :queue_id
 
 -- name: flow_candidate_where
 queue_id = :queue_id AND state = :waiting AND available_at <= :now
@@ -32,17 +48,6 @@ ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
 -- The fairness keys that have WAITING tasks (a loose scan of ix_tasks_fair).
 SELECT DISTINCT fairness_key FROM tasks WHERE queue_id = :queue_id AND state = :waiting
 LIMIT :limit
-
--- name: flow_fair_candidates
-SELECT * FROM tasks WHERE {flow_candidate_where} AND fairness_key = :fairness_key
-ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
-
--- name: flow_unkeyed_candidates
-SELECT * FROM tasks WHERE {flow_candidate_where} AND fairness_key IS NULL
-ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
-
--- name: flow_drop_counters
-DELETE FROM flow_counters WHERE queue_id = :queue_id AND kind = :kind AND flow_key IN (:keys)
 
 -- name: flow_waiting_keys
 -- A queue's WAITING ready tasks per concurrency key (the console and waiting_reason).
@@ -63,5 +68,5 @@ SELECT COUNT(*) AS running FROM tasks
 WHERE queue_id = :queue_id AND state IN (:live) AND concurrency_key = :key
 
 -- name: flow_bucket
-SELECT level, at FROM flow_counters
+SELECT level, at AS counted_at FROM flow_counters
 WHERE queue_id = :queue_id AND kind = :kind AND flow_key = :key

@@ -1,21 +1,23 @@
 """A queue's flow settings and what they hold back (`GET` and `PATCH /v1/queues/{id}`,
 docs/orbit/flow-control.md), and the `waiting_reason` of one WAITING task. Reading needs
-tasks:read, changing needs queues:admin; a queue outside the token's scope is not found."""
+tasks:read, changing needs queues:admin and records `queues.update` in the audit log; a queue
+outside the token's scope is not found."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
+from agentcall.orbit.domain.audit import audit_entry
 from agentcall.orbit.domain.errors import NotFound
 from agentcall.orbit.domain.flow import WaitingReason
-from agentcall.orbit.domain.flow_settings import QueueFlow, parse_patch
+from agentcall.orbit.domain.flow_settings import QueueFlow, parse_patch, settings_view
 from agentcall.orbit.domain.flow_status import QueueStatus, queue_status, waiting_reason
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Permission, Principal
-from agentcall.orbit.store import flow, inspect
+from agentcall.orbit.store import audit, flow, inspect
 from agentcall.orbit.store.db import Database
 
 
@@ -58,7 +60,8 @@ async def read_queue(
 async def set_queue_flow(
     db: Database, principal: Principal, queue_id: str, body: JsonValue
 ) -> QueueFlow:
-    """Replace the queue's flow settings if `expected_revision` is theirs (else 409)."""
+    """Replace the queue's flow settings if `expected_revision` is theirs (else 409), with
+    the audit entry `queues.update` (the new revision and settings) in the same transaction."""
     principal.require(Permission.QUEUE_ADMIN)
     _visible(principal, queue_id)
     expected, settings = parse_patch(body)
@@ -66,7 +69,12 @@ async def set_queue_flow(
     async def once() -> QueueFlow:
         async with db.hot_write() as conn:
             now = await db.now(conn)
-            return await flow.save(conn, queue_id, expected, settings, now)
+            saved = await flow.save(conn, queue_id, expected, settings, now)
+            detail: dict[str, JsonValue] = {"revision": saved.revision}
+            detail["flow"] = settings_view(settings)
+            entry = audit_entry(principal, "queues.update", "queue", queue_id, detail)
+            await audit.insert_entries(conn, [entry], now)  # commits with the change
+            return saved
 
     async with db.read() as conn:
         if queue_id not in await inspect.queue_names(conn, [queue_id]):
@@ -84,3 +92,24 @@ async def task_waiting_reason(db: Database, task: Task, now: datetime) -> Waitin
         queue = await flow.read(conn, task.queue_id)
         running, bucket = await flow.key_state(conn, task.queue_id, queue.settings, key)
     return waiting_reason(queue.settings, key, running, bucket, now)
+
+
+async def flow_statuses(db: Database, queue_ids: list[str]) -> dict[str, QueueStatus]:
+    """What holds back each of these flow-controlled queues now (for the metrics, read when
+    scraped: a few grouped queries per queue, never on the lease path). A queue whose settings
+    are gone is left out."""
+
+    async def once() -> dict[str, QueueStatus]:
+        out: dict[str, QueueStatus] = {}
+        async with db.read() as conn:
+            now = await db.now(conn)
+            for queue_id in queue_ids:
+                settings = (await flow.read(conn, queue_id)).settings
+                if not settings.active:
+                    continue
+                state = await flow.state(conn, queue_id)
+                waiting = await flow.waiting_by_key(conn, queue_id, now)
+                out[queue_id] = queue_status(settings, state, waiting, now)
+        return out
+
+    return await db.retrying(once)
