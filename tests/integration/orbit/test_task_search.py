@@ -1,4 +1,4 @@
-"""GET /v1/tasks with the search filter (docs/orbit/search-and-bulk.md) over HTTP on both
+"""GET /v1/tasks with the search filter (docs/orbit/search.md) over HTTP on both
 databases: each filter returns exactly the tasks a plain Python reading of the rule picks, in
 keyset order, over several pages (O-LST-1), and paging stays stable under concurrent inserts."""
 
@@ -159,31 +159,53 @@ async def test_bad_search_parameters_are_refused(
 
 
 async def test_o_lst_1_keyset_paging_is_stable_under_concurrent_inserts(
-    http: httpx.AsyncClient, tenant: Tenant
+    http: httpx.AsyncClient, tenant: Tenant, server_url: str
 ) -> None:
-    """Tasks submitted while a client pages through a filter are newer than its cursor: the
-    pages hold every task that matched when paging began, each exactly once, in order."""
+    """Tasks another client submits while a client pages through a filter are newer than
+    its cursor: the pages hold every task that matched when paging began, each exactly once,
+    in order, and none of the new ones, which a fresh search then finds first."""
     made = newest_first(await seed(tenant, 120))
     params = {"handler": "mail.send"}
     expected = [t.id for t in made if matches(t, params)]
     stop = asyncio.Event()
     numbers = itertools.count()
+    inserted: list[str] = []
 
-    async def insert_meanwhile() -> int:
-        inserted = 0
+    async def insert_meanwhile(other: httpx.AsyncClient) -> None:
         while not stop.is_set():
             n = next(numbers)
             body = dumps(tenant.body(handler="mail.send", business_key=f"new-{n}"))
             headers = tenant.headers(key=f"concurrent-{n}")
-            ok(await http.post("/v1/tasks", content=body, headers=headers), 201)
-            inserted += 1
-        return inserted
+            data = ok(await other.post("/v1/tasks", content=body, headers=headers), 201)
+            inserted.append(data["task"]["id"])
 
-    writers = [asyncio.create_task(insert_meanwhile()) for _ in range(4)]
-    try:
-        seen = await every_page(http, tenant, params, limit=3)
-    finally:
-        stop.set()
-        inserted = sum(await asyncio.gather(*writers))
-    assert inserted > 0
-    assert seen == expected
+    seen: list[str] = []
+    during: list[int] = []  # tasks inserted by the time each page arrived
+
+    async def page(query: dict[str, str]) -> dict[str, Any]:
+        data = ok(await http.get("/v1/tasks", params=query, headers=tenant.headers()))
+        during.append(len(inserted))
+        await asyncio.sleep(0.02)  # let the writers in between pages
+        return data
+
+    query = {"queue_id": tenant.queue_id, "limit": "3", **params}
+    first = await page(query)  # paging begins here: the writers start once it is answered
+    seen.extend(item["id"] for item in first["items"])
+    cursor: str | None = first.get("next_cursor")
+    async with httpx.AsyncClient(base_url=server_url, timeout=30) as other:
+        writers = [asyncio.create_task(insert_meanwhile(other)) for _ in range(4)]
+        try:
+            while cursor is not None:
+                data = await page({**query, "cursor": cursor})
+                seen.extend(item["id"] for item in data["items"])
+                cursor = data.get("next_cursor")
+        finally:
+            stop.set()
+            await asyncio.gather(*writers)
+    assert during[-1] > during[0], "tasks were inserted between the first and the last page"
+    assert len(seen) == len(set(seen)), "no task twice"
+    assert seen == expected, "every task that existed at the start, in order, no new one"
+    fresh = await every_page(http, tenant, params, limit=50)
+    new = len(inserted)
+    assert set(fresh[:new]) == set(inserted), "the new tasks matched: a fresh search finds them"
+    assert fresh[new:] == expected

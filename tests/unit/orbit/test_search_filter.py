@@ -1,4 +1,4 @@
-"""The task search filter (docs/orbit/search-and-bulk.md) and the cursor that binds it
+"""The task search filter (docs/orbit/search.md) and the cursor that binds it
 (O-LST-1): parsing, refusals, the digest, and the business key prefix's upper bound."""
 
 from __future__ import annotations

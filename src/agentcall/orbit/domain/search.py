@@ -1,4 +1,4 @@
-"""The task search filter (docs/orbit/search-and-bulk.md): what `GET /v1/tasks` narrows a
+"""The task search filter (docs/orbit/search.md): what `GET /v1/tasks` narrows a
 queue's list by, and what a bulk operation acts on. One parser reads it from the query string
 and from a JSON object (`{"queue_id": ..., "handler": ...}`), so both are checked alike.
 

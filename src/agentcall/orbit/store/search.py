@@ -2,7 +2,7 @@
 (created_at DESC, id DESC), a bounded count, and the conditions a bulk operation's snapshot
 selects with. Every filter has an index whose leading columns are (queue_id, the filtered
 column) and, where the filter is an equality, continue with (created_at, id), so the first
-page reads about `limit` index entries (migration 0009; plans in docs/orbit/search-and-bulk.md)."""
+page reads about `limit` index entries (migration 0009; plans in docs/orbit/search.md)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,11 @@ def conditions(where: TaskFilter) -> list[sa.ColumnElement[bool]]:
             terms.append(column >= start)
         if before is not None:
             terms.append(column < before)
+    if where.completed_before is not None:
+        # implied (a task completes after its creation), and what bounds the page's scan of
+        # (queue_id, created_at, id) backwards: it starts at completed_before, not at the
+        # newest task (docs/orbit/search.md)
+        terms.append(c.created_at < where.completed_before)
     return terms
 
 

@@ -3,7 +3,7 @@
 
 Search: each filter has an index whose leading columns are (queue_id, the filtered column)
 and, for an equality, continue with (created_at, id), so a filter's first page reads about
-`limit` index entries in order (plans: docs/orbit/search-and-bulk.md).
+`limit` index entries in order (plans: docs/orbit/search.md).
 
 Bulk: an operation (its filter, action, progress and the claim of the server process running
 it) and the tasks it matched, each with the revision it had then: the expected revision of

@@ -1,4 +1,4 @@
-"""Search a queue's tasks (`GET /v1/tasks` with a filter, docs/orbit/search-and-bulk.md): one
+"""Search a queue's tasks (`GET /v1/tasks` with a filter, docs/orbit/search.md): one
 short read, keyset-paged on (created_at DESC, id DESC), with the visibility rules of the plain
 list (the token must see the queue)."""
 
