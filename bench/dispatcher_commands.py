@@ -5,7 +5,7 @@ Starts ``mocksaas``, a sim ``cell`` whose callees never answer (calls end at onc
 (default 5,000) across 16 running tasks the way the SaaS does (persistent, mandatory,
 confirmed), and measures until every command.result and call.result has been confirmed
 into the SaaS result queue. Baseline, same run and same broker: a bare aio-pika relay that
-consumes the same N messages from 16 durable queues (prefetch 256 each, like the D), and
+consumes the same N messages from 16 durable queues (prefetch 256 each), and
 for each one republishes two persistent, mandatory messages on one publisher-confirm
 channel and ACKs it once both are confirmed; confirms are pipelined (every prefetched
 message is in flight at once), not one round trip at a time. Its output queue is not
@@ -17,6 +17,11 @@ system from /proc, so it does not depend on the machine's load): the D, the cell
 mocksaas, RabbitMQ (``beam.smp``) and this process (publisher; in the baseline phase also
 the relay).
 
+With ``--paced`` a second, fresh D is then offered ``--load`` (default 50 %) of the rate the
+full-load run reached, steadily for ``--seconds`` (default 20), and the D's delivery ->
+decision commit p50/p99 at that load is printed (bench/dispatcher_paced.py; target: p99 <
+50 ms).
+
 With ``--console`` the D runs ``2 x --rounds`` times (a fresh D identity each time), half
 of them with the console open and refreshing (``/ui`` and its panel fragments every refresh
 interval, bench/dispatcher_console_viewer.py), interleaved (off, on, on, off, ...), and prints
@@ -24,6 +29,7 @@ the median rate of each, both ratios to the baseline and the ratio with/without 
 within 10 %).
 
     python bench/dispatcher_commands.py [--n 5000] [--tasks 16] [--keep]
+    python bench/dispatcher_commands.py --paced [--load 0.5] [--seconds 20]
     python bench/dispatcher_commands.py --console [--rounds 2]
 """
 
@@ -51,6 +57,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.dispatcher_console_viewer import Viewed, console_open  # noqa: E402
+from bench.dispatcher_paced import Paced, line, publish_paced  # noqa: E402
 
 BIN = Path(sys.executable).parent
 AMQP = os.environ.get("AGENTCALL_AMQP_URL", "amqp://agentcall:agentcall@127.0.0.1:5672/")
@@ -106,7 +113,7 @@ class CpuMeter:
 
 
 def cpu_line(used: dict[str, float], n: int) -> str:
-    parts = [f"{name} {seconds * 1000 / n:.2f}" for name, seconds in used.items()]
+    parts = [f"{name} {seconds * 1000 / n:.3f}" for name, seconds in used.items()]
     total = sum(used.values()) * 1000 / n
     return f"{', '.join(parts)}; total {total:.2f} ms"
 
@@ -350,6 +357,28 @@ def run_dispatcher(
     }
 
 
+def run_paced(stack: Stack, rate: float, seconds: float, tasks: int) -> Paced:
+    """A fresh D offered ``rate`` commands/s for ``seconds``: its delivery -> decision
+    commit latency at that load (bench/dispatcher_paced.py)."""
+    d, secret, names = stack.configure(tasks, "-paced")
+    stack.start_dispatcher(d, secret, "-paced")
+    route = "agent-call.dispatchers.v3"
+
+    def body(i: int) -> tuple[str, str, bytes]:
+        task = names[i % tasks]
+        return route, f"d.{d}.task.{task}.in", command(d, task, i)
+
+    meter = CpuMeter({**stack.pids, "rabbitmq": broker_pid()})
+    started = time.monotonic()
+    sent, took = asyncio.run(publish_paced(AMQP, body, rate, seconds))
+    wait(lambda: stack.d_status()["outbox"]["delivered"] >= 2 * sent, 600, "all results", 0.5)
+    elapsed = time.monotonic() - started
+    cpu = meter.used()
+    latency = stack.d_status()["admission"]["latency"]
+    stack.stop_dispatcher("-paced")
+    return Paced(rate, seconds, sent, sent / took, elapsed, latency, cpu)
+
+
 async def baseline(n: int, tasks: int, prefetch: int) -> tuple[float, dict[str, float]]:
     """Bare relay: consume, republish two messages with confirms, ACK."""
     tag = uuid.uuid4().hex[:8]
@@ -489,7 +518,17 @@ def main() -> int:
         "--console", action="store_true", help="compare runs with the console open and without"
     )
     parser.add_argument("--rounds", type=int, default=2, help="--console: off/on pairs")
+    parser.add_argument(
+        "--paced", action="store_true", help="then offer --load of the max rate steadily"
+    )
+    parser.add_argument("--load", type=float, default=0.5, help="--paced: share of max rate")
+    parser.add_argument("--seconds", type=float, default=20.0, help="--paced: how long")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="--paced: offer this rate (skip the max run)"
+    )
     args = parser.parse_args()
+    if args.rate:  # a given rate: the full-load runs only warm the broker up
+        args.paced, args.n = True, min(args.n, 500)
     workdir = Path(tempfile.mkdtemp(prefix="bench-dispatcher-"))
     stack = Stack(workdir)
     try:
@@ -499,6 +538,10 @@ def main() -> int:
             runs = console_runs(args, stack)
         else:
             result = run_dispatcher(stack, args.n, args.tasks)
+            if args.paced:
+                stack.stop_dispatcher()  # the full-load D takes no CPU from the paced one
+                rate = args.rate or args.load * args.n / result["elapsed"]
+                paced = run_paced(stack, rate, args.seconds, args.tasks)
     finally:
         stack.stop()
         if not args.keep:
@@ -507,6 +550,11 @@ def main() -> int:
         report_console(args, base_s, runs)
     else:
         report(args, base_s, base_cpu, result)
+        if args.paced:
+            print(f"latency under load       {line(paced, args.load)}")
+            print(f"CPU per command, paced   {cpu_line(paced.cpu, paced.sent)}")
+            ok = paced.latency["p99_ms"] is not None and paced.latency["p99_ms"] < 50
+            print(f"target (p99 < 50 ms at {args.load:.0%}): {'met' if ok else 'NOT met'}")
     if args.keep:
         print(f"work directory: {workdir}")
     return 0

@@ -35,13 +35,11 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentcall.orbit.domain.tokens import ALL_PERMISSIONS  # noqa: E402
-from agentcall.orbit.store.admin import Admin  # noqa: E402
 from agentcall.orbit.store.db import Database  # noqa: E402
-from agentcall.orbit.store.migrate import upgrade  # noqa: E402
 from agentcall.orbit.store.tables import task_attempts, tasks  # noqa: E402
 from bench.idle_floor import quantile  # noqa: E402
 from bench.orbit_submit import DEFAULT_URL, bench_database  # noqa: E402
+from bench.orbit_tenant import bench_tenant  # noqa: E402
 from bench.orbit_workers import start_processes  # noqa: E402
 
 SMALL = ("B", "C", "D", "E")
@@ -163,28 +161,24 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
     url_text = url.render_as_string(hide_password=False)
     db = Database.open(url_text, pool_size=4)
     try:
-        await upgrade(db)
-        admin = Admin(db)
-        made = await admin.init("bench", "quiet")
-        fifo = await admin.create_queue(made.namespace_id, "fifo")
-        fair = await admin.create_queue(made.namespace_id, "fair")
+        tenant = await bench_tenant(db, ["quiet", "fifo", "fair"])
+        quiet, fifo, fair = tenant.queues.values()
         phases = [
-            Phase("quiet", made.queue_id, flood=False, fair=True),
+            Phase("quiet", quiet, flood=False, fair=True),
             Phase("fifo", fifo, flood=True, fair=False),
             Phase("fair", fair, flood=True, fair=True),
         ]
         queue_ids = [phase.queue_id for phase in phases]
-        issued = await admin.create_token(made.namespace_id, ALL_PERMISSIONS, queue_ids, None)
         settings = argparse.Namespace(
             submitters=8, server_processes=1, workers=args.workers, concurrency=args.concurrency
         )
         with tempfile.TemporaryDirectory() as tmp:
             base, processes = start_processes(
-                url_text, issued.token, queue_ids, settings, Path(tmp)
+                url_text, tenant.token, queue_ids, settings, Path(tmp)
             )
             try:
                 async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-                    figures = [await run_phase(db, http, issued.token, p, args) for p in phases]
+                    figures = [await run_phase(db, http, tenant.token, p, args) for p in phases]
             finally:
                 for process in processes:
                     process.terminate()

@@ -34,11 +34,9 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentcall.orbit.domain.tokens import ALL_PERMISSIONS  # noqa: E402
-from agentcall.orbit.store.admin import Admin  # noqa: E402
 from agentcall.orbit.store.db import Database  # noqa: E402
-from agentcall.orbit.store.migrate import upgrade  # noqa: E402
 from bench.orbit_submit import DEFAULT_URL, bench_database, free_port, serve_command  # noqa: E402
+from bench.orbit_tenant import bench_tenant  # noqa: E402
 from bench.orbit_workers import (  # noqa: E402
     REPO,
     Figures,
@@ -283,23 +281,17 @@ async def run(args: argparse.Namespace, url: sa.URL) -> None:
     url_text = url.render_as_string(hide_password=False)
     db = Database.open(url_text, pool_size=4)
     try:
-        await upgrade(db)
-        admin = Admin(db)
-        made = await admin.init("bench", "idle")
-        cross_queue = await admin.create_queue(made.namespace_id, "cross")
-        scale_queues = [await admin.create_queue(made.namespace_id, f"scale{k}") for k in (1, 2, 3)]
-        issued = await admin.create_token(
-            made.namespace_id, ALL_PERMISSIONS, [made.queue_id, cross_queue, *scale_queues], None
-        )
+        tenant = await bench_tenant(db, ["idle", "cross", "scale1", "scale2", "scale3"])
+        idle_queue, cross_queue, *scale_queues = tenant.queues.values()
         with tempfile.TemporaryDirectory() as tmp:
             if args.idle:
                 await idle(
-                    db, url_text, issued.token, (made.queue_id, cross_queue), args.idle, Path(tmp)
+                    db, url_text, tenant.token, (idle_queue, cross_queue), args.idle, Path(tmp)
                 )
             results = []
             for k, queue_id in zip((1, 2, 3), scale_queues if args.n else [], strict=False):
                 results.append(
-                    await scale(db, url_text, issued.token, queue_id, k, args, Path(tmp))
+                    await scale(db, url_text, tenant.token, queue_id, k, args, Path(tmp))
                 )
         if not results:
             return

@@ -107,7 +107,7 @@ class CpuMeter:
         pairs = zip(self.start, end, strict=True)
         own, server, database = (1000 * (b - a) / count for a, b in pairs)
         return (
-            f"          CPU per submit: client {own:.2f} ms, server {server:.2f} ms, "
+            f"          CPU per submit: client {own:.2f} ms, server {server:.3f} ms, "
             f"database {database:.2f} ms; load average {load()}"
         )
 

@@ -184,7 +184,7 @@ def cpu_use(pids: list[int], since: list[float] | None = None) -> list[float]:
 def cpu_line(phase: str, used: list[float], n: int) -> str:
     server, workers, mariadb, client = used[0], sum(used[1:-2]), used[-2], used[-1]
     return (
-        f"  {phase} CPU per task: server {server * 1000 / n:.2f} ms, workers "
+        f"  {phase} CPU per task: server {server * 1000 / n:.3f} ms, workers "
         f"{workers * 1000 / n:.2f} ms, MariaDB {mariadb * 1000 / n:.2f} ms "
         "(MariaDB is shared with other work on this machine), bench client "
         f"{client * 1000 / n:.2f} ms"

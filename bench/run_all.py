@@ -1,19 +1,22 @@
-"""`make bench`: run every benchmark with its defaults, one after the other, and add the run to
-docs/benchmarks.md.
+"""`make bench`: run every benchmark with its defaults, one after the other, and write the
+run's results to var/bench/results.md and var/bench/results.json.
 
 Each benchmark prints its own figures and the ratio against a baseline measured in the
-same run; this runner sequences them (every module of bench/ that runs as a script), echoes
-their output, reports which failed, and then writes docs/benchmarks.md (bench/benchmarks_page.py):
-one dated row per benchmark — the machine's cores and load average at the start, exit code,
-time, ratio and target lines, the command — above the rows of earlier runs, and the figures
-of this run.
+same run, and records them (bench/figures.py: value, baseline, ratio, CPU per unit, target,
+load); this runner sequences them (every module of bench/ that runs as a script, the page
+writer aside), echoes their output, reports which failed, and writes the results
+(bench/benchmarks_page.py): the machine's cores and load average at the start, per benchmark
+its exit code, time, load at its start, ratio and target lines, and every recorded figure.
+docs/benchmarks.md is written from those results by
+`bench/benchmarks_page.py --write docs/benchmarks.md` (after a quiet run).
 
-    .venv/bin/python bench/run_all.py [--only NAME ...] [--page PATH] [--no-page]
+    .venv/bin/python bench/run_all.py [--only NAME ...] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -24,32 +27,42 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from bench.benchmarks_page import BenchOutput, Run, render  # noqa: E402
+from bench import figures  # noqa: E402
+from bench.benchmarks_page import BenchOutput, Run, problems, results_json, results_md  # noqa: E402
 
-PAGE = HERE.parent / "docs" / "benchmarks.md"
+OUT = HERE.parent / "var" / "bench"
+ANCHORS = HERE / "anchors" / "run.py"
+# bench/compare.py runs benchmarks old against new; it is none itself
+NOT_BENCHMARKS = {Path(__file__).name, "benchmarks_page.py", "compare.py"}
 
 
 def benchmarks(only: list[str]) -> list[Path]:
-    """The modules of bench/ that run as scripts, this one aside; `only` names (stems) pick."""
+    """The modules of bench/ that run as scripts, this one aside; `only` names (stems) pick.
+    ``anchors`` (bench/anchors/run.py, which needs the anchors' virtual environment) runs
+    only when named."""
     scripts = [
         path
         for path in sorted(HERE.glob("*.py"))
-        if path.name != Path(__file__).name and 'if __name__ == "__main__":' in path.read_text()
+        if path.name not in NOT_BENCHMARKS and 'if __name__ == "__main__":' in path.read_text()
     ]
-    unknown = set(only) - {path.stem for path in scripts}
+    named = {path.stem: path for path in scripts} | {"anchors": ANCHORS}
+    unknown = set(only) - set(named)
     if unknown:
-        names = ", ".join(path.stem for path in scripts)
+        names = ", ".join(named)
         raise SystemExit(f"no benchmark named {', '.join(sorted(unknown))} (there are: {names})")
-    return [path for path in scripts if not only or path.stem in only]
+    return [named[name] for name in only] if only else scripts
 
 
-def run_one(script: Path) -> BenchOutput:
-    """Run one benchmark, echoing its output as it comes, and keep that output."""
+def run_one(script: Path, figures_file: Path) -> BenchOutput:
+    """Run one benchmark, echoing its output as it comes, and keep that output; the figures
+    it records go to `figures_file`."""
+    load = os.getloadavg()
     began = time.monotonic()
     lines: list[str] = []
     with subprocess.Popen(
         [sys.executable, str(script)],
         cwd=HERE.parent,
+        env={**os.environ, figures.ENV: str(figures_file), "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -59,33 +72,49 @@ def run_one(script: Path) -> BenchOutput:
         for line in process.stdout:
             print(line, end="", flush=True)
             lines.append(line)
-    return BenchOutput(script.stem, process.returncode, time.monotonic() - began, "".join(lines))
+    seconds = time.monotonic() - began
+    rounded = (round(load[0], 2), round(load[1], 2), round(load[2], 2))
+    name = "anchors" if script == ANCHORS else script.stem
+    return BenchOutput(name, process.returncode, seconds, "".join(lines), rounded)
+
+
+def write_results(run: Run, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results_json(run), indent=1) + "\n")
+    text = results_md(run)
+    assert not problems(text), problems(text)
+    (out / "results.md").write_text(text, encoding="utf-8")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME", help="e.g. orbit_submit")
-    parser.add_argument("--page", type=Path, default=PAGE, help="the page to write")
-    parser.add_argument("--no-page", action="store_true", help="print only, write no page")
+    parser.add_argument("--out", type=Path, default=OUT, help="where results.md/.json go")
     args = parser.parse_args()
     scripts = benchmarks(args.only)
     load = os.getloadavg()
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+    args.out.mkdir(parents=True, exist_ok=True)
+    figures_file = args.out / "figures.jsonl"
+    figures_file.write_text("")
     outputs = []
     for script in scripts:
         print(f"\n=== {script.name} ===", flush=True)
-        outputs.append(run_one(script))
+        outputs.append(run_one(script, figures_file))
     failed = [out.name for out in outputs if out.exit_code != 0]
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
-    if not args.no_page:
-        command = (
-            "make bench" if not args.only else f"bench/run_all.py --only {' '.join(args.only)}"
-        )
-        run = Run(date, os.cpu_count() or 0, (load[0], load[1], load[2]), command, outputs)
-        previous = args.page.read_text(encoding="utf-8") if args.page.exists() else ""
-        args.page.write_text(render(run, previous), encoding="utf-8")
-        print(f"\nwritten: {args.page}")
+    command = "make bench" if not args.only else f"bench/run_all.py --only {' '.join(args.only)}"
+    rounded = (round(load[0], 2), round(load[1], 2), round(load[2], 2))
+    found = figures.read(figures_file)
+    write_results(Run(date, os.cpu_count() or 0, rounded, command, outputs, found), args.out)
+    print(
+        f"\nwritten: {args.out / 'results.md'}, {args.out / 'results.json'} ({len(found)} figures)"
+    )
+    print(
+        "the page from this run: "
+        ".venv/bin/python bench/benchmarks_page.py --write docs/benchmarks.md"
+    )
     return 1 if failed else 0
 
 
