@@ -37,15 +37,24 @@ class Servers:
             "ORBIT_SWEEP_INTERVAL_MS": "100",
             **env,
         }
-        self.processes = []
-        for port, log_path in zip(self.ports, self.logs, strict=True):
-            command = serve_command(db_url, port, "--no-access-log")
-            with log_path.open("wb") as log:
-                self.processes.append(
-                    subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-                )
+        self.db_url, self.environment = db_url, environment
+        self.processes = [self._spawn(index) for index in range(count)]
         for url, process, log_path in zip(self.urls, self.processes, self.logs, strict=True):
             wait_healthy(url, process, log_path)
+
+    def _spawn(self, index: int) -> subprocess.Popen[bytes]:
+        command = serve_command(self.db_url, self.ports[index], "--no-access-log")
+        with self.logs[index].open("ab") as log:
+            return subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=self.environment
+            )
+
+    def restart(self, *indexes: int) -> None:
+        """Start the stopped servers `indexes` again on their ports; return once healthy."""
+        for index in indexes:
+            self.processes[index] = self._spawn(index)
+        for index in indexes:
+            wait_healthy(self.urls[index], self.processes[index], self.logs[index])
 
     @property
     def urls(self) -> list[str]:

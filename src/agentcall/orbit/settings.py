@@ -45,6 +45,7 @@ ENV_WRITE_LANES = "ORBIT_WRITE_LANES"
 ENV_EAGER_DISPATCH = "ORBIT_EAGER_DISPATCH"
 ENV_REMOTE_EAGER = "ORBIT_REMOTE_EAGER"
 ENV_WORKER_TOKEN_CHECK_MS = "ORBIT_WORKER_TOKEN_CHECK_MS"
+ENV_BULK_CLAIM_MS = "ORBIT_BULK_CLAIM_MS"
 ENV_PEER_HOST = "ORBIT_PEER_HOST"
 ENV_PEER_PORT = "ORBIT_PEER_PORT"
 ENV_PEER_ADVERTISE = "ORBIT_PEER_ADVERTISE"
@@ -83,6 +84,9 @@ class ExecutionSettings:
     # how often the tokens of open worker sessions are re-checked (revocation, expiry):
     # a revoked token's sessions end, and get no lease, within this time
     worker_token_check_ms: int = 1000
+    # how long a server process's claim on a bulk operation lasts between two batches: a
+    # process that died leaves its operations to another (or itself, restarted) after this
+    bulk_claim_ms: int = 30_000
     # cross-process wake-ups (docs/orbit/scaling.md): where this process hears the other
     # processes' hints (UDP; port 0: any free port) and the host it tells them to use
     # (default: peer_host); MySQL/MariaDB only
@@ -141,6 +145,7 @@ def from_environ(environ: Mapping[str, str] | None = None) -> ServerSettings:
         eager=_int(env, ENV_EAGER_DISPATCH, 1, 0, 1) == 1,
         remote_eager=_int(env, ENV_REMOTE_EAGER, 1, 0, 1) == 1,
         worker_token_check_ms=_int(env, ENV_WORKER_TOKEN_CHECK_MS, 1000, 50, 30_000),
+        bulk_claim_ms=_int(env, ENV_BULK_CLAIM_MS, 30_000, 500, 600_000),
         peer_host=env.get(ENV_PEER_HOST) or "127.0.0.1",
         peer_port=_int(env, ENV_PEER_PORT, 0, 0, 65535),
         peer_advertise=env.get(ENV_PEER_ADVERTISE) or "",
@@ -191,6 +196,7 @@ def to_environ(settings: ServerSettings) -> dict[str, str]:
         ENV_EAGER_DISPATCH: "1" if execution.eager else "0",
         ENV_REMOTE_EAGER: "1" if execution.remote_eager else "0",
         ENV_WORKER_TOKEN_CHECK_MS: str(execution.worker_token_check_ms),
+        ENV_BULK_CLAIM_MS: str(execution.bulk_claim_ms),
         ENV_PEER_HOST: execution.peer_host,
         ENV_PEER_PORT: str(execution.peer_port),
         ENV_PEER_ADVERTISE: execution.peer_advertise,

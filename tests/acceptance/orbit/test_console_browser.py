@@ -15,7 +15,7 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +30,13 @@ from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from tests.acceptance.chromium import headless_chromium
-from tests.support.orbit_databases import KINDS, fresh_url
-from tests.support.orbit_server import execution_server
+from tests.support import console_browser
+from tests.support.console_browser import ARTIFACTS, console_server, screenshot, until
+from tests.support.orbit_databases import KINDS
 from tests.support.orbit_workers import WorkerProcess
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[3]
-ARTIFACTS = ROOT / "var" / "artifacts" / "console"
 
 
 @dataclass
@@ -82,17 +82,13 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
         yield driver
 
 
-async def _tenant(url: str) -> tuple[str, str, str]:
-    db = Database.open(url, pool_size=2)
-    try:
-        admin = Admin(db)
-        made = await admin.init(f"console-{secrets.token_hex(4)}", "orders")
-        read_only = await admin.create_token(
-            made.namespace_id, [Permission.READ], [made.queue_id], None
-        )
-        return made.queue_id, made.token, read_only.token
-    finally:
-        await db.close()
+async def _tenant(db: Database) -> tuple[str, str, str]:
+    admin = Admin(db)
+    made = await admin.init(f"console-{secrets.token_hex(4)}", "orders")
+    read_only = await admin.create_token(
+        made.namespace_id, [Permission.READ], [made.queue_id], None
+    )
+    return made.queue_id, made.token, read_only.token
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -100,39 +96,23 @@ def site(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp(f"console-{request.param}")
-    with fresh_url(request.param, tmp, migrated=True) as url:
-        queue_id, token, read_only = asyncio.run(_tenant(url))
-        with execution_server(url, tmp / "serve.log") as base:
-            yield Site(request.param, base, queue_id, token, read_only, tmp)
+    with console_server(request.param, tmp, _tenant) as (base, (queue_id, token, read_only)):
+        yield Site(request.param, base, queue_id, token, read_only, tmp)
 
 
 def shot(driver: WebDriver, site: Site, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(ARTIFACTS / f"{site.kind}-{name}.png"))
-
-
-def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s: {what}")
+    screenshot(driver, site.kind, name)
 
 
 def signed_out(driver: WebDriver, site: Site) -> None:
-    driver.get(site.base + "/ui/signin")
-    driver.delete_all_cookies()
+    console_browser.signed_out(driver, site.base)
 
 
 def sign_in(driver: WebDriver, site: Site, token: str) -> None:
     signed_out(driver, site)
     driver.get(site.base + "/ui")
-    assert driver.current_url.endswith("/ui/signin")
-    driver.find_element(By.ID, "token").send_keys(token)
-    driver.find_element(By.CSS_SELECTOR, "#signin button").click()
-    until(lambda: driver.find_elements(By.ID, "queues"), 10, "the overview after sign-in")
+    assert driver.current_url.endswith("/ui/signin")  # a page without a session sends there
+    console_browser.sign_in(driver, site.base, token)
 
 
 def count(driver: WebDriver, site: Site, state: str) -> int:

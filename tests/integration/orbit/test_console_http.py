@@ -168,7 +168,10 @@ async def test_queue_page_filters_and_pages(
     second = (await browser.get(f"/ui/queues/{queue_id}?cursor={cursor.group(1)}")).text
     more = re.findall(r'<a class="mono" href="/ui/tasks/([0-9a-f]{32})">', second)
     assert sorted(rows + more) == sorted(ids["a"] + ids["b"])  # no task twice, none missing
-    only_b = (await browser.get(f"/ui/queues/{queue_id}?handler=h.b&state=WAITING")).text
+    moved = await browser.get(f"/ui/queues/{queue_id}?handler=h.b&state=WAITING&error_code=")
+    assert moved.status_code == 303  # to the filter's own URL: the API's names, in order
+    assert moved.headers["location"] == f"/ui/queues/{queue_id}?state=WAITING&handler=h.b"
+    only_b = (await browser.get(moved.headers["location"])).text
     found = re.findall(r'<a class="mono" href="/ui/tasks/([0-9a-f]{32})">', only_b)
     assert sorted(found) == sorted(ids["b"])
     other = await browser.get(f"/ui/queues/{tenant.queue_id}")

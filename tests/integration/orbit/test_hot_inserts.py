@@ -32,6 +32,12 @@ def _rows(namespace: str, count: int) -> list[dict[str, object]]:
             "handler": "h'\\\"",
             "request_id": None,
             "created_at": at,
+            "actor_name": "ops «ü» 'x'",
+            "origin": "cli",
+            "remote_addr": "::1",
+            "target_kind": "queue",
+            "target_id": None,
+            "detail": '{"note": "50% \\"done\\""}',
         }
         for index in range(count)
     ]

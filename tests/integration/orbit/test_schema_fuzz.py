@@ -103,11 +103,26 @@ ACCEPTABLE_REFUSALS = (
     "attempt_timeout_ms",
     "task_timeout_ms",
     "cursor",
+    "since",  # the audit log's time range: a time outside the supported years
+    "until",
     "integer literal",
     "number exponent",
     "number longer than",
     "finite double",
     "evidence keys must be distinct",
+    # schedules: the cron's fields and the zone's name are checked against the cron grammar
+    # and the IANA database, end_at against start_at, a backfill's range against now, from
+    # and the slots it holds; a time's year (2000-9998)
+    "year must be",
+    "spec.cron",
+    "spec.time_zone",
+    "end_at",
+    '"to: ',
+    # a bulk operation's filter: its times, like available_at, are UTC within years 2000-9998
+    "created_from",
+    "created_before",
+    "completed_from",
+    "completed_before",
 )
 
 
@@ -117,7 +132,9 @@ class Target:
     token: str
     queue_id: str
     task_ids: tuple[str, ...]
+    operation_id: str = "1" * 32  # a bulk operation of the tenant
     kind: str = "sqlite"  # the target, as counted in SENT
+    schedule_ids: tuple[str, ...] = ()
 
     def authorize(self, case: Any) -> None:
         """The token in the case's own headers (so that the checks judge the request as
@@ -138,13 +155,7 @@ class Target:
         negative case whose invalid value was replaced by a real ID is then judged positive
         instead of expecting a refusal."""
         seed = zlib.crc32(repr((case.path_parameters, case.query, case.body)).encode())
-        path = dict(case.path_parameters or {})
-        if "task_id" in path and seed % 3:
-            path["task_id"] = self.task_ids[seed % len(self.task_ids)]
-            case.path_parameters = path
-        if "queue_id" in path and seed % 3:
-            path["queue_id"] = self.queue_id
-            case.path_parameters = path
+        self._realize_path(case, seed)
         query = dict(case.query or {})
         if "queue_id" in query and seed % 3:
             query["queue_id"] = self.queue_id
@@ -155,14 +166,33 @@ class Target:
         if query != (case.query or {}):
             case.query = query
         if isinstance(case.body, dict) and seed % 3:
-            body: dict[str, Any] = copy.deepcopy(case.body)
-            tasks = body.get("tasks")
-            items: list[Any] = tasks if isinstance(tasks, list) else [body]
-            for item in items:
-                if isinstance(item, dict) and isinstance(item.get("queue_id"), str):
-                    item["queue_id"] = self.queue_id
-            if body != case.body:
-                case.body = body
+            self._real_body(case)
+
+    def _real_body(self, case: Any) -> None:
+        """The tenant's queue in a body's queue_id: a batch's items', a schedule template's and
+        a bulk operation's filter's."""
+        body: dict[str, Any] = copy.deepcopy(case.body)
+        tasks = body.get("tasks")
+        items: list[Any] = [*tasks] if isinstance(tasks, list) else [body]
+        items += [body.get("template"), body.get("filter")]
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("queue_id"), str):
+                item["queue_id"] = self.queue_id
+        if body != case.body:
+            case.body = body
+
+    def _realize_path(self, case: Any, seed: int) -> None:
+        path = dict(case.path_parameters or {})
+        real = {
+            "task_id": self.task_ids[seed % len(self.task_ids)],
+            "queue_id": self.queue_id,
+            "operation_id": self.operation_id,
+        }
+        if self.schedule_ids:
+            real["schedule_id"] = self.schedule_ids[seed % len(self.schedule_ids)]
+        found = {name: value for name, value in real.items() if name in path}
+        if found and seed % 3:
+            case.path_parameters = {**path, **found}
 
 
 def schema_valid_is_accepted(ctx: Any, response: Any, case: Any) -> bool | None:
@@ -194,6 +224,7 @@ async def _seed(db_url: str, base_url: str) -> Target:
         "payload": {"n": 1},
     }
     ids = []
+    bulk = {"filter": {"queue_id": made.queue_id, "state": "FAILED"}, "action": "retry"}
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         for key in ("fuzz-a", "fuzz-b"):
             response = await http.post(
@@ -205,8 +236,38 @@ async def _seed(db_url: str, base_url: str) -> Target:
             json={"expected_revision": "1", "reason": "fuzz"},
             headers={**headers, "Idempotency-Key": "c"},
         )
+        started = await http.post(
+            "/v1/bulk-operations",
+            json={**bulk, "reason": "fuzz"},
+            headers={**headers, "Idempotency-Key": "b"},
+        )
+        operation_id = started.json()["data"]["operation"]["id"]
+        schedule_ids = await _schedules(http, headers, body)
     kind = "sqlite" if db_url.startswith("sqlite") else "mariadb"
-    return Target(base_url, made.token, made.queue_id, tuple(ids), kind)
+    return Target(
+        base_url,
+        made.token,
+        made.queue_id,
+        tuple(ids),
+        operation_id=operation_id,
+        kind=kind,
+        schedule_ids=schedule_ids,
+    )
+
+
+async def _schedules(http: Any, headers: dict[str, str], template: Any) -> tuple[str, ...]:
+    """A cron schedule and a paused interval schedule, for the schedule routes' paths."""
+    ids = []
+    for key, spec, state in (
+        ("fuzz-cron", {"cron": "*/5 * * * *", "time_zone": "Europe/Berlin"}, "active"),
+        ("fuzz-interval", {"interval_ms": 3_600_000}, "paused"),
+    ):
+        body = {"template": template, "spec": spec, "state": state}
+        response = await http.post(
+            "/v1/schedules", json=body, headers={**headers, "Idempotency-Key": key}
+        )
+        ids.append(response.json()["data"]["schedule"]["id"])
+    return tuple(ids)
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +333,11 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Target, O
     token, queue_id = asyncio.run(prepare())
     db = Database.open(url)
     outage = Outage(db.engine.sync_engine)
-    return create_app(db), Target("http://orbit", token, queue_id, ("1" * 32,), "outage"), outage
+    return (
+        create_app(db),
+        Target("http://orbit", token, queue_id, ("1" * 32,), kind="outage"),
+        outage,
+    )
 
 
 @pytest.fixture

@@ -84,6 +84,19 @@ def test_public_surface_is_guarded() -> None:
             "KeyRunning",
             "WorkerInfo",
             "SETTLED_STATES",  # inspection and waiting
+            "AsyncBulk",
+            "Bulk",
+            "BULK_ACTIONS",
+            "BULK_OUTCOMES",
+            "BULK_STATES",
+            "BulkFilter",
+            "BulkOperation",
+            "BulkOperationPage",
+            "BulkPreview",
+            "BulkRequest",
+            "BulkStarted",
+            "BulkTask",
+            "BulkTaskPage",  # bulk operations
             "AsyncSchedules",
             "Backfill",
             "CreateScheduleRequest",
@@ -100,6 +113,10 @@ def test_public_surface_is_guarded() -> None:
             "TriggerReceipt",
             "UNCHANGED",
             "UpdateScheduleRequest",  # schedules
+            "AsyncAudit",
+            "Audit",
+            "AuditEntry",
+            "AuditPage",  # the audit log
         ]
     )
     for name in sdk.__all__:

@@ -411,4 +411,6 @@ def test_the_port_check_finds_a_missing_operation() -> None:
         "operator_write",
         "page",
         "load_token",
+        "record_audit",
+        "audit_page",
     }

@@ -72,6 +72,31 @@ def test_bulk_update_sql(
     assert update_statement(Update(T, rows, where, static)) == (sql, values)
 
 
+@pytest.mark.parametrize(
+    "pair",
+    [
+        (1, True),  # equal, yet an int and a bool bind differently
+        (1, 1.0),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),  # a document's key order is kept
+        (datetime(2026, 1, 1), datetime(2026, 1, 1, tzinfo=UTC)),
+    ],
+    ids=["int-bool", "int-float", "dict-order", "naive-aware"],
+)
+def test_a_column_is_set_once_only_when_every_row_has_the_very_same_value(
+    pair: tuple[Any, Any],
+) -> None:
+    rows = [{"id": "a", "x": pair[0]}, {"id": "b", "x": pair[1]}]
+    sql, values = update_statement(Update(T, rows, {}, {}))
+    assert sql == (
+        "UPDATE t SET x = CASE id WHEN %s THEN %s WHEN %s THEN %s ELSE x END WHERE id IN (%s, %s)"
+    )
+    assert values == ["a", pair[0], "b", pair[1], "a", "b"]
+    same = [{"id": "a", "x": pair[1]}, {"id": "b", "x": pair[1]}]
+    assert (
+        update_statement(Update(T, same, {}, {}))[0] == "UPDATE t SET x = %s WHERE id IN (%s, %s)"
+    )
+
+
 def test_a_named_query_expands_its_lists_and_fills_its_fragments() -> None:
     params: dict[str, Any] = {"live": ["LEASED", "RUNNING"], "now": 1, "limit": 5}
     on_mysql = compile_query("expired_attempts", layout(params), mysql.FRAGMENTS)

@@ -15,7 +15,16 @@ from agentcall.orbit.api.app import openapi_text
 from agentcall.orbit.api.errors import ERROR_CODES, ERROR_TABLE, INTERNAL
 from agentcall.orbit.api.transport import HEADER_TIMEOUT_S, MAX_HEADER_BYTES
 from agentcall.orbit.assembly.server import create_app
+from agentcall.orbit.domain.bulk import (
+    ACTION_FIELDS,
+    BulkOperation,
+    BulkState,
+    Progress,
+    operation_view,
+    parse_bulk,
+)
 from agentcall.orbit.domain.jsonvalue import JsonNumber
+from agentcall.orbit.domain.search import FILTER_FIELDS
 from agentcall.orbit.domain.submit import RETRY_FIELDS, SUBMIT_FIELDS, parse_submit, plan_times
 from agentcall.orbit.domain.task import cancelled, new_task, summarize, summary_view, task_view
 from agentcall.orbit.store.db import Database
@@ -61,7 +70,7 @@ EXPECTED = {
     # inspection
     **{
         (path, "get"): {"INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED", "UNAVAILABLE"}
-        for path in ("/v1/queues", "/v1/workers")
+        for path in ("/v1/queues", "/v1/workers", "/v1/audit")
     },
     ("/v1/queues/{queue_id}", "get"): {
         "INVALID_ARGUMENT",
@@ -200,3 +209,35 @@ def test_every_operation_documents_the_http_layer_refusals() -> None:
     described = DOC["paths"]["/v1/tasks"]["post"]["responses"]
     assert f"{MAX_HEADER_BYTES // 1024} KiB" in described["431"]["description"]
     assert f"{HEADER_TIMEOUT_S:g} s" in described["408"]["description"]
+
+
+def test_bulk_schemas_match_the_views() -> None:
+    """The bulk filter is the search filter; an operation's view writes what is described."""
+    schemas = DOC["components"]["schemas"]
+    assert set(schemas["BulkFilter"]["properties"]) == FILTER_FIELDS
+    request = parse_bulk(
+        {"filter": {"queue_id": "1" * 32, "state": "FAILED"}, "action": "retry", "reason": "r"}
+    )
+    now = datetime(2026, 9, 17, tzinfo=UTC)
+    op = BulkOperation(
+        *("2" * 32, "3" * 32, "4" * 32, "1" * 32),
+        request.where,
+        request.action,
+        request.body,
+        BulkState.RUNNING,
+        Progress(3, 1, 1, 0),
+        2,
+        None,
+        "5" * 32,
+        now,
+        now,
+        None,
+    )
+    view = operation_view(op)
+    assert set(view) == set(schemas["BulkOperation"]["properties"])
+    assert set(schemas["BulkOperation"]["required"]) <= set(view)
+    actions = {
+        variant["properties"]["action"]["const"]: set(variant["properties"]) - {"filter", "action"}
+        for variant in schemas["BulkOperationRequest"]["oneOf"]
+    }
+    assert actions == {name: set(fields) for name, fields in ACTION_FIELDS.items()}

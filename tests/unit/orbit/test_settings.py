@@ -67,6 +67,7 @@ def test_every_variable_is_read() -> None:
         "ORBIT_PEER_HOST": "10.0.0.2",
         "ORBIT_PEER_PORT": "7471",
         "ORBIT_PEER_ADVERTISE": "orbit-2",
+        "ORBIT_BULK_CLAIM_MS": "5000",
         "ORBIT_ALLOWED_HOSTS": "orbit.example.com,.internal.example,10.0.0.7",
         "ORBIT_TRUSTED_PROXIES": "10.0.0.0/8,::1/128",
         "ORBIT_CONSOLE_IDLE_S": "600",
@@ -97,6 +98,7 @@ def test_every_variable_is_read() -> None:
             peer_host="10.0.0.2",
             peer_port=7471,
             peer_advertise="orbit-2",
+            bulk_claim_ms=5000,
         ),
         console=ConsoleSettings(
             allowed_hosts=("orbit.example.com", ".internal.example", "10.0.0.7"),

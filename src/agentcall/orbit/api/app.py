@@ -20,8 +20,10 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, ExceptionHandler, Lifespan, Receive, Scope, Send
 
 from agentcall.orbit.api import routes
+from agentcall.orbit.api.audit_routes import request_source
 from agentcall.orbit.api.errors import INTERNAL, wire_error
 from agentcall.orbit.api.http import envelope
+from agentcall.orbit.domain.audit import bind_source, reset_source
 from agentcall.orbit.domain.errors import NotFound, OrbitError, Unavailable
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.execution.inspection import Inspection
@@ -128,6 +130,7 @@ def endpoints(ops: Operations, metrics: Metrics, access_log: bool) -> Wrap:
         async def run(request: Request) -> Response:
             started = time.perf_counter()
             ctx = routes.Context(new_id(), ops)
+            bound = bind_source(request_source(request, ctx.request_id))
             try:
                 response = await handler(request, ctx)
             except ClientDisconnect:  # nobody to answer: not a failure of the server
@@ -135,6 +138,8 @@ def endpoints(ops: Operations, metrics: Metrics, access_log: bool) -> Wrap:
                 response = Response(status_code=CLIENT_CLOSED)
             except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error
                 response = _error(ctx, request, exc)
+            finally:
+                reset_source(bound)
             elapsed = time.perf_counter() - started
             metrics.observe(name, response.status_code, elapsed)
             if access_log:

@@ -7,7 +7,8 @@
 - `orbit_lease_wait_seconds{handler}` (histogram): ready (WAITING) to LEASED;
 - `orbit_workers_connected` (gauge): worker connections of this process;
 - the per-queue metrics labelled by namespace and queue name (`agentcall.orbit.api.queue_metrics`),
-  from the same snapshot.
+  from the same snapshot, and the flow-control metrics of the queues with flow settings
+  (`agentcall.orbit.api.flow_metrics`), read when that snapshot is renewed.
 
 Each observation is O(1); label sets are capped (`MAX_SERIES`) so hostile handler names or
 error codes cannot grow the registry without bound."""
@@ -21,12 +22,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
+from agentcall.orbit.api.flow_metrics import FlowCollector
 from agentcall.orbit.api.queue_metrics import QueueCollector, figures
 from agentcall.orbit.domain.queue_series import QueueFigures
+from agentcall.orbit.execution.flow import FlowControl
 from agentcall.orbit.execution.inspection import Inspection, Snapshot
 from agentcall.orbit.execution.observe import ExecutionObserver
 from agentcall.orbit.execution.queue_labels import QueueLabels
 from agentcall.orbit.execution.waiters import Waiters
+from agentcall.orbit.usecases.queue_flow import flow_statuses
 
 log = logging.getLogger("orbit.api")
 MAX_SERIES = 2000
@@ -101,9 +105,14 @@ class TaskGauges:
     `orbit_result_waiters`, refreshed by `refresh()` before a scrape."""
 
     def __init__(
-        self, registry: CollectorRegistry, inspection: Inspection, failures: Counter
+        self,
+        registry: CollectorRegistry,
+        inspection: Inspection,
+        failures: Counter,
+        flow: FlowControl | None = None,
     ) -> None:
         self.inspection = inspection
+        self.flow = flow or FlowControl()
         self.tasks = Gauge(
             "orbit_tasks",
             "Tasks by queue and state (a few seconds old at most)",
@@ -127,12 +136,16 @@ class TaskGauges:
         self.labels = QueueLabels(inspection.db)
         self.queues = QueueCollector()
         registry.register(self.queues)
+        self.flow_queues = FlowCollector(self.flow.refused)
+        registry.register(self.flow_queues)
 
     async def refresh(self) -> None:
         """Never raises: when the database does not answer, the last values stay."""
         try:
             snap = await self.inspection.snapshot()
             labels = await self.labels.of(snap.counts)
+            if snap.taken != self._taken:
+                await self._refresh_flow()
         except Exception:  # noqa: BLE001 - counted and logged; the scrape still answers
             self.failures.inc()
             log.warning("orbit_tasks refresh failed; the last values stay", exc_info=True)
@@ -145,6 +158,13 @@ class TaskGauges:
         for queue_id, states in snap.counts.items():
             for state, count in states.items():
                 self.tasks.labels(queue_id, state).set(count)
+
+    async def _refresh_flow(self) -> None:
+        controlled = self.flow.controlled()
+        statuses = await flow_statuses(self.inspection.db, controlled) if controlled else {}
+        refused = {queue_id for queue_id, _ in list(self.flow.refused)}
+        labels = await self.labels.of(set(controlled) | refused)
+        self.flow_queues.update(statuses, labels)
 
 
 def _figures(snap: Snapshot, labels: dict[str, tuple[str, str]]) -> list[QueueFigures]:

@@ -87,7 +87,7 @@ async def get_task(request: Request, ctx: Context) -> Response:
 async def list_tasks(request: Request, ctx: Context) -> Response:
     principal = await ctx.principal(request, Permission.READ)
     params = query(request, LIST_PARAMS)
-    limit = _limit(params.pop("limit", None))
+    limit = parse_limit(params.pop("limit", None))
     cursor = params.pop("cursor", None)
     where = parse_filter(params)
     filters = where.digest()
@@ -99,7 +99,7 @@ async def list_tasks(request: Request, ctx: Context) -> Response:
     return envelope(ctx.request_id, 200, data=data)
 
 
-def _limit(text: str | None) -> int:
+def parse_limit(text: str | None) -> int:
     if text is None:
         return DEFAULT_LIMIT
     digits = text.isascii() and text.isdigit() and len(text) <= 3

@@ -19,6 +19,7 @@ from agentcall.orbit.api.inspection_routes import InspectionRoutes, readiness
 from agentcall.orbit.api.observability import ExecutionMetrics, TaskGauges, inspection_failures
 from agentcall.orbit.api.queue_routes import QueueRoutes
 from agentcall.orbit.api.worker_socket import WorkerEndpoint
+from agentcall.orbit.assembly.bulk_runner import BulkRunner
 from agentcall.orbit.domain.backoff import JitteredBackoff
 from agentcall.orbit.domain.flow_settings import QueueFlow
 from agentcall.orbit.domain.ids import new_id
@@ -36,9 +37,11 @@ from agentcall.orbit.execution.upkeep import Upkeep
 from agentcall.orbit.execution.waiters import Waiters
 from agentcall.orbit.execution.worker_directory import WorkerDirectory
 from agentcall.orbit.settings import ExecutionSettings
+from agentcall.orbit.store.bulk_store import SqlBulkStore
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.migrate import require_current
 from agentcall.orbit.store.submit_group import Handoff
+from agentcall.orbit.store.task_store import SqlTaskStore
 from agentcall.orbit.usecases.operations import Operations
 
 
@@ -64,7 +67,7 @@ class ExecutionService:
         )
         registry = registry or CollectorRegistry()
         self.flow_wakes = Wakes()
-        self.flow = _flow_control(registry, self.flow_wakes)
+        self.flow = FlowControl(wake=self.flow_wakes.later)
         kernel = Kernel(kernel_settings, flow=self.flow)
         self.batcher = Batcher(db, lanes, handlers=handlers(kernel))
         metrics = _counters(registry)
@@ -92,7 +95,7 @@ class ExecutionService:
         # what the inspection API, the console and /metrics read (counts cached, shared)
         self.inspection = Inspection(db, self.hub, self.waiters, directory=directory)
         self.inspection_routes = InspectionRoutes(self.inspection, self.flow.controls)
-        self.gauges = TaskGauges(registry, self.inspection, failures)
+        self.gauges = TaskGauges(registry, self.inspection, failures, self.flow)
         # the hooks of `Operations`: a committed submit wakes the dispatcher for its queue;
         # a submit group leases to an idle connection in its transaction (of this process,
         # or one another process offered)
@@ -104,10 +107,24 @@ class ExecutionService:
                 self.hub, self.settings.lease_ttl_ms, metrics.eager.inc, remote, self.flow
             ).claim
         self.peers = cross.registration(self.hub, directory) if cross is not None else None
+        self.bulk = self._bulk_runner(cross.server_id if cross is not None else new_id())
+
+    def _bulk_runner(self, server_id: str) -> BulkRunner:
+        """The runner of bulk operations (docs/orbit/bulk.md) of this process."""
+        return BulkRunner(
+            SqlBulkStore(self.db),
+            SqlTaskStore(self.db),
+            self.db.write_lanes(8),
+            server_id,
+            self.settings.bulk_claim_ms / 1000,
+            wake=self.hub.notify,
+            tell_cancel=self.hub.tell_cancel,
+            changed=self.waiters.wake,
+        )
 
     def routes(self, wrap: Wrap, ops: Operations) -> list[BaseRoute]:
         endpoint = WorkerEndpoint(ops, self.hub, self.settings.lease_ttl_ms, self.token_watch)
-        queues = QueueRoutes(self._flow_changed)
+        queues = QueueRoutes(self.flow_changed)
         return [
             WebSocketRoute("/v1/workers/connect", endpoint.handle),
             Route(
@@ -131,7 +148,7 @@ class ExecutionService:
             ),
         ]
 
-    def _flow_changed(self, queue: QueueFlow) -> None:
+    def flow_changed(self, queue: QueueFlow) -> None:
         """Settings changed here apply at once in this process (the others re-read theirs
         within `FlowControl.refresh_s`); a lease round runs for the queue."""
         self.flow.changed(queue)
@@ -143,8 +160,10 @@ class ExecutionService:
         self.hub.start()
         self.token_watch.start()
         self.waiters.start()
+        self.bulk.start()
 
     async def stop(self) -> None:
+        await self.bulk.stop()
         await self.token_watch.stop()
         await self.waiters.stop()
         await self.hub.stop()
@@ -161,19 +180,6 @@ class _Counters:
     empty: Counter
     revoked: Counter
     eager: Counter
-
-
-def _flow_control(registry: CollectorRegistry, wakes: Wakes) -> FlowControl:
-    """The lease path of flow-controlled queues, counting what its limits pass over."""
-    refused = Counter(
-        "orbit_flow_leases_refused",
-        "Ready tasks of flow-controlled queues passed over by a limit, by reason",
-        ["reason"],
-        registry=registry,
-    )
-    return FlowControl(
-        wake=wakes.later, on_refused=lambda reason, n: refused.labels(reason.value).inc(n)
-    )
 
 
 def _counters(registry: CollectorRegistry) -> _Counters:

@@ -1,8 +1,8 @@
 """The `orbit` command: `serve`, `migrate`, `init`, `queue`, `token`, `tasks` (alias `task`),
-`worker`, `idempotency`.
+`worker`, `idempotency`, `schedules`, `bulk`.
 
 Operator commands (`migrate`, `init`, `queue create`, `token`, `idempotency`) talk to the database
-given by `--database` / ORBIT_DATABASE_URL; the client commands (`tasks`, `schedules`,
+given by `--database` / ORBIT_DATABASE_URL; the client commands (`tasks`, `schedules`, `bulk`,
 `queue list`, `worker list`) talk to the API at ORBIT_URL with ORBIT_TOKEN and need only the
 base install.
 
@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("agentcall.orbit.cli.workers", "worker"),  # run one, or list
     "idempotency": ("agentcall.orbit.cli.idempotency", "idempotency"),
     "schedules": ("agentcall.orbit.cli.schedules", "schedules"),  # through the API
+    "bulk": ("agentcall.orbit.cli.bulk", "bulk"),  # bulk operations, through the API
+    "audit": ("agentcall.orbit.cli.audit", "audit"),  # list through the API, cleanup on the DB
 }
 ALIASES = {"task": "tasks"}
 

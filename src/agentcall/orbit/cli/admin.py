@@ -100,6 +100,7 @@ def token() -> None:
     help="Queue the token may use; repeat for several.",
 )
 @click.option("--expires-at", default=None, help="RFC 3339 expiry, e.g. 2027-01-01T00:00:00Z.")
+@click.option("--name", default=None, help="Label of the token, shown as the audit log's actor.")
 @json_option
 def token_create(
     database: str,
@@ -107,13 +108,15 @@ def token_create(
     permissions: tuple[str, ...],
     queue_ids: tuple[str, ...],
     expires_at: str | None,
+    name: str | None,
     as_json: bool,
 ) -> None:
     """Issue a token; the secret is shown once and only its hash is stored."""
     expiry = parse_expiry(expires_at)
     granted = [Permission(p) for p in permissions]
     issued = with_database(
-        database, lambda db: _admin(db).create_token(namespace_id, granted, queue_ids, expiry)
+        database,
+        lambda db: _admin(db).create_token(namespace_id, granted, queue_ids, expiry, name),
     )
     emit(
         {"token_id": issued.token_id, "token": issued.token},

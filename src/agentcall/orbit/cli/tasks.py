@@ -37,7 +37,7 @@ T = TypeVar("T")
 def _call(url: str | None, token: str | None, action: Callable[[Client], T]) -> T:
     try:
         settings = client_settings(url, token)
-        with Client(settings.url, settings.token) as client:
+        with Client(settings.url, settings.token, origin="cli") as client:
             return action(client)
     except (OrbitClientError, OrbitError) as exc:
         fail(str(exc))
@@ -173,10 +173,46 @@ def get(url: str | None, token: str | None, task_id: str, as_json: bool) -> None
             click.echo(f"{name:20} {dumps(value) if isinstance(value, dict | list) else value}")
 
 
+def _rfc3339(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """An RFC 3339 UTC time, e.g. 2026-01-31T00:00:00Z, as the API reads it."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value, param.name or "time")
+    except OrbitError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
+Decorator = Callable[[Callable[..., None]], Callable[..., None]]
+
+
+def _time_option(name: str, text: str) -> Decorator:
+    return click.option(name, callback=_rfc3339, metavar="RFC3339", help=text)
+
+
+def _search_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The search filter of `orbit task list` (docs/orbit/search.md), as GET /v1/tasks names it."""
+    options: list[Decorator] = [
+        click.option("--handler", help="Exact handler name."),
+        click.option("--handler-version", help="Exact version (needs --handler)."),
+        click.option("--business-key", help="Exact business key."),
+        click.option("--business-key-prefix", help="Business keys starting with this."),
+        click.option("--error-code", help="Exact error code."),
+        _time_option("--created-from", "Created at or after (UTC)."),
+        _time_option("--created-before", "Created before (UTC)."),
+        _time_option("--completed-from", "Completed at or after (UTC)."),
+        _time_option("--completed-before", "Completed before (UTC)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @tasks.command("list")
 @connection
 @click.option("--queue-id", required=True)
 @click.option("--state", type=click.Choice(TASK_STATES))
+@_search_options
 @click.option("--limit", type=click.IntRange(1, 100))
 @click.option("--cursor")
 @click.option("--all", "every", is_flag=True, help="Follow next_cursor to the end.")
@@ -190,9 +226,10 @@ def list_(
     cursor: str | None,
     every: bool,
     as_json: bool,
+    **search: Any,
 ) -> None:
-    """List task summaries, newest first."""
-    request = ListTasksRequest(queue_id, state, limit, cursor)
+    """List task summaries, newest first, narrowed by the search filter."""
+    request = ListTasksRequest(queue_id, state, limit, cursor, **search)
     if every:
         items = _call(url, token, lambda c: list(c.iter_tasks(request)))
         next_cursor = None

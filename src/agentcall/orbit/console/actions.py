@@ -1,4 +1,5 @@
-"""The console's actions (POST): sign in, sign out, cancel, retry, resolve. Every POST that
+"""The console's actions (POST): sign in, sign out, cancel, retry, resolve, and a queue's flow
+settings (`agentcall.orbit.console.queue_flow`). Every POST that
 the browser marks as coming from another site or origin is refused (403); sign-in needs the
 token tied to its pre-session cookie, every other action the session's CSRF token (403
 without it). Each action runs the same use case, permission check and idempotency as its API
@@ -15,6 +16,7 @@ from starlette.responses import RedirectResponse, Response
 
 from agentcall.orbit.console.headers import HEADERS
 from agentcall.orbit.console.pages import Pages, Session, error_status
+from agentcall.orbit.console.queue_flow import form_of, patch_body, sent
 from agentcall.orbit.console.session import (
     COOKIE,
     PATH,
@@ -25,21 +27,25 @@ from agentcall.orbit.console.session import (
     csrf_ok,
     signin_ok,
 )
+from agentcall.orbit.domain.audit import Origin, Source, bind_source, reset_source
 from agentcall.orbit.domain.cancel import parse_cancel
 from agentcall.orbit.domain.errors import (
     BodyTooLarge,
+    Conflict,
     InvalidArgument,
     PermissionDenied,
     Unauthenticated,
     UnsupportedMediaType,
 )
+from agentcall.orbit.domain.flow_settings import QueueFlow
 from agentcall.orbit.domain.idempotency import check_key
-from agentcall.orbit.domain.ids import new_id, task_id_from_path
+from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
 from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.review import parse_resolve, parse_retry
 from agentcall.orbit.domain.strictjson import read_json
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.usecases.cancel import cancel_task
+from agentcall.orbit.usecases.queue_flow import read_queue, set_queue_flow
 from agentcall.orbit.usecases.resolve import resolve_task
 from agentcall.orbit.usecases.retry import retry_task
 
@@ -50,11 +56,16 @@ FORM_TYPE = "application/x-www-form-urlencoded"
 @dataclass(frozen=True, slots=True)
 class Hooks:
     """After a committed action: tell a running attempt's worker of a cancel; wake the
-    dispatcher (a retried task is WAITING again); wake whoever waits for the task."""
+    dispatcher (a retried task is WAITING again); wake whoever waits for the task; apply a
+    queue's new flow settings in this process (`flow_changed`). `controls(queue_id)`: the
+    queue has flow settings (the task page shows a WAITING task's `waiting_reason`)."""
 
     tell_cancel: Callable[[str], None]
     notify: Callable[..., None]
     changed: Callable[[str], None]
+    flow_changed: Callable[[QueueFlow], None] = lambda queue: None
+    controls: Callable[[str], bool] = lambda queue_id: False
+    bulk_wake: Callable[[], None] = lambda: None  # the bulk runner: an operation started
 
 
 async def read_form(request: Request) -> dict[str, str]:
@@ -100,7 +111,7 @@ class Actions:
             if not secret:
                 raise Unauthenticated("paste a token")
             replaces = request.cookies.get(COOKIE)
-            signed = await self.pages.sessions.sign_in(secret, replaces)
+            signed = await self.pages.sessions.sign_in(secret, replaces, console_source(request))
             signed.principal.require(Permission.READ)
         except (
             Unauthenticated,
@@ -127,12 +138,17 @@ class Actions:
         return response
 
     async def signout(self, request: Request) -> Response:
-        """Ends the session on the server (on every process), then deletes the cookie."""
-        session, _, refusal = await self._checked(request)
+        """Ends the session on the server (on every process), then deletes the cookie; with
+        `everywhere=1` ("Sign out everywhere") every session of the token ends."""
+        session, form, refusal = await self.checked(request)
         if refusal is not None or session is None:
             return refusal or self._unauthenticated(request)
+        sessions, source = self.pages.sessions, console_source(request)
         try:
-            await self.pages.sessions.sign_out(session.session_id)
+            if form.get("everywhere") == "1":
+                await sessions.sign_out_everywhere(session.principal, source)
+            else:
+                await sessions.sign_out(session.session_id, session.principal, source)
         except Exception as exc:  # noqa: BLE001 - the database is down: a page, logged
             return self.pages.error(request, session, exc)
         response = RedirectResponse("/ui/signin", status_code=303, headers=HEADERS)
@@ -144,23 +160,67 @@ class Actions:
 
     async def act(self, request: Request) -> Response:
         """POST /ui/tasks/{task_id}/{action}: cancel, retry or resolve."""
-        session, form, refusal = await self._checked(request)
+        session, form, refusal = await self.checked(request)
         if refusal is not None or session is None:
             return refusal or self._unauthenticated(request)
         action = request.path_params["action"]
         try:
             task_id = task_id_from_path(request.path_params["task_id"])
             key = check_key(form.get("key"))
-            await self._run(session, action, task_id, form, key)
+            source = console_source(request)
+            bound = bind_source(source)
+            try:
+                await self._run(session, action, task_id, form, key, source.request_id or "")
+            finally:
+                reset_source(bound)
         except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
             return self.pages.error(request, session, exc)
         back = form.get("back") if form.get("back") == "/ui/review" else f"/ui/tasks/{task_id}"
         return RedirectResponse(f"{back}?done={action}", status_code=303, headers=HEADERS)
 
+    async def set_flow(self, request: Request) -> Response:
+        """POST /ui/queues/{queue_id}/flow: replace the queue's flow settings at the revision
+        the form was rendered with (queues:admin). A refused value shows the form again with
+        what was sent; settings changed meanwhile show the form with the stored ones."""
+        session, form, refusal = await self.checked(request)
+        if refusal is not None or session is None:
+            return refusal or self._unauthenticated(request)
+        try:
+            queue_id = check_id(request.path_params["queue_id"], "queue_id")
+            session.principal.require(Permission.QUEUE_ADMIN)
+            db = self.pages.ops.db
+            try:
+                saved = await set_queue_flow(db, session.principal, queue_id, patch_body(form))
+            except (InvalidArgument, Conflict) as exc:
+                report = await read_queue(db, session.principal, queue_id)
+                stale = isinstance(exc, Conflict)
+                revision = report.flow.revision if stale else int(form.get("revision") or 0)
+                shown = form_of(report.flow.settings) if stale else sent(form)
+                return self.pages.flow_form(
+                    request,
+                    session,
+                    queue_id,
+                    report.name,
+                    revision,
+                    shown,
+                    exc.message,
+                    error_status(exc),
+                )
+            self.hooks.flow_changed(saved)
+        except Exception as exc:  # noqa: BLE001 - a page (logged when not an Orbit refusal)
+            return self.pages.error(request, session, exc)
+        return RedirectResponse(f"/ui/queues/{queue_id}", status_code=303, headers=HEADERS)
+
     async def _run(
-        self, session: Session, action: str, task_id: str, form: dict[str, str], key: str
+        self,
+        session: Session,
+        action: str,
+        task_id: str,
+        form: dict[str, str],
+        key: str,
+        request_id: str,
     ) -> None:
-        principal, store, request_id = session.principal, self.pages.ops.store, new_id()
+        principal, store = session.principal, self.pages.ops.store
         revision, reason = form.get("revision", ""), form.get("reason", "")
         body: dict[str, JsonValue] = {"expected_revision": revision, "reason": reason}
         if action == "cancel":
@@ -182,7 +242,7 @@ class Actions:
             raise InvalidArgument("the action must be cancel, retry or resolve", "action")
         self.hooks.changed(task_id)
 
-    async def _checked(
+    async def checked(
         self, request: Request
     ) -> tuple[Session | None, dict[str, str], Response | None]:
         """The session and its form with a valid CSRF token, or the refusal to send."""
@@ -205,6 +265,12 @@ class Actions:
 
     def _unauthenticated(self, request: Request) -> Response:
         return self.pages.signin_page(request, 401, "sign in first")
+
+
+def console_source(request: Request) -> Source:
+    """A console request's audit source: origin `console`, the client's address (after the
+    trusted-proxy rules, `console.edge`), a new request id."""
+    return Source(Origin.CONSOLE, request.client.host if request.client else None, new_id())
 
 
 def _foreign(request: Request) -> PermissionDenied | None:

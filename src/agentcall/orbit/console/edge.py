@@ -2,11 +2,13 @@
 proxies"): the original scheme and host told by a trusted proxy, and the `Host` check.
 
 Only a peer inside `trusted_proxies` (CIDRs; none by default) is believed about
-`X-Forwarded-Proto` and `X-Forwarded-Host` (the last value of each: the one the nearest
-proxy set); the request then carries them as its scheme and `Host`, so cookies are Secure and
+`X-Forwarded-Proto`, `X-Forwarded-Host` and `X-Forwarded-For` (the last value of each: the one
+the nearest proxy set); the request then carries them as its scheme, `Host` and client
+address (the audit log's remote address), so cookies are Secure and
 same-origin checks compare what the browser used. The console (`/ui`) answers only the
 loopback names and `allowed_hosts`: a foreign name (DNS rebinding: another site's name
-resolved to this server) gets 421, a missing or malformed `Host` 400. The API, `/healthz`
+resolved to this server) gets 421, a missing or malformed `Host` 400; every console answer
+gets the security headers (`headers.secured`). The API, `/healthz`
 and `/metrics` answer any `Host`: the API authenticates every request by its bearer token and
 never by anything a browser sends on its own."""
 
@@ -18,7 +20,7 @@ import re
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentcall.orbit.console.headers import HEADERS
+from agentcall.orbit.console.headers import HEADERS, secured
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _NAME = re.compile(r"[a-z0-9]([a-z0-9_-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9_-]*[a-z0-9])?)*\.?")
@@ -95,6 +97,18 @@ def forwarded(
     return scheme, [(n, v) for n, v in headers if n != b"host"] + [(b"host", host)]
 
 
+def forwarded_for(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The last `X-Forwarded-For` address (the one the nearest proxy added), if valid."""
+    values = [value for name, value in headers if name == b"x-forwarded-for"]
+    if not values:
+        return None
+    text = last_value(values[-1])
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
 def console_path(path: str) -> bool:
     return path == "/ui" or path.startswith("/ui/")
 
@@ -115,11 +129,16 @@ class ConsoleEdge:
             if self.proxies and trusted(client[0] if client else None, self.proxies):
                 scheme, headers = forwarded(list(scope["headers"]), scope["scheme"])
                 scope = {**scope, "scheme": scheme, "headers": headers}
+                peer = forwarded_for(headers)
+                if peer is not None:  # the client the nearest proxy saw (the audit log's)
+                    scope["client"] = (peer, 0)
             if scope["type"] == "http" and console_path(scope["path"]):
                 refusal = self.refusal(scope)
                 if refusal is not None:
                     await refusal(scope, receive, send)
                     return
+                await self.app(scope, receive, secured(send))  # every answer: the headers
+                return
         await self.app(scope, receive, send)
 
     def refusal(self, scope: Scope) -> PlainTextResponse | None:

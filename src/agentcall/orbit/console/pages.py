@@ -6,6 +6,7 @@ asked with `X-Orbit-Fragment: 1`."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from agentcall.orbit.console import reads, times
 from agentcall.orbit.console.chart import Chart
 from agentcall.orbit.console.headers import HEADERS
+from agentcall.orbit.console.queue_flow import FlowForm, form_of
+from agentcall.orbit.console.search import read_search, refused
 from agentcall.orbit.console.session import (
     COOKIE,
     SIGNIN_COOKIE,
@@ -29,6 +32,7 @@ from agentcall.orbit.console.session import (
     new_signin_nonce,
     signin_token,
 )
+from agentcall.orbit.domain.audit import AuditQuery
 from agentcall.orbit.domain.cursor import decode_cursor, encode_cursor
 from agentcall.orbit.domain.errors import (
     BodyTooLarge,
@@ -42,17 +46,21 @@ from agentcall.orbit.domain.errors import (
     UnsupportedMediaType,
 )
 from agentcall.orbit.domain.ids import check_id, new_id, task_id_from_path
+from agentcall.orbit.domain.jsonvalue import dumps
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.execution.inspection import Inspection
+from agentcall.orbit.usecases.audit import list_audit
 from agentcall.orbit.usecases.console_sessions import ConsoleSessions
 from agentcall.orbit.usecases.operations import Operations
+from agentcall.orbit.usecases.queue_flow import read_queue, task_waiting_reason
 
 log = logging.getLogger("agentcall.orbit.console")
 HERE = Path(__file__).parent
 STATES = [state.value for state in TaskState]
 CHART_S = 5.0
+AUDIT_PAGE = 50
 LIVE = frozenset({TaskState.WAITING, TaskState.LEASED, TaskState.RUNNING})
 
 
@@ -73,7 +81,18 @@ def environment() -> Environment:
     env.filters["when"] = lambda value: times.moment(value, datetime.now(UTC))
     env.filters["age"] = lambda value: times.age(value, datetime.now(UTC))
     env.filters["utc"] = lambda value: "" if value is None else format_time(value)
+    env.filters["visible"] = visible
+    env.filters["json_text"] = lambda value: dumps(dict(value)) if value else ""
     return env
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(value: object) -> str:
+    """Control characters as `\\xNN` text: a stored value shows as what it is (escaping
+    HTML is autoescape's)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
 
 
 class Pages:
@@ -83,8 +102,11 @@ class Pages:
         sessions: ConsoleSessions,
         inspection: Inspection,
         on_failure: Callable[[], None],
+        controls: Callable[[str], bool] = lambda queue_id: False,
     ) -> None:
+        """`controls(queue_id)`: the queue has flow settings (its WAITING tasks say why)."""
         self.ops = ops
+        self.controls = controls
         self.sessions = sessions
         self.inspection = inspection
         self.on_failure = on_failure  # a metric: failed console requests
@@ -190,29 +212,46 @@ class Pages:
         return chart
 
     async def queue(self, request: Request, session: Session) -> Response:
-        params = _params(request, {"state", "handler", "cursor"})
+        """A queue's tasks, narrowed by the search filter of the URL (`console.search`), and
+        its flow settings with what they hold back."""
         queue_id = check_id(request.path_params["queue_id"], "queue_id")
         session.principal.require_queue(queue_id)
-        state = TaskState(params["state"]) if params.get("state") in STATES else None
-        handler = params.get("handler") or None
-        cursor = params.get("cursor") or None
-        after = decode_cursor(cursor, queue_id, state) if cursor else None
-        where = reads.Filter(queue_id, state, handler)
-        page = await reads.queue_page(self.ops, where, after)
         names = {q.id: q for q in await self.inspection.queues(session.principal)}
+        report = await read_queue(self.ops.db, session.principal, queue_id)
+        shown: dict[str, Any] = {
+            "session": session,
+            "queue": names.get(queue_id),
+            "queue_id": queue_id,
+            "flow": report.flow,
+            "flow_status": report.status,
+            "can_admin": session.can(Permission.QUEUE_ADMIN),
+            "states": STATES,
+        }
+        try:
+            found = read_search(request, queue_id)
+            where = found.where
+            after = None
+            if found.cursor:
+                after = decode_cursor(found.cursor, queue_id, where.state, where.digest())
+        except InvalidArgument as exc:  # the page again, the refusal above its form
+            again = refused(request, queue_id)
+            return self.render(
+                request, "queue.html", 400, rows=[], search=again, refusal=exc.message, **shown
+            )
+        canonical = found.href()[1:]
+        if found.cursor is None and request.url.query != canonical:  # the form's empty fields
+            target = f"/ui/queues/{queue_id}" + (f"?{canonical}" if canonical else "")
+            return RedirectResponse(target, status_code=303, headers=HEADERS)
+        page = await reads.queue_page(self.ops, where, after)
         next_cursor = encode_cursor(page.next_position) if page.next_position else None
         return self.render(
             request,
             "queue.html",
-            session=session,
-            queue=names.get(queue_id),
-            queue_id=queue_id,
             rows=page.rows,
-            state=state,
-            handler=handler,
-            states=STATES,
+            search=found,
             next_cursor=next_cursor,
-            refresh=0 if cursor else 3000,
+            refresh=0 if found.cursor else 3000,
+            **shown,
         )
 
     async def task(self, request: Request, session: Session) -> Response:
@@ -221,9 +260,15 @@ class Pages:
         task = detail.task
         live = task.state in LIVE
         names = {q.id: q.name for q in await self.inspection.queues(session.principal)}
+        reason = None
+        if task.state is TaskState.WAITING and self.controls(task.queue_id):
+            reason = await self.ops.db.retrying(
+                lambda: task_waiting_reason(self.ops.db, task, datetime.now(UTC))
+            )
         return self.render(
             request,
             "task.html",
+            waiting_reason=None if reason is None else reason.value,
             session=session,
             task=task,
             queue_name=names.get(task.queue_id, ""),
@@ -235,6 +280,59 @@ class Pages:
             done=request.query_params.get("done"),
             key=_new_key(),
             refresh=2000 if live else 0,
+        )
+
+    async def queue_flow(self, request: Request, session: Session) -> Response:
+        """The form that replaces a queue's flow settings (queues:admin)."""
+        if request.query_params:
+            raise InvalidArgument("this page takes no query parameter")
+        queue_id = check_id(request.path_params["queue_id"], "queue_id")
+        session.principal.require(Permission.QUEUE_ADMIN)
+        report = await read_queue(self.ops.db, session.principal, queue_id)
+        shown = form_of(report.flow.settings)
+        return self.flow_form(request, session, queue_id, report.name, report.flow.revision, shown)
+
+    def flow_form(
+        self,
+        request: Request,
+        session: Session,
+        queue_id: str,
+        name: str,
+        revision: int,
+        shown: FlowForm,
+        message: str | None = None,
+        status: int = 200,
+    ) -> Response:
+        """The form with the stored settings, or with what was sent and refused (`message`)."""
+        return self.render(
+            request,
+            "queue_flow.html",
+            status,
+            session=session,
+            queue_id=queue_id,
+            queue_name=name,
+            revision=revision,
+            form=shown,
+            message=message,
+        )
+
+    async def audit(self, request: Request, session: Session) -> Response:
+        """The namespace's audit log (audit:read), filtered and paged like `GET /v1/audit`."""
+        params = _params(request, {"action", "actor", "target", "cursor"})
+        words = {name: params.get(name) or None for name in ("action", "actor", "target")}
+        where = AuditQuery(
+            session.principal.namespace_id, words["action"], words["actor"], words["target"]
+        )
+        cursor = params.get("cursor") or None
+        page = await list_audit(self.ops.store, session.principal, where, cursor, AUDIT_PAGE)
+        return self.render(
+            request,
+            "audit.html",
+            session=session,
+            entries=page.items,
+            where=words,
+            next_cursor=page.next_cursor,
+            refresh=0,
         )
 
     async def review(self, request: Request, session: Session) -> Response:

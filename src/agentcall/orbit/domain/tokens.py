@@ -28,6 +28,9 @@ class Permission(enum.StrEnum):
     WORK = "tasks:work"
     REVIEW = "tasks:review"
     QUEUE_ADMIN = "queues:admin"  # change a queue's settings (flow control)
+    SCHEDULES_READ = "schedules:read"  # read schedules and their firings
+    SCHEDULES_WRITE = "schedules:write"  # create, change, pause, trigger, delete schedules
+    AUDIT_READ = "audit:read"
 
 
 ALL_PERMISSIONS = frozenset(Permission)
@@ -76,6 +79,7 @@ class TokenRecord:
     queue_ids: frozenset[str]
     expires_at: datetime | None
     revoked_at: datetime | None
+    name: str | None = None  # the operator's label for the token (the audit log's actor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,7 @@ class Principal:
     permissions: frozenset[Permission]
     queue_ids: frozenset[str]
     expires_at: datetime | None = None  # a worker session ends at this instant
+    token_name: str | None = None  # the audit log's actor name
 
     def require(self, permission: Permission) -> None:
         if permission not in self.permissions:
@@ -124,6 +129,7 @@ def authenticate(record: TokenRecord | None, now: datetime) -> Principal:
         record.permissions,
         record.queue_ids,
         record.expires_at,
+        record.name,
     )
 
 

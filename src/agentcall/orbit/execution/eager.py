@@ -147,7 +147,7 @@ class EagerDispatch:
         flow: FlowControl | None = None,
     ) -> None:
         self.hub = hub
-        self.flow = flow  # a flow-controlled queue's tasks wait for a lease round
+        self.flow = flow  # the tasks of a queue with a limit wait for a lease round
         self.lease_ttl_ms = lease_ttl_ms
         self.on_delivered = on_delivered
         self.remote = remote
@@ -155,6 +155,8 @@ class EagerDispatch:
     def claim(self, accepted: Sequence[Task], now: datetime) -> Claims:
         """Reserve a slot for each task a connection can take now (see the module text)."""
         claims = Claims(self.hub, now, self.on_delivered, remote_eager=self.remote)
+        if self.flow is not None and self.flow.keys:
+            self.flow.submitted(accepted)  # a fair queue's new key joins the next round
         links = [link for link in self.hub.links.values() if link.open]
         if not links and self.remote is None:
             return claims  # nobody here, nobody elsewhere: nothing to evaluate
@@ -164,7 +166,7 @@ class EagerDispatch:
         ]
         elsewhere: list[Task] = []  # no seat here: maybe an offered slot of another process
         for task in accepted:
-            if self.flow is not None and self.flow.controls(task.queue_id):
+            if self.flow is not None and self.flow.limits(task.queue_id):
                 continue  # the limits decide in the lease transaction
             key = HandlerKey(task.handler, task.handler_version)
             index = eager_seat(seats, task.queue_id, key) if seats else None

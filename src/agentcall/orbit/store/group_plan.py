@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from agentcall.orbit.domain.audit import Source
 from agentcall.orbit.domain.canonical import Digest
 from agentcall.orbit.domain.errors import OrbitError
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
@@ -31,6 +32,7 @@ class PendingSubmit:
     scope: Scope
     digest: Digest
     request_id: str
+    source: Source | None = None  # where the request came from (the audit line's)
 
 
 @dataclass(frozen=True, slots=True)

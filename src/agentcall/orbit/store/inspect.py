@@ -15,7 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.search import TaskFilter
 from agentcall.orbit.domain.states import TaskState
+from agentcall.orbit.store import search
 from agentcall.orbit.store.tables import (
     queues,
     task_attempt_evidence,
@@ -128,41 +130,31 @@ async def events(conn: AsyncConnection, task_id: str, limit: int = 200) -> list[
     return list((await conn.execute(query)).all())
 
 
-@dataclass(frozen=True, slots=True)
-class Filter:
-    queue_id: str
-    state: TaskState | None = None
-    handler: str | None = None
-
-
 async def page(
-    conn: AsyncConnection, where: Filter, after: Position | None, limit: int
+    conn: AsyncConnection, where: TaskFilter, after: Position | None, limit: int
 ) -> list[Any]:
-    """Summary rows, newest first, strictly after `after` (keyset on created_at, id)."""
-    query = sa.select(
-        c.id,
-        c.state,
-        c.revision,
-        c.handler,
-        c.handler_version,
-        c.business_key,
-        c.attempt_count,
-        c.created_at,
-        c.updated_at,
-        c.error_code,
-    ).where(c.queue_id == where.queue_id)
-    if where.state is not None:
-        query = query.where(c.state == where.state.value)
-    if where.handler is not None:
-        query = query.where(c.handler == where.handler)
+    """Summary rows with their error code, matching the search filter `where`, newest first,
+    strictly after `after` (keyset on created_at, id; the search's indexes serve it)."""
+    terms = search.conditions(where)
     if after is not None:
-        query = query.where(
-            sa.or_(
-                c.created_at < after.created_at,
-                sa.and_(c.created_at == after.created_at, c.id < after.task_id),
-            )
+        terms.append(search.after_position(after))
+    query = (
+        sa.select(
+            c.id,
+            c.state,
+            c.revision,
+            c.handler,
+            c.handler_version,
+            c.business_key,
+            c.attempt_count,
+            c.created_at,
+            c.updated_at,
+            c.error_code,
         )
-    query = query.order_by(c.created_at.desc(), c.id.desc()).limit(limit)
+        .where(*terms)
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(limit)
+    )
     return list((await conn.execute(query)).all())
 
 

@@ -8,11 +8,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agentcall.orbit.domain.audit import Source
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
+from agentcall.orbit.store import audit
 from agentcall.orbit.store.connector import write_all
 from agentcall.orbit.store.sql import Insert
 from agentcall.orbit.store.tables import audit_log, task_events
@@ -38,20 +40,17 @@ def _event_row(
 
 
 def audit_row(
-    principal: Principal, action: str, task: Task, request_id: str | None, now: datetime
+    principal: Principal,
+    action: str,
+    task: Task,
+    request_id: str | None,
+    now: datetime,
+    source: Source | None = None,
+    detail: Mapping[str, JsonValue] | None = None,
 ) -> dict[str, Any]:
-    """One audit line: who did what to which task, no business payload."""
-    return {
-        "id": new_id(),
-        "namespace_id": principal.namespace_id,
-        "token_id": principal.token_id,
-        "action": action,
-        "task_id": task.id,
-        "queue_id": task.queue_id,
-        "handler": task.handler,
-        "request_id": request_id,
-        "created_at": now,
-    }
+    """One audit line: who did what to which task from where, no business payload
+    (`store.audit.task_row`); `detail`: the operator's reason and the like."""
+    return audit.task_row(principal, action, task, request_id, now, source, detail)
 
 
 async def append_event(
@@ -73,19 +72,25 @@ async def append_audit(
     task: Task,
     request_id: str | None,
     now: datetime,
+    source: Source | None = None,
 ) -> None:
-    row = audit_row(principal, action, task, request_id, now)
+    row = audit_row(principal, action, task, request_id, now, source)
     await write_all(conn, [Insert(audit_log, [row])])
 
 
 def acceptance_rows(
-    accepted: Sequence[tuple[Principal, Task, str]], action: str, now: datetime
+    accepted: Sequence[tuple[Principal, Task, str]],
+    action: str,
+    now: datetime,
+    sources: Sequence[Source | None] = (),
 ) -> tuple[Insert, Insert]:
-    """The ACCEPTED event and the audit line of each new (principal, task, request ID): one
-    INSERT per table (`connector.insert_all`)."""
+    """The ACCEPTED event and the audit line of each new (principal, task, request ID) with
+    its request's source (`sources`, in the same order, when known): one INSERT per table
+    (`connector.insert_all`)."""
     events = [_event_row(task, "ACCEPTED", None, now, None) for _, task, _ in accepted]
+    known = list(sources) + [None] * (len(accepted) - len(sources))
     audits = [
-        audit_row(principal, action, task, request_id, now)
-        for principal, task, request_id in accepted
+        audit_row(principal, action, task, request_id, now, source)
+        for (principal, task, request_id), source in zip(accepted, known, strict=True)
     ]
     return Insert(task_events, events), Insert(audit_log, audits)

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, TypeVar
 
 from agentcall.orbit.domain.attempts import AttemptState
+from agentcall.orbit.domain.audit import AuditEntry, AuditPosition, AuditQuery
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.errors import InvalidArgument
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
@@ -50,6 +52,7 @@ from agentcall.orbit.domain.transitions import (
     event_row,
     operator_task_row,
 )
+from agentcall.orbit.store import audit
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.memory_attempts import MemoryTransaction
 from agentcall.orbit.store.memory_state import MemoryState, Offer, Row, StoredRecord
@@ -135,9 +138,11 @@ class MemoryWrites(MemoryTransaction):
         await self.append_event(
             event_row(task.id, done.revision, kind, *moved, detail, now, new_id())
         )
-        principal = write.principal
+        principal, request_id = write.principal, write.request_id
         await self.append_audit(
-            audit_row(principal.token_id, write.action, done, write.request_id, now)
+            audit.task_row(
+                principal, write.action, done, request_id, now, write.source, write.detail
+            )
         )
         if write.evidence:
             assert write.attempt is not None
@@ -195,7 +200,9 @@ class MemoryStore:
             tx.state.tasks[task.id] = task
             tx.state.lease_counts[task.id] = 0
             await tx.append_event(_accepted(task, now))
-            await tx.append_audit(audit_row(principal.token_id, SUBMIT, task, item.request_id, now))
+            await tx.append_audit(
+                audit.task_row(principal, SUBMIT, task, item.request_id, now, item.source)
+            )
         return Receipt(201, False, receipt.receipt_text)
 
     async def load_task(self, task_id: str) -> Task | None:
@@ -216,6 +223,24 @@ class MemoryStore:
 
     async def load_token(self, secret_sha256: str) -> TokenRecord | None:
         return self.state.tokens.get(secret_sha256)
+
+    async def record_audit(self, entries: Sequence[AuditEntry]) -> None:
+        async with self.transaction() as (tx, now):
+            for entry in entries:
+                await tx.append_audit(audit.entry_row(entry, now))
+
+    async def audit_page(
+        self, query: AuditQuery, after: AuditPosition | None, limit: int
+    ) -> list[AuditEntry]:
+        """`store.audit.page` over the twin's rows: the same filters and order."""
+        found = [
+            audit.row_entry(SimpleNamespace(**row))
+            for row in self.state.audits
+            if audit.row_matches(row, query)
+            and (after is None or (row["created_at"], row["id"]) < (after.at, after.entry_id))
+        ]
+        found.sort(key=lambda entry: (entry.at, entry.id), reverse=True)
+        return found[: max(0, limit)]
 
     # ------------------------------------------------------------------ tenancy
     async def init(self, namespace: str, queue: str, secret: str) -> TokenRecord:
@@ -285,21 +310,6 @@ def _accepted(task: Task, now: datetime) -> Row:
         "from_state": None,
         "to_state": task.state.value,
         "detail": None,
-        "created_at": now,
-    }
-
-
-def audit_row(token_id: str, action: str, task: Task, request_id: str | None, now: datetime) -> Row:
-    """One audit line (`store.journal`): who did what to which task, no business payload."""
-    return {
-        "id": new_id(),
-        "namespace_id": task.namespace_id,
-        "token_id": token_id,
-        "action": action,
-        "task_id": task.id,
-        "queue_id": task.queue_id,
-        "handler": task.handler,
-        "request_id": request_id,
         "created_at": now,
     }
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from asyncmy import errors as asyncmy_errors
+from asyncmy.constants import FIELD_TYPE
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.times import as_utc, to_naive_utc
@@ -42,6 +43,8 @@ DRIVER_ERRORS = (asyncmy_errors.Error, AttributeError)
 FRAGMENTS = Fragments(
     " FOR UPDATE", " FOR UPDATE SKIP LOCKED", "LEAST", "UTC_TIMESTAMP(6)", "", "%s"
 )
+# The driver's column types whose values come back as naive datetimes (the store keeps UTC).
+_TIME_TYPES = frozenset({FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP})
 _TIMES: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
 
 
@@ -81,11 +84,21 @@ async def fetch(conn: HotConnection, name: str, params: Mapping[str, Any]) -> li
         async with driver.cursor() as cursor:
             await cursor.execute(compiled.sql, bound)
             rows = await cursor.fetchall()
-            names = tuple(column[0] for column in cursor.description or ())
+            description = cursor.description or ()
     except DRIVER_ERRORS as exc:
         raise translated(compiled.sql, bound, exc) from exc
-    make = record(names)._make
-    return [make(_result(value) for value in row) for row in rows]
+    make = record(tuple(column[0] for column in description))._make
+    times = [index for index, column in enumerate(description) if column[1] in _TIME_TYPES]
+    if not times:
+        return [make(row) for row in rows]
+    made = []
+    for row in rows:  # only the datetime columns change (hot path: attempts, leases)
+        values = list(row)
+        for index in times:
+            if (value := values[index]) is not None:
+                values[index] = _result(value)
+        made.append(make(values))
+    return made
 
 
 async def execute(conn: HotConnection, name: str, params: Mapping[str, Any]) -> int:

@@ -92,7 +92,9 @@ def operator_writes(now: datetime, write: OperatorWrite) -> tuple[list[Write], l
         writes.append(Update(task_attempts, [ended], {"state": AttemptState.LEASED.value}))
     moved = {"id": task.id, "revision": done.revision, **operator_task_row(write.move, done, now)}
     writes.append(Update(tasks, [moved], {"state": task.state.value, "revision": task.revision}))
-    audit = journal.audit_row(write.principal, write.action, done, write.request_id, now)
+    audit = journal.audit_row(
+        write.principal, write.action, done, write.request_id, now, write.source, write.detail
+    )
     rest: list[Write] = [
         Insert(task_events, [operator_event_row(write, now)]),
         Insert(audit_log, [audit]),

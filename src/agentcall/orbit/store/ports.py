@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from agentcall.orbit.domain.attempts import AttemptState, TaskErrorCode
+from agentcall.orbit.domain.audit import AuditEntry, AuditPosition, AuditQuery, Source
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.evidence import EvidenceItem
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
@@ -129,6 +130,7 @@ class OperatorWrite:
     request_id: str
     attempt: LiveAttempt | None = None
     evidence: tuple[EvidenceItem, ...] = ()
+    source: Source | None = None  # where the request came from (the audit line's)
 
     def __post_init__(self) -> None:
         if self.done.id != self.task.id or self.done.revision != self.task.revision + 1:
@@ -321,4 +323,17 @@ class TaskStore(Protocol):
 
     async def load_token(self, secret_sha256: str) -> TokenRecord | None:
         """The API token whose secret has this digest, or None."""
+        ...
+
+    async def record_audit(self, entries: Sequence[AuditEntry]) -> None:
+        """Store audit entries in their own transaction at the database clock, for an action
+        that has no task transaction to join (a token, a queue's settings, a schedule, a
+        bulk operation): call it right after the action committed. Task writes record
+        theirs in their own transaction (`OperatorWrite`)."""
+        ...
+
+    async def audit_page(
+        self, query: AuditQuery, after: AuditPosition | None, limit: int
+    ) -> list[AuditEntry]:
+        """Up to `limit` entries matching `query`, newest first by (at, id), after `after`."""
         ...

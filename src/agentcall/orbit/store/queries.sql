@@ -91,7 +91,7 @@ UPDATE task_attempts SET evidence_count = evidence_count + :added WHERE id = :at
 
 -- name: token
 -- A token by the SHA-256 of its secret, one row per queue it is scoped to.
-SELECT t.id, t.namespace_id, t.permissions, t.expires_at, t.revoked_at, q.queue_id
+SELECT t.id, t.namespace_id, t.permissions, t.expires_at, t.revoked_at, q.queue_id, t.name
 FROM tokens t LEFT OUTER JOIN token_queues q ON q.token_id = t.id
 WHERE t.secret_sha256 = :secret_sha256
 

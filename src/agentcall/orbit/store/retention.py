@@ -1,4 +1,5 @@
-"""Idempotency retention (O-SUB-1 "kept >= 90 days"): remove expired records.
+"""Idempotency retention (O-SUB-1 "kept >= 90 days"): remove expired records; and the audit
+log's, by the same policy (`cleanup_audit`: entries older than `RETENTION`, docs/orbit/audit.md).
 
 A record goes only when both its `expires_at` and `created_at + RETENTION` are at or before the
 database clock, so a record is never removed early even if `expires_at` was written wrong.
@@ -14,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.idempotency import RETENTION
+from agentcall.orbit.store import audit
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.tables import idempotency_records
 
@@ -65,3 +67,23 @@ async def cleanup(db: Database, *, dry_run: bool = False, batch: int = BATCH) ->
         removed += gone
         if gone < batch:
             return CleanupReport(now, now - RETENTION, removed, False)
+
+
+async def cleanup_audit(
+    db: Database, *, dry_run: bool = False, batch: int = BATCH
+) -> CleanupReport:
+    """Remove (or with `dry_run` only count) audit entries written `RETENTION` or longer ago
+    by the database clock, in batches of one short transaction each."""
+    async with db.read() as conn:
+        now = await db.now(conn)
+    cutoff = now - RETENTION
+    if dry_run:
+        async with db.read() as conn:
+            return CleanupReport(now, cutoff, await audit.count_expired(conn, cutoff), True)
+    removed = 0
+    while True:
+        async with db.write() as conn:
+            gone = await audit.delete_expired_batch(conn, cutoff, batch)
+        removed += gone
+        if gone < batch:
+            return CleanupReport(now, cutoff, removed, False)

@@ -51,6 +51,12 @@ async def delete(conn: AsyncConnection, digest: str) -> None:
     await conn.execute(console_sessions.delete().where(c.id_sha256 == digest))
 
 
+async def delete_of_token(conn: AsyncConnection, token_id: str) -> int:
+    """Delete every session of the token ("sign out everywhere"); how many went."""
+    gone = await conn.execute(console_sessions.delete().where(c.token_id == token_id))
+    return int(gone.rowcount)
+
+
 async def delete_expired(conn: AsyncConnection, now: datetime, idle_since: datetime) -> int:
     """Delete the sessions past their absolute expiry or unused since `idle_since`."""
     gone = await conn.execute(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 
 _NAME = re.compile(r"^-- name: (\w+)$", re.MULTILINE)
 _FRAGMENT = re.compile(r"\{(\w+)\}")
+_PLAIN = frozenset({str, int, bool, bytes, type(None), datetime})
 
 
 class ConcurrentChange(RuntimeError):
@@ -96,12 +98,22 @@ def insert_statement(table: str, rows: Sequence[Mapping[str, Any]]) -> Statement
     return insert_text(table, names, len(rows)), [row[name] for row in rows for name in names]
 
 
+def _all_same(values: list[Any]) -> bool:
+    """One value for every row, bound once: plain values by type and equality (cheap, the hot
+    path's states and times), anything else by its repr (a dict's key order counts)."""
+    first = values[0]
+    kind = type(first)
+    if kind in _PLAIN:
+        return all(type(value) is kind and value == first for value in values)
+    return len({repr(value) for value in values}) == 1
+
+
 def update_statement(write: Update) -> Statement:
     """`UPDATE table SET col = CASE id WHEN … END, static… WHERE id IN (…) AND where…`."""
     rows, sets, values = write.rows, [], []
     for name in sorted({name for row in rows for name in row if name != "id"}):
         pairs = [(row["id"], row[name]) for row in rows if name in row]
-        if len(pairs) == len(rows) and len({repr(v) for _, v in pairs}) == 1:
+        if len(pairs) == len(rows) and _all_same([v for _, v in pairs]):
             sets.append(f"{name} = %s")
             values.append(pairs[0][1])
             continue

@@ -195,7 +195,10 @@ class SubmitGroups:
         The LEASED events of eager leases join the ACCEPTED events' INSERT (same table)."""
         leased = claims.task_ids if claims is not None else frozenset[str]()
         events, audits = journal.acceptance_rows(
-            [(i.principal, d.task, i.request_id) for i, d in accepted], SUBMIT, now
+            [(i.principal, d.task, i.request_id) for i, d in accepted],
+            SUBMIT,
+            now,
+            [i.source for i, _ in accepted],
         )
         leases = claims.leases() if claims is not None else []
         offer_claims = claims.offer_claims() if claims is not None else []

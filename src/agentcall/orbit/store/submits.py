@@ -42,7 +42,7 @@ async def submit_alone(db: Database, item: PendingSubmit) -> Receipt:
             await idempotency.insert(conn, scope, digest, task.id, receipt, now)
             await tasks.insert_task(conn, task)
             await journal.append_event(conn, task, "ACCEPTED", None, now)
-            await journal.append_audit(conn, principal, SUBMIT, task, request_id, now)
+            await journal.append_audit(conn, principal, SUBMIT, task, request_id, now, item.source)
         return Receipt(201, False, receipt.receipt_text)
 
     return await idempotency.replaying(db, once, scope, lambda stored: _replay(stored, digest))

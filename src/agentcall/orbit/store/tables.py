@@ -42,6 +42,7 @@ tokens = sa.Table(
     sa.Column("expires_at", UtcDateTime(), nullable=True),
     sa.Column("revoked_at", UtcDateTime(), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("name", sa.String(128), nullable=True),  # the audit log's actor name
     **MYSQL_TABLE_ARGS,
 )
 
@@ -137,6 +138,60 @@ flow_counters = sa.Table(
     **MYSQL_TABLE_ARGS,
 )
 
+# ---- schedules: a recurring task template, its spec and state; one row per firing -------
+# (docs/orbit/schedules.md). template and spec are JSON; next_fire_at is the next nominal
+# time (NULL when paused or ended); a server fires a due schedule after claiming it with a
+# conditional UPDATE of claimed_by/claim_until (never a held row lock); last_task_id is the
+# previous firing's task (overlap policies) and buffered_at the slot kept by buffer_one.
+
+schedules = sa.Table(
+    "schedules",
+    metadata,
+    sa.Column("id", ident(), primary_key=True),
+    sa.Column("namespace_id", ident(), sa.ForeignKey("namespaces.id"), nullable=False),
+    sa.Column("queue_id", ident(), sa.ForeignKey("queues.id"), nullable=False),
+    sa.Column("revision", sa.BigInteger(), nullable=False),
+    sa.Column("state", sa.String(8), nullable=False),  # active or paused
+    sa.Column("note", sa.String(1000), nullable=True),
+    sa.Column("template", long_text(), nullable=False),
+    sa.Column("spec", sa.Text(), nullable=False),
+    sa.Column("start_at", UtcDateTime(), nullable=True),
+    sa.Column("end_at", UtcDateTime(), nullable=True),
+    sa.Column("jitter_ms", sa.BigInteger(), nullable=False),
+    sa.Column("catchup_window_ms", sa.BigInteger(), nullable=False),
+    sa.Column("overlap", sa.String(16), nullable=False),
+    sa.Column("next_fire_at", UtcDateTime(), nullable=True),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("claim_until", UtcDateTime(), nullable=True),
+    sa.Column("last_task_id", ident(), nullable=True),
+    sa.Column("buffered_at", UtcDateTime(), nullable=True),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+    sa.Index("ix_schedules_namespace", "namespace_id", "id"),
+    sa.Index("ix_schedules_due", "state", "next_fire_at"),
+    sa.Index("ix_schedules_buffered", "buffered_at"),
+    **MYSQL_TABLE_ARGS,
+)
+
+# kind: scheduled, trigger or backfill; outcome: fired, skipped_overlap, missed (slots: how
+# many slots one record counts), backfilled or triggered; one record per (schedule, kind, slot)
+schedule_firings = sa.Table(
+    "schedule_firings",
+    metadata,
+    sa.Column("id", ident(), primary_key=True),
+    sa.Column("schedule_id", ident(), sa.ForeignKey("schedules.id"), nullable=False),
+    sa.Column("nominal_at", UtcDateTime(), nullable=False),
+    sa.Column("fired_at", UtcDateTime(), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("task_id", ident(), nullable=True),
+    sa.Column("deduplicated", sa.Boolean(), nullable=False),
+    sa.Column("slots", sa.Integer(), nullable=False),
+    sa.UniqueConstraint("schedule_id", "kind", "nominal_at", name="uq_schedule_firings_slot"),
+    sa.Index("ix_schedule_firings_recent", "schedule_id", "fired_at", "id"),
+    **MYSQL_TABLE_ARGS,
+)
+
 # ---- journal: task events and the audit log ---------------------------------------------
 
 task_events = sa.Table(
@@ -166,7 +221,17 @@ audit_log = sa.Table(
     sa.Column("handler", sa.String(128), nullable=True),
     sa.Column("request_id", ident(), nullable=True),
     sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.Column("actor_name", sa.String(128), nullable=True),
+    sa.Column("origin", sa.String(16), nullable=True),  # api, cli, console
+    sa.Column("remote_addr", sa.String(64), nullable=True),
+    sa.Column("target_kind", sa.String(32), nullable=True),
+    sa.Column("target_id", sa.String(64), nullable=True),
+    sa.Column("detail", sa.Text(), nullable=True),  # JSON, never a secret
     sa.Index("ix_audit_namespace_created", "namespace_id", "created_at"),
+    sa.Index("ix_audit_created", "created_at"),
+    sa.Index("ix_audit_namespace_action", "namespace_id", "action", "created_at"),
+    sa.Index("ix_audit_namespace_actor", "namespace_id", "token_id", "created_at"),
+    sa.Index("ix_audit_namespace_target", "namespace_id", "target_id", "created_at"),
     **MYSQL_TABLE_ARGS,
 )
 

@@ -6,16 +6,17 @@ transient failures; `transaction()` is one write transaction for the engine's `A
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
+from agentcall.orbit.domain.audit import AuditEntry, AuditPosition, AuditQuery
 from agentcall.orbit.domain.cursor import Position
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task, TaskSummary
 from agentcall.orbit.domain.tokens import TokenRecord
-from agentcall.orbit.store import idempotency, tasks, tenancy
+from agentcall.orbit.store import audit, idempotency, tasks, tenancy
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.group_plan import PendingSubmit
 from agentcall.orbit.store.operator_writes import SqlOperatorTransaction
@@ -75,6 +76,22 @@ class SqlTaskStore:
         async def once() -> TokenRecord | None:
             async with self.db.single_read() as conn:
                 return await tenancy.load_token(conn, secret_sha256)
+
+        return await self.db.retrying(once)
+
+    async def record_audit(self, entries: Sequence[AuditEntry]) -> None:
+        async def once() -> None:
+            async with self.db.write() as conn:
+                await audit.insert_entries(conn, entries, await self.db.now(conn))
+
+        await self.db.retrying(once)
+
+    async def audit_page(
+        self, query: AuditQuery, after: AuditPosition | None, limit: int
+    ) -> list[AuditEntry]:
+        async def once() -> list[AuditEntry]:
+            async with self.db.single_read() as conn:
+                return await audit.page(conn, query, after, limit)
 
         return await self.db.retrying(once)
 

@@ -46,6 +46,7 @@ async def insert_token(
     queue_ids: Iterable[str],
     expires_at: datetime | None,
     now: datetime,
+    name: str | None = None,
 ) -> str:
     token_id = new_id()
     await conn.execute(
@@ -57,6 +58,7 @@ async def insert_token(
             expires_at=expires_at,
             revoked_at=None,
             created_at=now,
+            name=name,
         )
     )
     rows = [{"token_id": token_id, "queue_id": queue_id} for queue_id in sorted(queue_ids)]
@@ -64,24 +66,27 @@ async def insert_token(
     return token_id
 
 
-async def revoke_token(conn: AsyncConnection, token_id: str, now: datetime) -> bool:
-    """True when the token exists; revoking twice keeps the first revocation time."""
-    found = await conn.execute(sa.select(tokens.c.revoked_at).where(tokens.c.id == token_id))
-    if found.first() is None:
-        return False
+async def revoke_token(conn: AsyncConnection, token_id: str, now: datetime) -> str | None:
+    """The token's namespace when it exists (None otherwise); revoking twice keeps the first
+    revocation time."""
+    found = (
+        await conn.execute(sa.select(tokens.c.namespace_id).where(tokens.c.id == token_id))
+    ).first()
+    if found is None:
+        return None
     await conn.execute(
         tokens.update()
         .where(tokens.c.id == token_id, tokens.c.revoked_at.is_(None))
         .values(revoked_at=now)
     )
-    return True
+    return str(found.namespace_id)
 
 
 async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord | None:
     rows = await fetch(conn, "token", {"secret_sha256": secret_sha256})
     if not rows:
         return None
-    token_id, namespace_id, permissions, expires_at, revoked_at, _ = rows[0]
+    token_id, namespace_id, permissions, expires_at, revoked_at, _, name = rows[0]
     return TokenRecord(
         token_id=token_id,
         namespace_id=namespace_id,
@@ -89,6 +94,7 @@ async def load_token(conn: AsyncConnection, secret_sha256: str) -> TokenRecord |
         queue_ids=frozenset(row[5] for row in rows if row[5] is not None),
         expires_at=expires_at,
         revoked_at=revoked_at,
+        name=name,
     )
 
 

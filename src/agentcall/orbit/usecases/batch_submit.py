@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentcall.orbit.domain.audit import current_source
 from agentcall.orbit.domain.batch import (
     OPERATION,
     BatchRequest,
@@ -53,7 +54,7 @@ async def submit_batch(
             stored = await idempotency.find(conn, scope)
             if stored is not None:  # replays are not validated against the clock again
                 return replay(stored)
-            now = await db.now(conn)
+            now, source = await db.now(conn), current_source()
             times = plan_batch(request, now)
             made = [
                 new_task(new_id(), principal.namespace_id, item, at, now)
@@ -68,7 +69,10 @@ async def submit_batch(
                 [
                     tasks.new_task_rows(made),
                     *journal.acceptance_rows(
-                        [(principal, task, request_id) for task in made], OPERATION, now
+                        [(principal, task, request_id) for task in made],
+                        OPERATION,
+                        now,
+                        [source] * len(made),
                     ),
                 ],
             )

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentcall.orbit.domain.cursor import Position
+from agentcall.orbit.domain.search import TaskFilter
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import Principal
@@ -15,7 +16,7 @@ from agentcall.orbit.store import inspect
 from agentcall.orbit.store.tasks import visible_task
 from agentcall.orbit.usecases.operations import Operations
 
-Filter = inspect.Filter  # what a queue page shows: queue, state, handler
+Filter = TaskFilter  # what a queue page shows: the API's search filter
 PAGE = 25
 REVIEW_PAGE = 50
 
@@ -51,7 +52,7 @@ async def completions(
 
 
 async def queue_page(
-    ops: Operations, where: inspect.Filter, after: Position | None, limit: int = PAGE
+    ops: Operations, where: TaskFilter, after: Position | None, limit: int = PAGE
 ) -> QueuePage:
     db = ops.db
 
@@ -63,14 +64,15 @@ async def queue_page(
     if len(rows) <= limit:
         return QueuePage(rows, None)
     last = rows[limit - 1]
-    return QueuePage(rows[:limit], Position(where.queue_id, where.state, last.created_at, last.id))
+    position = Position(where.queue_id, where.state, last.created_at, last.id, where.digest())
+    return QueuePage(rows[:limit], position)
 
 
 async def review_inbox(ops: Operations, principal: Principal, names: dict[str, str]) -> list[Any]:
     """NEEDS_REVIEW tasks of the token's queues, newest first (up to REVIEW_PAGE a queue)."""
     found: list[Any] = []
     for queue_id in sorted(principal.queue_ids):
-        where = inspect.Filter(queue_id, TaskState.NEEDS_REVIEW)
+        where = TaskFilter(queue_id, TaskState.NEEDS_REVIEW)
         page = await queue_page(ops, where, None, REVIEW_PAGE)
         found.extend((names.get(queue_id, queue_id), row) for row in page.rows)
     return sorted(found, key=lambda pair: pair[1].created_at, reverse=True)

@@ -22,6 +22,7 @@ from agentcall.orbit.domain.tokens import (
     hash_secret,
 )
 from agentcall.orbit.store import tasks, tenancy
+from agentcall.orbit.store.bulk_store import SqlBulkStore
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.receipts import Receipt
 from agentcall.orbit.store.submit_group import DEFAULT_LANES, Handoff
@@ -56,6 +57,7 @@ class Operations:
     ) -> None:
         self.db = db
         self.store = SqlTaskStore(db)  # the typed store of the operator writes
+        self.bulk = SqlBulkStore(db)  # the typed store of bulk operations
         self.submits = Submits(
             db,
             group_commit=group_commit,

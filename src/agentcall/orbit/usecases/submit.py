@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from agentcall.orbit.domain.audit import current_source
 from agentcall.orbit.domain.idempotency import Scope
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.submit import SubmitRequest, submit_digest
@@ -60,7 +61,8 @@ class Submits:
         principal.require(Permission.SUBMIT)
         principal.require_queue(request.queue_id)
         scope = Scope(principal.namespace_id, SUBMIT, "", key)
-        item = PendingSubmit(principal, request, scope, submit_digest(request), request_id)
+        digest, source = submit_digest(request), current_source()
+        item = PendingSubmit(principal, request, scope, digest, request_id, source)
         if self.groups is not None:  # the group tells `on_accepted` right after its commit
             return await self.groups.submit(item)
         receipt = await self._alone(item)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from agentcall.orbit.domain.audit import Source, current_source
 from agentcall.orbit.domain.canonical import Digest
 from agentcall.orbit.domain.errors import NotFound, StateConflict
 from agentcall.orbit.domain.evidence import EvidenceItem
@@ -68,6 +69,7 @@ class TaskWrite:
     digest: Digest
     action: str  # the audit action, e.g. "tasks.retry"
     request_id: str
+    source: Source | None = None  # the request's; the bound one (`domain.audit`) if None
 
 
 async def write_task(store: TaskStore, write: TaskWrite, plan: Plan) -> Written:
@@ -93,6 +95,7 @@ async def write_task(store: TaskStore, write: TaskWrite, plan: Plan) -> Written:
             write.request_id,
             change.attempt,
             change.evidence,
+            write.source or current_source(),
         )
         try:
             await tx.apply_operator_write(now, operator)

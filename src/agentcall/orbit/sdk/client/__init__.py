@@ -17,6 +17,21 @@ from agentcall.orbit.sdk.client.attempts import (
     Evidence,
     ListAttemptsRequest,
 )
+from agentcall.orbit.sdk.client.audit import AsyncAudit, Audit, AuditEntry, AuditPage
+from agentcall.orbit.sdk.client.bulk import AsyncBulk, Bulk
+from agentcall.orbit.sdk.client.bulk_models import (
+    BULK_ACTIONS,
+    BULK_OUTCOMES,
+    BULK_STATES,
+    BulkFilter,
+    BulkOperation,
+    BulkOperationPage,
+    BulkPreview,
+    BulkRequest,
+    BulkStarted,
+    BulkTask,
+    BulkTaskPage,
+)
 from agentcall.orbit.sdk.client.client import AsyncClient, Client
 from agentcall.orbit.sdk.client.control import (
     BatchItem,
@@ -70,6 +85,19 @@ from agentcall.orbit.sdk.client.schedules_models import (
 )
 
 __all__ = [
+    "AsyncBulk",
+    "Bulk",
+    "BULK_ACTIONS",
+    "BULK_OUTCOMES",
+    "BULK_STATES",
+    "BulkFilter",
+    "BulkOperation",
+    "BulkOperationPage",
+    "BulkPreview",
+    "BulkRequest",
+    "BulkStarted",
+    "BulkTask",
+    "BulkTaskPage",
     "APIError",
     "AsyncClient",
     "Attempt",
@@ -126,4 +154,9 @@ __all__ = [
     "TriggerReceipt",
     "UNCHANGED",
     "UpdateScheduleRequest",
+    # audit log (docs/orbit/audit.md)
+    "AsyncAudit",
+    "Audit",
+    "AuditEntry",
+    "AuditPage",
 ]

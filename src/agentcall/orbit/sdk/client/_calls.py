@@ -71,10 +71,16 @@ def _page(data: Any, request_id: str) -> TaskPage:
     return TaskPage(items, data.get("next_cursor"))
 
 
+def checked_id(value: str, name: str) -> str:
+    """`value` when it is an Orbit id (32 lowercase hexadecimal characters); ValueError naming
+    `name` otherwise, before anything is sent."""
+    if len(value) != 32 or not set(value) <= _ID_CHARS:
+        raise ValueError(f"{name} must be 32 lowercase hexadecimal characters")
+    return value
+
+
 def _task_path(task_id: str) -> str:
-    if len(task_id) != 32 or not set(task_id) <= _ID_CHARS:
-        raise ValueError("task_id must be 32 lowercase hexadecimal characters")
-    return f"/v1/tasks/{task_id}"
+    return f"/v1/tasks/{checked_id(task_id, 'task_id')}"
 
 
 def submit_task(key: str, request: SubmitTaskRequest) -> Call[TaskReceipt]:

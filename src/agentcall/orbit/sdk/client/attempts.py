@@ -9,10 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from agentcall.orbit.domain.times import parse_time
-from agentcall.orbit.sdk.client._calls import Call
+from agentcall.orbit.sdk.client._calls import Call, checked_id
 from agentcall.orbit.sdk.client.models import page_params
-
-_ID_CHARS = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,18 +149,12 @@ def list_attempts(request: ListAttemptsRequest) -> Call[AttemptPage]:
 
 
 def get_attempt(task_id: str, attempt_id: str) -> Call[Attempt]:
-    path = f"{_task_path(task_id)}/attempts/{_id(attempt_id, 'attempt_id')}"
+    path = f"{_task_path(task_id)}/attempts/{checked_id(attempt_id, 'attempt_id')}"
     return Call("GET", path, lambda data, _: Attempt.from_json(data))
 
 
 def _task_path(task_id: str) -> str:
-    return f"/v1/tasks/{_id(task_id, 'task_id')}"
-
-
-def _id(value: str, name: str) -> str:
-    if len(value) != 32 or not set(value) <= _ID_CHARS:
-        raise ValueError(f"{name} must be 32 lowercase hexadecimal characters")
-    return value
+    return f"/v1/tasks/{checked_id(task_id, 'task_id')}"
 
 
 def _page(data: Any, request_id: str) -> AttemptPage:

@@ -14,6 +14,8 @@ import httpx
 
 from agentcall.orbit.sdk.client import _calls, attempts, control, inspection, queues
 from agentcall.orbit.sdk.client.attempts import Attempt, AttemptPage, ListAttemptsRequest
+from agentcall.orbit.sdk.client.audit import AsyncAudit, Audit
+from agentcall.orbit.sdk.client.bulk import AsyncBulk, Bulk
 from agentcall.orbit.sdk.client.control import BatchReceipt, ResolveTaskRequest, RetryTaskRequest
 from agentcall.orbit.sdk.client.errors import TransportError
 from agentcall.orbit.sdk.client.inspection import QueueInfo, WorkerInfo, next_wait_ms, settled
@@ -85,8 +87,11 @@ def _timeout(call: _calls.Call[Any]) -> Any:
     return httpx.Timeout(call.timeout, connect=5.0)
 
 
-def _headers(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+def _headers(token: str, origin: str | None) -> dict[str, str]:
+    """`origin`: what the client says it is for the audit log (`X-Orbit-Origin`; the
+    `orbit` command line sends "cli"); None: a plain API client."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    return headers | ({"X-Orbit-Origin": origin} if origin else {})
 
 
 class Client:
@@ -99,11 +104,17 @@ class Client:
         *,
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
+        origin: str | None = None,
     ) -> None:
         self._http = httpx.Client(
-            base_url=base_url, headers=_headers(token), timeout=timeout, transport=transport
+            base_url=base_url,
+            headers=_headers(token, origin),
+            timeout=timeout,
+            transport=transport,
         )
         self.schedules = Schedules(self._send)  # docs/orbit/schedules.md
+        self.bulk = Bulk(self._send)  # docs/orbit/bulk.md
+        self.audit = Audit(self._send)  # docs/orbit/audit.md
 
     def _send(self, call: _calls.Call[T]) -> T:
         try:
@@ -212,15 +223,18 @@ class AsyncClient:
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
         limits: httpx.Limits | None = None,
+        origin: str | None = None,
     ) -> None:
         self._http = httpx.AsyncClient(
             base_url=base_url,
-            headers=_headers(token),
+            headers=_headers(token, origin),
             timeout=timeout,
             transport=transport,
             limits=limits or httpx.Limits(max_connections=100),
         )
         self.schedules = AsyncSchedules(self._send)  # docs/orbit/schedules.md
+        self.bulk = AsyncBulk(self._send)  # docs/orbit/bulk.md
+        self.audit = AsyncAudit(self._send)  # docs/orbit/audit.md
 
     async def _send(self, call: _calls.Call[T]) -> T:
         try:

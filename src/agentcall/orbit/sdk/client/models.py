@@ -85,15 +85,42 @@ def page_params(limit: int | None, cursor: str | None) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class ListTasksRequest:
+    """A queue's tasks, newest first, narrowed by the search filter (docs/orbit/search.md):
+    exact handler, handler_version (with a handler), business key exact or by prefix, error
+    code, state, and created/completed ranges (`*_from` inclusive, `*_before` exclusive)."""
+
     queue_id: str
     state: str | None = None
     limit: int | None = None
     cursor: str | None = None
+    handler: str | None = None
+    handler_version: str | None = None
+    business_key: str | None = None
+    business_key_prefix: str | None = None
+    error_code: str | None = None
+    created_from: datetime | None = None
+    created_before: datetime | None = None
+    completed_from: datetime | None = None
+    completed_before: datetime | None = None
 
     def to_params(self) -> dict[str, str]:
         params = {"queue_id": self.queue_id}
-        if self.state is not None:
-            params["state"] = self.state
+        texts = {
+            "state": self.state,
+            "handler": self.handler,
+            "handler_version": self.handler_version,
+            "business_key": self.business_key,
+            "business_key_prefix": self.business_key_prefix,
+            "error_code": self.error_code,
+        }
+        params.update({name: value for name, value in texts.items() if value is not None})
+        times = {
+            "created_from": self.created_from,
+            "created_before": self.created_before,
+            "completed_from": self.completed_from,
+            "completed_before": self.completed_before,
+        }
+        params.update({name: format_time(t) for name, t in times.items() if t is not None})
         return params | page_params(self.limit, self.cursor)
 
 

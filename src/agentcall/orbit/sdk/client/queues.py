@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcall.orbit.sdk.client._calls import _ID_CHARS, Call, encode
+from agentcall.orbit.sdk.client._calls import Call, checked_id, encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,7 @@ class QueueFlowInfo:
 
 
 def _queue_path(queue_id: str) -> str:
-    if len(queue_id) != 32 or not set(queue_id) <= _ID_CHARS:
-        raise ValueError("queue_id must be 32 lowercase hexadecimal characters")
-    return f"/v1/queues/{queue_id}"
+    return f"/v1/queues/{checked_id(queue_id, 'queue_id')}"
 
 
 def _info(data: Any, _: str) -> QueueFlowInfo:
