@@ -36,6 +36,7 @@ import copy
 import json
 import math
 import os
+import shutil
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -315,14 +316,12 @@ class Outage:
 
 
 @pytest.fixture(scope="module")
-def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Target, Outage]:
-    """The app in this process over a fresh SQLite file (Schemathesis runs its lifespan on
-    its own event loop and sends every case to it in-process)."""
-    path: Path = tmp_path_factory.mktemp("fuzz-outage") / "orbit.db"
-    url = f"sqlite+aiosqlite:///{path}"
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A SQLite file with a namespace and a queue, made once: its path, token and queue."""
+    path: Path = tmp_path_factory.mktemp("fuzz-outage") / "seed.db"
 
     async def prepare() -> tuple[str, str]:
-        db = Database.open(url)
+        db = Database.open(f"sqlite+aiosqlite:///{path}")
         try:
             await upgrade(db)
             made = await Admin(db).init("fuzz-outage", "main")
@@ -331,21 +330,25 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Target, O
             await db.close()
 
     token, queue_id = asyncio.run(prepare())
-    db = Database.open(url)
-    outage = Outage(db.engine.sync_engine)
-    return (
-        create_app(db),
-        Target("http://orbit", token, queue_id, ("1" * 32,), kind="outage"),
-        outage,
-    )
+    return path, token, queue_id
 
 
 @pytest.fixture
-def disarmed(in_process: tuple[Any, Target, Outage]) -> tuple[Any, Target, Outage]:
-    """Schemathesis runs the app's lifespan again for each operation, and the lifespan reads
-    the database: no outage until the operation's first answer."""
-    in_process[2].armed = False
-    return in_process
+def disarmed(seeded: tuple[Path, str, str], tmp_path: Path) -> Iterator[tuple[Any, Target, Outage]]:
+    """The app in this process over its own copy of the seeded SQLite file, one per
+    operation. Schemathesis runs the app's lifespan on an event loop of its own for each
+    operation and sends every case to it in-process; an app, its database handle and its
+    file are never shared between two such loops (a task of an earlier loop stopped
+    mid-transaction would hold the file's write lock). The lifespan reads the database: no
+    outage until the operation's first answer."""
+    seed, token, queue_id = seeded
+    path = tmp_path / "orbit.db"
+    shutil.copy(seed, path)
+    db = Database.open(f"sqlite+aiosqlite:///{path}")
+    outage = Outage(db.engine.sync_engine)
+    target = Target("http://orbit", token, queue_id, ("1" * 32,), kind="outage")
+    yield create_app(db), target, outage
+    asyncio.run(db.close())  # its connections' threads end with it
 
 
 OUTAGE_EVERY = 4  # one case in four runs with the database down

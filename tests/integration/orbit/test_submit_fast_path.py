@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import secrets
 import shutil
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import pytest
 from agentcall.orbit.api.app import OrbitApp
 from agentcall.orbit.api.http import MAX_BODY_BYTES
 from agentcall.orbit.assembly.server import create_app
+from agentcall.orbit.domain import ids
 from agentcall.orbit.domain.tokens import Permission
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.connector import HotConnection
@@ -179,7 +179,7 @@ async def run_all(
 ) -> tuple[list[list[dict[str, Any]]], list[str], list[str]]:
     """Answers, access lines and request counters of `script` on a fresh app."""
     counter = itertools.count()
-    monkeypatch.setattr(secrets, "token_hex", lambda n: f"{next(counter):0{2 * n}x}")  # new_id
+    monkeypatch.setattr(ids, "urandom", lambda n: next(counter).to_bytes(n, "big"))  # new_id
     db = Database.open(url)
     monkeypatch.setattr(db, "now", fixed_now)
     app = create_app(db, fast_submit=fast)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
+from os import urandom
 
 from agentcall.orbit.domain.errors import InvalidArgument, NotFound
 
@@ -13,7 +13,7 @@ _ID = re.compile(r"[0-9a-f]{32}\Z")
 def new_id() -> str:
     """128 bits from the kernel's CSPRNG (what `secrets.token_hex(16)` returns, without its
     three Python calls: several IDs are made per submit)."""
-    return os.urandom(16).hex()
+    return urandom(16).hex()
 
 
 def is_id(text: str) -> bool:

@@ -76,9 +76,12 @@ async def set_queue_flow(
             await audit.insert_entries(conn, [entry], now)  # commits with the change
             return saved
 
-    async with db.read() as conn:
-        if queue_id not in await inspect.queue_names(conn, [queue_id]):
-            raise NotFound("queue not found")
+    async def known() -> bool:
+        async with db.read() as conn:
+            return queue_id in await inspect.queue_names(conn, [queue_id])
+
+    if not await db.retrying(known):  # a database failure: 503, as for the change itself
+        raise NotFound("queue not found")
     return await db.retrying(once)
 
 
