@@ -7,14 +7,14 @@ nothing; firing records are unique per (schedule, kind, slot) as in the database
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from agentcall.orbit.domain.canonical import Digest
 from agentcall.orbit.domain.errors import NotFound, StateConflict
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
-from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow, with_state
+from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow
 from agentcall.orbit.store.memory import MemoryStore
 from agentcall.orbit.store.schedule_ports import NOT_FOUND, Build, Change, Created, ScheduleStore
 
@@ -81,19 +81,6 @@ class MemorySchedules:
         done = replace(change(current, now), revision=current.revision + 1, updated_at=now)
         self.schedules[schedule_id] = done
         return done
-
-    async def set_state(
-        self,
-        schedule_id: str,
-        expected_revision: int,
-        state: str,
-        note: str | None,
-        next_fire_at: Callable[[ScheduleRow, datetime], datetime | None],
-    ) -> ScheduleRow:
-        def change(current: ScheduleRow, now: datetime) -> ScheduleRow:
-            return with_state(current, now, state, note, next_fire_at)
-
-        return await self.update(schedule_id, expected_revision, change)
 
     async def delete(self, schedule_id: str, expected_revision: int | None) -> None:
         self._checked(schedule_id, expected_revision)

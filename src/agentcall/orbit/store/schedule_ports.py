@@ -65,18 +65,6 @@ class ScheduleStore(Protocol):
         `change` raises it), `StateConflict` at another revision."""
         ...
 
-    async def set_state(
-        self,
-        schedule_id: str,
-        expected_revision: int,
-        state: str,
-        note: str | None,
-        next_fire_at: Callable[[ScheduleRow, datetime], datetime | None],
-    ) -> ScheduleRow:
-        """Pause or resume: `update` with the state, the note and `next_fire_at(current,
-        now)`; the claim and buffered slot are cleared."""
-        ...
-
     async def delete(self, schedule_id: str, expected_revision: int | None) -> None:
         """Delete the schedule and its firing records (at `expected_revision` if given:
         `StateConflict` otherwise); `NotFound` when there is none. Its tasks stay."""

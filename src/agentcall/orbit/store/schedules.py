@@ -9,7 +9,7 @@ transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentcall.orbit.domain.canonical import Digest
 from agentcall.orbit.domain.errors import NotFound, StateConflict
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt, check_replay
-from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow, with_state
+from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow
 from agentcall.orbit.store import idempotency
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.schedule_ports import NOT_FOUND, Build, Change, Created, ScheduleStore
@@ -167,19 +167,6 @@ class SqlSchedules:
                 return done
 
         return await self.db.retrying(once)
-
-    async def set_state(
-        self,
-        schedule_id: str,
-        expected_revision: int,
-        state: str,
-        note: str | None,
-        next_fire_at: Callable[[ScheduleRow, datetime], datetime | None],
-    ) -> ScheduleRow:
-        def change(current: ScheduleRow, now: datetime) -> ScheduleRow:
-            return with_state(current, now, state, note, next_fire_at)
-
-        return await self.update(schedule_id, expected_revision, change)
 
     async def delete(self, schedule_id: str, expected_revision: int | None) -> None:
         async def once() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from agentcall.orbit.domain.schedule_plan import ScheduleState, next_in_bounds
-from agentcall.orbit.domain.schedule_records import ScheduleRow
+from agentcall.orbit.domain.schedule_records import ScheduleRow, with_state
 from agentcall.orbit.domain.schedule_view import bounds_of, spec_of
 from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.store.schedule_ports import ScheduleStore
@@ -45,5 +45,9 @@ async def set_schedule_state(
     row = await visible_schedule(store, principal, schedule_id, Permission.SCHEDULES_WRITE)
     kept = row.note if keep_note else note
     following = _next_fire_at(state)
-    done = await store.set_state(schedule_id, expected_revision, state.value, kept, following)
+
+    def change(current: ScheduleRow, now: datetime) -> ScheduleRow:
+        return with_state(current, now, state.value, kept, following)
+
+    done = await store.update(schedule_id, expected_revision, change)
     return await with_last(store, done)

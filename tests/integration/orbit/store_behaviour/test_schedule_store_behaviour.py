@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -17,7 +17,7 @@ from agentcall.orbit.domain.canonical import digest
 from agentcall.orbit.domain.errors import IdempotencyConflict, NotFound, StateConflict
 from agentcall.orbit.domain.idempotency import Scope
 from agentcall.orbit.domain.ids import new_id
-from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow
+from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow, with_state
 from agentcall.orbit.domain.tokens import generate_secret
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
@@ -183,11 +183,22 @@ async def test_a_refused_change_writes_nothing(tenant: Tenant) -> None:
     assert await tenant.store.get(row.id) == row
 
 
+def no_next(current: ScheduleRow, now: datetime) -> None:
+    return None
+
+
+def state_change(
+    state: str, note: str | None, next_fire_at: Callable[[ScheduleRow, datetime], datetime | None]
+) -> Callable[[ScheduleRow, datetime], ScheduleRow]:
+    """Pause or resume as the use case does: `update` with `domain.schedule_records.with_state`."""
+    return lambda current, now: with_state(current, now, state, note, next_fire_at)
+
+
 async def test_pause_and_resume_set_state_note_and_next_time_and_drop_the_claim(
     tenant: Tenant,
 ) -> None:
     row = await tenant.create(claimed_by="server-a", claim_until=SLOT, buffered_at=SLOT)
-    paused = await tenant.store.set_state(row.id, 1, "paused", "maintenance", lambda c, n: None)
+    paused = await tenant.store.update(row.id, 1, state_change("paused", "maintenance", no_next))
     assert (paused.state, paused.note, paused.next_fire_at, paused.revision) == (
         "paused",
         "maintenance",
@@ -195,13 +206,13 @@ async def test_pause_and_resume_set_state_note_and_next_time_and_drop_the_claim(
         2,
     )
     assert (paused.claimed_by, paused.claim_until, paused.buffered_at) == (None, None, None)
-    resumed = await tenant.store.set_state(
-        row.id, 2, "active", None, lambda current, now: now + timedelta(seconds=30)
+    resumed = await tenant.store.update(
+        row.id, 2, state_change("active", None, lambda current, now: now + timedelta(seconds=30))
     )
     assert resumed.state == "active" and resumed.note is None and resumed.revision == 3
     assert resumed.next_fire_at is not None and resumed.next_fire_at > resumed.updated_at
     with pytest.raises(StateConflict):
-        await tenant.store.set_state(row.id, 2, "paused", None, lambda c, n: None)
+        await tenant.store.update(row.id, 2, state_change("paused", None, no_next))
 
 
 async def test_delete_takes_the_firing_records_with_it_at_the_expected_revision(
