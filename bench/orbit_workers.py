@@ -366,7 +366,7 @@ async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures
             while True:
                 await cur.execute(
                     "SELECT id FROM tasks WHERE queue_id=%s AND state='WAITING' "
-                    "ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    "ORDER BY lease_order, id LIMIT 1 FOR UPDATE SKIP LOCKED",
                     (queue_id,),
                 )
                 row = await cur.fetchone()

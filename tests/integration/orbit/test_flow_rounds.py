@@ -9,6 +9,7 @@ import asyncio
 import json
 import secrets
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -76,7 +77,8 @@ async def _add(
                 body["fairness_key"] = key
             request = parse_submit(read_json(json.dumps(body).encode()))
             task = new_task(new_id(), namespace_id, request, plan_times(request, now), now)
-            rows.append({**task_row(task), "available_at": now - timedelta(seconds=ago - n)})
+            ready = replace(task, available_at=now - timedelta(seconds=ago - n))
+            rows.append(task_row(ready))
         await conn.execute(tasks.insert(), rows)
     return {row["id"]: row["fairness_key"] for row in rows}
 

@@ -23,8 +23,11 @@ from agentcall.orbit.domain.flow import (
     token_due,
 )
 from agentcall.orbit.domain.flow_settings import FlowSettings, KeyLimit, RateLimit
+from agentcall.orbit.domain.lease_order import AGEING_STEP, starvation_horizon
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)  # the round's `now`: every table candidate is ready
+READY = T0 - timedelta(minutes=1)  # the readiness `at` counts from
+STEP_S = AGEING_STEP.total_seconds()
 FIFO = FlowSettings(max_running_per_key=1_000)  # active, but nothing limits the table below
 FAIR = FlowSettings(fairness=True)
 
@@ -32,7 +35,7 @@ FAIR = FlowSettings(fairness=True)
 def c(
     task_id: str, at: int = 0, p: int = 5, ck: str | None = None, fk: str | None = None, w: int = 1
 ):
-    return FlowCandidate(task_id, p, T0 + timedelta(seconds=at), ck, fk, w)
+    return FlowCandidate(task_id, p, READY + timedelta(seconds=at), ck, fk, w)
 
 
 CHOICES = [
@@ -137,6 +140,46 @@ CHOICES = [
         ("b1", "b2"),
     ),
     (
+        "ageing: within its head start the higher priority goes first",
+        [c("p5", -(4 * STEP_S - 1), 5), c("p9", 0, 9)],
+        FIFO,
+        FlowState(),
+        1,
+        ("p9",),
+    ),
+    (
+        "ageing: a task that waited longer than its head start goes first",
+        [c("p5", -(4 * STEP_S + 1), 5), c("p9", 0, 9)],
+        FIFO,
+        FlowState(),
+        1,
+        ("p5",),
+    ),
+    (
+        "ageing: the lowest priority ages past every fresher task",
+        [c("p9", 0, 9), c("p1", -(8 * STEP_S + 1), 1), c("p5", -(4 * STEP_S), 5)],
+        FIFO,
+        FlowState(),
+        3,
+        ("p1", "p5", "p9"),
+    ),
+    (
+        "ageing with fairness: an aged task takes its turn at the rank it reached",
+        [c("a1", -(3 * STEP_S + 30), 5, fk="A"), c("b1", 0, 8, fk="B"), c("b2", 1, 8, fk="B")],
+        FAIR,
+        FlowState(passes={"A": 0, "B": STRIDE}),
+        2,
+        ("a1", "b1"),
+    ),
+    (
+        "ageing with fairness: not yet aged, the higher priority keeps its turns",
+        [c("a1", -(2 * STEP_S), 5, fk="A"), c("b1", 0, 8, fk="B"), c("b2", 1, 8, fk="B")],
+        FAIR,
+        FlowState(passes={"A": 0, "B": STRIDE}),
+        2,
+        ("b1", "b2"),
+    ),
+    (
         "fairness and concurrency: a fair pick at its limit passes to the next key",
         [c("a1", 0, ck="k", fk="A"), c("b1", 1, ck="k", fk="B"), c("c1", 2, fk="C")],
         FlowSettings(max_running_per_key=1, fairness=True),
@@ -224,7 +267,7 @@ def test_limits_hold_no_double_lease_and_everything_is_leased(
 ) -> None:
     flow = FlowSettings(max_running_per_key=limit, rate=rate, fairness=fairness)
     waiting = {
-        f"t{i}": FlowCandidate(f"t{i}", p, T0 + timedelta(milliseconds=i), ck, fk, w)
+        f"t{i}": FlowCandidate(f"t{i}", p, READY + timedelta(milliseconds=i), ck, fk, w)
         for i, (p, ck, fk, w) in enumerate(tasks)
     }
     running: list[FlowCandidate] = []
@@ -256,3 +299,47 @@ def test_limits_hold_no_double_lease_and_everything_is_leased(
         if not waiting:
             break
     assert not waiting, "an eligible task was never leased"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    priority=st.integers(1, 8),
+    fairness=st.booleans(),
+    arrivals=st.lists(
+        st.tuples(
+            st.integers(1, 180),  # seconds since the previous tick
+            st.lists(
+                st.tuples(st.integers(1, 9), st.sampled_from(["A", "B", "C"])),
+                max_size=2,
+            ),  # tasks ready at this tick besides the flood: priority, fairness key
+        ),
+        min_size=10,
+        max_size=80,
+    ),
+)
+def test_no_priority_starves_ageing_bounds_who_goes_first(priority, fairness, arrivals) -> None:
+    """A task of any priority is leased before every task that became ready later than its
+    starvation horizon (with fairness, one ageing step later), however many higher-priority
+    tasks keep coming: one lease per tick, a flood of one priority-9 task per tick plus the
+    drawn ones (strict priority fails this: the flood goes first for as long as it lasts)."""
+    flow = FAIR if fairness else FIFO
+    low = FlowCandidate("low", priority, T0, fairness_key="L")
+    horizon = starvation_horizon(T0, priority) + (AGEING_STEP if fairness else timedelta(0))
+    waiting = {"low": low}
+    passes: dict[str, int] = {}
+    now, n = T0, 0
+    ticks = iter(arrivals)
+    while "low" in waiting:
+        gap, ready = next(ticks, (60, None))
+        now += timedelta(seconds=gap)
+        for p, key in [] if ready is None else [(9, "A"), *ready]:
+            waiting[f"t{n}"] = FlowCandidate(f"t{n}", p, now, fairness_key=key)
+            n += 1
+        choice = choose(list(waiting.values()), flow, FlowState(passes=dict(passes)), now, 1)
+        passes.update(choice.passes)
+        for task_id in choice.chosen:
+            leased = waiting.pop(task_id)
+            assert task_id == "low" or leased.available_at <= horizon, (
+                f"{task_id} (priority {leased.priority}, ready {leased.available_at}) "
+                f"overtook a priority-{priority} task past its horizon {horizon}"
+            )

@@ -1,12 +1,14 @@
 """The lease choice of a flow-controlled queue (docs/orbit/flow-control.md). Pure: the
-candidates (WAITING rows ready now, in lease order: priority first, then availability), the
-queue's settings, what runs per concurrency key, the token buckets and the fairness passes,
-all read in the lease transaction; `now` is the database time.
+candidates (WAITING rows ready now), the queue's settings, what runs per concurrency key, the
+token buckets and the fairness passes, all read in the lease transaction; `now` is the
+database time.
 
 Rules, in this order for each candidate taken:
-- priority: a higher priority is leased first; within one priority, FIFO by availability, or
-  (fairness on) round-robin over fairness keys by weight (stride scheduling: the key with the
-  lowest pass goes next and its pass grows by STRIDE / weight);
+- priority with ageing (`agentcall.orbit.domain.lease_order`): candidates go in lease order
+  (readiness with a head start per step of priority); with fairness on, by competing rank
+  (a task's rank less one for every ageing step it has waited), and within one competing rank
+  round-robin over fairness keys by weight (stride scheduling: the key with the lowest pass
+  goes next and its pass grows by STRIDE / weight), FIFO within a key;
 - concurrency: a task whose key already runs its limit is not leased (CONCURRENCY_LIMIT);
 - rate: a lease takes one token of its bucket (the queue's, or its key's); none left: not
   leased (RATE_LIMIT), and `wake_at` says when the next token is due."""
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from agentcall.orbit.domain.flow_settings import FlowSettings, RateLimit
+from agentcall.orbit.domain.lease_order import competing_rank, lease_order
 
 STRIDE = 1_000_000  # a key of weight w advances its pass by STRIDE // w per lease
 QUEUE_BUCKET = ""  # the bucket key of a queue-wide rate limit
@@ -40,6 +43,10 @@ class FlowCandidate:
     concurrency_key: str | None = None
     fairness_key: str | None = None
     fairness_weight: int = 1
+
+    @property
+    def lease_order(self) -> int:
+        return lease_order(self.available_at, self.priority)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,7 @@ def choose(
 ) -> LeaseChoice:
     """Up to `slots` candidates to lease now, under every rule of `settings`."""
     run = _Round(settings, state, now)
-    for level in _levels(candidates):
+    for level in _levels(candidates, now, fair=settings.fairness):
         ordered, run.floor = _order(level, settings, run.passes)
         for candidate in ordered:
             if len(run.chosen) >= slots or run.queue_dry:
@@ -109,21 +116,24 @@ def choose(
     return run.result()
 
 
-def _levels(candidates: Sequence[FlowCandidate]) -> list[list[FlowCandidate]]:
-    """The candidates by priority, highest first, each level FIFO by availability."""
-    by_priority: dict[int, list[FlowCandidate]] = {}
-    for candidate in candidates:
-        by_priority.setdefault(candidate.priority, []).append(candidate)
-    return [
-        sorted(by_priority[p], key=lambda c: (c.available_at, c.task_id))
-        for p in sorted(by_priority, reverse=True)
-    ]
+def _levels(
+    candidates: Sequence[FlowCandidate], now: datetime, *, fair: bool
+) -> list[list[FlowCandidate]]:
+    """The candidates in lease order: one level, or (`fair`) one level per competing rank,
+    the lowest first, each in lease order."""
+    ordered = sorted(candidates, key=lambda c: (c.lease_order, c.task_id))
+    if not fair:
+        return [ordered]
+    by_rank: dict[int, list[FlowCandidate]] = {}
+    for candidate in ordered:
+        by_rank.setdefault(competing_rank(candidate.lease_order, now), []).append(candidate)
+    return [by_rank[rank] for rank in sorted(by_rank)]
 
 
 def _order(
     level: list[FlowCandidate], settings: FlowSettings, passes: dict[str, int]
 ) -> tuple[list[FlowCandidate], int]:
-    """One priority level in the order it is offered (FIFO, or by fairness pass as if each
+    """One competing rank in the order it is offered (FIFO, or by fairness pass as if each
     candidate were leased) and the floor pass, the queue's virtual time (the pass at which the
     last lease was taken): a new key, or one whose pass fell behind while it had nothing
     waiting, starts there (no burst for a key that was idle)."""
@@ -137,7 +147,7 @@ def _order(
     ordered: list[FlowCandidate] = []
     heads = {k: 0 for k in lanes}
     while heads:
-        key = min(heads, key=lambda k: (at[k], lanes[k][heads[k]].available_at, k or ""))
+        key = min(heads, key=lambda k: (at[k], lanes[k][heads[k]].lease_order, k or ""))
         candidate = lanes[key][heads[key]]
         ordered.append(candidate)
         at[key] += STRIDE // max(1, candidate.fairness_weight)

@@ -23,7 +23,9 @@ from agentcall.orbit.domain.attempts import (
     TaskFacts,
 )
 from agentcall.orbit.domain.evidence import WorkerError
+from agentcall.orbit.domain.flow_settings import DEFAULT_PRIORITY, MAX_PRIORITY
 from agentcall.orbit.domain.jsonvalue import JsonValue, dumps
+from agentcall.orbit.domain.lease_order import lease_order, rank_order
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 
@@ -80,6 +82,7 @@ class LiveAttempt:
     task_revision: int
     task_cancel_requested: bool
     facts: TaskFacts
+    lease_rank: int = MAX_PRIORITY - DEFAULT_PRIORITY  # the task's (its lease order on retry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +242,9 @@ def end_task_row(end: EndWrite, now: datetime) -> Row:
     live, outcome, facts = end.live, end.outcome, end.facts
     row: Row = {"id": live.task_id, "state": outcome.task_state.value}
     if outcome.task_state is TaskState.WAITING:
+        assert outcome.available_at is not None
         row["available_at"] = outcome.available_at
+        row["lease_order"] = rank_order(outcome.available_at, live.lease_rank)
     if outcome.task_state.terminal:
         row["completed_at"] = now
     if outcome.task_state is TaskState.SUCCEEDED:
@@ -319,6 +324,7 @@ def operator_task_row(move: OperatorMove, done: Task, now: datetime) -> Row:
         return {
             "state": done.state.value,
             "available_at": now,
+            "lease_order": lease_order(now, done.flow.priority),
             "retry_max_attempts": done.retry.max_attempts,
             "result": None,
             "error_code": None,

@@ -32,8 +32,8 @@ async def lease_candidates(
     now: datetime,
     limit: int,
 ) -> list[Any]:
-    """WAITING task rows of the queue ready to lease, oldest-ready first, locked (SKIP LOCKED
-    on MySQL/MariaDB)."""
+    """WAITING task rows of the queue ready to lease, in lease order
+    (`agentcall.orbit.domain.lease_order`), locked (SKIP LOCKED on MySQL/MariaDB)."""
     pairs = [(h.handler, h.handler_version) for h in sorted(handlers)]
     params = {
         "queue_id": queue_id,
@@ -106,6 +106,7 @@ def _live(row: Any) -> LiveAttempt:
             start_deadline_at=row.start_deadline_at,
             cancel_requested=row.task_cancel_requested_at is not None,
         ),
+        lease_rank=row.lease_rank,
     )
 
 

@@ -42,7 +42,7 @@ queue_id = :queue_id AND state = :waiting AND available_at <= :now
 -- name: flow_candidates
 -- `lease_candidates` without the concurrency keys at their limit, a wider window.
 SELECT * FROM tasks WHERE {flow_candidate_where}
-ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
+ORDER BY lease_order, id LIMIT :limit{skip_locked}
 
 -- name: flow_fair_keys
 -- The fairness keys that have WAITING tasks (a loose scan of ix_tasks_fair).

@@ -163,7 +163,7 @@ def _heads_query(keyed: int, unkeyed: bool, locked: bool) -> str:
         tests.append("fairness_key IS NULL")
     parts = [
         f"SELECT * FROM (SELECT * FROM tasks WHERE {where} AND {test}"
-        f" ORDER BY lease_rank, available_at, id LIMIT :limit_{n}{lock}) AS head_{n}"
+        f" ORDER BY lease_order, id LIMIT :limit_{n}{lock}) AS head_{n}"
         for n, test in enumerate(tests)
     ]
     QUERIES[name] = " UNION ALL ".join(parts)

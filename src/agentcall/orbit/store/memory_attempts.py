@@ -12,8 +12,10 @@ from datetime import datetime
 
 from agentcall.orbit.domain.attempts import AttemptState, TaskErrorCode, TaskFacts
 from agentcall.orbit.domain.evidence import MAX_EVIDENCE_ITEMS, EvidenceItem
+from agentcall.orbit.domain.flow_settings import MAX_PRIORITY
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.jsonvalue import dumps
+from agentcall.orbit.domain.lease_order import lease_order
 from agentcall.orbit.domain.leasing import HandlerKey, LeaseCandidate, WorkerOffer, is_eligible
 from agentcall.orbit.domain.states import TaskState, check_transition
 from agentcall.orbit.domain.task import Task
@@ -53,7 +55,7 @@ class MemoryTransaction:
     ) -> list[Leasable]:
         offer = WorkerOffer(frozenset({queue_id}), frozenset(handlers))
         ready = [t for t in self.state.tasks.values() if is_eligible(_candidate(t), offer, now)]
-        ready.sort(key=lambda task: (-task.flow.priority, task.available_at, task.id))
+        ready.sort(key=lambda task: (lease_order(task.available_at, task.flow.priority), task.id))
         return [Leasable(t, self.state.lease_counts.get(t.id, 0)) for t in ready[: max(0, limit)]]
 
     async def clocked_lease_candidates(
@@ -290,6 +292,7 @@ class MemoryTransaction:
                 start_deadline_at=task.start_deadline_at,
                 cancel_requested=requested,
             ),
+            lease_rank=MAX_PRIORITY - task.flow.priority,
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from agentcall.orbit.domain.attempts import AttemptState
 from agentcall.orbit.domain.evidence import EvidenceItem
 from agentcall.orbit.domain.idempotency import Scope, StoredReceipt
+from agentcall.orbit.domain.lease_order import lease_order
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.task import Task
 from agentcall.orbit.domain.tokens import TokenRecord
@@ -107,8 +108,9 @@ class MemoryState:
 def apply_task_values(task: Task, values: Row) -> Task:
     """`task` with the column values of a row builder (the `id` column is the key)."""
     changes: dict[str, Any] = {}
+    _check_lease_order(task, values)
     for column, value in values.items():
-        if column in ("id", "lease_count"):
+        if column in ("id", "lease_count", "lease_order"):
             continue
         if column == "retry_max_attempts":  # a column of the task's retry policy
             changes["retry"] = replace(changes.get("retry", task.retry), max_attempts=value)
@@ -119,3 +121,17 @@ def apply_task_values(task: Task, values: Row) -> Task:
         kind = _STATES.get(column)
         changes[name] = kind(value) if kind is not None and value is not None else value
     return replace(task, **changes)
+
+
+def _check_lease_order(task: Task, values: Row) -> None:
+    """The twin orders by `lease_order` of `available_at` and the priority itself; a row that
+    moves `available_at` must carry that same order for the SQL stores' index."""
+    if "available_at" not in values and "lease_order" not in values:
+        return
+    available = values.get("available_at", task.available_at)
+    expected = lease_order(available, task.flow.priority)
+    if values.get("lease_order") != expected:
+        raise ValueError(
+            f"a row moving available_at must write lease_order {expected}, "
+            f"not {values.get('lease_order')!r}"
+        )

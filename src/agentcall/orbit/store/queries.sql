@@ -10,14 +10,14 @@
 SELECT {clock} AS now_at
 
 -- name: lease_candidates
--- WAITING tasks of a queue that the handlers serve and that may lease now, highest priority
--- first (lease_rank = 9 - priority), then oldest-ready first (the SQL twin of
--- `orbit.domain.leasing.ineligibility`), locked, skipping rows others hold.
+-- WAITING tasks of a queue that the handlers serve and that may lease now (the SQL twin of
+-- `orbit.domain.leasing.ineligibility`) in lease order (`orbit.domain.lease_order`: readiness
+-- with a head start per step of priority), locked, skipping rows others hold.
 SELECT * FROM tasks
 WHERE queue_id = :queue_id AND state = :waiting AND available_at <= :now
   AND deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
-ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
+ORDER BY lease_order, id LIMIT :limit{skip_locked}
 
 -- name: clocked_lease_candidates
 -- `lease_candidates` at the database clock, read in the same statement (one round trip less
@@ -26,7 +26,7 @@ SELECT {clock} AS now_at, tasks.* FROM tasks
 WHERE queue_id = :queue_id AND state = :waiting AND available_at <= {clock}
   AND deadline_at > {clock} AND (start_deadline_at IS NULL OR start_deadline_at > {clock})
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
-ORDER BY lease_rank, available_at, id LIMIT :limit{skip_locked}
+ORDER BY lease_order, id LIMIT :limit{skip_locked}
 
 -- name: attempt_columns
 -- An attempt with the facts of its task that its transitions need (`store.execution.LiveAttempt`).
@@ -35,7 +35,7 @@ a.connection_id, a.lease_expires_at, a.attempt_deadline_at, a.started_at, a.end_
 a.end_digest, a.evidence_count, t.state AS task_state, t.revision AS task_revision,
 t.cancel_requested_at AS task_cancel_requested_at, t.recovery_safety, t.retry_max_attempts,
 t.retry_initial_delay_ms, t.retry_max_delay_ms, t.retry_attempt_timeout_ms, t.attempt_count,
-t.deadline_at, t.start_deadline_at
+t.deadline_at, t.start_deadline_at, t.lease_rank
 
 -- name: live_attempts
 -- Attempts by id with their task, both locked: worker messages and cancels serialise here.

@@ -18,6 +18,7 @@ from agentcall.orbit.domain.flow_settings import (
     MAX_PRIORITY,
     TaskFlow,
 )
+from agentcall.orbit.domain.lease_order import lease_order
 from agentcall.orbit.domain.states import TaskState
 from agentcall.orbit.domain.submit import RecoverySafety, RetryPolicy
 from agentcall.orbit.domain.task import Task, TaskSummary
@@ -58,6 +59,7 @@ def task_row(task: Task) -> dict[str, Any]:
         "updated_at": task.updated_at,
         "trace_parent": task.trace_parent,
         "lease_rank": MAX_PRIORITY - task.flow.priority,
+        "lease_order": lease_order(task.available_at, task.flow.priority),
         "concurrency_key": task.flow.concurrency_key,
         "fairness_key": task.flow.fairness_key,
         "fairness_weight": task.flow.fairness_weight,
