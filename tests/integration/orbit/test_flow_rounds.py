@@ -168,3 +168,36 @@ async def test_fair_rounds_deal_keys_in_turns_and_write_the_passes_back(db: Data
         await fresh.refresh(conn)
         found = await fresh.lease(conn, None, queue_id, WORK, 1, set(leased))
     assert found is not None and [keys[r.task.id] for r in found[1]] == ["D"]
+
+
+async def test_fair_key_pages_wrap_round_and_reach_every_key(db: Database) -> None:
+    """`fair_keys` reads MAX_FAIR_KEYS keys at a time in key order (the tasks without a key
+    first), the next read after the last key read, wrapping round to the first keys: two
+    reads of 70 keys and no key give 64 distinct keys each and cover all 71."""
+    names: list[str | None] = [f"k{n:02}" for n in range(70)]
+    queue_id, _ = await _fair_queue(db, [None, *names])
+    async with db.read() as conn:
+        first = await flow_round.fair_keys(conn, queue_id)
+        second = await flow_round.fair_keys(conn, queue_id, first.after)
+    assert first.keys == [None, *names[:63]] and first.after == "k62"
+    assert second.keys == [*names[63:], None, *names[:56]] and second.after == "k55"
+    assert set(first.keys) | set(second.keys) == {None, *names}
+
+
+async def test_fairness_reaches_keys_beyond_one_page(db: Database) -> None:
+    """70 fairness keys with three tasks each, one-slot rounds through `FlowControl` (a page of
+    keys read every round): every key is leased within 80 rounds. Reading only the first 64
+    keys, the last 6 would wait until a first key had run all its tasks (129 rounds)."""
+    names = [f"k{n:02}" for n in range(70)]
+    queue_id, keys = await _fair_queue(db, names * 3)
+    control = FlowControl(refresh_s=0.0)
+    leased: list[str] = []
+    for _ in range(80):
+        async with db.write() as conn:
+            await control.refresh(conn)
+            found = await control.lease(conn, None, queue_id, WORK, 1, set(leased))
+            assert found is not None
+            ids = [row.task.id for row in found[1]]
+            await conn.execute(sa.update(tasks).where(tasks.c.id.in_(ids)).values(state="LEASED"))
+            leased += ids
+    assert {keys[i] for i in leased} == set(names)

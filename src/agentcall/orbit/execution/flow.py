@@ -78,6 +78,8 @@ class FlowControl:
         self._flushed: dict[str, float] = {}
         # their fairness keys with WAITING tasks, and until when that read holds
         self.keys: dict[str, tuple[float, set[str | None]]] = {}
+        # per fair queue, where the next page of its fairness keys starts (`fair_keys`)
+        self.pages: dict[str, str | None] = {}
         self._until = float("-inf")
 
     def controlled(self) -> list[str]:
@@ -128,6 +130,7 @@ class FlowControl:
             self.book.pop(queue_id, None)
             self.kept.pop(queue_id, None)
             self.keys.pop(queue_id, None)
+            self.pages.pop(queue_id, None)
             return None
         queue, clock, state = opened
         self.book[queue_id] = queue
@@ -138,6 +141,10 @@ class FlowControl:
         if settings.limits_keys:
             state = replace(state, running=await flow_round.running(conn, queue_id))
         blocked = _blocked(settings, state.running)
+        keys: list[str | None] = []
+        if settings.fairness:
+            page = await flow_round.fair_keys(conn, queue_id, self.pages.get(queue_id))
+            keys, self.pages[queue_id] = page.keys, page.after
         found = await flow_round.candidates(
             conn,
             queue_id,
@@ -146,6 +153,7 @@ class FlowControl:
             _window(settings, size, len(taken)),
             blocked=blocked,
             fair=settings.fairness,
+            keys=keys,
         )
         rows = {row.task.id: row for row in found if row.task.id not in taken}
         choice = choose([candidate(row) for row in rows.values()], settings, state, now, size)
@@ -202,7 +210,9 @@ class FlowControl:
         at = self.clock()
         known = self.keys.get(queue_id)
         if known is None or at >= known[0]:
-            known = (at + self.refresh_s, set(await flow_round.fair_keys(conn, queue_id)))
+            page = await flow_round.fair_keys(conn, queue_id, self.pages.get(queue_id))
+            self.pages[queue_id] = page.after
+            known = (at + self.refresh_s, set(page.keys))
             self.keys[queue_id] = known
         return known[1]
 

@@ -45,9 +45,16 @@ SELECT * FROM tasks WHERE {flow_candidate_where}
 ORDER BY lease_order, id LIMIT :limit{skip_locked}
 
 -- name: flow_fair_keys
--- The fairness keys that have WAITING tasks (a loose scan of ix_tasks_fair).
+-- The first fairness keys, in key order, that have WAITING tasks (NULL, the tasks without a
+-- key, first): a loose scan of ix_tasks_fair.
 SELECT DISTINCT fairness_key FROM tasks WHERE queue_id = :queue_id AND state = :waiting
-LIMIT :limit
+ORDER BY fairness_key LIMIT :limit
+
+-- name: flow_fair_keys_after
+-- `flow_fair_keys` after the key `:after` (the next page of a queue's keys).
+SELECT DISTINCT fairness_key FROM tasks
+WHERE queue_id = :queue_id AND state = :waiting AND fairness_key > :after
+ORDER BY fairness_key LIMIT :limit
 
 -- name: flow_waiting_keys
 -- A queue's WAITING ready tasks per concurrency key (the console and waiting_reason).

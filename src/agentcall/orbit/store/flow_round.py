@@ -4,8 +4,9 @@ the rules allow (docs/orbit/flow-control.md, "What it costs"):
 1. `open_round`: the queue's settings row (locked when the queue has a limit), the database
    clock, and its token buckets and fairness passes, in one statement;
 2. the running tasks per concurrency key, only when the queue limits keys;
-3. `candidates`: without fairness one index range; with fairness the fairness keys that
-   have WAITING tasks (a loose scan of ix_tasks_fair), then the heads of every key in one
+3. `candidates`: without fairness one index range; with fairness a page of the fairness keys
+   that have WAITING tasks (`fair_keys`, a loose scan of ix_tasks_fair), then the heads of
+   every key of it in one
    UNION ALL statement (up to `UNION_PARTS` keys per statement), each head range locked;
    a queue with fairness alone reads them unlocked and then `claims` only as many rows of
    each key as the choice takes from it, locked (so that a round running beside it skips
@@ -19,6 +20,7 @@ with the named queries of `flow.sql`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -35,7 +37,7 @@ from agentcall.orbit.store.tasks import row_task
 
 BUCKET, PASS = "bucket", "pass"
 MILLI = 1000  # bucket levels are kept in milli-tokens
-MAX_FAIR_KEYS = 64  # fairness keys dealt per lease round (the rest wait for the next)
+MAX_FAIR_KEYS = 64  # fairness keys read at once (the next read takes the next page)
 UNION_PARTS = 16  # key head ranges per candidates statement
 NO_KEY = [""]  # `NOT IN (:blocked)` with nothing blocked (a concurrency key is never "")
 LIVE = [TaskState.LEASED.value, TaskState.RUNNING.value]
@@ -82,25 +84,40 @@ async def candidates(
     blocked: Iterable[str],
     fair: bool,
     locked: bool = True,
-    keys: Iterable[str | None] | None = None,
+    keys: Iterable[str | None] = (),
 ) -> list[Leasable]:
     """Ready WAITING rows in lease order, without the concurrency keys at their limit, locked
     (`locked`, else only read): up to `limit` of the queue, or (`fair`) up to `limit` per
-    fairness key (of `keys`, else of `fair_keys`)."""
+    fairness key of `keys` (a page of `fair_keys`)."""
     params = _params(queue_id, handlers, now, limit, blocked)
     if not fair:
         rows = await fetch(conn, "flow_candidates", params)
         return [Leasable(row_task(row), row.lease_count) for row in rows]
-    if keys is None:
-        keys = await fair_keys(conn, queue_id)
     return await _heads(conn, params, {key: limit for key in keys}, locked=locked)
 
 
-async def fair_keys(conn: HotConnection, queue_id: str) -> list[str | None]:
-    """The fairness keys that have WAITING tasks, up to MAX_FAIR_KEYS (None: tasks without
-    one). It reads the queue's WAITING index range: its cost grows with the backlog."""
-    params = {"queue_id": queue_id, "waiting": WAITING, "limit": MAX_FAIR_KEYS}
-    return [row.fairness_key for row in await fetch(conn, "flow_fair_keys", params)]
+@dataclass(frozen=True, slots=True)
+class KeyPage:
+    keys: list[str | None]  # None: the tasks without a fairness key
+    after: str | None  # where the next page starts; None: at the first key
+
+
+async def fair_keys(conn: HotConnection, queue_id: str, after: str | None = None) -> KeyPage:
+    """A page of the fairness keys that have WAITING tasks: up to MAX_FAIR_KEYS in key order
+    after `after` (None: from the first, the tasks without a key included), wrapping round to
+    the first keys when fewer follow `after`. Reading the pages in turn reaches every key, so no
+    key waits for ever behind MAX_FAIR_KEYS busier ones. Each read scans the queue's WAITING
+    index range from `after`: its cost grows with the backlog."""
+    params: dict[str, Any] = {"queue_id": queue_id, "waiting": WAITING, "limit": MAX_FAIR_KEYS}
+    keys: list[str | None] = []
+    if after is not None:
+        rows = await fetch(conn, "flow_fair_keys_after", {**params, "after": after})
+        keys = [row.fairness_key for row in rows]
+    if len(keys) < MAX_FAIR_KEYS:
+        rows = await fetch(conn, "flow_fair_keys", {**params, "limit": MAX_FAIR_KEYS - len(keys)})
+        keys += [key for key in (row.fairness_key for row in rows) if key not in keys]
+    full = len(keys) == MAX_FAIR_KEYS and keys[-1] is not None
+    return KeyPage(keys, keys[-1] if full else None)
 
 
 async def claims(
