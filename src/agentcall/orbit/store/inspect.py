@@ -77,8 +77,8 @@ async def availability(
     conn: AsyncConnection, queue_ids: Sequence[str], now: datetime
 ) -> dict[str, Availability]:
     """{queue_id: Availability} of the queues with WAITING tasks, in one grouped query over
-    the leasing index (queue_id, state, available_at, id): one range of WAITING entries per
-    queue, no row read."""
+    the leasing index (queue_id, state, lease_order, available_at, id): one range of WAITING
+    entries per queue, no row read."""
     if not queue_ids:
         return {}
     later = sa.func.sum(sa.case((c.available_at > now, 1), else_=0))

@@ -39,7 +39,9 @@ def upgrade() -> None:
     op.execute(f"UPDATE tasks SET lease_order = {epoch_us} + lease_rank * {STEP_US}")
     op.drop_index("ix_tasks_fair", "tasks")
     op.drop_index("ix_tasks_lease", "tasks")
-    op.create_index("ix_tasks_lease", "tasks", ["queue_id", "state", "lease_order", "id"])
+    op.create_index(
+        "ix_tasks_lease", "tasks", ["queue_id", "state", "lease_order", "available_at", "id"]
+    )
     op.create_index(
         "ix_tasks_fair", "tasks", ["queue_id", "state", "fairness_key", "lease_order", "id"]
     )
