@@ -343,6 +343,22 @@ async def idle_phase(db: Database, base: str, token: str, queue_id: str, n: int)
     return await measure(db, queue_id, "idle", 0)
 
 
+async def lease_index_order(connection: asyncmy.Connection) -> str:
+    """The columns of the schema's lease index after (queue_id, state): the order the
+    baseline claims in, so that it reads the same index as Orbit's lease (whatever revision
+    of the schema the bench runs against)."""
+    async with connection.cursor() as cur:
+        await cur.execute(
+            "SELECT column_name FROM information_schema.statistics WHERE table_schema ="
+            " DATABASE() AND table_name = 'tasks' AND index_name = 'ix_tasks_lease'"
+            " ORDER BY seq_in_index"
+        )
+        columns = [row[0] for row in await cur.fetchall()]
+    await connection.commit()
+    assert columns[:2] == ["queue_id", "state"], columns
+    return ", ".join(columns[2:])
+
+
 async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures:
     """Drain `n` WAITING rows (inserted by the caller) with a plain SKIP LOCKED loop."""
     connections = [
@@ -356,6 +372,11 @@ async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures
         )
         for _ in range(claimers)
     ]
+    order = await lease_index_order(connections[0])
+    claim = (
+        "SELECT id FROM tasks WHERE queue_id=%s AND state='WAITING' "
+        f"ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED"
+    )
     done = 0
     started = time.perf_counter()
 
@@ -364,11 +385,7 @@ async def baseline(url: sa.URL, queue_id: str, n: int, claimers: int) -> Figures
         async with connection.cursor() as cur:
             await cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             while True:
-                await cur.execute(
-                    "SELECT id FROM tasks WHERE queue_id=%s AND state='WAITING' "
-                    "ORDER BY lease_order, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-                    (queue_id,),
-                )
+                await cur.execute(claim, (queue_id,))
                 row = await cur.fetchone()
                 if row is None:
                     await connection.commit()
