@@ -77,7 +77,7 @@ async def availability(
     conn: AsyncConnection, queue_ids: Sequence[str], now: datetime
 ) -> dict[str, Availability]:
     """{queue_id: Availability} of the queues with WAITING tasks, in one grouped query over
-    the leasing index (queue_id, state, lease_order, available_at, id): one range of WAITING
+    the leasing index (queue_id, state, lease_order, id, available_at): one range of WAITING
     entries per queue, no row read."""
     if not queue_ids:
         return {}

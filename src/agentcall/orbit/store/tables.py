@@ -105,9 +105,10 @@ tasks = sa.Table(
     sa.Column("fairness_key", sa.String(191), nullable=True),
     sa.Column("fairness_weight", sa.SmallInteger(), nullable=False, server_default="1"),
     # leasing: WAITING rows of a queue in lease order (readiness with a head start per step
-    # of priority; available_at too, so that a queue's readiness is read from the index
-    # alone); a fair queue's heads per fairness key; sweeper: WAITING past a deadline
-    sa.Index("ix_tasks_lease", "queue_id", "state", "lease_order", "available_at", "id"),
+    # of priority, ties by id: the lease query reads them in index order, no sort), with
+    # available_at after the id, so that a queue's readiness is read from the index alone;
+    # a fair queue's heads per fairness key; sweeper: WAITING past a deadline
+    sa.Index("ix_tasks_lease", "queue_id", "state", "lease_order", "id", "available_at"),
     sa.Index("ix_tasks_fair", "queue_id", "state", "fairness_key", "lease_order", "id"),
     sa.Index("ix_tasks_state_deadline", "state", "deadline_at"),
     sa.Index("ix_tasks_state_start_deadline", "state", "start_deadline_at"),

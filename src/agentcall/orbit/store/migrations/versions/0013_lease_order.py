@@ -39,8 +39,10 @@ def upgrade() -> None:
     op.execute(f"UPDATE tasks SET lease_order = {epoch_us} + lease_rank * {STEP_US}")
     op.drop_index("ix_tasks_fair", "tasks")
     op.drop_index("ix_tasks_lease", "tasks")
+    # the lease query orders by (lease_order, id): both before available_at, so that it reads
+    # the index in order (available_at after them only for the readiness read from the index)
     op.create_index(
-        "ix_tasks_lease", "tasks", ["queue_id", "state", "lease_order", "available_at", "id"]
+        "ix_tasks_lease", "tasks", ["queue_id", "state", "lease_order", "id", "available_at"]
     )
     op.create_index(
         "ix_tasks_fair", "tasks", ["queue_id", "state", "fairness_key", "lease_order", "id"]
