@@ -35,7 +35,7 @@ SELECT kind, flow_key, level, at AS counted_at FROM flow_counters WHERE queue_id
 
 -- name: flow_candidate_where
 queue_id = :queue_id AND state = :waiting AND available_at <= :now
-  AND deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
+  AND +deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
   AND (concurrency_key IS NULL OR concurrency_key NOT IN (:blocked))
 

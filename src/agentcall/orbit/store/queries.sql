@@ -12,10 +12,12 @@ SELECT {clock} AS now_at
 -- name: lease_candidates
 -- WAITING tasks of a queue that the handlers serve and that may lease now (the SQL twin of
 -- `orbit.domain.leasing.ineligibility`) in lease order (`orbit.domain.lease_order`: readiness
--- with a head start per step of priority), locked, skipping rows others hold.
+-- with a head start per step of priority), locked, skipping rows others hold. Read from
+-- ix_tasks_lease in order: the unary `+` keeps SQLite's planner, which has no statistics, from
+-- taking (state, deadline_at) instead and sorting the queue's WAITING rows.
 SELECT * FROM tasks
 WHERE queue_id = :queue_id AND state = :waiting AND available_at <= :now
-  AND deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
+  AND +deadline_at > :now AND (start_deadline_at IS NULL OR start_deadline_at > :now)
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
 ORDER BY lease_order, id LIMIT :limit{skip_locked}
 
@@ -24,7 +26,7 @@ ORDER BY lease_order, id LIMIT :limit{skip_locked}
 -- for a lease transaction that has no clock yet): the clock in front of every row.
 SELECT {clock} AS now_at, tasks.* FROM tasks
 WHERE queue_id = :queue_id AND state = :waiting AND available_at <= {clock}
-  AND deadline_at > {clock} AND (start_deadline_at IS NULL OR start_deadline_at > {clock})
+  AND +deadline_at > {clock} AND (start_deadline_at IS NULL OR start_deadline_at > {clock})
   AND attempt_count < retry_max_attempts AND (handler, handler_version) IN ({rows:handlers})
 ORDER BY lease_order, id LIMIT :limit{skip_locked}
 
