@@ -96,9 +96,9 @@ tasks = sa.Table(
     sa.Index("ix_tasks_queue_created", "queue_id", "created_at", "id"),
     sa.Index("ix_tasks_queue_state_created", "queue_id", "state", "created_at", "id"),
     # flow control (docs/orbit/flow-control.md): lease_rank is 9 - priority; lease_order is
-    # orbit.domain.lease_order of available_at and the priority, written with available_at
-    # (ascending in every index: the first row leases first); the keys are NULL unless the
-    # task set them
+    # agentcall.orbit.domain.lease_order of available_at and the priority, written with
+    # available_at (ascending in every index: the first row leases first); the keys are NULL
+    # unless the task set them
     sa.Column("lease_rank", sa.SmallInteger(), nullable=False, server_default="4"),
     sa.Column("lease_order", sa.BigInteger(), nullable=False, server_default="0"),
     sa.Column("concurrency_key", sa.String(191), nullable=True),
