@@ -95,19 +95,16 @@ tasks = sa.Table(
     sa.Column("trace_parent", sa.String(55), nullable=True),
     sa.Index("ix_tasks_queue_created", "queue_id", "created_at", "id"),
     sa.Index("ix_tasks_queue_state_created", "queue_id", "state", "created_at", "id"),
-    # flow control (docs/orbit/flow-control.md): lease_rank is 9 - priority; lease_order is
-    # agentcall.orbit.domain.lease_order of available_at and the priority, written with
-    # available_at (ascending in every index: the first row leases first); the keys are NULL
-    # unless the task set them
+    # flow control (docs/orbit/flow-control.md): lease_rank is 9 - priority, lease_order
+    # agentcall.orbit.domain.lease_order (written with available_at); keys NULL unless set
     sa.Column("lease_rank", sa.SmallInteger(), nullable=False, server_default="4"),
     sa.Column("lease_order", sa.BigInteger(), nullable=False, server_default="0"),
     sa.Column("concurrency_key", sa.String(191), nullable=True),
     sa.Column("fairness_key", sa.String(191), nullable=True),
     sa.Column("fairness_weight", sa.SmallInteger(), nullable=False, server_default="1"),
-    # leasing: WAITING rows of a queue in lease order (readiness with a head start per step
-    # of priority, ties by id: the lease query reads them in index order, no sort), with
-    # available_at after the id, so that a queue's readiness is read from the index alone;
-    # a fair queue's heads per fairness key; sweeper: WAITING past a deadline
+    # leasing: WAITING rows of a queue in lease order, ties by id (read in index order, no
+    # sort), available_at after them (a queue's readiness read from the index alone); a fair
+    # queue's heads per fairness key; sweeper: WAITING past a deadline
     sa.Index("ix_tasks_lease", "queue_id", "state", "lease_order", "id", "available_at"),
     sa.Index("ix_tasks_fair", "queue_id", "state", "fairness_key", "lease_order", "id"),
     sa.Index("ix_tasks_state_deadline", "state", "deadline_at"),
