@@ -164,3 +164,51 @@ async def test_coalesced_events_finalize_once_and_replays_change_nothing(db: Dat
     assert (await db.read(executions.get, "exec-y")).state is S.RINGING
     rows = [r for r in await db.read(outbox.pending, 500) if r.event_type == "call.result"]
     assert [r.event_id for r in rows] == ["call-result-exec-x"]
+
+
+class HeldAcks(FakeBatchingCell):
+    """A batching cell that answers an ack request only once ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.ack_requests: list[list[str]] = []
+
+    async def ack_many(self, call_ids: Any) -> list[CellPortError | None]:
+        self.ack_requests.append(list(call_ids))
+        await self.release.wait()
+        return await super().ack_many(call_ids)
+
+
+async def test_finished_calls_are_acked_after_their_commit_without_holding_the_stream(
+    db: Database,
+) -> None:
+    """The event stream goes on while the cell has not answered an ack: a later batch is
+    applied meanwhile, its calls are acknowledged in the next request (the ones finalized
+    while one is in flight share one), and each call once, only after its result is stored."""
+    for execution_id in ("exec-a", "exec-b", "exec-c"):
+        await db.write(_accept, execution_id)
+        await db.write(executions.move, execution_id, S.DIALING, NOW, cell_boot_id="boot-1")
+    cell = HeldAcks()
+    supervisor = CallSupervisor(
+        db, cell, dispatcher_id=f.D_ID, routing_key="rk", clock=lambda: NOW, on_outbox=lambda: None
+    )
+    acker = asyncio.create_task(supervisor._acker())
+    try:
+        async with asyncio.timeout(10):  # a guard against a stream that waits: never reached
+            await supervisor._apply([_ended(1, "exec-a")])
+            while not cell.ack_requests:
+                await asyncio.sleep(0.01)
+            await supervisor._apply([_ended(2, "exec-b")])  # the first ack is still held
+            await supervisor._apply([_ended(3, "exec-c")])
+            stored = {r.event_id for r in await db.read(outbox.pending, 50)}
+            assert {"call-result-exec-b", "call-result-exec-c"} <= stored
+            assert cell.acked == []
+            cell.release.set()
+            while len(cell.acked) < 3:
+                await asyncio.sleep(0.01)
+    finally:
+        acker.cancel()
+        await asyncio.gather(acker, return_exceptions=True)
+    assert cell.ack_requests == [["exec-a"], ["exec-b", "exec-c"]]
+    assert sorted(cell.acked) == ["exec-a", "exec-b", "exec-c"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,6 +150,74 @@ async def test_occupancy_derived_from_executions_d_cmd_4(db: Database) -> None:
     assert (await db.read(executions.occupancy)).view("tenant-1", "task-a").tenant == 0
     loaded = await db.read(executions.get, "x1")
     assert loaded.plan == result.plan
+
+
+async def test_occupancy_counts_every_holding_state_through_the_live_index_d_cmd_4(
+    db: Database,
+) -> None:
+    """Each state that holds capacity counts, per tenant, task and trunk, however many
+    executions share them; the ended and finalized ones do not. The count is read through
+    the partial index of live executions (never a scan of every execution ever made),
+    whose condition names exactly the states that release capacity."""
+    result = decide(f.command(), f.view(), f.sip(), f.quota(), f.occupancy(), f.NOW)
+    assert isinstance(result, Accept)
+    S = ExecutionState
+    paths = {
+        S.ACCEPTED: (),
+        S.DIALING: (S.DIALING,),
+        S.RINGING: (S.DIALING, S.RINGING),
+        S.IN_CALL: (S.DIALING, S.IN_CALL),
+        S.UNKNOWN: (S.DIALING, S.UNKNOWN),
+        S.ENDED: (S.DIALING, S.ENDED),
+        S.FINALIZED: (S.DIALING, S.ENDED, S.FINALIZED),
+    }
+    assert set(paths) == set(S)
+    for n, path in enumerate(paths.values()):
+        await db.write(_accept, replace(result.plan, command_id=f"command-{n}"), n)
+        if path:
+            await db.write(executions.move_through, f"x{n}", path, NOW)
+    await db.write(_accept, replace(result.plan, command_id="other", task_id="task-b"), 99)
+    holding = sum(1 for s in S if s.holds_occupancy)
+    view = (await db.read(executions.occupancy)).view("tenant-1", "task-a")
+    assert (view.tenant, view.task) == (holding + 1, holding)
+    assert view.on_trunk(result.plan.trunk_id) == holding + 1
+    condition = await db.read(
+        lambda c: c.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'executions_live'"
+        ).fetchone()[0]
+    )
+    named = {s for s in S if f"'{s.value}'" in condition}
+    assert named == {s for s in S if not s.holds_occupancy}
+
+
+def _plans(conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], object]) -> list[str]:
+    """The query plan of every statement ``read`` runs (their SQL with values inlined)."""
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        read(conn)
+    finally:
+        conn.set_trace_callback(None)
+    return [str(conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()) for sql in statements]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        executions.occupancy,
+        executions.pending_rows,
+        lambda conn: executions.in_states(conn, (ExecutionState.ACCEPTED,)),
+    ],
+    ids=["occupancy", "pending_rows", "in_states"],
+)
+async def test_reads_of_live_executions_never_scan_the_finished_ones(
+    db: Database, read: Callable[[sqlite3.Connection], object]
+) -> None:
+    """Admission (occupancy), the unknown sweep and reconciliation (pending rows) and the
+    start-up (the accepted ones; the crash rule reads the pending rows) read through the
+    partial index of live executions: their cost does not grow with the finished ones."""
+    plans = await db.read(_plans, read)
+    assert plans and all("USING INDEX executions_live" in plan for plan in plans), plans
 
 
 async def test_agent_version_content_is_immutable_d_cfg_2(db: Database) -> None:

@@ -102,8 +102,20 @@ def test_cell_plan_pins_snapshot_d_cmd_3() -> None:
 
 
 def test_occupancy_index_counts_per_tenant_task_trunk_d_cmd_4() -> None:
-    index = OccupancyIndex.from_rows([("t1", "a", "k1"), ("t1", "b", "k1"), ("t2", "c", "k2")])
+    counts = [("t1", "a", "k1", 1), ("t1", "b", "k1", 1), ("t2", "c", "k2", 1)]
+    index = OccupancyIndex.from_counts(counts)
     view = index.view("t1", "a")
     assert (view.tenant, view.task, view.on_trunk("k1"), view.on_trunk("k2")) == (2, 1, 2, 1)
     index.add("t1", "a", "k2")
     assert index.view("t1", "a").task == 2
+
+
+def test_occupancy_index_adds_up_grouped_counts_d_cmd_4() -> None:
+    """Counts of executions grouped by (tenant, task, trunk) add up per tenant, per task
+    and per trunk, a triple given twice included."""
+    index = OccupancyIndex.from_counts(
+        [("t1", "a", "k1", 3), ("t1", "a", "k2", 2), ("t1", "b", "k1", 4), ("t1", "a", "k1", 1)]
+    )
+    view = index.view("t1", "a")
+    assert (view.tenant, view.task, view.on_trunk("k1"), view.on_trunk("k2")) == (10, 6, 8, 2)
+    assert index.view("t1", "b").task == 4 and index.view("t2", "x").tenant == 0

@@ -13,7 +13,8 @@
   last applied event of the same boot. ``call.ended`` ends the execution (occupancy
   released) and finalizes it (one call.result, fixed event_id) — or, when a recording is
   expected, opens it for :mod:`agentcall.dispatcher.recording`, which finalizes it once closed.
-  Finished calls are acknowledged to the cell. Replays after a reconnect are no-ops.
+  Finished calls are acknowledged to the cell off the stream's path, those finalized
+  meanwhile in one request. Replays after a reconnect are no-ops.
 * **Reconcile** (:mod:`.recovery`) — at start, on every new cell boot id
   and while executions are unknown, pending executions are matched against the cell's
   calls; a call the cell does not know is finalized once as ``failed`` with an explicit
@@ -98,6 +99,7 @@ class CallSupervisor:
         self._limit = asyncio.Semaphore(concurrency)
         self._retry = retry_s
         self._dial: asyncio.Queue[str] = asyncio.Queue()
+        self._to_ack: asyncio.Queue[str] = asyncio.Queue()
         self._inflight: set[str] = set()
         self._recordings = recordings
         self._recovery = recovery.Reconciler(
@@ -124,6 +126,7 @@ class CallSupervisor:
         async with asyncio.TaskGroup() as group:
             group.create_task(self._dialer(), name="calls.dialer")
             group.create_task(self._follow(), name="calls.events")
+            group.create_task(self._acker(), name="calls.acks")
             group.create_task(self._sweep(), name="calls.unknown_sweep")
             group.create_task(self._watch(), name="calls.cell_watch")
             if self._recordings is not None:
@@ -306,10 +309,22 @@ class CallSupervisor:
         self.counts["finalized"] += len(finalized)
         if finalized:
             self._on_outbox()
-            await self._ack_all(finalized)
+            for call_id in finalized:
+                self._to_ack.put_nowait(call_id)
         if self._recordings is not None:
             await self._recordings.after_close(applied.closed)
             self._recordings.wake()
+
+    async def _acker(self) -> None:
+        """Acknowledge the calls the event stream finalized (their results are committed):
+        what has been finalized meanwhile goes in one request, one request at a time, so
+        the stream never waits for the cell's answer. An ack lost to a stop is sent by the
+        reconciliation of the next start (the cell still tracks the call)."""
+        while True:
+            call_ids = [await self._to_ack.get()]
+            while not self._to_ack.empty():
+                call_ids.append(self._to_ack.get_nowait())
+            await self._ack_all(call_ids)
 
     async def _ack_all(self, call_ids: list[str]) -> None:
         if isinstance(self._cell, BatchingCell):

@@ -20,17 +20,18 @@ class OccupancyIndex:
     trunks: Counter[str] = field(default_factory=Counter)
 
     @classmethod
-    def from_rows(cls, rows: Iterable[tuple[str, str, str]]) -> OccupancyIndex:
-        """Rows of (tenant_id, task_id, trunk_id), one per execution holding capacity."""
+    def from_counts(cls, rows: Iterable[tuple[str, str, str, int]]) -> OccupancyIndex:
+        """Rows of (tenant_id, task_id, trunk_id, n): n executions holding capacity with
+        those ids (the same triple may come more than once; the counts add up)."""
         index = cls()
-        for tenant_id, task_id, trunk_id in rows:
-            index.add(tenant_id, task_id, trunk_id)
+        for tenant_id, task_id, trunk_id, n in rows:
+            index.add(tenant_id, task_id, trunk_id, n)
         return index
 
-    def add(self, tenant_id: str, task_id: str, trunk_id: str) -> None:
-        self.tenants[tenant_id] += 1
-        self.tasks[task_id] += 1
-        self.trunks[trunk_id] += 1
+    def add(self, tenant_id: str, task_id: str, trunk_id: str, n: int = 1) -> None:
+        self.tenants[tenant_id] += n
+        self.tasks[task_id] += n
+        self.trunks[trunk_id] += n
 
     def view(self, tenant_id: str, task_id: str) -> Occupancy:
         return Occupancy(

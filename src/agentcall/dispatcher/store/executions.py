@@ -16,7 +16,17 @@ from agentcall.dispatcher.domain.states import ExecutionState, move_execution
 from agentcall.dispatcher.errors import DispatcherError
 from agentcall.dispatcher.store.codec import iso
 
-_HOLDING = tuple(s.value for s in ExecutionState if s.holds_occupancy)
+# The condition of the partial index executions_live (migration 0001): the executions
+# that hold occupancy. SQLite uses a partial index only for a query whose WHERE names its
+# condition as written, so the queries of live executions say it literally; then they
+# read only the live rows, never every execution ever made (test_store checks the plans
+# and that this is the complement of holds_occupancy).
+_RELEASED = ", ".join(f"'{s.value}'" for s in ExecutionState if not s.holds_occupancy)
+_HOLDING = f"state NOT IN ({_RELEASED})"
+_OCCUPANCY = (
+    "SELECT tenant_id, task_id, trunk_id, count(*) FROM executions"
+    f" WHERE {_HOLDING} GROUP BY tenant_id, task_id, trunk_id"
+)
 LIVE = (ExecutionState.DIALING, ExecutionState.RINGING, ExecutionState.IN_CALL)
 
 
@@ -91,11 +101,12 @@ def insert(
 
 
 def occupancy(conn: sqlite3.Connection) -> OccupancyIndex:
-    marks = ",".join("?" * len(_HOLDING))
-    rows = conn.execute(
-        f"SELECT tenant_id, task_id, trunk_id FROM executions WHERE state IN ({marks})", _HOLDING
-    )
-    return OccupancyIndex.from_rows(rows)
+    """What the executions holding capacity occupy, counted by SQLite: one row per tenant,
+    task and trunk, read through the partial index of live executions (its condition is
+    written out literally, as SQLite requires to use it), so neither the executions
+    waiting to be dialled nor the finished ones cost Python work per admission batch."""
+    rows = conn.execute(_OCCUPANCY)
+    return OccupancyIndex.from_counts(rows)
 
 
 def get(conn: sqlite3.Connection, execution_id: str) -> Execution:
@@ -115,10 +126,13 @@ def by_call_id(conn: sqlite3.Connection, call_id: str) -> Execution | None:
 
 
 def in_states(conn: sqlite3.Connection, states: Iterable[ExecutionState]) -> list[Execution]:
-    wanted = [s.value for s in states]
+    chosen = list(states)
+    wanted = [s.value for s in chosen]
     marks = ",".join("?" * len(wanted))
+    live = f"{_HOLDING} AND " if all(s.holds_occupancy for s in chosen) else ""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM executions WHERE state IN ({marks}) ORDER BY accepted_at", wanted
+        f"SELECT {_COLUMNS} FROM executions WHERE {live}state IN ({marks}) ORDER BY accepted_at",
+        wanted,
     )
     return [_row(row) for row in rows]
 
@@ -239,7 +253,7 @@ def pending_rows(conn: sqlite3.Connection) -> list[Pending]:
     states = [s.value for s in (*LIVE, ExecutionState.UNKNOWN)]
     rows = conn.execute(
         "SELECT execution_id, call_id, state, cell_boot_id, dial_started_at FROM executions"
-        f" WHERE state IN ({','.join('?' * len(states))}) ORDER BY accepted_at",
+        f" WHERE {_HOLDING} AND state IN ({','.join('?' * len(states))}) ORDER BY accepted_at",
         states,
     )
     return [
