@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -106,11 +107,22 @@ def serve(
         settings = Settings(
             http_host, http_port, amqp_url, db_path, discovery_page_size, contracts_dir
         )
-        code = asyncio.run(serve_async(settings))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            code = runner.run(serve_async(settings))
     except MockSaasError as exc:
         click.echo(f"mocksaas: {exc.message} ({exc.hint})", err=True)
         sys.exit(2)
     sys.exit(code)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when it is installed (less CPU per result consumed and request served)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 async def serve_async(settings: Settings) -> int:

@@ -1,7 +1,8 @@
 """Runtime: wires the store, the broker, the contracts and the background loops.
 
-Loops (named asyncio tasks, watched together by the server): the outbox relay and
-the retirement sweep. Result consumers live on the broker connection.
+Loops (named asyncio tasks, watched together by the server): the results store (what
+the result consumers on the broker connection received), the outbox relay and the
+retirement sweep.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Runtime:
                 if task.queue_state is QueueState.ACTIVE:
                     await self.broker.declare(self.topology.for_task(dispatcher_id, task.task_id))
         self.loops = [
+            asyncio.create_task(self.results.run(), name="results"),
             asyncio.create_task(self.relay.run(self.settings.relay_interval_s), name="relay"),
             asyncio.create_task(self._sweep_loop(), name="retirement-sweep"),
         ]

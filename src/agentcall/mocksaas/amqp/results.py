@@ -2,6 +2,13 @@
 
 Every delivery is stored (invalid ones flagged, never dropped) and ACKed only after
 the store committed; a valid ``stopped/applied`` receipt triggers queue retirement.
+
+Deliveries are stored in batches: the consumers only queue them, and :meth:`ResultConsumer.run`
+takes whatever has arrived (up to ``BATCH_MAX``), checks each body, stores them all in one
+transaction and then ACKs them with one ``basic.ack(multiple=true)`` per channel, up to the
+batch's highest delivery tag. That ACK covers nothing unsettled besides the batch: batches
+are taken in arrival order and each is settled (ACKed, or requeued when the store failed)
+before the next one is taken. Stored order is arrival order.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from agentcall.mocksaas.topology import Topology
 
 log = logging.getLogger("mocksaas.results")
 OnStopApplied = Callable[[str, str], Awaitable[object]]
+BATCH_MAX = 256  # the channel's prefetch: one batch can hold every unsettled delivery
+Arrived = tuple[str, AbstractIncomingMessage]
 
 
 class ResultConsumer:
@@ -49,6 +58,7 @@ class ResultConsumer:
         self._metrics = metrics
         self._channel: AbstractChannel | None = None
         self._consuming: dict[str, tuple[AbstractQueue, str]] = {}
+        self._arrived: asyncio.Queue[Arrived] = asyncio.Queue()
         self.received = 0
 
     async def start(self, dispatcher_id: str) -> None:
@@ -63,12 +73,12 @@ class ResultConsumer:
     async def _consume(self, dispatcher_id: str) -> None:
         if self._channel is None or self._channel.is_closed:
             self._channel = await self._broker.connection.channel()
-            await self._channel.set_qos(prefetch_count=256)
+            await self._channel.set_qos(prefetch_count=BATCH_MAX)
         name = self._topology.queue_name("result", dispatcher_id)
         queue = await self._channel.get_queue(name, ensure=True)
 
         async def handler(message: AbstractIncomingMessage) -> None:
-            await self._handle(dispatcher_id, message)
+            self._arrived.put_nowait((dispatcher_id, message))
 
         tag = await queue.consume(handler)
         self._consuming[dispatcher_id] = (queue, tag)
@@ -80,15 +90,16 @@ class ResultConsumer:
             queue, tag = found
             await queue.cancel(tag)
 
-    def _store(self, conn: sqlite3.Connection, record: results.ReceivedResult) -> int:
-        """Insert; an execute result carries no task_id, so take it from the command the
-        SaaS published (as a SaaS joins on its own command_id)."""
-        facts = record.facts
-        if facts.task_id is None and facts.command_id and facts.command_type == "call.execute":
-            route = outbox.route_of_command(conn, record.dispatcher_id, facts.command_id)
-            task_id = route and self._topology.task_of_route(route, record.dispatcher_id)
-            record = replace(record, facts=replace(facts, task_id=task_id or None))
-        return results.insert(conn, record)
+    def _store(self, conn: sqlite3.Connection, records: list[results.ReceivedResult]) -> None:
+        """Insert, in order; an execute result carries no task_id, so take it from the
+        command the SaaS published (as a SaaS joins on its own command_id)."""
+        for record in records:
+            facts = record.facts
+            if facts.task_id is None and facts.command_id and facts.command_type == "call.execute":
+                route = outbox.route_of_command(conn, record.dispatcher_id, facts.command_id)
+                task_id = route and self._topology.task_of_route(route, record.dispatcher_id)
+                record = replace(record, facts=replace(facts, task_id=task_id or None))
+            results.insert(conn, record)
 
     def _check(self, dispatcher_id: str, raw: bytes) -> tuple[ResultFacts, list[str]]:
         """Index facts and violations of a body; never raises, whatever ``raw`` holds."""
@@ -103,36 +114,75 @@ class ResultConsumer:
             )
             return ResultFacts(), [f"$: cannot be checked ({type(exc).__name__})"]
 
-    async def _handle(self, dispatcher_id: str, message: AbstractIncomingMessage) -> None:
-        facts, errors = self._check(dispatcher_id, message.body)
-        record = results.ReceivedResult(
-            dispatcher_id,
-            rfc3339(self._clock()),
-            bool(message.redelivered),
-            facts,
-            tuple(errors),
-            message.body,
-        )
+    async def run(self) -> None:
+        """Store and settle what the consumers queued, one batch at a time (a loop)."""
+        while True:
+            batch = [await self._arrived.get()]
+            while len(batch) < BATCH_MAX and not self._arrived.empty():
+                batch.append(self._arrived.get_nowait())
+            await self.handle(batch)
+
+    async def handle(self, batch: list[Arrived]) -> None:
+        """Check, store in one transaction, then settle one batch of deliveries."""
+        stamp = rfc3339(self._clock())
+        records = []
+        for dispatcher_id, message in batch:
+            facts, errors = self._check(dispatcher_id, message.body)
+            redelivered = bool(message.redelivered)
+            received = (dispatcher_id, stamp, redelivered, facts, tuple(errors), message.body)
+            records.append(results.ReceivedResult(*received))
         try:
-            await self._db.run(self._store, record)
-        except Exception:  # the store failed: the broker redelivers it later
+            await self._db.run(self._store, records)
+        except Exception:  # the store failed: the broker redelivers them later
             self._metrics.handled.labels("results.store").inc()
-            log.exception("storing a result failed; requeued")
-            await message.nack(requeue=True)
+            log.exception("storing results failed; requeued")
+            for _, message in batch:
+                await _settle(message.nack(requeue=True))
             return
-        await message.ack()
-        self.received += 1
+        await _ack([message for _, message in batch])
+        self.received += len(batch)
+        for record in records:
+            await self._stored(record)
+
+    async def _stored(self, record: results.ReceivedResult) -> None:
+        facts, errors = record.facts, record.errors
         self._metrics.results.labels("false" if errors else "true").inc()
         if errors:
             log.warning(
                 "invalid result stored",
                 extra={
                     "fields": {
-                        "dispatcher_id": dispatcher_id,
+                        "dispatcher_id": record.dispatcher_id,
                         "event_id": facts.event_id,
-                        "errors": errors[:3],
+                        "errors": list(errors[:3]),
                     }
                 },
             )
         if not errors and facts.is_stop_applied and facts.task_id:
-            await self._on_stop_applied(dispatcher_id, facts.task_id)
+            try:
+                await self._on_stop_applied(record.dispatcher_id, facts.task_id)
+            except Exception as exc:  # noqa: BLE001 - the retirement sweep retries it
+                self._metrics.handled.labels("results.retire").inc()
+                log.warning(
+                    "retiring after a stop receipt failed",
+                    extra={"fields": {"dispatcher_id": record.dispatcher_id, "error": repr(exc)}},
+                )
+
+
+async def _ack(messages: list[AbstractIncomingMessage]) -> None:
+    """One multiple ACK per channel, at the highest delivery tag of its messages."""
+    last: dict[int, AbstractIncomingMessage] = {}
+    for message in messages:
+        key = id(message.channel)
+        if key not in last or (message.delivery_tag or 0) > (last[key].delivery_tag or 0):
+            last[key] = message
+    for message in last.values():
+        await _settle(message.ack(multiple=True))
+
+
+async def _settle(settling: Awaitable[None]) -> None:
+    """Send an ACK or nack; on a channel that is gone the broker redelivers instead."""
+    try:
+        await settling
+    except LINK_ERRORS as exc:
+        log.debug("settling a result failed", extra={"fields": {"error": repr(exc)}})
