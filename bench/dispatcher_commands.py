@@ -10,17 +10,19 @@ for each one republishes two persistent, mandatory messages on one publisher-con
 channel and ACKs it once both are confirmed; confirms are pipelined (every prefetched
 message is in flight at once), not one round trip at a time. Its output queue is not
 consumed; mocksaas (which consumes, checks and stores the D's results) runs at nice 19
-so that the SaaS side does not take the D's CPU either. Prints commands/s for both, the
-admission-decision p50/p99 and the ratio D/baseline (target: >= 1,000 commands/s and
-ratio >= 0.5 on 2 cores), and the CPU per command of every process in each phase (user +
-system from /proc, so it does not depend on the machine's load): the D, the cell,
-mocksaas, RabbitMQ (``beam.smp``) and this process (publisher; in the baseline phase also
-the relay).
+so that the SaaS side does not take the D's CPU either. The relay and the D run ``--runs``
+times (default 3) in pairs, in an order reversed every other pair (relay, D; D, relay; ...),
+each D run with a fresh D identity, so that a change of the machine's load falls on both.
+Prints each pair, then the median commands/s of both, the ratio of the medians D/baseline
+(target: >= 0.8), the admission-decision p50/p99, and the CPU per command of every process
+in each phase (user + system from /proc, so it does not depend on the machine's load): the
+D, the cell, mocksaas, RabbitMQ (``beam.smp``) and this process (publisher; in the baseline
+phase also the relay); the detail lines are those of the D run with the median rate.
 
-With ``--paced`` a second, fresh D is then offered ``--load`` (default 50 %) of the rate the
-full-load run reached, steadily for ``--seconds`` (default 20), and the D's delivery ->
-decision commit p50/p99 at that load is printed (bench/dispatcher_paced.py; target: p99 <
-50 ms).
+Then (unless ``--no-paced``) a fresh D is offered ``--load`` (default 50 %) of the median
+rate the full-load runs reached, steadily for ``--seconds`` (default 20), and the D's
+delivery -> decision commit p50/p99 at that load is printed (bench/dispatcher_paced.py;
+target: p99 < 50 ms). Under bench/run_all.py both figures are recorded (bench/figures.py).
 
 With ``--console`` the D runs ``2 x --rounds`` times (a fresh D identity each time), half
 of them with the console open and refreshing (``/ui`` and its panel fragments every refresh
@@ -28,8 +30,8 @@ interval, bench/dispatcher_console_viewer.py), interleaved (off, on, on, off, ..
 the median rate of each, both ratios to the baseline and the ratio with/without (target:
 within 10 %).
 
-    python bench/dispatcher_commands.py [--n 5000] [--tasks 16] [--keep]
-    python bench/dispatcher_commands.py --paced [--load 0.5] [--seconds 20]
+    python bench/dispatcher_commands.py [--n 5000] [--tasks 16] [--runs 3] [--keep]
+    python bench/dispatcher_commands.py [--load 0.5] [--seconds 20] [--rate R] [--no-paced]
     python bench/dispatcher_commands.py --console [--rounds 2]
 """
 
@@ -48,6 +50,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.dispatcher_console_viewer import Viewed, console_open  # noqa: E402
 from bench.dispatcher_paced import Paced, line, publish_paced  # noqa: E402
+from bench.figures import Figure, record  # noqa: E402
 
 BIN = Path(sys.executable).parent
 AMQP = os.environ.get("AGENTCALL_AMQP_URL", "amqp://agentcall:agentcall@127.0.0.1:5672/")
@@ -65,6 +69,9 @@ AMQP = os.environ.get("AGENTCALL_AMQP_URL", "amqp://agentcall:agentcall@127.0.0.
 # commit per result) would otherwise take a core of the 2-core machine from the D while
 # the baseline's output is never consumed. It runs at the lowest CPU priority instead.
 MOCKSAAS_NICE = 19
+NAME = "dispatcher_commands"
+RATIO_TARGET = 0.8  # median D rate / median bare relay rate
+P99_TARGET_MS = 50.0  # delivery -> decision commit at --load of the maximum rate
 SCRIPT = {
     "version": 1,
     "rules": [],
@@ -432,21 +439,64 @@ async def baseline(n: int, tasks: int, prefetch: int) -> tuple[float, dict[str, 
     return elapsed, cpu
 
 
-def report(
-    args: argparse.Namespace, base_s: float, base_cpu: dict[str, float], result: dict[str, Any]
-) -> None:
-    d_rate = args.n / result["elapsed"]
-    base_rate = args.n / base_s
+@dataclass
+class Pair:
+    """One bare-relay run and one D run, next to each other."""
+
+    base_s: float
+    base_cpu: dict[str, float]
+    result: dict[str, Any]
+
+    def rates(self, n: int) -> tuple[float, float]:
+        return n / self.result["elapsed"], n / self.base_s
+
+
+def full_load_pairs(args: argparse.Namespace, stack: Stack) -> list[Pair]:
+    """``--runs`` pairs (relay, D; D, relay; ...), each D run with its own identity."""
+    pairs = []
+    for number in range(args.runs):
+        tag = f"-run{number}"
+        relay_first = number % 2 == 0
+        if relay_first:
+            base_s, base_cpu = asyncio.run(baseline(args.n, args.tasks, 256))
+        result = run_dispatcher(stack, args.n, args.tasks, tag)
+        stack.stop_dispatcher(tag)  # a later run takes no CPU from this one
+        if not relay_first:
+            base_s, base_cpu = asyncio.run(baseline(args.n, args.tasks, 256))
+        pair = Pair(base_s, base_cpu, result)
+        pairs.append(pair)
+        d_rate, base_rate = pair.rates(args.n)
+        print(
+            f"  run {number + 1}: D {d_rate:,.0f} commands/s, relay {base_rate:,.0f} commands/s,"
+            f" D/relay {d_rate / base_rate:.2f}, D CPU"
+            f" {result['cpu'][f'dispatcher{tag}'] * 1000 / args.n:.3f} ms/command;"
+            f" load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
+    return pairs
+
+
+def report(args: argparse.Namespace, pairs: list[Pair]) -> float:
+    """The medians of the pairs and the details of the median D run; returns its rate."""
+    d_rate = statistics.median(p.rates(args.n)[0] for p in pairs)
+    base_rate = statistics.median(p.rates(args.n)[1] for p in pairs)
+    middle = sorted(pairs, key=lambda p: p.rates(args.n)[0])[len(pairs) // 2]
+    base_middle = sorted(pairs, key=lambda p: p.rates(args.n)[1])[len(pairs) // 2]
+    result = middle.result
     status, summary = result["status"], result["summary"]
     latency = status["admission"]["latency"]
     decide = status["admission"].get("decide", {})
-    print(f"commands                 {args.n} across {args.tasks} tasks")
+    print(f"commands                 {args.n} across {args.tasks} tasks, {len(pairs)} runs")
     print(
-        f"dispatcher               {d_rate:,.0f} commands/s ({result['elapsed']:.2f} s, "
-        f"publishing took {result['published']:.2f} s)"
+        f"dispatcher               {d_rate:,.0f} commands/s (median; this run"
+        f" {result['elapsed']:.2f} s, publishing took {result['published']:.2f} s)"
     )
-    print(f"baseline (bare relay)    {base_rate:,.0f} commands/s ({base_s:.2f} s)")
-    print(f"ratio D/baseline         {d_rate / base_rate:.2f}")
+    print(
+        f"baseline (bare relay)    {base_rate:,.0f} commands/s (median; this run"
+        f" {base_middle.base_s:.2f} s)"
+    )
+    ratio = d_rate / base_rate
+    print(f"ratio D/baseline         {ratio:.2f} (median of {len(pairs)} each)")
     print(
         f"admission decision       p50={decide.get('p50_us')} us  p99={decide.get('p99_us')} us"
         " (pure decide)"
@@ -457,11 +507,57 @@ def report(
         f"{len(summary['duplicates'])} invalid={summary['invalid']}"
     )
     print(f"decisions                {status['commands']}")
-    print(f"CPU per command, D run   {cpu_line(result['cpu'], args.n)}")
-    print(f"CPU per command, baseline {cpu_line(base_cpu, args.n)} (bench = publisher + relay)")
+    named = {k.split("-", 1)[0]: v for k, v in result["cpu"].items()}  # dispatcher-run1 ...
+    print(f"CPU per command, D run   {cpu_line(named, args.n)}")
+    print(
+        f"CPU per command, baseline {cpu_line(base_middle.base_cpu, args.n)}"
+        " (bench = publisher + relay)"
+    )
     print(f"load average             {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    ok = d_rate >= 1000 and d_rate / base_rate >= 0.5
-    print(f"target (>=1000/s, ratio>=0.5): {'met' if ok else 'NOT met'}")
+    met = ratio >= RATIO_TARGET
+    print(f"target (ratio>={RATIO_TARGET}): {'met' if met else 'NOT met'}")
+    d_cpu = named["dispatcher"]
+    record(
+        Figure(
+            NAME,
+            "call.execute -> command.result + call.result",
+            round(d_rate, 1),
+            "commands/s",
+            baseline=round(base_rate, 1),
+            baseline_name="bare aio-pika relay",
+            cpu_ms_per_unit=round(d_cpu * 1000 / args.n, 3),
+            per="command",
+            target=f"ratio >= {RATIO_TARGET} (median of {len(pairs)})",
+            met=met,
+        )
+    )
+    return d_rate
+
+
+def report_paced(args: argparse.Namespace, paced: Paced) -> None:
+    print(f"latency under load       {line(paced, args.load)}")
+    print(f"CPU per command, paced   {cpu_line(paced.cpu, paced.sent)}")
+    p99 = paced.latency["p99_ms"]
+    met = p99 is not None and p99 < P99_TARGET_MS
+    print(
+        f"target (p99 < {P99_TARGET_MS:.0f} ms at {args.load:.0%}): {'met' if met else 'NOT met'}"
+    )
+    if p99 is None:
+        return
+    d_cpu = sum(v for k, v in paced.cpu.items() if k.startswith("dispatcher"))
+    record(
+        Figure(
+            NAME,
+            f"delivery -> decision commit p99 at {args.load:.0%} of the maximum rate",
+            p99,
+            "ms",
+            higher_is_better=False,
+            cpu_ms_per_unit=round(d_cpu * 1000 / max(1, paced.sent), 3),
+            per="command",
+            target=f"p99 < {P99_TARGET_MS:.0f} ms",
+            met=met,
+        )
+    )
 
 
 def console_runs(args: argparse.Namespace, stack: Stack) -> dict[bool, list[dict[str, Any]]]:
@@ -518,30 +614,32 @@ def main() -> int:
         "--console", action="store_true", help="compare runs with the console open and without"
     )
     parser.add_argument("--rounds", type=int, default=2, help="--console: off/on pairs")
+    parser.add_argument("--runs", type=int, default=3, help="relay and D runs (median)")
     parser.add_argument(
-        "--paced", action="store_true", help="then offer --load of the max rate steadily"
+        "--paced", action="store_true", help="offer --load of the max rate (the default)"
     )
-    parser.add_argument("--load", type=float, default=0.5, help="--paced: share of max rate")
-    parser.add_argument("--seconds", type=float, default=20.0, help="--paced: how long")
+    parser.add_argument("--no-paced", action="store_true", help="full-load runs only")
+    parser.add_argument("--load", type=float, default=0.5, help="paced: share of max rate")
+    parser.add_argument("--seconds", type=float, default=20.0, help="paced: how long")
     parser.add_argument(
-        "--rate", type=float, default=0.0, help="--paced: offer this rate (skip the max run)"
+        "--rate", type=float, default=0.0, help="paced: offer this rate (one short full run)"
     )
     args = parser.parse_args()
-    if args.rate:  # a given rate: the full-load runs only warm the broker up
-        args.paced, args.n = True, min(args.n, 500)
+    paced_too = not args.no_paced and not args.console
+    if args.rate:  # a given rate: one short full-load run only warms the broker up
+        paced_too, args.n, args.runs = True, min(args.n, 500), 1
     workdir = Path(tempfile.mkdtemp(prefix="bench-dispatcher-"))
     stack = Stack(workdir)
     try:
         stack.start_services()
-        base_s, base_cpu = asyncio.run(baseline(args.n, args.tasks, 256))
         if args.console:
+            base_s, _ = asyncio.run(baseline(args.n, args.tasks, 256))
             runs = console_runs(args, stack)
         else:
-            result = run_dispatcher(stack, args.n, args.tasks)
-            if args.paced:
-                stack.stop_dispatcher()  # the full-load D takes no CPU from the paced one
-                rate = args.rate or args.load * args.n / result["elapsed"]
-                paced = run_paced(stack, rate, args.seconds, args.tasks)
+            pairs = full_load_pairs(args, stack)
+            if paced_too:
+                median = statistics.median(p.rates(args.n)[0] for p in pairs)
+                paced = run_paced(stack, args.rate or args.load * median, args.seconds, args.tasks)
     finally:
         stack.stop()
         if not args.keep:
@@ -549,12 +647,9 @@ def main() -> int:
     if args.console:
         report_console(args, base_s, runs)
     else:
-        report(args, base_s, base_cpu, result)
-        if args.paced:
-            print(f"latency under load       {line(paced, args.load)}")
-            print(f"CPU per command, paced   {cpu_line(paced.cpu, paced.sent)}")
-            ok = paced.latency["p99_ms"] is not None and paced.latency["p99_ms"] < 50
-            print(f"target (p99 < 50 ms at {args.load:.0%}): {'met' if ok else 'NOT met'}")
+        report(args, pairs)
+        if paced_too:
+            report_paced(args, paced)
     if args.keep:
         print(f"work directory: {workdir}")
     return 0
