@@ -6,12 +6,9 @@ the firing lag p99 is under 1 s outside the killed server's claim lease. Then ev
 is down for 20 s (a minute shortened to keep the suite's time bounded, with the catch-up
 window shortened to 12 s in proportion): on return the slots of the outage at most 12 s old
 fire once each and the older ones are recorded once as `missed`, never both; the schedules
-end 10 s later (`end_at`).
-
-It runs only with ORBIT_SCHEDULE_FLEET=1 (ORBIT_TEST_SCHEDULES sets the number of schedules,
-default 1,000): on a 2-core machine shared with other suites the three servers did not keep
-up with 1,000 firings a second, fell behind by more than the catch-up window and recorded
-slots as missed, so the test is not yet part of the default suite."""
+end 10 s later (`end_at`). The test takes about 100 s; ORBIT_TEST_SCHEDULES sets the
+number of schedules (default 1,000). The lag bound assumes the machine runs this suite
+only: on a 2-core machine that other suites load as well, lower the number."""
 
 from __future__ import annotations
 
@@ -45,9 +42,6 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.mariadb,
     pytest.mark.timeout(420),
-    pytest.mark.skipif(
-        os.environ.get("ORBIT_SCHEDULE_FLEET") != "1", reason="set ORBIT_SCHEDULE_FLEET=1"
-    ),
 ]
 SCHEDULES = int(os.environ.get("ORBIT_TEST_SCHEDULES", "1000"))
 UP_S, KILL_AT_S, BACK_AT_S = 60, 20, 30  # one server killed at 20 s, back at 30 s
@@ -92,7 +86,7 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-async def test_a_thousand_schedules_fire_each_slot_once_through_a_kill_and_an_outage(
+async def test_schedules_every_second_fire_each_slot_once_through_a_kill_and_an_outage(
     fleet: tuple[Servers, str],
 ) -> None:
     started, url = fleet
@@ -167,7 +161,12 @@ def check(
         f"{p99(late):.3f} s over the killed server's lease; outage: {outage} slots fired "
         f"and {sum(f.slots for f in missed)} missed, done {finished_s:.1f} s after the return"
     )
-    assert p99(lags) < 1.0
+    slow = Counter(
+        int((slot - anchor).total_seconds())
+        for (_, slot), f in fired.items()
+        if slot in up and (f.fired_at - f.nominal_at).total_seconds() >= 1.0
+    )
+    assert p99(lags) < 1.0, f"slots fired 1 s late or more, by offset: {sorted(slow.items())}"
     assert max(late) < LEASE_S + 3
 
 

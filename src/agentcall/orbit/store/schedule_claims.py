@@ -1,14 +1,20 @@
 """`ScheduleClaims` (`agentcall.orbit.store.schedule_claim_ports`) on SQLite and
 MySQL/MariaDB: each call one short transaction at the database clock, retried on transient
-failures; a claim is a conditional UPDATE (no lock outlives its transaction, so a submit
-made while a schedule is claimed never waits on it, and SQLite's single writer is free).
+failures, its statements the named ones of `schedules.sql` run by the store's connector
+(`agentcall.orbit.store.connector`: the driver connection on MySQL/MariaDB). A claim takes
+its rows locked and skips the rows another claimer holds (`SKIP LOCKED`; SQLite's single
+writer is alone), so processes claiming at once get disjoint batches; no lock outlives a
+transaction, so a submit made while a schedule is claimed never waits on it.
 
 What each call costs, whatever the number of schedules (docs/orbit/schedule-firing.md):
-`claim_due` reads index ranges only (`ix_schedules_due` on (state, next_fire_at) up to now,
-and `ix_schedules_buffered` for the buffered slots), then claims with one UPDATE and reads
-the claimed rows back; `earliest_due` is one statement of three indexed MIN lookups;
-`finish` locks the batch's schedules with one SELECT, writes every firing record with one
-multi-row INSERT and every release with one prepared UPDATE over the batch."""
+`claim_due` reads a range of `ix_schedules_due` up to now (and, when that is not a full
+batch, `ix_schedules_buffered`), then claims with one UPDATE sent with the COMMIT;
+`earliest_due` is one statement of three indexed MIN lookups; `finish` locks the batch's
+schedules with one SELECT, then sends every firing record as one multi-row INSERT, every
+release as one UPDATE and the COMMIT in one round trip. A slot has one record: only a claim
+writes `scheduled` records, each under its schedule's row lock, so the batch's records are
+new unless a claim that lapsed wrote them; the INSERT then fails on the slot's unique key
+and the finish runs again leaving out the slots recorded already."""
 
 from __future__ import annotations
 
@@ -17,39 +23,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.schedule_plan import ScheduleState
-from agentcall.orbit.domain.schedule_records import FiringRow
+from agentcall.orbit.domain.schedule_records import FiringRow, ScheduleRow
+from agentcall.orbit.store.connector import HotConnection, commit_with, fetch
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.schedule_claim_ports import Claimed, Release, ScheduleClaims
-from agentcall.orbit.store.schedules import insert_firings, schedule_row
-from agentcall.orbit.store.tables import schedules
+from agentcall.orbit.store.sql import Insert, Update, Write
+from agentcall.orbit.store.tables import schedule_firings, schedules
 
 s = schedules.c
 _ACTIVE = s.state == ScheduleState.ACTIVE.value
-
-
-def _free(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.or_(s.claim_until.is_(None), s.claim_until <= now)
-
-
-def _claimable(now: datetime) -> tuple[sa.ColumnElement[bool], ...]:
-    """Active, due (its cursor reached, or a slot buffered) and free (no claim, or a claim or
-    hold that has passed)."""
-    due = sa.or_(s.next_fire_at <= now, s.buffered_at.is_not(None))
-    return _ACTIVE, due, _free(now)
-
-
-def _due_ids(now: datetime, limit: int) -> tuple[sa.Select[Any], sa.Select[Any]]:
-    """The buffered schedules that are free (a range of `ix_schedules_buffered`: few rows),
-    and the free schedules whose cursor is reached, earliest first (a range of
-    `ix_schedules_due` up to now, stopped at `limit`)."""
-    buffered = sa.select(s.id, s.next_fire_at).where(s.buffered_at.is_not(None), _ACTIVE)
-    buffered = buffered.where(_free(now)).limit(limit)
-    reached = sa.select(s.id, s.next_fire_at).where(_ACTIVE, s.next_fire_at <= now, _free(now))
-    return buffered, reached.order_by(s.next_fire_at).limit(limit)
 
 
 def _earliest(now: datetime) -> sa.Select[Any]:
@@ -71,24 +56,8 @@ class SqlScheduleClaims:
 
     async def claim_due(self, limit: int, lease: timedelta) -> Claimed:
         async def once() -> Claimed:
-            async with self.db.single_read() as conn:  # no write lock while nothing is due
-                now = await self.db.now(conn)
-                found: dict[str, datetime | None] = {}
-                for query in _due_ids(now, limit):
-                    found.update((row[0], row[1]) for row in await conn.execute(query))
-            if not found:
-                return Claimed(now, ())
-            ids = sorted(found, key=lambda one: (found[one] is None, found[one] or now, one))
-            ids = ids[:limit]
-            async with self.db.write() as conn:
-                now = await self.db.now(conn)
-                token = new_id()
-                claim = schedules.update().where(s.id.in_(ids), *_claimable(now))
-                await conn.execute(claim.values(claimed_by=token, claim_until=now + lease))
-                mine = sa.select(schedules).where(s.id.in_(ids), s.claimed_by == token)
-                rows = [schedule_row(row) for row in await conn.execute(mine)]
-            order = {one: index for index, one in enumerate(ids)}
-            return Claimed(now, tuple(sorted(rows, key=lambda row: order[row.id])))
+            async with self.db.hot_write() as conn:
+                return await _claim(self.db, conn, limit, lease)
 
         return await self.db.retrying(once)
 
@@ -102,64 +71,120 @@ class SqlScheduleClaims:
         return await self.db.retrying(once)
 
     async def finish(self, firings: Sequence[FiringRow], releases: Sequence[Release]) -> int:
-        async def once() -> int:
-            async with self.db.write() as conn:
-                return await _finish(conn, firings, releases)
+        async def once() -> int | None:
+            try:
+                async with self.db.hot_write() as conn:
+                    return await _finish(conn, firings, releases, recorded=False)
+            except sa.exc.IntegrityError as exc:
+                if self.db.is_duplicate(exc):
+                    return None  # a lapsed claim recorded some of these slots already
+                raise
 
-        return await self.db.retrying(once)
+        async def leaving_recorded_out() -> int:
+            async with self.db.hot_write() as conn:
+                return await _finish(conn, firings, releases, recorded=True)
+
+        done = await self.db.retrying(once)
+        return await self.db.retrying(leaving_recorded_out) if done is None else done
+
+
+async def _claim(db: Database, conn: HotConnection, limit: int, lease: timedelta) -> Claimed:
+    """The free due schedules, locked (the reached ones earliest first, then the buffered
+    ones if the batch is not full), claimed by a new token until now + `lease`."""
+    active = ScheduleState.ACTIVE.value
+    found = await fetch(conn, "reached_schedules", {"active": active, "limit": limit})
+    if len(found) < limit:
+        more = {"active": active, "limit": limit - len(found)}
+        taken = {row.id for row in found}
+        found += [r for r in await fetch(conn, "buffered_schedules", more) if r.id not in taken]
+    if not found:
+        return Claimed(await db.now(conn), ())
+    now = found[0].now_at
+    token, until = new_id(), now + lease
+    ids = [{"id": row.id} for row in found]
+    claim: Write = Update(schedules, ids, static={"claimed_by": token, "claim_until": until})
+    await commit_with(conn, [claim])  # the rows are locked: every one matches
+    return Claimed(now, tuple(_claimed_row(row, token, until) for row in found))
+
+
+def _claimed_row(found: Any, token: str, until: datetime) -> ScheduleRow:
+    """A row of `reached_schedules` or `buffered_schedules` with its new claim."""
+    return ScheduleRow(
+        found.id, found.namespace_id, found.queue_id, found.revision, found.state, found.note,
+        found.template, found.spec, found.start_at, found.end_at, found.jitter_ms,
+        found.catchup_window_ms, found.overlap, found.next_fire_at, found.created_at,
+        found.updated_at, token, until, found.last_task_id, found.buffered_at,
+    )  # fmt: skip
 
 
 async def _finish(
-    conn: AsyncConnection, firings: Sequence[FiringRow], releases: Sequence[Release]
+    conn: HotConnection,
+    firings: Sequence[FiringRow],
+    releases: Sequence[Release],
+    recorded: bool,
 ) -> int:
-    """Lock the batch's schedules (in id order: two finishing processes never deadlock), so
-    none is deleted or changed before the commit; then the records of those that exist, the
-    releases whose claim and revision still hold, and the claims of the others dropped."""
+    """Lock the batch's schedules (the primary key in order: two finishing processes never
+    deadlock), so none is deleted or changed before the commit; then the records of those
+    that exist (with `recorded`, less the slots that have a record), the releases whose
+    claim and revision still hold, and the claims of the others dropped."""
     ids = sorted({one.schedule_id for one in firings} | {one.schedule_id for one in releases})
     if not ids:
         return 0
-    query = sa.select(s.id, s.claimed_by, s.revision).where(s.id.in_(ids)).with_for_update()
-    current = {row[0]: (row[1], row[2]) for row in await conn.execute(query)}
-    await insert_firings(conn, [one for one in firings if one.schedule_id in current])
+    locked = await fetch(conn, "claims_of_schedules", {"ids": ids})
+    current = {row.id: (row.claimed_by, row.revision) for row in locked}
+    new = _new_records([one for one in firings if one.schedule_id in current])
+    if recorded and new:
+        slots = [(one.schedule_id, one.kind, one.nominal_at) for one in new]
+        found = await fetch(conn, "recorded_slots", {"slots": slots})
+        known = {(row.schedule_id, row.kind, row.nominal_at) for row in found}
+        new = [one for one in new if (one.schedule_id, one.kind, one.nominal_at) not in known]
     mine = [one for one in releases if current.get(one.schedule_id, (None,))[0] == one.claimed_by]
     kept = [one for one in mine if current[one.schedule_id][1] == one.revision]
     changed = [one.schedule_id for one in mine if current[one.schedule_id][1] != one.revision]
-    await _release(conn, kept)
+    writes: list[Write] = [Insert(schedule_firings, [_record(one) for one in new])]
+    writes.append(Update(schedules, [_released(one) for one in kept]))
     if changed:  # changed meanwhile: the change decides the cursor; only the claim goes
-        drop = schedules.update().where(s.id.in_(changed))
-        await conn.execute(drop.values(claimed_by=None, claim_until=None))
+        drop = {"claimed_by": None, "claim_until": None}
+        writes.append(Update(schedules, [{"id": one} for one in changed], static=drop))
+    await commit_with(conn, writes)  # the rows are locked: every UPDATE matches
     return len(kept)
 
 
-_RELEASE = (
-    schedules.update()
-    .where(s.id == sa.bindparam("b_id"))
-    .values(
-        next_fire_at=sa.bindparam("b_next", type_=s.next_fire_at.type),
-        last_task_id=sa.bindparam("b_last", type_=s.last_task_id.type),
-        buffered_at=sa.bindparam("b_buffered", type_=s.buffered_at.type),
-        claim_until=sa.bindparam("b_hold", type_=s.claim_until.type),
-        claimed_by=None,
-    )
-)
+def _new_records(firings: Sequence[FiringRow]) -> list[FiringRow]:
+    """One record per slot (schedule, kind, nominal time): the first of each."""
+    seen: set[tuple[str, str, datetime]] = set()
+    kept = []
+    for one in firings:
+        slot = (one.schedule_id, one.kind, one.nominal_at)
+        if slot not in seen:
+            seen.add(slot)
+            kept.append(one)
+    return kept
 
 
-async def _release(conn: AsyncConnection, releases: Sequence[Release]) -> None:
-    """Every release of the batch as one prepared UPDATE run over the batch's parameters
-    (their claims and revisions checked under the lock)."""
-    if not releases:
-        return
-    params = [
-        {
-            "b_id": one.schedule_id,
-            "b_next": one.next_fire_at,
-            "b_last": one.last_task_id,
-            "b_buffered": one.buffered_at,
-            "b_hold": one.hold_until,
-        }
-        for one in releases
-    ]
-    await conn.execute(_RELEASE, params)
+def _record(one: FiringRow) -> dict[str, Any]:
+    return {
+        "id": one.id,
+        "schedule_id": one.schedule_id,
+        "nominal_at": one.nominal_at,
+        "fired_at": one.fired_at,
+        "kind": one.kind,
+        "outcome": one.outcome,
+        "task_id": one.task_id,
+        "deduplicated": one.deduplicated,
+        "slots": one.slots,
+    }
+
+
+def _released(one: Release) -> dict[str, Any]:
+    return {
+        "id": one.schedule_id,
+        "next_fire_at": one.next_fire_at,
+        "last_task_id": one.last_task_id,
+        "buffered_at": one.buffered_at,
+        "claim_until": one.hold_until,
+        "claimed_by": None,
+    }
 
 
 def conforms(db: Database) -> ScheduleClaims:

@@ -42,10 +42,12 @@ def _load(text: str) -> dict[str, str]:
     return {name: _FRAGMENT.sub(fill, body) for name, body in raw.items()}
 
 
-# queries.sql: the hot path; flow.sql: the lease path of flow-controlled queues
+# queries.sql: the hot path; flow.sql: the lease path of flow-controlled queues;
+# schedules.sql: the claims of due schedules
 QUERIES: dict[str, str] = _load(
     "\n".join(
-        (Path(__file__).parent / name).read_text("utf-8") for name in ("queries.sql", "flow.sql")
+        (Path(__file__).parent / name).read_text("utf-8")
+        for name in ("queries.sql", "flow.sql", "schedules.sql")
     )
 )
 

@@ -80,6 +80,7 @@ class Claims(Protocol):
 
 Handoff = Callable[[Sequence[Task], datetime], Claims]
 MAX_GROUP = 64
+MAX_BATCH = 1000  # submits of one group of `submit_all` (a batch that came together)
 # payload text per group: each payload is written twice (task, receipt), and one statement
 # must stay well below max_allowed_packet (16 MiB by default)
 MAX_GROUP_BYTES = 4 * 1024 * 1024
@@ -123,6 +124,16 @@ class SubmitGroups:
 
     async def submit(self, item: PendingSubmit) -> Receipt:
         return await self.commit(item)
+
+    async def submit_all(self, items: Sequence[PendingSubmit]) -> list[Receipt | BaseException]:
+        """Submits that come as one batch (a schedule runner's due slots) written as groups
+        of their own, one after the other: each a group transaction as above of up to
+        `MAX_BATCH` submits and `MAX_GROUP_BYTES` of payload, decided in order like the
+        submits of one group. The answers in order (a refusal or failure as its exception)."""
+        answers: list[Receipt | BaseException] = []
+        for chunk in _chunks(items):
+            answers += await self._run(chunk)
+        return answers
 
     async def _run(self, items: list[PendingSubmit]) -> Sequence[Receipt | BaseException]:
         try:
@@ -213,6 +224,23 @@ class SubmitGroups:
 
 def _size(item: PendingSubmit) -> int:
     return len(item.request.payload_text)
+
+
+def _chunks(items: Sequence[PendingSubmit]) -> list[list[PendingSubmit]]:
+    """`items` in order, cut at `MAX_BATCH` submits or `MAX_GROUP_BYTES` of payload."""
+    chunks: list[list[PendingSubmit]] = []
+    chunk: list[PendingSubmit] = []
+    weight = 0
+    for item in items:
+        size = _size(item)
+        if chunk and (len(chunk) >= MAX_BATCH or weight + size > MAX_GROUP_BYTES):
+            chunks.append(chunk)
+            chunk, weight = [], 0
+        chunk.append(item)
+        weight += size
+    if chunk:
+        chunks.append(chunk)
+    return chunks
 
 
 def _release(claims: Claims | None) -> None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Protocol
 
 from agentcall.orbit.domain.ids import new_id
@@ -31,6 +32,12 @@ from agentcall.orbit.domain.tokens import Permission, Principal
 from agentcall.orbit.store.receipts import Receipt
 
 Submit = Callable[[Principal, SubmitRequest, str, str], Awaitable[Receipt]]
+# several submits (principal, request, key, request ID) at once, answered in order, a refused
+# or failed one as its exception (`Submits.submit_all`)
+SubmitAll = Callable[
+    [Sequence[tuple[Principal, SubmitRequest, str, str]]],
+    Awaitable[list[Receipt | BaseException]],
+]
 
 _OUTCOME = {
     FiringKind.SCHEDULED: FiringOutcome.FIRED,
@@ -77,7 +84,13 @@ def schedule_principal(schedule: ScheduleRow) -> Principal:
 
 def template_request(schedule: ScheduleRow) -> SubmitRequest:
     """The submit every firing of the schedule makes (its template, checked when written)."""
-    return parse_submit(read_json(schedule.template_text.encode()))
+    return _template(schedule.template_text)
+
+
+@lru_cache(maxsize=4096)
+def _template(text: str) -> SubmitRequest:
+    """Parsed once per template text (requests are immutable, so the slots share one)."""
+    return parse_submit(read_json(text.encode()))
 
 
 def trigger_key(schedule_id: str, request_key: str) -> str:
@@ -109,6 +122,11 @@ async def submit_slot(submit: Submit, slot: Slot, request_id: str) -> Submitted:
     receipt = await submit(
         schedule_principal(schedule), template_request(schedule), slot_key(slot), request_id
     )
+    return submitted_of(slot, receipt)
+
+
+def submitted_of(slot: Slot, receipt: Receipt) -> Submitted:
+    """What the submit of the slot's task answered."""
     task = json.loads(receipt.task_text)
     nominal_at = slot.nominal_at
     if slot.kind is FiringKind.TRIGGER:

@@ -8,10 +8,12 @@ IDEMPOTENCY_CONFLICT). Validation failures roll everything back and store nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from agentcall.orbit.domain.audit import current_source
+from agentcall.orbit.domain.canonical import Digest
+from agentcall.orbit.domain.errors import OrbitError
 from agentcall.orbit.domain.idempotency import Scope
 from agentcall.orbit.domain.submit import OPERATION as SUBMIT
 from agentcall.orbit.domain.submit import SubmitRequest, submit_digest
@@ -65,9 +67,47 @@ class Submits:
         item = PendingSubmit(principal, request, scope, digest, request_id, source)
         if self.groups is not None:  # the group tells `on_accepted` right after its commit
             return await self.groups.submit(item)
+        return await self._alone_told(item)
+
+    async def submit_all(
+        self, submits: Sequence[tuple[Principal, SubmitRequest, str, str]]
+    ) -> list[Receipt | BaseException]:
+        """Several submits (principal, request, key, request ID) that come together (a
+        schedule runner's due slots), each checked and answered as `submit` would, written
+        together (`SubmitGroups.submit_all`); a refused or failed one as its exception."""
+        items: list[PendingSubmit] = []
+        answers: list[Receipt | BaseException | None] = []
+        source = current_source()
+        digests: dict[int, Digest] = {}  # by request: the slots of a schedule share theirs
+        for principal, request, key, request_id in submits:
+            try:
+                principal.require(Permission.SUBMIT)
+                principal.require_queue(request.queue_id)
+            except OrbitError as exc:
+                answers.append(exc)
+                continue
+            scope = Scope(principal.namespace_id, SUBMIT, "", key)
+            digest = digests.get(id(request))
+            if digest is None:
+                digest = digests[id(request)] = submit_digest(request)
+            items.append(PendingSubmit(principal, request, scope, digest, request_id, source))
+            answers.append(None)
+        if self.groups is not None:
+            written = await self.groups.submit_all(items)
+        else:  # each its own transaction, in order
+            written = []
+            for item in items:
+                try:
+                    written.append(await self._alone_told(item))
+                except Exception as exc:  # noqa: BLE001 - answered as the item's outcome
+                    written.append(exc)
+        done = iter(written)
+        return [next(done) if answer is None else answer for answer in answers]
+
+    async def _alone_told(self, item: PendingSubmit) -> Receipt:
         receipt = await self._alone(item)
         if receipt.status == 201 and not receipt.leased:
-            self.on_accepted(request.queue_id)
+            self.on_accepted(item.request.queue_id)
         return receipt
 
 

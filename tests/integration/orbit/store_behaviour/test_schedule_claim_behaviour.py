@@ -1,8 +1,9 @@
-"""Claims of due schedules on SQLite, MariaDB and the in-memory twin: a conditional UPDATE
-takes the active, due, free schedules (earliest first, up to a limit) and no other claimer
-gets them while the lease lasts; `finish` records the firings once and releases only its
-own claim at the revision claimed; an expired lease lets another claimer in and the late
-release writes nothing; the earliest due time counts holds and leases."""
+"""Claims of due schedules on SQLite, MariaDB and the in-memory twin: a claim takes the
+active, due, free schedules (earliest first, up to a limit) and no other claimer gets them
+while the lease lasts, nor do claimers at once; `finish` records each slot
+once (a slot a lapsed claim recorded keeps that record) and releases only its own claim at
+the revision claimed; an expired lease lets another claimer in and the late release writes
+nothing; the earliest due time counts holds and leases."""
 
 from __future__ import annotations
 
@@ -178,6 +179,21 @@ async def test_an_expired_lease_lets_another_claimer_in(tenant: Tenant) -> None:
     assert await tenant.claims.finish([], [release(taken, now + S)]) == 1
     stored = await tenant.store.get(row.id)
     assert stored is not None and stored.next_fire_at == now + S
+
+
+async def test_a_slot_recorded_by_a_lapsed_claim_keeps_that_record(tenant: Tenant) -> None:
+    now = await tenant.store.now()
+    row = await tenant.create(now - S)
+    (lapsed,) = await tenant.claim(lease=timedelta(0))
+    (taken,) = await tenant.claim()
+    first = firing(row.id, now - S)
+    assert await tenant.claims.finish([first], [release(lapsed, now + 50 * S)]) == 0
+    again, following = firing(row.id, now - S), firing(row.id, now)
+    assert await tenant.claims.finish([again, following], [release(taken, now + S)]) == 1
+    recorded = await tenant.store.list_firings(row.id, 10)
+    assert sorted(f.id for f in recorded) == sorted([first.id, following.id])
+    stored = await tenant.store.get(row.id)
+    assert stored is not None and (stored.next_fire_at, stored.claimed_by) == (now + S, None)
 
 
 async def test_firings_of_a_deleted_schedule_are_dropped(tenant: Tenant) -> None:
