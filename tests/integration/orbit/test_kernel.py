@@ -23,8 +23,15 @@ from agentcall.orbit.domain.submit import parse_submit, plan_times
 from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.execution.acks import Peer
 from agentcall.orbit.execution.batch import Batcher, Handler, Kind
-from agentcall.orbit.execution.kernel import LEASE, Kernel, KernelSettings, LeaseAsk
-from agentcall.orbit.protocol.messages import WorkerIdentity
+from agentcall.orbit.execution.kernel import (
+    FINISH,
+    LEASE,
+    START,
+    Kernel,
+    KernelSettings,
+    LeaseAsk,
+)
+from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome, WorkerIdentity
 from agentcall.orbit.store import execution as store
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.connector import HotConnection
@@ -203,7 +210,7 @@ async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Databas
 
 
 async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Database) -> None:
-    """A batch holding lease asks only runs `Kernel.lease_clocked` on MySQL/MariaDB (no clock
+    """A batch holding lease asks only runs `Kernel.hot_lease` on MySQL/MariaDB (no clock
     read of its own; a round that finds nothing writes nothing); a batch with other steps,
     and every batch on SQLite, reads the clock first and runs `lease_many`."""
     made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
@@ -221,9 +228,12 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
     kernel = Kernel(KernelSettings())
     calls: list[str] = []
 
-    async def clocked(conn: HotConnection, items: list[Any]) -> list[Any]:
+    async def clocked(
+        conn: HotConnection, now: datetime | None, items: list[Any], last: bool
+    ) -> tuple[datetime | None, list[Any]]:
         calls.append("clocked")
-        return await kernel.lease_clocked(conn, items)
+        assert now is None and last  # the batch's only kind
+        return await kernel.hot_lease(conn, now, items, last)
 
     async def many(conn: AsyncConnection, now: datetime, items: list[Any]) -> list[Any]:
         calls.append("many")
@@ -256,3 +266,75 @@ async def test_a_lease_round_on_its_own_reads_the_clock_with_its_rows(db: Databa
             )
         ).one()
     assert (state.state, state.revision) == (TaskState.LEASED.value, 2)
+
+
+async def test_starts_and_results_of_one_batch_share_one_hot_transaction(db: Database) -> None:
+    """On MySQL/MariaDB a batch of starts and results (no other step) runs on one `hot_write`
+    session: the first kind's locking read reads the clock, the next kind gets that clock,
+    and only the last one's writes may carry the COMMIT; every message is answered as on its
+    own. SQLite (and any batch with a step) runs `start_many` / `finish_many` after a clock
+    read."""
+    made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
+    body = {
+        "queue_id": made.queue_id,
+        "handler": "demo.work",
+        "handler_version": "v1",
+        "payload_version": "v1",
+        "payload": {},
+    }
+    request = parse_submit(read_json(json.dumps(body).encode()))
+    async with db.write() as conn:
+        now = await db.now(conn)
+        rows = [
+            task_row(new_task(new_id(), made.namespace_id, request, plan_times(request, now), now))
+            for _ in range(2)
+        ]
+        await conn.execute(tasks.insert(), rows)
+    worker = WorkerIdentity("w", "i" * 32, None, None, None)
+    peer = Peer(new_id(), "t", made.namespace_id, frozenset({made.queue_id}), worker)
+    kernel = Kernel(KernelSettings())
+    calls: list[tuple[str, bool, bool]] = []  # (kind, clock given, last)
+
+    def watched(name: str, hot: Any) -> Any:
+        async def run(
+            conn: HotConnection, now: datetime | None, items: list[Any], last: bool
+        ) -> tuple[datetime | None, list[Any]]:
+            calls.append((name, now is not None, last))
+            return await hot(conn, now, items, last)
+
+        return run
+
+    batcher = Batcher(
+        db,
+        lanes=1,
+        handlers=[
+            Handler(LEASE, kernel.lease_many, kernel.hot_lease),
+            Handler(START, kernel.start_many, watched("start", kernel.hot_start)),
+            Handler(FINISH, kernel.finish_many, watched("finish", kernel.hot_finish)),
+        ],
+    )
+    try:
+        ask = LeaseAsk(peer, frozenset({HandlerKey("demo.work", "v1")}), made.queue_id, 2)
+        first, second = await batcher.submit(LEASE, ask)
+        refs = [AttemptRef(g.attempt_id, g.lease_token) for g in (first, second)]
+        assert (await batcher.submit(START, (peer, refs[1]))).ok
+        calls.clear()
+        result = Result("m1", refs[1], ResultOutcome.SUCCEEDED, '{"ok":true}', None, ())
+        started, finished = await asyncio.gather(
+            batcher.submit(START, (peer, refs[0])), batcher.submit(FINISH, (peer, result))
+        )
+    finally:
+        await batcher.stop()
+    assert started.ok and started.fields["task_state"] == "RUNNING"
+    assert finished.ok and finished.fields["task_state"] == "SUCCEEDED"
+    if db.dialect is Dialect.MYSQL:
+        assert calls == [("start", False, False), ("finish", True, True)]
+    else:
+        assert calls == []
+    async with db.read() as conn:
+        states = {
+            r.id: (r.state, r.revision)
+            for r in await conn.execute(sa.select(tasks.c.id, tasks.c.state, tasks.c.revision))
+        }
+    assert states[first.task.id] == (TaskState.RUNNING.value, 3)
+    assert states[second.task.id] == (TaskState.SUCCEEDED.value, 4)

@@ -306,6 +306,16 @@ async def test_the_clocked_read_needs_no_clock_when_nothing_matches() -> None:
     assert clock is not None and clock > begun and [f.task.id for f in found] == [task.id]
 
 
+async def test_the_clocked_attempt_read_needs_no_clock_when_none_exists() -> None:
+    store = MemoryStore(ManualClock(T0))
+    _, _, live = await _leased(store)
+    async with store.transaction() as (tx, _):
+        assert await tx.clocked_load_attempts(["f" * 32]) == (None, {})
+    async with store.transaction() as (tx, begun):
+        clock, found = await tx.clocked_load_attempts([live.id, "f" * 32])
+    assert clock is not None and clock > begun and list(found) == [live.id]
+
+
 async def test_the_lease_count_numbers_the_next_attempt() -> None:
     store = MemoryStore(ManualClock(T0))
     _, task, live = await _leased(store)

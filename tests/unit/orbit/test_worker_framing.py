@@ -88,3 +88,16 @@ async def test_a_message_sent_without_linger_is_written_before_the_turn_goes_on(
     await urgent
     await asyncio.gather(writer("1"), writer("2", linger=False))  # joins the gathering frame
     assert frames[1:] == ["[1,2]"]
+
+
+async def test_several_messages_at_once_join_the_turn_s_frame_in_their_order() -> None:
+    frames: list[str] = []
+
+    async def send(frame: str) -> None:
+        frames.append(frame)
+
+    writer = FrameWriter(send)
+    await asyncio.gather(writer("1"), writer.many(["2", "3"]), writer("4"))
+    await writer.many(["5", "6"])
+    await writer.many([])  # nothing to send: no frame
+    assert frames == ["[1,2,3,4]", "[5,6]"]

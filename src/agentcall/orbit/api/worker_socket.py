@@ -129,6 +129,15 @@ class _Session:
         async with self._send_lock:
             await self.websocket.send_text(dumps(message))
 
+    async def send_many(self, messages: list[dict[str, JsonValue]]) -> None:
+        """Several messages in order; with batch framing in as few frames as they fit."""
+        if self.batching:
+            await self._frames.many([dumps(message) for message in messages])
+            return
+        async with self._send_lock:
+            for message in messages:
+                await self.websocket.send_text(dumps(message))
+
     async def run(self) -> None:
         hello = await self._hello()
         peer = Peer(
@@ -146,6 +155,7 @@ class _Session:
             hello.capacity,
             self.send,
             urgent=partial(self.send, linger=False),
+            send_many=self.send_many,
         )
         self.link = link
         held = {str(s["attempt_id"]) for s in statuses if s["status"] != "lost"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from agentcall.orbit.domain.jsonvalue import JsonValue, RawJson
 from agentcall.orbit.domain.task import Task
@@ -46,19 +47,19 @@ class Grant:
             "recovery_safety": task.recovery_safety.value,
             "attempt_count": task.attempt_count,
             "max_attempts": task.retry.max_attempts,
-            "deadline_at": format_time(task.deadline_at),
+            "deadline_at": time_text(task.deadline_at),
         }
         if task.business_key is not None:
             body["business_key"] = task.business_key
         if task.start_deadline_at is not None:
-            body["start_deadline_at"] = format_time(task.start_deadline_at)
+            body["start_deadline_at"] = time_text(task.start_deadline_at)
         attempt: dict[str, JsonValue] = {
             "id": self.attempt_id,
             "number": self.number,
             "lease_token": self.lease_token,
-            "leased_at": format_time(self.leased_at),
-            "lease_expires_at": format_time(self.lease_expires_at),
-            "attempt_deadline_at": format_time(self.attempt_deadline_at),
+            "leased_at": time_text(self.leased_at),
+            "lease_expires_at": time_text(self.lease_expires_at),
+            "attempt_deadline_at": time_text(self.attempt_deadline_at),
         }
         if task.trace_parent is not None:  # stored only while tracing is on
             self._trace(attempt)
@@ -69,6 +70,13 @@ class Grant:
         sent = spans.leased(self.task.trace_parent, self.task.id, self.attempt_id, self.number)
         if sent is not None:
             attempt["traceparent"] = sent
+
+
+@lru_cache(maxsize=1024)
+def time_text(value: datetime) -> str:
+    """`format_time`, remembered: the leases and acks of one batch share most of their times
+    (its clock, the lease expiry, the deadlines of tasks submitted together)."""
+    return format_time(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,12 @@
 """`started` and `result` for many attempts at once: one locking read, one UPDATE of the
 attempts, one of the tasks and one multi-row INSERT of events per batch, whatever its size.
 Each message is still fenced, decided (pure domain) and answered on its own; the checks of all
-messages precede every write of the batch."""
+messages precede every write of the batch.
+
+`now` is the batch's database time, or None when the transaction has not read the clock yet:
+the locking read then reads it too (`clocked_load_attempts`). `commit`: the writes end the
+transaction and may carry its COMMIT (`AttemptTransaction.write_starts`); the rows they change
+were read with a lock by this transaction."""
 
 from __future__ import annotations
 
@@ -25,7 +30,6 @@ from agentcall.orbit.domain.jsonvalue import JsonValue
 from agentcall.orbit.domain.lease_tokens import token_is_current
 from agentcall.orbit.domain.leasing import extend_lease, start_refusal
 from agentcall.orbit.domain.states import TaskState
-from agentcall.orbit.domain.times import format_time
 from agentcall.orbit.domain.transitions import EndFacts, EndWrite, LiveAttempt, StartWrite
 from agentcall.orbit.domain.worker_errors import (
     AttemptNotFound,
@@ -34,7 +38,7 @@ from agentcall.orbit.domain.worker_errors import (
     ProtocolError,
     ResultConflict,
 )
-from agentcall.orbit.execution.acks import Ack, Peer
+from agentcall.orbit.execution.acks import Ack, Peer, time_text
 from agentcall.orbit.protocol.messages import AttemptRef, Result, ResultOutcome
 from agentcall.orbit.store.ports import AttemptTransaction
 
@@ -60,21 +64,34 @@ def fence(live: LiveAttempt | None, peer: Peer, ref: AttemptRef) -> LiveAttempt:
     return live
 
 
+async def locked(
+    tx: AttemptTransaction, now: datetime | None, attempt_ids: list[str]
+) -> tuple[datetime | None, dict[str, LiveAttempt]]:
+    """The attempts locked, and the clock: `now`, or read with them when None (still None
+    when none of them exists)."""
+    if now is None:
+        return await tx.clocked_load_attempts(attempt_ids)
+    return now, await tx.load_attempts(attempt_ids)
+
+
 async def start_many(
     tx: AttemptTransaction,
-    now: datetime,
+    now: datetime | None,
     lease_ttl_ms: int,
     items: Sequence[Started],
     refuse: Refuse,
-) -> list[Ack]:
+    *,
+    commit: bool = False,
+) -> tuple[datetime | None, list[Ack]]:
     """LEASED → RUNNING for every acceptable `started`; `refuse(tx, now, live, code)` ends an
-    attempt whose start came too late (the start fence)."""
-    lives = await tx.load_attempts([ref.attempt_id for _, ref in items])
+    attempt whose start came too late (the start fence). Returns the clock with the acks."""
+    now, lives = await locked(tx, now, [ref.attempt_id for _, ref in items])
     acks: list[Ack | None] = [None] * len(items)
     go: dict[str, tuple[int, StartWrite]] = {}
     for index, (peer, ref) in enumerate(items):
         try:
             live = fence(lives.get(ref.attempt_id), peer, ref)
+            assert now is not None  # an attempt was found: the clock was read with it
             if live.state is AttemptState.RUNNING or live.id in go:
                 acks[index] = Ack(True, {"attempt_id": live.id, "duplicate": True})
             elif live.state is not AttemptState.LEASED:
@@ -89,7 +106,8 @@ async def start_many(
         except ProtocolError as exc:
             acks[index] = Ack.refused(exc, ref.attempt_id)
     if go:
-        await tx.write_starts(now, [start for _, start in go.values()])
+        assert now is not None
+        await tx.write_starts(now, [start for _, start in go.values()], commit=commit)
     for index, start in go.values():
         acks[index] = Ack(
             True,
@@ -98,10 +116,10 @@ async def start_many(
                 "task_state": "RUNNING",
                 "task_revision": str(start.live.task_revision + 1),
                 "duplicate": False,
-                "lease_expires_at": format_time(start.lease_expires_at),
+                "lease_expires_at": time_text(start.lease_expires_at),
             },
         )
-    return [ack if ack is not None else Ack(False, code="UNAVAILABLE") for ack in acks]
+    return now, [ack if ack is not None else Ack(False, code="UNAVAILABLE") for ack in acks]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,16 +131,21 @@ class _End:
 
 async def finish_many(
     tx: AttemptTransaction,
-    now: datetime,
+    now: datetime | None,
     backoff: Backoff,
     items: Sequence[Finished],
-) -> list[Ack]:
-    lives = await tx.load_attempts([msg.ref.attempt_id for _, msg in items])
+    *,
+    commit: bool = False,
+) -> tuple[datetime | None, list[Ack]]:
+    """Each acceptable `result` ends its attempt as `decide_end` says, with its evidence.
+    Returns the clock with the acks."""
+    now, lives = await locked(tx, now, [msg.ref.attempt_id for _, msg in items])
     acks: list[Ack | None] = [None] * len(items)
     ends: dict[str, _End] = {}
     for index, (peer, msg) in enumerate(items):
         try:
             live = fence(lives.get(msg.ref.attempt_id), peer, msg.ref)
+            assert now is not None  # an attempt was found: the clock was read with it
             digest = result_digest(msg)
             if live.id in ends:
                 acks[index] = Ack(True, {"attempt_id": live.id, "duplicate": True}, ended=live.id)
@@ -138,11 +161,16 @@ async def finish_many(
         except ProtocolError as exc:
             acks[index] = Ack.refused(exc, msg.ref.attempt_id)
     if ends:
-        await tx.write_ends(now, [e.end for e in ends.values()])
+        assert now is not None
+        # evidence is inserted after the ends: then the COMMIT cannot go with them
+        last = commit and not any(e.evidence for e in ends.values())
+        await tx.write_ends(now, [e.end for e in ends.values()], commit=last)
     for e in ends.values():
-        await tx.insert_evidence(e.end.live, e.evidence, now)
+        if e.evidence:
+            assert now is not None
+            await tx.insert_evidence(e.end.live, e.evidence, now)
         acks[e.index] = ended_ack(e.end.live, e.end.outcome.task_state)
-    return [ack if ack is not None else Ack(False, code="UNAVAILABLE") for ack in acks]
+    return now, [ack if ack is not None else Ack(False, code="UNAVAILABLE") for ack in acks]
 
 
 def _decide(live: LiveAttempt, msg: Result, now: datetime, backoff: Backoff) -> Outcome:

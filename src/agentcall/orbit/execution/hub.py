@@ -248,7 +248,9 @@ class Hub:
             self.on_empty()
         if len(grants) == 1:  # a lone lease (an idle worker) leaves at once
             await quietly((link.urgent or link.send)(grants[0].message()))
-        elif grants:  # sent together: with batch framing they share one frame
+        elif grants and link.send_many is not None:  # with batch framing: one frame
+            await quietly(link.send_many([grant.message() for grant in grants]))
+        elif grants:
             await asyncio.gather(*(quietly(link.send(grant.message())) for grant in grants))
         if grants and not link.open:  # closed while leasing: shorten these leases too
             await self.batcher.run(partial(self._disconnect, link.peer.connection_id))

@@ -83,7 +83,7 @@ class Kernel:
     ) -> list[list[Grant]]:
         """One locking read per (queue, handler set) for all the connections asking in this
         batch, rows dealt round-robin among them; then one UPDATE and two INSERTs in all."""
-        return await self._lease(self.bind(conn), now, asks)
+        return (await self._lease(self.bind(conn), now, asks))[1]
 
     async def lease_clocked(
         self, conn: HotConnection, asks: Sequence[LeaseAsk]
@@ -93,17 +93,42 @@ class Kernel:
         `hot_write` session: two round trips less for the lease round that a submit or
         another process's hint starts on an idle connection); a round that finds nothing
         needs no clock and writes nothing."""
-        return await self._lease(self.bind(conn), None, asks)
+        return (await self._lease(self.bind(conn), None, asks, commit=True))[1]
+
+    # The batcher's `Handler.clocked` of each kind (`agentcall.orbit.execution.batch`): the
+    # items of one kind in a `hot_write` transaction whose clock is `now`, or not read yet
+    # (None: the first locking read that finds rows reads it); `last`: these writes end the
+    # transaction and carry its COMMIT. They return the clock with the outcomes.
+    async def hot_lease(
+        self, conn: HotConnection, now: datetime | None, asks: list[LeaseAsk], last: bool
+    ) -> tuple[datetime | None, list[list[Grant]]]:
+        return await self._lease(self.bind(conn), now, asks, commit=last)
+
+    async def hot_start(
+        self, conn: HotConnection, now: datetime | None, items: list[Started], last: bool
+    ) -> tuple[datetime | None, list[Ack]]:
+        ttl = self.settings.lease_ttl_ms
+        tx = self.bind(conn)
+        return await start_many(tx, now, ttl, items, self._refuse_start, commit=last)
+
+    async def hot_finish(
+        self, conn: HotConnection, now: datetime | None, items: list[Finished], last: bool
+    ) -> tuple[datetime | None, list[Ack]]:
+        return await finish_many(self.bind(conn), now, self.settings.backoff, items, commit=last)
 
     async def _lease(
-        self, tx: AttemptTransaction, now: datetime | None, asks: Sequence[LeaseAsk]
-    ) -> list[list[Grant]]:
+        self,
+        tx: AttemptTransaction,
+        now: datetime | None,
+        asks: Sequence[LeaseAsk],
+        *,
+        commit: bool = False,
+    ) -> tuple[datetime | None, list[list[Grant]]]:
         grants: list[list[Grant]] = [[] for _ in asks]
         groups: dict[tuple[str, frozenset[HandlerKey]], list[int]] = {}
         for index, ask in enumerate(asks):
             groups.setdefault((ask.queue_id, ask.handlers), []).append(index)
         taken: set[str] = set()  # overlapping handler sets must not lease a row twice
-        clocked = now is None
         conn = getattr(tx, "conn", None) if self.flow is not None else None
         if self.flow is not None and conn is not None:
             await self.flow.refresh(conn)
@@ -121,8 +146,8 @@ class Kernel:
                 if not await tx.withdraw_offer(ask.offer_id):
                     grants[index].clear()  # claimed by another process: the slot is gone
         if now is not None:
-            await self._write_leases(tx, now, asks, grants, commit=clocked)
-        return grants
+            await self._write_leases(tx, now, asks, grants, commit=commit)
+        return now, grants
 
     async def _candidates(
         self,
@@ -173,7 +198,7 @@ class Kernel:
         self, conn: HotConnection, now: datetime, items: Sequence[Started]
     ) -> list[Ack]:
         ttl = self.settings.lease_ttl_ms
-        return await start_many(self.bind(conn), now, ttl, items, self._refuse_start)
+        return (await start_many(self.bind(conn), now, ttl, items, self._refuse_start))[1]
 
     async def _refuse_start(
         self, tx: AttemptTransaction, now: datetime, live: LiveAttempt, code: TaskErrorCode
@@ -188,7 +213,7 @@ class Kernel:
     async def finish_many(
         self, conn: HotConnection, now: datetime, items: Sequence[Finished]
     ) -> list[Ack]:
-        return await finish_many(self.bind(conn), now, self.settings.backoff, items)
+        return (await finish_many(self.bind(conn), now, self.settings.backoff, items))[1]
 
     async def release(self, conn: HotConnection, now: datetime, peer: Peer, msg: Release) -> Ack:
         tx = self.bind(conn)
@@ -227,9 +252,9 @@ class Kernel:
 def handlers(kernel: Kernel) -> list[Handler[Any, Any]]:
     """The batcher's handlers of the kernel's batched kinds (`LEASE`, `START`, `FINISH`)."""
     return [
-        Handler(LEASE, kernel.lease_many, kernel.lease_clocked),
-        Handler(START, kernel.start_many),
-        Handler(FINISH, kernel.finish_many),
+        Handler(LEASE, kernel.lease_many, kernel.hot_lease),
+        Handler(START, kernel.start_many, kernel.hot_start),
+        Handler(FINISH, kernel.finish_many, kernel.hot_finish),
     ]
 
 

@@ -15,6 +15,7 @@ from agentcall.orbit.domain.leasing import HandlerKey, free_slots
 from agentcall.orbit.execution.acks import Grant, Peer
 
 Send = Callable[[dict[str, JsonValue]], Awaitable[None]]
+SendMany = Callable[[list[dict[str, JsonValue]]], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -41,6 +42,7 @@ class Link:
     capacity: int
     send: Send
     urgent: Send | None = None  # `send` without waiting for the rest of the loop turn
+    send_many: SendMany | None = None  # `send` of several messages at once, in order
     in_flight: set[str] = field(default_factory=set)
     rotation: int = 0
     open: bool = True

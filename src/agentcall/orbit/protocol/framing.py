@@ -43,7 +43,8 @@ class FrameWriter:
     writing it raised). The first message of a turn waits one loop iteration so that the other
     messages of the same turn join its frame; `linger=False` skips that wait for a message that
     must not wait behind the rest of the turn (an eager lease: the submit's HTTP answer would
-    be written first), still joining a frame already gathering."""
+    be written first), still joining a frame already gathering. `writer.many(texts)` is the
+    same for several messages at once (the leases of one dispatch round), in their order."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
@@ -52,8 +53,14 @@ class FrameWriter:
         self._lock = asyncio.Lock()
 
     async def __call__(self, text: str, *, linger: bool = True) -> None:
-        self._texts.append(text)
-        if len(self._texts) > 1:
+        await self.many([text], linger=linger)
+
+    async def many(self, texts: list[str], *, linger: bool = True) -> None:
+        if not texts:
+            return
+        gathering = bool(self._texts)
+        self._texts.extend(texts)
+        if gathering:
             assert self._written is not None
             await asyncio.shield(self._written)
             return
@@ -62,8 +69,8 @@ class FrameWriter:
             if linger:
                 await asyncio.sleep(0)
             async with self._lock:
-                texts, self._texts = self._texts, []
-                for frame in frame_chunks(texts):
+                taken, self._texts = self._texts, []
+                for frame in frame_chunks(taken):
                     await self._send(frame)
         except asyncio.CancelledError:
             self._fail(written, ConnectionError("frame not written: its writer was cancelled"))

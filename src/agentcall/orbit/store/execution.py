@@ -68,6 +68,21 @@ async def load_attempts(conn: HotConnection, attempt_ids: Sequence[str]) -> dict
     return {row.id: _live(row) for row in rows}
 
 
+async def clocked_load_attempts(
+    conn: HotConnection, attempt_ids: Sequence[str]
+) -> tuple[datetime | None, dict[str, LiveAttempt]]:
+    """`load_attempts` at the database clock read by the same statement: (that clock, the
+    attempts), or (None, {}) when none of them exists."""
+    if not attempt_ids:
+        return None, {}
+    rows = await fetch(conn, "clocked_live_attempts", {"ids": list(attempt_ids)})
+    if not rows:
+        return None, {}
+    now = rows[0].now_at
+    assert isinstance(now, datetime)
+    return now, {row.id: _live(row) for row in rows}
+
+
 async def expired_attempts(conn: HotConnection, now: datetime, limit: int) -> list[LiveAttempt]:
     """Live attempts whose lease ran out (the lease never outlives the attempt deadline)."""
     rows = await fetch(conn, "expired_attempts", {"live": LIVE, "now": now, "limit": limit})

@@ -42,8 +42,9 @@ _LIVE = (AttemptState.LEASED.value, AttemptState.RUNNING.value)
 
 class MemoryTransaction:
     """One write transaction of the twin on `state` (its working copy). `clock` is the
-    twin's clock, read by `clocked_lease_candidates` as the SQL statement reads the
-    database's."""
+    twin's clock, read by `clocked_lease_candidates` and `clocked_load_attempts` as their SQL
+    statements read the database's. The `commit` of a write changes nothing here: the twin
+    commits when the transaction ends."""
 
     def __init__(self, state: MemoryState, clock: Callable[[], datetime]) -> None:
         self.state = state
@@ -68,7 +69,6 @@ class MemoryTransaction:
     async def write_leases(
         self, now: datetime, leases: Sequence[LeaseWrite], *, commit: bool = False
     ) -> None:
-        """`commit` changes nothing here: the twin commits when the transaction ends."""
         for lease in leases:
             task = lease.task
             values: Row = {
@@ -93,7 +93,15 @@ class MemoryTransaction:
                 found[attempt_id] = self._live(row)
         return found
 
-    async def write_starts(self, now: datetime, starts: Sequence[StartWrite]) -> None:
+    async def clocked_load_attempts(
+        self, attempt_ids: Sequence[str]
+    ) -> tuple[datetime | None, dict[str, LiveAttempt]]:
+        found = await self.load_attempts(attempt_ids)
+        return (self.clock(), found) if found else (None, {})
+
+    async def write_starts(
+        self, now: datetime, starts: Sequence[StartWrite], *, commit: bool = False
+    ) -> None:
         for start in starts:
             live = start.live
             task = self.state.tasks[live.task_id]
@@ -116,7 +124,9 @@ class MemoryTransaction:
             self.state.move_task(live.task_id, TaskState.LEASED, live.task_revision, values)
             self.state.add_event(start_event_row(start, now, new_id()))
 
-    async def write_ends(self, now: datetime, ends: Sequence[EndWrite]) -> None:
+    async def write_ends(
+        self, now: datetime, ends: Sequence[EndWrite], *, commit: bool = False
+    ) -> None:
         for end in ends:
             check_transition(end.live.task_state, end.outcome.task_state)
         for end in ends:

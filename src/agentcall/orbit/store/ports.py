@@ -165,6 +165,13 @@ class AttemptTransaction(Protocol):
         ids are left out (the caller answers ATTEMPT_NOT_FOUND)."""
         ...
 
+    async def clocked_load_attempts(
+        self, attempt_ids: Sequence[str]
+    ) -> tuple[datetime | None, dict[str, LiveAttempt]]:
+        """`load_attempts` at the database clock read by the same statement: (that clock, the
+        attempts), or (None, {}) when none of them exists (no clock read is needed then)."""
+        ...
+
     async def write_leases(
         self, now: datetime, leases: Sequence[LeaseWrite], *, commit: bool = False
     ) -> None:
@@ -174,19 +181,25 @@ class AttemptTransaction(Protocol):
         writes where the store can send both at once (MySQL/MariaDB `hot_write`)."""
         ...
 
-    async def write_starts(self, now: datetime, starts: Sequence[StartWrite]) -> None:
+    async def write_starts(
+        self, now: datetime, starts: Sequence[StartWrite], *, commit: bool = False
+    ) -> None:
         """Each attempt LEASED → RUNNING (started and last heartbeat at `now`), each task
         LEASED → RUNNING (revision + 1, attempt count + 1) and a STARTED event. Raises
-        `ConcurrentChange` if a row is no longer LEASED."""
+        `ConcurrentChange` if a row is no longer LEASED. The rows must have been read with a
+        lock in this transaction (`load_attempts`); `commit` as for `write_leases`."""
         ...
 
-    async def write_ends(self, now: datetime, ends: Sequence[EndWrite]) -> None:
+    async def write_ends(
+        self, now: datetime, ends: Sequence[EndWrite], *, commit: bool = False
+    ) -> None:
         """Each attempt from its state as read to `outcome.attempt_state` (ended at `now`,
         reason, digest, error, the task state and revision it left), each task from its state
         as read to `outcome.task_state` (revision + 1, no current attempt; result, error,
         availability and completion as the outcome says) and one event each. Raises
         `ConcurrentChange` if an attempt or task left the state it was read in, and
-        `IllegalTransition` (domain) for a move the task state machine forbids."""
+        `IllegalTransition` (domain) for a move the task state machine forbids. `commit` as
+        for `write_leases`, for rows this transaction read with a lock."""
         ...
 
     async def heartbeat_rows(self, attempt_ids: Sequence[str]) -> list[HeartbeatRow]:

@@ -67,6 +67,11 @@ class SqlAttempts:
     async def load_attempts(self, attempt_ids: Sequence[str]) -> dict[str, LiveAttempt]:
         return await execution.load_attempts(self.conn, attempt_ids)
 
+    async def clocked_load_attempts(
+        self, attempt_ids: Sequence[str]
+    ) -> tuple[datetime | None, dict[str, LiveAttempt]]:
+        return await execution.clocked_load_attempts(self.conn, attempt_ids)
+
     async def heartbeat_rows(self, attempt_ids: Sequence[str]) -> list[HeartbeatRow]:
         return [
             HeartbeatRow(
@@ -102,18 +107,20 @@ class SqlAttempts:
     async def write_leases(
         self, now: datetime, leases: Sequence[LeaseWrite], *, commit: bool = False
     ) -> None:
-        if not leases:
-            return
-        writes = lease_writes(now, leases)
-        await (commit_with(self.conn, writes) if commit else write_all(self.conn, writes))
+        if leases:
+            await _written(self.conn, lease_writes(now, leases), commit)
 
-    async def write_starts(self, now: datetime, starts: Sequence[StartWrite]) -> None:
+    async def write_starts(
+        self, now: datetime, starts: Sequence[StartWrite], *, commit: bool = False
+    ) -> None:
         if starts:
-            await write_all(self.conn, start_writes(now, starts))
+            await _written(self.conn, start_writes(now, starts), commit)
 
-    async def write_ends(self, now: datetime, ends: Sequence[EndWrite]) -> None:
+    async def write_ends(
+        self, now: datetime, ends: Sequence[EndWrite], *, commit: bool = False
+    ) -> None:
         if ends:
-            await write_all(self.conn, end_writes(now, ends))
+            await _written(self.conn, end_writes(now, ends), commit)
 
     async def renew_leases(
         self,
@@ -154,6 +161,13 @@ class SqlAttempts:
 
     async def withdraw_offer(self, offer_id: str) -> bool:
         return await offers.withdraw(self.conn, offer_id)
+
+
+async def _written(conn: HotConnection, writes: Sequence[Write], commit: bool) -> None:
+    """A transition's writes; with `commit` the transaction's COMMIT goes with them where the
+    store can send both at once (`connector.commit_with`: the rows were read locked in this
+    transaction, so no UPDATE can come up short)."""
+    await (commit_with(conn, writes) if commit else write_all(conn, writes))
 
 
 def lease_writes(now: datetime, leases: Sequence[LeaseWrite]) -> list[Write]:
