@@ -256,19 +256,31 @@ async def submit_all(
 
 
 async def wait_done(db: Database, queue_id: str, expected: int, label: str) -> None:
-    query = sa.select(sa.func.count()).where(
-        tasks.c.queue_id == queue_id, tasks.c.state == "SUCCEEDED"
+    """Until `expected` tasks of the queue succeeded. Every 50 ms it asks whether any task of
+    the queue is still unfinished (one index entry read), and counts the succeeded ones only
+    when none is, or every 2 s for the progress line: a count every 50 ms read every
+    succeeded row each time (about 100 index entries per task of a 10,000-task drain, a fifth
+    of MariaDB's CPU per task), load that the drains of the anchors, which watch a file, do
+    not carry."""
+    c = tasks.c
+    count = sa.select(sa.func.count()).where(c.queue_id == queue_id, c.state == "SUCCEEDED")
+    unfinished = (
+        sa.select(c.id)
+        .where(c.queue_id == queue_id, c.state.in_(("WAITING", "LEASED", "RUNNING")))
+        .limit(1)
     )
-    started, last = time.monotonic(), 0.0
+    started, last = time.monotonic(), time.monotonic()
     while True:
         async with db.read() as conn:
-            done = (await conn.execute(query)).scalar_one()
-        if done >= expected:
+            busy = (await conn.execute(unfinished)).first() is not None
+            due = time.monotonic() - last > 2
+            done = None if busy and not due else (await conn.execute(count)).scalar_one()
+        if done is not None and done >= expected:
             return
-        if time.monotonic() - last > 2:
+        if due:
             last = time.monotonic()
             print(f"  {label}: {done}/{expected} succeeded", flush=True)
-        if time.monotonic() - started > 600:
+        if time.monotonic() - started > 600 and done is not None:
             raise SystemExit(f"{label}: only {done}/{expected} succeeded after 10 minutes")
         await asyncio.sleep(0.05)
 
