@@ -165,9 +165,13 @@ def test_times_are_bound_as_naive_utc(value: object, bound: object) -> None:
 
 
 def test_driver_times_come_back_aware_utc() -> None:
-    result = mysql._result
-    assert result(datetime(2026, 1, 1, 12)) == datetime(2026, 1, 1, 12, tzinfo=UTC)
-    assert result(datetime(2026, 1, 1, 12)).tzinfo is UTC and result(7) == 7
+    rows = [(datetime(2026, 1, 1, 12), 7, None), (None, 8, datetime(2026, 1, 2))]
+    made = mysql.aware_rows(rows, [0, 2], tuple)
+    assert made == [
+        (datetime(2026, 1, 1, 12, tzinfo=UTC), 7, None),
+        (None, 8, datetime(2026, 1, 2, tzinfo=UTC)),
+    ]
+    assert made[0][0].tzinfo is UTC and made[1][2].tzinfo is UTC
 
 
 def test_sqlite_stores_times_as_sqlalchemy_does() -> None:

@@ -11,7 +11,7 @@ to SQLAlchemy's, so duplicate and transient detection (`Database.retrying`) is u
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,12 +100,20 @@ async def fetch(conn: HotConnection, name: str, params: Mapping[str, Any]) -> li
         raise translated(compiled.sql, bound, exc) from exc
     make = record(tuple(column[0] for column in description))._make
     times = [index for index, column in enumerate(description) if column[1] in _TIME_TYPES]
+    return aware_rows(rows, times, make)
+
+
+def aware_rows(
+    rows: Sequence[Sequence[Any]], times: Sequence[int], make: Callable[[Iterable[Any]], Any]
+) -> list[Any]:
+    """The driver's rows made records, the datetimes of the columns `times` aware UTC (the
+    driver's are naive, in UTC as the store keeps them); NULLs stay None."""
     if not times:
         return [make(row) for row in rows]
     made = []
     for row in rows:  # only the datetime columns change (hot path: attempts, leases)
         values = list(row)
-        for index in times:  # the driver's datetimes are naive: UTC, as the store keeps them
+        for index in times:
             if isinstance(value := values[index], datetime):
                 values[index] = value.replace(tzinfo=UTC)
         made.append(make(values))
