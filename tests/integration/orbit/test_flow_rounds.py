@@ -6,10 +6,8 @@ kept by the serving process and written back to the database."""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,18 +16,14 @@ import sqlalchemy as sa
 
 from agentcall.orbit.domain.flow import VIRTUAL_PASS
 from agentcall.orbit.domain.flow_settings import FlowSettings
-from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.leasing import HandlerKey
-from agentcall.orbit.domain.strictjson import read_json
-from agentcall.orbit.domain.submit import parse_submit, plan_times
-from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.execution.flow import FlowControl
 from agentcall.orbit.store import flow, flow_round
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.tables import tasks
-from agentcall.orbit.store.tasks import task_row
 from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_rows import demo_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 WORK = frozenset({HandlerKey("demo.work", "v1")})
@@ -64,21 +58,16 @@ async def _add(
     """Tasks of `keys`, the first ready `ago` seconds ago, each next one a second later."""
     async with db.write() as conn:
         now = await db.now(conn)
-        rows = []
-        for n, key in enumerate(keys):
-            body: dict[str, object] = {
-                "queue_id": queue_id,
-                "handler": "demo.work",
-                "handler_version": "v1",
-                "payload_version": "v1",
-                "payload": {},
-            }
-            if key is not None:
-                body["fairness_key"] = key
-            request = parse_submit(read_json(json.dumps(body).encode()))
-            task = new_task(new_id(), namespace_id, request, plan_times(request, now), now)
-            ready = replace(task, available_at=now - timedelta(seconds=ago - n))
-            rows.append(task_row(ready))
+        rows = [
+            demo_row(
+                namespace_id,
+                queue_id,
+                now,
+                ready_at=now - timedelta(seconds=ago - n),
+                **({} if key is None else {"fairness_key": key}),
+            )
+            for n, key in enumerate(keys)
+        ]
         await conn.execute(tasks.insert(), rows)
     return {row["id"]: row["fairness_key"] for row in rows}
 

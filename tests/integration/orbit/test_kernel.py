@@ -39,6 +39,7 @@ from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.tables import tasks
 from agentcall.orbit.store.tasks import row_task, task_row
 from tests.support.orbit_databases import KINDS, fresh_url
+from tests.support.orbit_rows import demo_row
 
 pytestmark = pytest.mark.integration
 S = timedelta(seconds=1)
@@ -176,20 +177,9 @@ async def test_overlapping_handler_sets_in_one_batch_lease_every_row(db: Databas
     same transaction, so SKIP LOCKED returns them), or it comes back short although a row is
     still waiting — and a short fill tells the dispatcher the queue is drained."""
     made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
-    body = {
-        "queue_id": made.queue_id,
-        "handler": "demo.work",
-        "handler_version": "v1",
-        "payload_version": "v1",
-        "payload": {},
-    }
-    request = parse_submit(read_json(json.dumps(body).encode()))
     async with db.write() as conn:
         now = await db.now(conn)
-        rows = [
-            task_row(new_task(new_id(), made.namespace_id, request, plan_times(request, now), now))
-            for _ in range(3)
-        ]
+        rows = [demo_row(made.namespace_id, made.queue_id, now) for _ in range(3)]
         await conn.execute(tasks.insert(), rows)
     work, other = HandlerKey("demo.work", "v1"), HandlerKey("other", "v1")
     worker = WorkerIdentity("w", "i" * 32, None, None, None)
@@ -275,20 +265,9 @@ async def test_starts_and_results_of_one_batch_share_one_hot_transaction(db: Dat
     own. SQLite (and any batch with a step) runs `start_many` / `finish_many` after a clock
     read."""
     made = await Admin(db).init(f"k-{secrets.token_hex(4)}", "a")
-    body = {
-        "queue_id": made.queue_id,
-        "handler": "demo.work",
-        "handler_version": "v1",
-        "payload_version": "v1",
-        "payload": {},
-    }
-    request = parse_submit(read_json(json.dumps(body).encode()))
     async with db.write() as conn:
         now = await db.now(conn)
-        rows = [
-            task_row(new_task(new_id(), made.namespace_id, request, plan_times(request, now), now))
-            for _ in range(2)
-        ]
+        rows = [demo_row(made.namespace_id, made.queue_id, now) for _ in range(2)]
         await conn.execute(tasks.insert(), rows)
     worker = WorkerIdentity("w", "i" * 32, None, None, None)
     peer = Peer(new_id(), "t", made.namespace_id, frozenset({made.queue_id}), worker)

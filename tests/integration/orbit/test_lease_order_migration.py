@@ -5,8 +5,6 @@ the tasks then lease in that order."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -17,15 +15,12 @@ from agentcall.orbit.domain.flow_settings import MAX_PRIORITY
 from agentcall.orbit.domain.ids import new_id
 from agentcall.orbit.domain.lease_order import AGEING_STEP, rank_order
 from agentcall.orbit.domain.leasing import HandlerKey
-from agentcall.orbit.domain.strictjson import read_json
-from agentcall.orbit.domain.submit import parse_submit, plan_times
-from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.db import Database
 from agentcall.orbit.store.execution import lease_candidates
 from agentcall.orbit.store.migrate import _config, upgrade
 from agentcall.orbit.store.tables import tasks
-from agentcall.orbit.store.tasks import task_row
+from tests.support.orbit_rows import demo_row
 
 pytestmark = [pytest.mark.integration]
 
@@ -71,17 +66,8 @@ async def _seed(db: Database, namespace_id: str, queue_id: str) -> list[str]:
         now = await db.now(conn)
         rows = []
         for priority, ago in SEEDED:
-            body = {
-                "queue_id": queue_id,
-                "handler": "demo.work",
-                "handler_version": "v1",
-                "payload_version": "v1",
-                "payload": {},
-                "priority": priority,
-            }
-            request = parse_submit(read_json(json.dumps(body).encode()))
-            task = new_task(new_id(), namespace_id, request, plan_times(request, now), now)
-            row = task_row(replace(task, available_at=now - timedelta(seconds=ago)))
+            ready = now - timedelta(seconds=ago)
+            row = demo_row(namespace_id, queue_id, now, ready_at=ready, priority=priority)
             del row["lease_order"]
             assert row["lease_rank"] == MAX_PRIORITY - priority
             rows.append(row)

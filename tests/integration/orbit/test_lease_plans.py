@@ -5,25 +5,19 @@ over a table that holds several queues and states."""
 
 from __future__ import annotations
 
-import json
 import secrets
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from agentcall.orbit.domain.ids import new_id
-from agentcall.orbit.domain.strictjson import read_json
-from agentcall.orbit.domain.submit import parse_submit, plan_times
-from agentcall.orbit.domain.task import new_task
 from agentcall.orbit.store.admin import Admin
 from agentcall.orbit.store.connector import fetch
 from agentcall.orbit.store.db import Database, Dialect
 from agentcall.orbit.store.flow_round import _heads_query
 from agentcall.orbit.store.sql import QUERIES
 from agentcall.orbit.store.tables import tasks
-from agentcall.orbit.store.tasks import task_row
+from tests.support.orbit_rows import demo_row
 
 pytestmark = [pytest.mark.integration]
 STATES = ["WAITING", "LEASED", "SUCCEEDED", "FAILED"]
@@ -38,21 +32,20 @@ async def _seed(db: Database) -> str:
         queues.append(await Admin(db).create_queue(made.namespace_id, f"q{n}"))
     async with db.write() as conn:
         now = await db.now(conn)
-        rows = []
-        for n in range(1600):
-            body = {
-                "queue_id": queues[n % 4],
-                "handler": "demo.work",
-                "handler_version": "v1",
-                "payload_version": "v1",
-                "payload": {},
-                "priority": 1 + n % 9,
-                "fairness_key": f"tenant-{n % 7}",
+        rows = [
+            {
+                **demo_row(
+                    made.namespace_id,
+                    queues[n % 4],
+                    now,
+                    ready_at=now - timedelta(seconds=n),
+                    priority=1 + n % 9,
+                    fairness_key=f"tenant-{n % 7}",
+                ),
+                "state": STATES[(n // 4) % 4],
             }
-            request = parse_submit(read_json(json.dumps(body).encode()))
-            task = new_task(new_id(), made.namespace_id, request, plan_times(request, now), now)
-            task = replace(task, available_at=now - timedelta(seconds=n))
-            rows.append({**task_row(task), "state": STATES[(n // 4) % 4]})
+            for n in range(1600)
+        ]
         await conn.execute(tasks.insert(), rows)
     if db.dialect is Dialect.MYSQL:
         async with db.write() as conn:

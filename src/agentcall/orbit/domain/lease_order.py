@@ -32,7 +32,7 @@ def epoch_us(at: datetime) -> int:
 
 def lease_order(available_at: datetime, priority: int) -> int:
     """The lease order of a task ready at `available_at` with `priority`."""
-    return epoch_us(available_at) + (MAX_PRIORITY - priority) * STEP_US
+    return rank_order(available_at, MAX_PRIORITY - priority)
 
 
 def rank_order(available_at: datetime, lease_rank: int) -> int:
